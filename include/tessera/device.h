@@ -1,0 +1,164 @@
+// The device interface: what every backend (cpu, tile, rknpu, ...) implements.
+//
+// Public methods are non-virtual: they check arguments, keep counters and add the device
+// name to errors, then call the protected do_* hooks a backend overrides. A device never
+// exposes a host pointer for its memory: allocations are opaque handles, and data moves
+// only through write()/read(), which convert between a host format and the device's own
+// format through src/convert/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/format.h"
+#include "tessera/graph.h"
+#include "tessera/region.h"
+
+namespace tessera {
+
+struct DeviceProperties {
+  std::string name;                  // registry name plus preset: "cpu", "tile:wormhole_n150"
+  std::string description;           // one line for `tessera devices`
+  bool is_model = false;             // a device model: its device times are modelled
+  int64_t capacity_bytes = 0;        // total memory for tensors
+  int64_t max_allocation_bytes = 0;  // largest single allocation
+  int64_t alignment_bytes = 1;       // alignment of allocations and of offsets inside them
+  bool sub_allocation = false;       // one allocation may hold several tensors at offsets
+  int cores = 1;                     // cores / queues work can be spread over
+  uint32_t regions = kRegionWhole;   // RegionSupport bits accepted by write()/read()
+  std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
+};
+
+// An opaque handle to device memory. No host address is implied.
+struct Allocation {
+  uint64_t handle = 0;  // 0 = none
+  int64_t bytes = 0;
+  bool valid() const { return handle != 0; }
+};
+
+// Where a tensor lives on a device: an allocation, a byte offset inside it (always 0 on a
+// device without sub-allocation), and the tensor's format there.
+struct Placement {
+  Allocation alloc;
+  int64_t offset = 0;
+  Format format;
+};
+
+// The answer to "can you run this node, and at what cost?".
+struct Support {
+  bool ok = false;
+  double cost = 0;     // estimated seconds (modelled or measured-like), comparable across devices
+  std::string reason;  // why not (shown by `inspect`), or a note on how it runs
+  static Support yes(double cost, std::string note = {}) { return {true, cost, std::move(note)}; }
+  static Support no(std::string why) { return {false, 0, std::move(why)}; }
+};
+
+// A run of consecutive nodes assigned to one device, with the formats the planner chose.
+struct Segment {
+  const Graph* graph = nullptr;
+  std::vector<int> nodes;                // indices into graph->nodes(), in execution order
+  std::map<TensorId, Format> formats;    // format of every tensor the nodes touch
+};
+
+// What compile() returns; owned by the caller, executed any number of times.
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual std::string describe() const { return {}; }
+};
+
+// Placements of every tensor a program reads or writes.
+struct Bindings {
+  std::map<TensorId, Placement> placements;
+};
+
+// Per-node timing from the last execute().
+struct NodeTime {
+  int node = -1;            // index into the graph's nodes
+  double host_seconds = 0;  // measured on this machine
+  double modelled_seconds = -1;  // modelled device time; < 0 when not modelled
+};
+
+struct Counters {
+  double host_seconds = 0;       // measured time spent in execute()
+  double modelled_seconds = 0;   // device models only: modelled device time of execute()
+  double modelled_transfer_seconds = 0;  // device models: host<->device transfer time
+  int64_t bytes_written = 0;     // host -> device through write()
+  int64_t bytes_read = 0;        // device -> host through read()
+  int64_t bytes_converted = 0;   // bytes that went through a non-identity conversion
+  int64_t allocated_bytes = 0;   // currently allocated
+  int64_t peak_allocated_bytes = 0;
+  int64_t allocations = 0;       // currently live allocations
+  int64_t executes = 0;
+  std::vector<NodeTime> last_nodes;  // per node, from the last execute()
+};
+
+// Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).
+using DeviceOptions = std::map<std::string, std::string>;
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  const DeviceProperties& properties() const { return props_; }
+  const std::string& name() const { return props_.name; }
+
+  // The format this device wants for tensor `id` of `g` (its role and consumers decide),
+  // or nullopt if the device cannot hold it.
+  std::optional<Format> native_format(const Graph& g, TensorId id) const;
+  // Whether the device can run node `n` of `g`, with a cost estimate or a reason.
+  Support supports(const Graph& g, const Node& n) const;
+
+  // Allocates `bytes` (already rounded by the planner); `what` names it for errors.
+  Result<Allocation> allocate(int64_t bytes, const std::string& what);
+  Status free(Allocation a);
+
+  // Host -> device: `src` holds the region's values in a host format; the device
+  // converts to placement.format through src/convert/.
+  Status write(const Placement& dst, const Region& region, const ConstHostView& src);
+  // Device -> host, converting placement.format to dst.format (row-major, region extent).
+  Status read(const Placement& src, const Region& region, const HostView& dst);
+
+  // Prepares a segment once (kernel selection, command streams, constant folding).
+  Result<std::unique_ptr<Program>> compile(const Segment& seg);
+  // Runs a compiled program on tensors placed as `b` says.
+  Status execute(Program& p, const Bindings& b);
+
+  const Counters& counters() const { return counters_; }
+  void reset_counters();
+
+ protected:
+  explicit Device(DeviceProperties props) : props_(std::move(props)) {}
+
+  virtual std::optional<Format> do_native_format(const Graph& g, TensorId id) const = 0;
+  virtual Support do_supports(const Graph& g, const Node& n) const = 0;
+  virtual Result<Allocation> do_allocate(int64_t bytes) = 0;
+  virtual Status do_free(Allocation a) = 0;
+  virtual Status do_write(const Placement& dst, const Region& region, const ConstHostView& src) = 0;
+  virtual Status do_read(const Placement& src, const Region& region, const HostView& dst) = 0;
+  virtual Result<std::unique_ptr<Program>> do_compile(const Segment& seg) = 0;
+  virtual Status do_execute(Program& p, const Bindings& b) = 0;
+
+  DeviceProperties props_;
+  Counters counters_;
+};
+
+// ---- registry ----
+
+struct DeviceInfo {
+  std::string name;                  // "cpu", "tile", "rknpu"
+  std::string summary;               // one line
+  std::vector<std::string> presets;  // first is the default; empty if none
+  std::function<Result<std::unique_ptr<Device>>(const std::string& preset, const DeviceOptions&)> create;
+};
+
+// Every device built into this library, in a fixed order (cpu first).
+const std::vector<DeviceInfo>& device_registry();
+// Creates "name" or "name:preset"; errors name the unknown device or preset and list the valid ones.
+Result<std::unique_ptr<Device>> create_device(const std::string& spec, const DeviceOptions& opts = {});
+
+}  // namespace tessera

@@ -1,0 +1,77 @@
+// Format: the physical form of a tensor in some memory (a value type).
+//
+// A Format = element encoding + layout + the logical shape it holds. From those it
+// derives the padded shape, the byte size, the page size and the natural alignment.
+// Memory accounting always uses Format::byte_size(), never the logical bytes.
+// The exact byte layouts are specified in docs/formats.md and implemented in src/convert/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tessera/types.h"
+
+namespace tessera {
+
+// How one element (or one block of elements) is stored.
+enum class Encoding : uint8_t {
+  f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
+  q8_0, q4_0,      // GGUF blocks of 32 values: f16 scale + codes
+  bfp8_b, bfp4_b,  // block floats: one shared 8-bit exponent per 16 values (a face row)
+};
+constexpr int kNumEncodings = 13;
+
+// How elements are arranged.
+enum class Layout : uint8_t {
+  row_major,       // dense, last dim fastest (NHWC for 4-D feature maps)
+  tile32,          // [..., H, W]: each HxW slice padded to 32x32 tiles of four 16x16 faces
+  nc1hwc2,         // NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = zero point
+  rk_conv_weight,  // RK3588 packed conv weights, logical [OC, KH, KW, IC]
+  rk_dw_weight,    // RK3588 packed depthwise weights, logical [1, KH, KW, C]
+};
+
+const char* encoding_name(Encoding e);
+std::optional<Encoding> encoding_from_name(const std::string& name);
+const char* layout_name(Layout l);
+std::optional<Layout> layout_from_name(const std::string& name);
+// The encoding that stores a logical dtype as-is (f32 -> f32, q4_0 -> q4_0, ...).
+Encoding encoding_of(DType t);
+// The logical dtype whose values an encoding represents natively, if any (bfp -> none).
+std::optional<DType> dtype_of(Encoding e);
+bool encoding_is_block(Encoding e);  // q8_0, q4_0, bfp8_b, bfp4_b
+
+constexpr int64_t kTileDim = 32;   // tile-device.md: a tile is 32x32 values
+constexpr int64_t kFaceDim = 16;   // four 16x16 faces per tile
+constexpr int64_t kRkC2Int8 = 16;  // rknpu.md: C2 = 16 bytes for int8 feature maps
+
+struct Format {
+  Encoding encoding = Encoding::f32;
+  Layout layout = Layout::row_major;
+  Shape shape;        // the logical shape this format holds
+  int64_t c2 = kRkC2Int8;  // channel block for nc1hwc2
+
+  static Format row_major(DType t, Shape s) { return {encoding_of(t), Layout::row_major, std::move(s)}; }
+  static Format tiled(Encoding e, Shape s) { return {e, Layout::tile32, std::move(s)}; }
+
+  // The physical shape after padding: row_major = shape; tile32 = [prod(outer)*Hp, Wp];
+  // nc1hwc2 = [N, C1, H, W, C2]; packed weights: their block grid.
+  Shape padded_shape() const;
+  // Total bytes this format occupies (padding and block headers included).
+  Result<int64_t> byte_size() const;
+  // The unit a device moves: one tile for tile32, one row for row_major, one C2 line for nc1hwc2.
+  int64_t page_size() const;
+  // The natural alignment in bytes (element or block size); devices may demand more.
+  int64_t alignment() const;
+  // Whether the bytes are the plain row-major logical values (no conversion needed to read).
+  bool is_host_layout() const { return layout == Layout::row_major; }
+
+  // "bfp8_b/tile32 [2,64,64]"; parse accepts "<encoding>[/<layout>]" with layout names or
+  // the short forms "tile" (tile32) and "nhwc"/"row" (row_major); the shape is given apart.
+  std::string to_string() const;
+  static Result<Format> parse(const std::string& text, Shape shape);
+
+  bool operator==(const Format&) const = default;
+};
+
+}  // namespace tessera

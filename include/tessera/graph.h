@@ -1,0 +1,123 @@
+// Graph: logical tensors and the ops between them, as frontends build them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tessera/format.h"
+#include "tessera/types.h"
+
+namespace tessera {
+
+// OpKind, derived from the single list src/ops/ops.def.
+enum class OpKind : uint16_t {
+#define OP(name, min_in, max_in, summary) name,
+#include "ops/ops.def"
+#undef OP
+};
+constexpr int kNumOps = 0
+#define OP(name, min_in, max_in, summary) +1
+#include "ops/ops.def"
+#undef OP
+    ;
+const char* op_name(OpKind k);
+std::optional<OpKind> op_from_name(const std::string& name);
+int op_min_inputs(OpKind k);
+int op_max_inputs(OpKind k);
+const char* op_summary(OpKind k);
+
+using TensorId = int32_t;
+constexpr TensorId kNoTensor = -1;
+
+// Constant bytes owned elsewhere (a vector, a memory-mapped file); keeps its owner alive.
+struct ConstData {
+  const uint8_t* data = nullptr;
+  int64_t size = 0;
+  std::shared_ptr<const void> owner;
+
+  static ConstData from_vector(std::vector<uint8_t> bytes);
+  std::span<const uint8_t> span() const { return {data, static_cast<size_t>(size)}; }
+};
+
+struct Tensor {
+  TensorId id = kNoTensor;
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  QuantParams quant;
+  Role role = Role::activation;
+  // Weights only: the values in row-major logical layout of `dtype` (GGUF blocks as stored).
+  std::optional<ConstData> data;
+
+  int64_t elements() const { return num_elements(shape); }
+  // Bytes of the row-major logical layout (what a host buffer for this tensor holds).
+  Result<int64_t> host_bytes() const;
+  Format host_format() const { return Format::row_major(dtype, shape); }
+};
+
+// An attribute value: integer, float, integer list, float list or string.
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
+
+struct Node {
+  OpKind op{};
+  std::string name;               // e.g. the frontend's op location "op 12 (CONV_2D)"
+  std::vector<TensorId> inputs;   // kNoTensor for an absent optional input
+  std::vector<TensorId> outputs;
+  std::map<std::string, AttrValue> attrs;
+
+  int64_t attr_int(const std::string& key, int64_t fallback) const;
+  double attr_float(const std::string& key, double fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;  // empty if absent
+  std::string attr_str(const std::string& key, const std::string& fallback) const;
+  bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
+  // "conv2d 'op 12 (CONV_2D)'" for error messages.
+  std::string label() const;
+};
+
+class Graph {
+ public:
+  TensorId add_tensor(Tensor t);  // assigns t.id
+  // Adds a node after checking its input count against ops.def and that every id exists.
+  Status add_node(Node n);
+  // Adds a node and infers its output shape/dtype (activation role) by shape inference;
+  // returns the new output id. The convenient way to build graphs by hand.
+  Result<TensorId> add_op(OpKind op, std::vector<TensorId> inputs,
+                          std::map<std::string, AttrValue> attrs = {}, std::string name = {},
+                          std::optional<DType> out_dtype = std::nullopt,
+                          QuantParams out_quant = {});
+
+  const Tensor& tensor(TensorId id) const { return tensors_.at(static_cast<size_t>(id)); }
+  Tensor& tensor(TensorId id) { return tensors_.at(static_cast<size_t>(id)); }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& nodes() { return nodes_; }
+  std::optional<TensorId> find_tensor(const std::string& name) const;
+
+  // The model's inputs and outputs in order (their tensors have Role::input / output).
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+
+  // Checks every node: input counts, tensor ids, and shapes/dtypes by shape inference.
+  Status validate() const;
+  // Human-readable listing (TESSERA_DUMP uses it).
+  std::string dump() const;
+
+ private:
+  std::vector<Tensor> tensors_;
+  std::vector<Node> nodes_;
+};
+
+// Shape inference for one node: computes the output shapes (and dtype where it follows
+// from the inputs) and checks input shapes and dtypes. Errors name the op and tensor.
+struct InferredOutput {
+  Shape shape;
+  DType dtype;
+};
+Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n);
+
+}  // namespace tessera

@@ -1,0 +1,72 @@
+// Plan: the result of the pass pipeline (src/passes/pipeline.cpp).
+//
+// A plan says, for a graph: which device runs every node (and why the others could not),
+// the format of every tensor, the transfers inserted between formats or devices, and the
+// memory plan per device in the formats' real bytes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/device.h"
+#include "tessera/graph.h"
+
+namespace tessera {
+
+struct PlanOptions {
+  // Optional: the device index (into the plan's device list) a node should run on, or -1
+  // for "let the partitioner choose". Used for layer offload (`--offload N`).
+  std::function<int(const Graph&, const Node&, int node_index)> pin;
+  // When false, a node that the preferred device cannot run is an error instead of
+  // falling back to the CPU.
+  bool allow_fallback = true;
+};
+
+// Where a tensor lives and in what form.
+struct TensorPlacement {
+  int device = -1;       // index into Plan::devices
+  Format format;
+  int arena = -1;        // index into the device's arenas; -1 for weights/state/own allocation
+  int64_t offset = 0;    // byte offset inside the arena (0 without sub-allocation)
+  int64_t bytes = 0;     // format bytes, aligned up
+  int first_use = -1;    // node index of the producer (-1: live from the start)
+  int last_use = -1;     // last node index reading it (INT_MAX for outputs/state)
+  TensorId alias = kNoTensor;  // shares the storage of this tensor (scatter_rows output)
+  bool resident = false;       // weight or state: allocated once, outside the arenas
+};
+
+struct DeviceMemoryPlan {
+  std::vector<int64_t> arena_bytes;  // one allocation each
+  int64_t weight_bytes = 0;          // resident weights, in native format bytes
+  int64_t state_bytes = 0;           // resident state (KV caches)
+  int64_t activation_peak = 0;       // peak of live activations (sum of arenas)
+  int64_t logical_activation_bytes = 0;  // the same tensors' host bytes, for comparison
+  int64_t allocations = 0;           // number of allocations the plan makes
+  int64_t peak_bytes() const { return weight_bytes + state_bytes + activation_peak; }
+};
+
+struct NodePlacement {
+  int device = -1;
+  double cost = 0;
+  std::string note;                 // how it runs, or why it fell back
+  std::vector<std::string> rejected;  // "<device>: <reason>" for devices that said no
+};
+
+struct Plan {
+  Graph graph;                          // after the passes, with transfer nodes
+  std::vector<Device*> devices;         // index 0 is the preferred device; cpu is always present
+  std::vector<NodePlacement> nodes;     // per node of `graph`
+  std::vector<TensorPlacement> tensors; // per tensor of `graph`
+  std::vector<DeviceMemoryPlan> memory; // per device
+  int transfers = 0;
+
+  // A readable report of placement, formats, transfers and memory (`tessera inspect`).
+  std::string report(bool per_tensor) const;
+};
+
+// Runs the pass pipeline. `devices` lists the devices the plan may use; the first is the
+// preferred one, and a cpu device must be among them when fallback is allowed.
+Result<Plan> plan_graph(Graph g, const std::vector<Device*>& devices, const PlanOptions& opts = {});
+
+}  // namespace tessera

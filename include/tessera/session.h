@@ -1,0 +1,79 @@
+// Session: prepare once (plan, compile, upload weights), then bind inputs and run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/device.h"
+#include "tessera/graph.h"
+#include "tessera/plan.h"
+
+namespace tessera {
+
+struct SessionOptions {
+  std::string device = "cpu";   // preferred device spec ("cpu", "tile:blackhole_p150a", "rknpu")
+  DeviceOptions device_options; // passed to create_device (threads, weights, fidelity, ...)
+  PlanOptions plan;
+};
+
+// Devices plus the tensors that outlive one plan: weights and state, keyed by tensor name,
+// so that several sessions (a prompt graph and a decode graph) share them.
+struct SharedResidency;
+
+struct RunProfile {
+  struct Item {
+    std::string label;       // node label
+    std::string device;
+    double host_seconds = 0;
+    double modelled_seconds = -1;  // < 0: not modelled
+  };
+  std::vector<Item> nodes;
+  double host_seconds = 0;          // whole run, measured
+  double modelled_seconds = 0;      // sum of modelled device time (device models only)
+  int64_t transfer_bytes = 0;       // bytes moved between devices / formats
+};
+
+class Session {
+ public:
+  // Plans and compiles `g` for the device in `opts`, uploads weights. With `share`, uses
+  // its devices and reuses its resident weights and state by tensor name.
+  static Result<std::unique_ptr<Session>> create(Graph g, const SessionOptions& opts,
+                                                 const Session* share = nullptr);
+  ~Session();
+
+  const Plan& plan() const { return plan_; }
+  const Graph& graph() const { return plan_.graph; }
+  const std::vector<Device*>& devices() const { return plan_.devices; }
+
+  // Inputs and outputs are raw host tensors in the model's dtype, row-major.
+  Status set_input(size_t index, const void* data, int64_t bytes);
+  Status run();
+  Result<std::vector<uint8_t>> output(size_t index) const;
+  // Reads any planned tensor (input, output, state) as row-major host bytes of its dtype.
+  Result<std::vector<uint8_t>> read_tensor(TensorId id) const;
+  // Reads a state tensor's region into host memory (row-major `dtype` values).
+  Status read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const;
+
+  const RunProfile& profile() const { return profile_; }
+
+ private:
+  Session() = default;
+  Status prepare(const Session* share);
+
+  SessionOptions opts_;
+  Plan plan_;
+  std::shared_ptr<SharedResidency> shared_;
+  std::vector<std::unique_ptr<Program>> programs_;  // per segment (nullptr for transfers)
+  struct Step {
+    int device = -1;
+    std::vector<int> nodes;
+    bool transfer = false;
+  };
+  std::vector<Step> steps_;
+  std::vector<std::vector<Allocation>> arenas_;      // per device, per arena
+  std::vector<Placement> placements_;               // per tensor of plan_.graph
+  RunProfile profile_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,68 @@
+// Logical tensor types: shapes, dtypes, quantization parameters and roles.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/status.h"
+
+namespace tessera {
+
+// Logical element types. q8_0 / q4_0 are GGUF block types (32 values per block);
+// their "element size" is fractional, so use dtype_row_bytes() for sizes.
+enum class DType : uint8_t { f32, f16, bf16, i8, u8, i16, i32, i64, boolean, q8_0, q4_0 };
+
+constexpr int kNumDTypes = 11;
+constexpr int64_t kQBlock = 32;  // values per q8_0 / q4_0 block (GGUF)
+constexpr int64_t kQ8_0BlockBytes = 34;  // f16 scale + 32 x int8 (GGUF block_q8_0)
+constexpr int64_t kQ4_0BlockBytes = 18;  // f16 scale + 16 bytes of nibbles (GGUF block_q4_0)
+
+const char* dtype_name(DType t);
+std::optional<DType> dtype_from_name(const std::string& name);
+bool dtype_is_block(DType t);          // q8_0, q4_0
+bool dtype_is_float(DType t);          // f32, f16, bf16
+bool dtype_is_quantized_int(DType t);  // i8, u8, i16 (used with QuantParams)
+// Bytes of one element; 0 for block types.
+int dtype_size(DType t);
+// Bytes of `n` consecutive elements along the innermost dim (block types need n % 32 == 0).
+Result<int64_t> dtype_row_bytes(DType t, int64_t n);
+
+// A shape; dims are non-negative. Rank 0 is a scalar with one element.
+using Shape = std::vector<int64_t>;
+int64_t num_elements(const Shape& s);
+std::string shape_str(const Shape& s);  // "[1,224,224,3]"
+// Row-major strides in elements.
+std::vector<int64_t> row_major_strides(const Shape& s);
+// Numpy-style broadcast of two shapes; error if incompatible.
+Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// Affine quantization, real = scale * (q - zero_point). Per tensor when scale has one
+// entry; per axis (per channel) along `axis` otherwise.
+struct QuantParams {
+  std::vector<float> scale;
+  std::vector<int64_t> zero_point;
+  int axis = -1;  // -1: per tensor
+
+  bool empty() const { return scale.empty(); }
+  bool per_axis() const { return scale.size() > 1 || axis >= 0; }
+  float scale_at(int64_t c) const { return scale.size() == 1 ? scale[0] : scale[c]; }
+  int64_t zero_point_at(int64_t c) const {
+    return zero_point.empty() ? 0 : (zero_point.size() == 1 ? zero_point[0] : zero_point[c]);
+  }
+  bool operator==(const QuantParams&) const = default;
+};
+std::string quant_str(const QuantParams& q);
+
+// What a tensor is for; decides where it lives and how long.
+enum class Role : uint8_t {
+  weight,      // constant data, uploaded once at prepare time
+  input,       // bound by the caller before each run
+  output,      // read by the caller after each run
+  activation,  // intermediate; lives in the planner's memory plan
+  state,       // persistent across runs (KV cache); updated with region writes
+};
+const char* role_name(Role r);
+
+}  // namespace tessera

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every dependency from Debian's packages, then configures and builds Tessera
+# (Release, -j2) into ./build. Safe to run again: it only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
+  libflatbuffers-dev flatbuffers-compiler      # TFLite models (schema compiled at build time)
+  libcli11-dev                                 # command-line parsing
+  nlohmann-json3-dev                           # JSON output
+  libfmt-dev                                   # formatting
+  libstb-dev                                   # image decoding and writing (BMP, JPEG, PNG)
+  libhwy-dev                                   # SIMD with run-time dispatch
+  clang libclang-rt-14-dev                     # libFuzzer targets
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j2

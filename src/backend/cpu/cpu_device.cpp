@@ -1,0 +1,210 @@
+// The cpu device: host memory, the reference kernels, the oracle for every other device.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "backend/cpu/kernel.h"
+#include "backend/cpu/thread_pool.h"
+#include "tessera/convert.h"
+#include "tessera/device.h"
+
+namespace tessera {
+namespace cpu {
+
+KernelKind kernel_kind(const Graph& g, const Node& n) {
+  if (n.inputs.empty() || n.inputs[0] == kNoTensor) return KernelKind::plain;
+  const Tensor& t = g.tensor(n.inputs[0]);
+  if (dtype_is_quantized_int(t.dtype) && !t.quant.empty()) return KernelKind::quant;
+  // quantize of a float input produces quantized output: plain path handles it.
+  return KernelKind::plain;
+}
+
+const KernelTable& kernel_table() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    register_plain_kernels(t);
+    register_quant_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+Status kernel_error(const Node& n, const std::string& msg) {
+  return error(StatusCode::unsupported, "[", op_name(n.op), "] ", n.name.empty() ? "" : "'" + n.name + "': ", msg);
+}
+
+namespace {
+
+constexpr int64_t kCpuAlignment = 64;  // cache line; also satisfies every SIMD load
+
+int64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<int64_t>(pages) * size : (int64_t{16} << 30);
+}
+
+struct CpuProgram : Program {
+  const Graph* graph = nullptr;
+  std::vector<int> nodes;
+  std::vector<KernelFn> kernels;
+  std::string describe() const override { return std::to_string(nodes.size()) + " cpu kernels"; }
+};
+
+class CpuDevice : public Device {
+ public:
+  CpuDevice(int threads)
+      : Device(make_props(threads)), pool_(threads) {}
+
+  static DeviceProperties make_props(int threads) {
+    DeviceProperties p;
+    p.name = "cpu";
+    p.description = "host CPU, reference kernels (the oracle for every other device)";
+    p.capacity_bytes = physical_memory();
+    p.max_allocation_bytes = p.capacity_bytes;
+    p.alignment_bytes = kCpuAlignment;
+    p.sub_allocation = true;
+    p.cores = threads;
+    p.regions = kRegionWhole | kRegionRows | kRegionBox;
+    p.extra = {{"threads", std::to_string(threads)}, {"formats", "row-major, every logical dtype"}};
+    return p;
+  }
+
+ protected:
+  std::optional<Format> do_native_format(const Graph& g, TensorId id) const override {
+    return g.tensor(id).host_format();
+  }
+
+  Support do_supports(const Graph& g, const Node& n) const override {
+    if (n.op == OpKind::transfer) return Support::yes(0);
+    KernelKind kind = kernel_kind(g, n);
+    if (!kernel_table().find(n.op, kind))
+      return Support::no(std::string("no ") + (kind == KernelKind::quant ? "quantized" : "plain") + " cpu kernel for " +
+                         op_name(n.op) + " with input dtype " + dtype_name(g.tensor(n.inputs[0]).dtype));
+    // Rough cost: one nanosecond per output element; devices compare relative costs.
+    double elems = 0;
+    for (TensorId o : n.outputs) elems += static_cast<double>(g.tensor(o).elements());
+    return Support::yes(elems * 1e-9);
+  }
+
+  Result<Allocation> do_allocate(int64_t bytes) override {
+    int64_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    void* p = std::aligned_alloc(kCpuAlignment, rounded);
+    if (!p) return error(StatusCode::out_of_memory, "host allocation of ", bytes, " bytes failed");
+    std::memset(p, 0, rounded);
+    uint64_t h = next_handle_++;
+    buffers_[h] = static_cast<uint8_t*>(p);
+    return Allocation{h, bytes};
+  }
+
+  Status do_free(Allocation a) override {
+    auto it = buffers_.find(a.handle);
+    if (it == buffers_.end()) return error(StatusCode::invalid_argument, "free of unknown allocation ", a.handle);
+    std::free(it->second);
+    buffers_.erase(it);
+    return Status::Ok();
+  }
+
+  Result<uint8_t*> base(const Placement& p) const {
+    auto it = buffers_.find(p.alloc.handle);
+    if (it == buffers_.end()) return error(StatusCode::invalid_argument, "unknown allocation ", p.alloc.handle);
+    return it->second + p.offset;
+  }
+
+  Status do_write(const Placement& dst, const Region& region, const ConstHostView& src) override {
+    TS_ASSIGN_OR_RETURN(uint8_t * d, base(dst));
+    convert::Stats st;
+    TS_RETURN_IF_ERROR(convert::write_region(dst.format, d, region, src.format, src.data, &st));
+    if (!st.identity) counters_.bytes_converted += st.bytes_in;
+    return Status::Ok();
+  }
+
+  Status do_read(const Placement& src, const Region& region, const HostView& dst) override {
+    TS_ASSIGN_OR_RETURN(uint8_t * s, base(src));
+    convert::Stats st;
+    TS_RETURN_IF_ERROR(convert::read_region(src.format, s, region, dst.format, dst.data, &st));
+    if (!st.identity) counters_.bytes_converted += st.bytes_in;
+    return Status::Ok();
+  }
+
+  Result<std::unique_ptr<Program>> do_compile(const Segment& seg) override {
+    auto prog = std::make_unique<CpuProgram>();
+    for (int i : seg.nodes) {
+      const Node& n = seg.graph->nodes()[i];
+      for (TensorId id : n.inputs) {
+        if (id == kNoTensor) continue;
+        auto f = seg.formats.find(id);
+        if (f != seg.formats.end() && !f->second.is_host_layout())
+          return error(StatusCode::unsupported, "[", op_name(n.op), "] input '", seg.graph->tensor(id).name,
+                       "' is in format ", f->second.to_string(), ", the cpu reads only row-major");
+      }
+      KernelFn fn = kernel_table().find(n.op, kernel_kind(*seg.graph, n));
+      if (!fn)
+        return error(StatusCode::unsupported, "[", op_name(n.op), "] ", n.label(), ": no cpu kernel for input dtype ",
+                     dtype_name(seg.graph->tensor(n.inputs[0]).dtype));
+      prog->nodes.push_back(i);
+      prog->kernels.push_back(fn);
+    }
+    prog->graph = seg.graph;
+    return std::unique_ptr<Program>(std::move(prog));
+  }
+
+  Status do_execute(Program& p, const Bindings& b) override {
+    auto& prog = static_cast<CpuProgram&>(p);
+    const Graph& g = *prog.graph;
+    auto ref = [&](TensorId id) -> Result<TensorRef> {
+      if (id == kNoTensor) return TensorRef{};
+      auto it = b.placements.find(id);
+      if (it == b.placements.end())
+        return error(StatusCode::internal, "tensor '", g.tensor(id).name, "' has no placement");
+      TS_ASSIGN_OR_RETURN(uint8_t * d, base(it->second));
+      return TensorRef{&g.tensor(id), d};
+    };
+    for (size_t k = 0; k < prog.nodes.size(); ++k) {
+      const Node& n = g.nodes()[prog.nodes[k]];
+      KernelContext ctx{g, n, {}, {}, &pool_};
+      for (TensorId id : n.inputs) {
+        TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
+        ctx.in.push_back(r);
+      }
+      for (TensorId id : n.outputs) {
+        TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
+        ctx.out.push_back(r);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      TS_RETURN_IF_ERROR(prog.kernels[k](ctx));
+      double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      counters_.last_nodes.push_back({prog.nodes[k], dt, -1});
+    }
+    return Status::Ok();
+  }
+
+ private:
+  ThreadPool pool_;
+  std::map<uint64_t, uint8_t*> buffers_;
+  uint64_t next_handle_ = 1;
+};
+
+}  // namespace
+}  // namespace cpu
+
+DeviceInfo cpu_device_info() {
+  DeviceInfo info;
+  info.name = "cpu";
+  info.summary = "host CPU with the reference kernels";
+  info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
+    int threads = 1;
+    if (auto it = opts.find("threads"); it != opts.end()) {
+      char* end = nullptr;
+      long v = std::strtol(it->second.c_str(), &end, 10);
+      if (!end || *end || v < 1 || v > 256)
+        return error(StatusCode::invalid_argument, "cpu: threads must be 1..256, got '", it->second, "'");
+      threads = static_cast<int>(v);
+    }
+    return std::unique_ptr<Device>(new cpu::CpuDevice(threads));
+  };
+  return info;
+}
+
+}  // namespace tessera

@@ -1,0 +1,65 @@
+// The CPU kernel interface: how the cpu device finds and calls a kernel for a node.
+//
+// Every op has reference kernels here: plain, obviously correct code that is the oracle
+// for every other device. A kernel receives the node and dense row-major buffers of its
+// inputs and outputs in their logical dtypes (GGUF blocks as stored).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tessera/graph.h"
+
+namespace tessera::cpu {
+
+class ThreadPool;
+
+struct TensorRef {
+  const Tensor* t = nullptr;  // shape, dtype, quant, name
+  uint8_t* data = nullptr;    // row-major values of t->dtype; nullptr for an absent optional input
+
+  template <typename T> T* as() const { return reinterpret_cast<T*>(data); }
+  int64_t elements() const { return num_elements(t->shape); }
+  const Shape& shape() const { return t->shape; }
+  DType dtype() const { return t->dtype; }
+  explicit operator bool() const { return data != nullptr; }
+};
+
+struct KernelContext {
+  const Graph& g;
+  const Node& n;
+  std::vector<TensorRef> in;
+  std::vector<TensorRef> out;
+  ThreadPool* pool = nullptr;  // for kernels that split work over threads
+};
+
+using KernelFn = Status (*)(KernelContext&);
+
+// Which numeric path a node takes: `quant` when its first input is a u8/i8/i16 tensor with
+// quantization parameters (TFLite semantics), `plain` otherwise.
+enum class KernelKind : uint8_t { plain, quant };
+KernelKind kernel_kind(const Graph& g, const Node& n);
+
+// op x kind -> kernel. Filled by the register_* functions of the kernel family files.
+class KernelTable {
+ public:
+  void add(OpKind op, KernelKind kind, KernelFn fn) { fns_[index(op, kind)] = fn; }
+  KernelFn find(OpKind op, KernelKind kind) const { return fns_[index(op, kind)]; }
+
+ private:
+  static size_t index(OpKind op, KernelKind kind) { return static_cast<size_t>(op) * 2 + static_cast<size_t>(kind); }
+  std::vector<KernelFn> fns_ = std::vector<KernelFn>(kNumOps * 2, nullptr);
+};
+
+// The table with every CPU kernel, built once.
+const KernelTable& kernel_table();
+
+// Registration functions, one per family file (kernels/*.cpp).
+void register_plain_kernels(KernelTable& t);  // float / integer reference kernels
+void register_quant_kernels(KernelTable& t);  // TFLite-exact quantized kernels
+
+// Error helper: "[conv2d] 'name': msg".
+Status kernel_error(const Node& n, const std::string& msg);
+
+}  // namespace tessera::cpu

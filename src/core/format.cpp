@@ -1,0 +1,203 @@
+#include "tessera/format.h"
+
+#include <sstream>
+
+namespace tessera {
+
+namespace {
+struct EncodingInfo {
+  Encoding e;
+  const char* name;
+  int bytes;               // bytes per element; 0 for block encodings
+  int64_t tile_bytes;      // bytes of one 32x32 tile (tile-device.md); 0 if not tileable
+};
+// tile-device.md "Element formats and tile sizes": f32 4096, bf16 2048, bfp8_b 64+1024,
+// bfp4_b 64+512. Other plain encodings tile at their element size.
+constexpr EncodingInfo kEncodings[kNumEncodings] = {
+    {Encoding::f32, "f32", 4, 4096},      {Encoding::f16, "f16", 2, 2048},
+    {Encoding::bf16, "bf16", 2, 2048},    {Encoding::i8, "i8", 1, 1024},
+    {Encoding::u8, "u8", 1, 1024},        {Encoding::i16, "i16", 2, 2048},
+    {Encoding::i32, "i32", 4, 4096},      {Encoding::i64, "i64", 8, 8192},
+    {Encoding::boolean, "bool", 1, 1024}, {Encoding::q8_0, "q8_0", 0, 0},
+    {Encoding::q4_0, "q4_0", 0, 0},       {Encoding::bfp8_b, "bfp8_b", 0, 64 + 1024},
+    {Encoding::bfp4_b, "bfp4_b", 0, 64 + 512},
+};
+const EncodingInfo& info(Encoding e) { return kEncodings[static_cast<int>(e)]; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// [outer, H, W] view of a shape for the tile layout: rank 0 -> [1,1,1], rank 1 -> [1,1,W].
+void tile_dims(const Shape& s, int64_t& outer, int64_t& h, int64_t& w) {
+  w = s.empty() ? 1 : s.back();
+  h = s.size() < 2 ? 1 : s[s.size() - 2];
+  outer = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) outer *= s[i];
+}
+}  // namespace
+
+const char* encoding_name(Encoding e) { return info(e).name; }
+
+std::optional<Encoding> encoding_from_name(const std::string& name) {
+  for (const auto& i : kEncodings)
+    if (name == i.name) return i.e;
+  if (name == "bfp8") return Encoding::bfp8_b;
+  if (name == "bfp4") return Encoding::bfp4_b;
+  return std::nullopt;
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::row_major: return "row_major";
+    case Layout::tile32: return "tile32";
+    case Layout::nc1hwc2: return "nc1hwc2";
+    case Layout::rk_conv_weight: return "rk_conv_weight";
+    case Layout::rk_dw_weight: return "rk_dw_weight";
+  }
+  return "?";
+}
+
+std::optional<Layout> layout_from_name(const std::string& name) {
+  if (name == "row_major" || name == "row" || name == "nhwc") return Layout::row_major;
+  if (name == "tile32" || name == "tile") return Layout::tile32;
+  if (name == "nc1hwc2") return Layout::nc1hwc2;
+  if (name == "rk_conv_weight") return Layout::rk_conv_weight;
+  if (name == "rk_dw_weight") return Layout::rk_dw_weight;
+  return std::nullopt;
+}
+
+Encoding encoding_of(DType t) {
+  switch (t) {
+    case DType::f32: return Encoding::f32;
+    case DType::f16: return Encoding::f16;
+    case DType::bf16: return Encoding::bf16;
+    case DType::i8: return Encoding::i8;
+    case DType::u8: return Encoding::u8;
+    case DType::i16: return Encoding::i16;
+    case DType::i32: return Encoding::i32;
+    case DType::i64: return Encoding::i64;
+    case DType::boolean: return Encoding::boolean;
+    case DType::q8_0: return Encoding::q8_0;
+    case DType::q4_0: return Encoding::q4_0;
+  }
+  return Encoding::f32;
+}
+
+std::optional<DType> dtype_of(Encoding e) {
+  switch (e) {
+    case Encoding::bfp8_b:
+    case Encoding::bfp4_b: return std::nullopt;
+    default: return static_cast<DType>(static_cast<int>(e));  // same order up to q4_0
+  }
+}
+
+bool encoding_is_block(Encoding e) {
+  return e == Encoding::q8_0 || e == Encoding::q4_0 || e == Encoding::bfp8_b || e == Encoding::bfp4_b;
+}
+
+Shape Format::padded_shape() const {
+  switch (layout) {
+    case Layout::row_major: return shape;
+    case Layout::tile32: {
+      int64_t outer, h, w;
+      tile_dims(shape, outer, h, w);
+      return {outer * round_up(h, kTileDim), round_up(w, kTileDim)};
+    }
+    case Layout::nc1hwc2:
+      if (shape.size() != 4) return shape;
+      return {shape[0], ceil_div(shape[3], c2), shape[1], shape[2], c2};
+    case Layout::rk_conv_weight:
+      // Packed as [ceil(OC/32)][ceil(IC/32)][KH][KW][32][32] (rknpu.md, Mesa's layout).
+      if (shape.size() != 4) return shape;
+      return {ceil_div(shape[0], 32), ceil_div(shape[3], 32), shape[1], shape[2], 32, 32};
+    case Layout::rk_dw_weight:
+      // Depthwise: [ceil(C/64)][KH][KW][64] (rknpu.md: 64-channel groups).
+      if (shape.size() != 4) return shape;
+      return {ceil_div(shape[3], 64), shape[1], shape[2], 64};
+  }
+  return shape;
+}
+
+Result<int64_t> Format::byte_size() const {
+  for (int64_t d : shape)
+    if (d < 0) return error(StatusCode::invalid_argument, "negative dim in ", shape_str(shape));
+  const EncodingInfo& ei = info(encoding);
+  switch (layout) {
+    case Layout::row_major: {
+      if (encoding == Encoding::bfp8_b || encoding == Encoding::bfp4_b)
+        return error(StatusCode::unsupported, "encoding ", ei.name, " exists only in the tile32 layout");
+      auto dt = dtype_of(encoding);
+      int64_t inner = shape.empty() ? 1 : shape.back();
+      TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(*dt, inner));
+      return row * (inner == 0 ? 0 : num_elements(shape) / inner);
+    }
+    case Layout::tile32: {
+      if (ei.tile_bytes == 0)
+        return error(StatusCode::unsupported, "encoding ", ei.name, " has no tile32 form");
+      Shape p = padded_shape();
+      return p[0] / kTileDim * (p[1] / kTileDim) * ei.tile_bytes;
+    }
+    case Layout::nc1hwc2:
+    case Layout::rk_conv_weight:
+    case Layout::rk_dw_weight: {
+      if (shape.size() != 4)
+        return error(StatusCode::invalid_argument, "layout ", layout_name(layout), " needs a rank-4 shape, got ",
+                     shape_str(shape));
+      if (ei.bytes == 0)
+        return error(StatusCode::unsupported, "encoding ", ei.name, " has no ", layout_name(layout), " form");
+      return num_elements(padded_shape()) * ei.bytes;
+    }
+  }
+  return error(StatusCode::internal, "unknown layout");
+}
+
+int64_t Format::page_size() const {
+  const EncodingInfo& ei = info(encoding);
+  switch (layout) {
+    case Layout::tile32: return ei.tile_bytes;
+    case Layout::row_major: {
+      auto dt = dtype_of(encoding);
+      if (!dt) return 1;
+      auto r = dtype_row_bytes(*dt, shape.empty() ? 1 : shape.back());
+      return r.ok() ? std::max<int64_t>(*r, 1) : 1;
+    }
+    case Layout::nc1hwc2: return c2 * std::max(ei.bytes, 1);
+    default: {
+      auto b = byte_size();
+      return b.ok() ? *b : 1;
+    }
+  }
+}
+
+int64_t Format::alignment() const {
+  if (layout == Layout::tile32) return 32;
+  if (layout == Layout::nc1hwc2) return c2 * std::max(info(encoding).bytes, 1);
+  return std::max(info(encoding).bytes, 1);
+}
+
+std::string Format::to_string() const {
+  std::ostringstream os;
+  os << encoding_name(encoding) << '/' << layout_name(layout) << ' ' << shape_str(shape);
+  return os.str();
+}
+
+Result<Format> Format::parse(const std::string& text, Shape s) {
+  std::string enc = text, lay = "row_major";
+  if (auto slash = text.find('/'); slash != std::string::npos) {
+    enc = text.substr(0, slash);
+    lay = text.substr(slash + 1);
+  }
+  auto e = encoding_from_name(enc);
+  if (!e)
+    return error(StatusCode::invalid_argument, "unknown encoding '", enc,
+                 "' in format '", text, "' (known: f32 f16 bf16 i8 u8 i16 i32 i64 bool q8_0 q4_0 bfp8_b bfp4_b)");
+  auto l = layout_from_name(lay);
+  if (!l)
+    return error(StatusCode::invalid_argument, "unknown layout '", lay, "' in format '", text,
+                 "' (known: row_major|nhwc, tile32|tile, nc1hwc2, rk_conv_weight, rk_dw_weight)");
+  Format f{*e, *l, std::move(s)};
+  if (auto b = f.byte_size(); !b.ok()) return b.status().with_context("format '" + text + "'");
+  return f;
+}
+
+}  // namespace tessera

@@ -1,0 +1,183 @@
+#include "tessera/graph.h"
+
+#include <sstream>
+
+namespace tessera {
+
+ConstData ConstData::from_vector(std::vector<uint8_t> bytes) {
+  auto owner = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  ConstData d;
+  d.data = owner->data();
+  d.size = static_cast<int64_t>(owner->size());
+  d.owner = owner;
+  return d;
+}
+
+Result<int64_t> Tensor::host_bytes() const { return host_format().byte_size(); }
+
+int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  if (auto* d = std::get_if<double>(&it->second)) return static_cast<int64_t>(*d);
+  return fallback;
+}
+
+double Node::attr_float(const std::string& key, double fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
+  return fallback;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& key) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return {};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return {*i};
+  return {};
+}
+
+std::string Node::attr_str(const std::string& key, const std::string& fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return fallback;
+}
+
+std::string Node::label() const {
+  std::string s = op_name(op);
+  if (!name.empty()) s += " '" + name + "'";
+  return s;
+}
+
+TensorId Graph::add_tensor(Tensor t) {
+  t.id = static_cast<TensorId>(tensors_.size());
+  tensors_.push_back(std::move(t));
+  return tensors_.back().id;
+}
+
+static Status check_node_ids(const Graph& g, const Node& n) {
+  int nin = static_cast<int>(n.inputs.size());
+  if (nin < op_min_inputs(n.op) || nin > op_max_inputs(n.op))
+    return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": ", nin,
+                 " inputs, expected ", op_min_inputs(n.op), "..", op_max_inputs(n.op));
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    TensorId id = n.inputs[i];
+    if (id == kNoTensor && static_cast<int>(i) >= op_min_inputs(n.op)) continue;
+    if (id < 0 || id >= static_cast<TensorId>(g.tensors().size()))
+      return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": input ", i,
+                   " refers to tensor ", id, " which does not exist");
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] < 0 || n.outputs[i] >= static_cast<TensorId>(g.tensors().size()))
+      return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": output ", i,
+                   " refers to tensor ", n.outputs[i], " which does not exist");
+  if (n.outputs.empty())
+    return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": no outputs");
+  return Status::Ok();
+}
+
+Status Graph::add_node(Node n) {
+  TS_RETURN_IF_ERROR(check_node_ids(*this, n));
+  nodes_.push_back(std::move(n));
+  return Status::Ok();
+}
+
+Result<TensorId> Graph::add_op(OpKind op, std::vector<TensorId> in, std::map<std::string, AttrValue> attrs,
+                               std::string name, std::optional<DType> out_dtype, QuantParams out_quant) {
+  Node n;
+  n.op = op;
+  n.name = std::move(name);
+  n.inputs = std::move(in);
+  n.attrs = std::move(attrs);
+  // Provisional output so that shape inference can see the requested dtype.
+  Tensor out;
+  out.name = n.name.empty() ? std::string(op_name(op)) + "_" + std::to_string(nodes_.size()) : n.name;
+  out.dtype = out_dtype.value_or(DType::f32);
+  out.quant = std::move(out_quant);
+  TensorId oid = add_tensor(out);
+  n.outputs = {oid};
+  if (Status s = check_node_ids(*this, n); !s.ok()) {
+    tensors_.pop_back();
+    return s;
+  }
+  auto inferred = infer_outputs(*this, n);
+  if (!inferred.ok()) {
+    tensors_.pop_back();
+    return inferred.status();
+  }
+  tensors_[oid].shape = (*inferred)[0].shape;
+  if (!out_dtype) tensors_[oid].dtype = (*inferred)[0].dtype;
+  nodes_.push_back(std::move(n));
+  return oid;
+}
+
+std::optional<TensorId> Graph::find_tensor(const std::string& name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return t.id;
+  return std::nullopt;
+}
+
+Status Graph::validate() const {
+  std::vector<bool> produced(tensors_.size(), false);
+  for (const auto& t : tensors_)
+    if (t.role == Role::weight || t.role == Role::input || t.role == Role::state) produced[t.id] = true;
+  for (const auto& t : tensors_) {
+    if (t.role == Role::weight) {
+      if (!t.data)
+        return error(StatusCode::invalid_argument, "weight tensor '", t.name, "' has no data");
+      TS_ASSIGN_OR_RETURN(int64_t want, t.host_bytes());
+      if (t.data->size < want)
+        return error(StatusCode::invalid_argument, "weight tensor '", t.name, "' ", shape_str(t.shape), " ",
+                     dtype_name(t.dtype), " needs ", want, " bytes but has ", t.data->size);
+    }
+  }
+  for (const auto& n : nodes_) {
+    TS_RETURN_IF_ERROR(check_node_ids(*this, n));
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      TensorId id = n.inputs[i];
+      if (id == kNoTensor) continue;
+      if (!produced[id])
+        return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": input ", i, " '",
+                     tensors_[id].name, "' is used before any node produces it");
+    }
+    TS_ASSIGN_OR_RETURN(auto outs, infer_outputs(*this, n));
+    for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i) {
+      const Tensor& t = tensors_[n.outputs[i]];
+      if (t.shape != outs[i].shape)
+        return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": output ", i, " '", t.name,
+                     "' has shape ", shape_str(t.shape), " but the op produces ", shape_str(outs[i].shape));
+      produced[n.outputs[i]] = true;
+    }
+  }
+  for (TensorId id : outputs)
+    if (!produced[id])
+      return error(StatusCode::invalid_argument, "graph output '", tensors_[id].name, "' is never produced");
+  return Status::Ok();
+}
+
+std::string Graph::dump() const {
+  std::ostringstream os;
+  auto tstr = [&](TensorId id) {
+    if (id == kNoTensor) return std::string("-");
+    const Tensor& t = tensors_[id];
+    std::ostringstream s;
+    s << '%' << id << ":" << t.name << " " << dtype_name(t.dtype) << shape_str(t.shape);
+    if (t.role != Role::activation) s << " (" << role_name(t.role) << ")";
+    return s.str();
+  };
+  os << "graph: " << tensors_.size() << " tensors, " << nodes_.size() << " nodes\n";
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    os << "  #" << i << " " << n.label() << "(";
+    for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", " : "") << tstr(n.inputs[k]);
+    os << ") -> ";
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << tstr(n.outputs[k]);
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace tessera

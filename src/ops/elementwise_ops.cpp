@@ -1,0 +1,61 @@
+// Shape inference: elementwise binary and unary ops, casts and quantization.
+#include "ops/op_infer.h"
+
+namespace tessera::ops {
+
+static InferResult binary(const Graph& g, const Node& n) {
+  const Tensor& a = in(g, n, 0);
+  const Tensor& b = in(g, n, 1);
+  auto s = broadcast_shapes(a.shape, b.shape);
+  if (!s.ok()) return fail(n, "inputs '" + a.name + "' and '" + b.name + "': " + s.status().message());
+  if (dtype_is_block(a.dtype) || dtype_is_block(b.dtype)) return fail(n, "block dtypes are not elementwise operands");
+  return one(*s, a.dtype);
+}
+InferResult infer_add(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_sub(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_mul(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_div(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_maximum(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_minimum(const Graph& g, const Node& n) { return binary(g, n); }
+
+static InferResult unary(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  if (dtype_is_block(x.dtype)) return fail(n, "block dtype input '" + x.name + "'");
+  return one(x.shape, x.dtype);
+}
+InferResult infer_relu(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_relu6(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_leaky_relu(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_logistic(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_tanh(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_hard_swish(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_silu(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_gelu(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_exp(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_rsqrt(const Graph& g, const Node& n) { return unary(g, n); }
+
+InferResult infer_cast(const Graph& g, const Node& n) { return one(in(g, n, 0).shape, out_dtype(g, n)); }
+
+InferResult infer_quantize(const Graph& g, const Node& n) {
+  DType t = out_dtype(g, n);
+  if (t != DType::u8 && t != DType::i8 && t != DType::i16)
+    return fail(n, std::string("output dtype must be u8, i8 or i16, got ") + dtype_name(t));
+  if (g.tensor(n.outputs[0]).quant.empty()) return fail(n, "output has no quantization parameters");
+  return one(in(g, n, 0).shape, t);
+}
+
+InferResult infer_dequantize(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  if (!dtype_is_block(x.dtype) && x.dtype != DType::f16 && x.dtype != DType::bf16 && x.quant.empty())
+    return fail(n, "input '" + x.name + "' has no quantization parameters");
+  return one(x.shape, DType::f32);
+}
+
+InferResult infer_requantize(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  if (x.quant.empty() || g.tensor(n.outputs[0]).quant.empty())
+    return fail(n, "input and output need quantization parameters");
+  return one(x.shape, out_dtype(g, n));
+}
+
+}  // namespace tessera::ops

@@ -1,0 +1,75 @@
+// Shape inference: reductions, softmax, normalisation, rope, arg max.
+#include <algorithm>
+
+#include "ops/op_infer.h"
+
+namespace tessera::ops {
+
+static InferResult reduce(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (axes.empty()) return fail(n, "attribute 'axes' is missing");
+  std::vector<bool> red(x.shape.size(), false);
+  for (int64_t a : axes) {
+    TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, a, x.shape.size()));
+    red[ax] = true;
+  }
+  bool keep = n.attr_int("keep_dims", 0) != 0;
+  Shape s;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    if (!red[i]) s.push_back(x.shape[i]);
+    else if (keep) s.push_back(1);
+  }
+  return one(s, x.dtype);
+}
+InferResult infer_mean(const Graph& g, const Node& n) { return reduce(g, n); }
+InferResult infer_sum(const Graph& g, const Node& n) { return reduce(g, n); }
+InferResult infer_reduce_max(const Graph& g, const Node& n) { return reduce(g, n); }
+
+InferResult infer_softmax(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  TS_RETURN_IF_ERROR(norm_axis(n, n.attr_int("axis", -1), x.shape.size()).status());
+  if (has_in(n, 1)) {
+    auto s = broadcast_shapes(x.shape, in(g, n, 1).shape);
+    if (!s.ok() || *s != x.shape) return fail(n, "mask " + shape_str(in(g, n, 1).shape) + " does not broadcast to " + shape_str(x.shape));
+  }
+  return one(x.shape, x.dtype);
+}
+
+static InferResult norm(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  if (x.shape.empty()) return fail(n, "input must have rank >= 1");
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (has_in(n, i) && num_elements(in(g, n, i).shape) != x.shape.back())
+      return fail(n, "parameter '" + in(g, n, i).name + "' " + shape_str(in(g, n, i).shape) +
+                         " does not match the last dim of " + shape_str(x.shape));
+  return one(x.shape, x.dtype);
+}
+InferResult infer_rms_norm(const Graph& g, const Node& n) { return norm(g, n); }
+InferResult infer_layer_norm(const Graph& g, const Node& n) { return norm(g, n); }
+
+InferResult infer_rope(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  const Tensor& p = in(g, n, 1);
+  if (x.shape.size() < 3) return fail(n, "input must be [T, H, D] or [B, T, H, D], got " + shape_str(x.shape));
+  int64_t t = x.shape[x.shape.size() - 3];
+  if (num_elements(p.shape) != t)
+    return fail(n, "positions '" + p.name + "' has " + std::to_string(num_elements(p.shape)) + " entries for " +
+                       std::to_string(t) + " tokens");
+  if (p.dtype != DType::i32) return fail(n, "positions must be i32");
+  if (x.shape.back() % 2) return fail(n, "head dim must be even");
+  return one(x.shape, x.dtype);
+}
+
+InferResult infer_arg_max(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", -1), x.shape.size()));
+  Shape s;
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (static_cast<int>(i) != ax) s.push_back(x.shape[i]);
+  DType t = out_dtype(g, n);
+  if (t != DType::i32 && t != DType::i64) t = DType::i32;
+  return one(s, t);
+}
+
+}  // namespace tessera::ops

@@ -1,0 +1,47 @@
+// Pass: choose formats. Every tensor gets a home device (its producer's, or for weights,
+// inputs and state the device of its first reader) and that device's native format.
+#include "passes/passes.h"
+
+namespace tessera::passes {
+
+Status choose_formats(PassContext& c) {
+  Plan& p = c.plan;
+  const Graph& g = p.graph;
+  p.tensors.assign(g.tensors().size(), {});
+  int fallback = cpu_index(p) >= 0 ? cpu_index(p) : 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    for (TensorId in : n.inputs)
+      if (in != kNoTensor && p.tensors[in].device < 0) p.tensors[in].device = p.nodes[i].device;
+    for (TensorId o : n.outputs) p.tensors[o].device = p.nodes[i].device;
+  }
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op == OpKind::scatter_rows) {
+      TensorPlacement& out = p.tensors[n.outputs[0]];
+      out.alias = n.inputs[0];
+      out.device = p.tensors[n.inputs[0]].device;
+    }
+  }
+  for (const Tensor& t : g.tensors()) {
+    TensorPlacement& tp = p.tensors[t.id];
+    if (tp.device < 0) tp.device = fallback;  // unused tensor (e.g. an ignored input)
+    tp.resident = t.role == Role::weight || t.role == Role::state;
+    Device* d = p.devices[tp.device];
+    auto f = d->native_format(g, t.id);
+    if (!f && tp.device != fallback) {
+      // The device cannot hold it at all; keep it on the cpu (a transfer follows).
+      tp.device = fallback;
+      f = p.devices[fallback]->native_format(g, t.id);
+    }
+    if (!f)
+      return error(StatusCode::unsupported, "tensor '", t.name, "' (", dtype_name(t.dtype), shape_str(t.shape),
+                   ") has no format on device '", d->name(), "'");
+    tp.format = *f;
+  }
+  for (size_t i = 0; i < g.tensors().size(); ++i)
+    if (p.tensors[i].alias != kNoTensor) p.tensors[i].format = p.tensors[p.tensors[i].alias].format;
+  return Status::Ok();
+}
+
+}  // namespace tessera::passes

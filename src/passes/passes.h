@@ -1,0 +1,32 @@
+// The planner's passes, each a free function in its own file, run in the order listed in
+// pipeline.cpp. Each reads and updates the Plan under construction.
+#pragma once
+
+#include "tessera/plan.h"
+
+namespace tessera::passes {
+
+struct PassContext {
+  Plan& plan;
+  const PlanOptions& opts;
+};
+
+// Removes nodes whose outputs nobody uses; checks the graph.
+Status canonicalize(PassContext& c);
+// Folds a following relu/relu6 into conv2d / depthwise_conv2d / fully_connected / add.
+Status fuse_activations(PassContext& c);
+// Chooses a device for every node: the pinned or preferred device when it supports the
+// node, otherwise the cpu (recording each refusal's reason).
+Status partition(PassContext& c);
+// Gives every tensor a home device and asks that device for its native format.
+Status choose_formats(PassContext& c);
+// Where a consumer runs on another device than its input's home, adds a transfer node
+// (activations) or a per-device copy (weights).
+Status insert_transfers(PassContext& c);
+// Liveness, arenas or per-tensor allocations, alignment, maximum-allocation splits.
+Status plan_memory(PassContext& c);
+
+// Index of the cpu device in plan.devices, or -1.
+int cpu_index(const Plan& p);
+
+}  // namespace tessera::passes

@@ -1,0 +1,152 @@
+// Pass: plan memory. For every device:
+//  - weights and state are resident, one allocation each (they outlive any one run);
+//  - activations (with inputs, outputs and transfer copies) are placed by liveness:
+//    where the device can sub-allocate, into arenas at aligned offsets (greedy, largest
+//    first), splitting into several arenas when one would pass the maximum allocation;
+//    where it cannot, one allocation per tensor, reused only by a later tensor of exactly
+//    the same size and page size once the first is dead.
+// All sizes are the format's bytes, aligned to the device's alignment.
+#include <algorithm>
+#include <climits>
+
+#include "passes/passes.h"
+
+namespace tessera::passes {
+
+namespace {
+int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+bool overlap(const TensorPlacement& a, const TensorPlacement& b) {
+  return a.first_use <= b.last_use && b.first_use <= a.last_use;
+}
+}  // namespace
+
+Status plan_memory(PassContext& c) {
+  Plan& p = c.plan;
+  const Graph& g = p.graph;
+  const int end = static_cast<int>(g.nodes().size());
+  // Liveness.
+  for (auto& tp : p.tensors) tp.first_use = tp.last_use = -1;
+  for (const Tensor& t : g.tensors())
+    if (t.role == Role::input) p.tensors[t.id].first_use = -1;
+  std::vector<bool> produced(g.tensors().size(), false);
+  for (int i = 0; i < end; ++i) {
+    const Node& n = g.nodes()[i];
+    for (TensorId in : n.inputs)
+      if (in != kNoTensor) p.tensors[in].last_use = std::max(p.tensors[in].last_use, i);
+    for (TensorId o : n.outputs) {
+      if (!produced[o]) p.tensors[o].first_use = i;
+      produced[o] = true;
+      p.tensors[o].last_use = std::max(p.tensors[o].last_use, i);
+    }
+  }
+  for (TensorId o : g.outputs) p.tensors[o].last_use = INT_MAX;
+
+  p.memory.assign(p.devices.size(), {});
+  for (size_t d = 0; d < p.devices.size(); ++d) {
+    const DeviceProperties& props = p.devices[d]->properties();
+    DeviceMemoryPlan& mp = p.memory[d];
+    std::vector<TensorId> acts;
+    for (const Tensor& t : g.tensors()) {
+      TensorPlacement& tp = p.tensors[t.id];
+      if (tp.device != static_cast<int>(d) || tp.alias != kNoTensor) continue;
+      if (tp.first_use == -1 && tp.last_use == -1 && !tp.resident && t.role != Role::input) continue;  // unused
+      TS_ASSIGN_OR_RETURN(int64_t bytes, tp.format.byte_size());
+      tp.bytes = align_up(std::max<int64_t>(bytes, 1), props.alignment_bytes);
+      if (tp.bytes > props.max_allocation_bytes)
+        return error(StatusCode::out_of_memory, "tensor '", t.name, "' needs ", tp.bytes, " bytes in ",
+                     tp.format.to_string(), ", above device '", props.name, "' maximum single allocation of ",
+                     props.max_allocation_bytes, " bytes");
+      if (tp.resident) {
+        (t.role == Role::weight ? mp.weight_bytes : mp.state_bytes) += tp.bytes;
+        mp.allocations++;
+        continue;
+      }
+      if (tp.first_use == -1) tp.first_use = -1;
+      if (tp.last_use < tp.first_use) tp.last_use = tp.first_use;
+      acts.push_back(t.id);
+      auto hb = t.host_bytes();
+      mp.logical_activation_bytes += hb.ok() ? *hb : 0;
+    }
+    std::sort(acts.begin(), acts.end(), [&](TensorId a, TensorId b) {
+      if (p.tensors[a].bytes != p.tensors[b].bytes) return p.tensors[a].bytes > p.tensors[b].bytes;
+      return a < b;
+    });
+    std::vector<std::vector<TensorId>> arena_members;
+    if (props.sub_allocation) {
+      for (TensorId id : acts) {
+        TensorPlacement& tp = p.tensors[id];
+        bool placed = false;
+        for (size_t a = 0; a < arena_members.size() && !placed; ++a) {
+          // Lowest aligned offset that avoids every live member of this arena.
+          std::vector<std::pair<int64_t, int64_t>> busy;
+          for (TensorId m : arena_members[a])
+            if (overlap(tp, p.tensors[m])) busy.push_back({p.tensors[m].offset, p.tensors[m].offset + p.tensors[m].bytes});
+          std::sort(busy.begin(), busy.end());
+          int64_t off = 0;
+          for (auto [b, e] : busy) {
+            if (off + tp.bytes <= b) break;
+            off = std::max(off, align_up(e, props.alignment_bytes));
+          }
+          if (off + tp.bytes <= props.max_allocation_bytes) {
+            tp.arena = static_cast<int>(a);
+            tp.offset = off;
+            arena_members[a].push_back(id);
+            placed = true;
+          }
+        }
+        if (!placed) {
+          tp.arena = static_cast<int>(arena_members.size());
+          tp.offset = 0;
+          arena_members.push_back({id});
+        }
+      }
+      for (auto& members : arena_members) {
+        int64_t size = 0;
+        for (TensorId m : members) size = std::max(size, p.tensors[m].offset + p.tensors[m].bytes);
+        mp.arena_bytes.push_back(size);
+      }
+    } else {
+      // One allocation per tensor; a dead tensor's allocation passes to a later tensor of
+      // the same size and page size (never to a differently paged one).
+      std::sort(acts.begin(), acts.end(), [&](TensorId a, TensorId b) {
+        if (p.tensors[a].first_use != p.tensors[b].first_use) return p.tensors[a].first_use < p.tensors[b].first_use;
+        return a < b;
+      });
+      for (TensorId id : acts) {
+        TensorPlacement& tp = p.tensors[id];
+        int found = -1;
+        for (size_t a = 0; a < arena_members.size() && found < 0; ++a) {
+          const TensorPlacement& last = p.tensors[arena_members[a].back()];
+          if (last.bytes == tp.bytes && last.format.page_size() == tp.format.page_size() &&
+              last.last_use < tp.first_use)
+            found = static_cast<int>(a);
+        }
+        if (found < 0) {
+          found = static_cast<int>(arena_members.size());
+          arena_members.push_back({});
+          mp.arena_bytes.push_back(tp.bytes);
+        }
+        tp.arena = found;
+        tp.offset = 0;
+        arena_members[found].push_back(id);
+      }
+    }
+    for (int64_t b : mp.arena_bytes) mp.activation_peak += b;
+    mp.allocations += static_cast<int64_t>(mp.arena_bytes.size());
+    if (mp.peak_bytes() > props.capacity_bytes)
+      return error(StatusCode::out_of_memory, "device '", props.name, "' needs ", mp.peak_bytes(),
+                   " bytes (weights ", mp.weight_bytes, ", state ", mp.state_bytes, ", activations ", mp.activation_peak,
+                   ") but has a capacity of ", props.capacity_bytes, " bytes");
+  }
+  for (auto& tp : p.tensors)
+    if (tp.alias != kNoTensor) {
+      TensorPlacement& src = p.tensors[tp.alias];
+      tp.arena = src.arena;
+      tp.offset = src.offset;
+      tp.bytes = src.bytes;
+      tp.resident = src.resident;
+    }
+  return Status::Ok();
+}
+
+}  // namespace tessera::passes

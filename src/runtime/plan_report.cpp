@@ -1,0 +1,70 @@
+// Plan::report: the text `tessera inspect` prints.
+#include <climits>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tessera/plan.h"
+
+namespace tessera {
+
+namespace {
+std::string human(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
+  if (b >= (1 << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
+  if (b >= (1 << 10)) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+}  // namespace
+
+std::string Plan::report(bool per_tensor) const {
+  std::ostringstream os;
+  os << "nodes (" << graph.nodes().size() << "):\n";
+  std::map<std::string, int> per_device;
+  for (size_t i = 0; i < graph.nodes().size() && i < nodes.size(); ++i) {
+    const Node& n = graph.nodes()[i];
+    const NodePlacement& np = nodes[i];
+    std::string dev = np.device >= 0 ? devices[np.device]->name() : "?";
+    per_device[dev]++;
+    os << fmt::format("  #{:<4} {:<18} {:<8} {}", i, op_name(n.op), dev, n.name);
+    if (!n.outputs.empty()) {
+      const Tensor& t = graph.tensor(n.outputs[0]);
+      os << " -> " << dtype_name(t.dtype) << shape_str(t.shape);
+    }
+    if (!np.note.empty()) os << "  [" << np.note << "]";
+    os << "\n";
+    for (const auto& r : np.rejected) os << "         not on " << r << "\n";
+  }
+  os << "placement:";
+  for (const auto& [d, k] : per_device) os << " " << d << " " << k << " nodes;";
+  os << " transfers " << transfers << "\n";
+  if (per_tensor && !tensors.empty()) {
+    os << "tensors:\n";
+    for (const Tensor& t : graph.tensors()) {
+      if (static_cast<size_t>(t.id) >= tensors.size()) break;
+      const TensorPlacement& tp = tensors[t.id];
+      if (tp.device < 0) continue;
+      auto lb = t.host_bytes();
+      os << fmt::format("  %{:<4} {:<36} {:<10} {:<8} {:<34} {:>10} (logical {})", t.id, t.name.substr(0, 36),
+                        role_name(t.role), devices[tp.device]->name(), tp.format.to_string(), human(tp.bytes),
+                        human(lb.ok() ? *lb : 0));
+      if (tp.alias != kNoTensor) os << " alias of %" << tp.alias;
+      else if (tp.arena >= 0) os << " arena " << tp.arena << " @" << tp.offset;
+      os << "\n";
+    }
+  }
+  if (!memory.empty()) {
+    os << "memory plan (format bytes):\n";
+    for (size_t d = 0; d < devices.size() && d < memory.size(); ++d) {
+      const DeviceMemoryPlan& m = memory[d];
+      os << fmt::format("  {:<24} weights {:>10}  state {:>10}  activations {:>10} in {} arena(s) (logical {})"
+                        "  peak {:>10}  allocations {}\n",
+                        devices[d]->name(), human(m.weight_bytes), human(m.state_bytes), human(m.activation_peak),
+                        m.arena_bytes.size(), human(m.logical_activation_bytes), human(m.peak_bytes()), m.allocations);
+    }
+  }
+  return os.str();
+}
+
+}  // namespace tessera

@@ -1,0 +1,219 @@
+// Session: plan, compile and upload once; then bind inputs, run segments, read outputs.
+#include "tessera/session.h"
+
+#include <chrono>
+#include <map>
+
+namespace tessera {
+
+struct SharedResidency {
+  std::vector<std::unique_ptr<Device>> owned;
+  std::vector<Device*> devices;
+  // Resident tensors (weights, state) by "name|device|format".
+  std::map<std::string, Placement> resident;
+
+  ~SharedResidency() {
+    for (auto& [key, p] : resident) {
+      for (auto* d : devices)
+        if (key.find("|" + d->name() + "|") != std::string::npos) (void)d->free(p.alloc);
+    }
+  }
+};
+
+namespace {
+std::string resident_key(const Tensor& t, const Device& d, const Format& f) {
+  return t.name + "|" + d.name() + "|" + f.to_string();
+}
+}  // namespace
+
+Session::~Session() {
+  for (size_t d = 0; d < arenas_.size(); ++d)
+    for (auto& a : arenas_[d]) (void)plan_.devices[d]->free(a);
+}
+
+Result<std::unique_ptr<Session>> Session::create(Graph g, const SessionOptions& opts, const Session* share) {
+  std::unique_ptr<Session> s(new Session());
+  s->opts_ = opts;
+  if (share) {
+    s->shared_ = share->shared_;
+  } else {
+    s->shared_ = std::make_shared<SharedResidency>();
+    TS_ASSIGN_OR_RETURN(auto dev, create_device(opts.device, opts.device_options));
+    bool is_cpu = dev->name() == "cpu";
+    s->shared_->devices.push_back(dev.get());
+    s->shared_->owned.push_back(std::move(dev));
+    if (!is_cpu) {
+      DeviceOptions cpu_opts;
+      if (auto it = opts.device_options.find("threads"); it != opts.device_options.end()) cpu_opts["threads"] = it->second;
+      TS_ASSIGN_OR_RETURN(auto cpu, create_device("cpu", cpu_opts));
+      s->shared_->devices.push_back(cpu.get());
+      s->shared_->owned.push_back(std::move(cpu));
+    }
+  }
+  TS_ASSIGN_OR_RETURN(s->plan_, plan_graph(std::move(g), s->shared_->devices, opts.plan));
+  TS_RETURN_IF_ERROR(s->prepare(share));
+  return s;
+}
+
+Status Session::prepare(const Session* share) {
+  const Graph& g = plan_.graph;
+  // Arenas.
+  arenas_.resize(plan_.devices.size());
+  for (size_t d = 0; d < plan_.devices.size(); ++d) {
+    for (size_t a = 0; a < plan_.memory[d].arena_bytes.size(); ++a) {
+      TS_ASSIGN_OR_RETURN(Allocation al, plan_.devices[d]->allocate(plan_.memory[d].arena_bytes[a],
+                                                                    "activation arena " + std::to_string(a)));
+      arenas_[d].push_back(al);
+    }
+  }
+  // Placements; resident tensors are allocated (or shared) and filled.
+  placements_.resize(g.tensors().size());
+  for (const Tensor& t : g.tensors()) {
+    const TensorPlacement& tp = plan_.tensors[t.id];
+    if (tp.device < 0 || tp.alias != kNoTensor) continue;
+    Device* dev = plan_.devices[tp.device];
+    Placement pl;
+    pl.format = tp.format;
+    if (tp.resident) {
+      std::string key = resident_key(t, *dev, tp.format);
+      auto it = shared_->resident.find(key);
+      if (it != shared_->resident.end()) {
+        placements_[t.id] = it->second;
+        continue;
+      }
+      if (tp.bytes == 0) continue;
+      TS_ASSIGN_OR_RETURN(pl.alloc, dev->allocate(tp.bytes, std::string(role_name(t.role)) + " '" + t.name + "'"));
+      if (t.role == Role::weight) {
+        TS_RETURN_IF_ERROR(dev->write(pl, Region::whole(), ConstHostView{t.data->data, t.host_format()})
+                               .with_context("uploading weight '" + t.name + "'"));
+      } else {
+        TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
+        std::vector<uint8_t> zeros(hb, 0);
+        TS_RETURN_IF_ERROR(dev->write(pl, Region::whole(), ConstHostView{zeros.data(), t.host_format()})
+                               .with_context("clearing state '" + t.name + "'"));
+      }
+      shared_->resident[key] = pl;
+      placements_[t.id] = pl;
+    } else if (tp.arena >= 0) {
+      pl.alloc = arenas_[tp.device][tp.arena];
+      pl.offset = tp.offset;
+      placements_[t.id] = pl;
+    }
+  }
+  for (const Tensor& t : g.tensors())
+    if (plan_.tensors[t.id].alias != kNoTensor) placements_[t.id] = placements_[plan_.tensors[t.id].alias];
+  // Steps: runs of consecutive nodes on one device; transfers on their own.
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    bool tr = g.nodes()[i].op == OpKind::transfer;
+    int dev = plan_.nodes[i].device;
+    if (steps_.empty() || steps_.back().transfer != tr || steps_.back().device != dev) steps_.push_back({dev, {}, tr});
+    steps_.back().nodes.push_back(static_cast<int>(i));
+  }
+  for (const Step& st : steps_) {
+    if (st.transfer) {
+      programs_.push_back(nullptr);
+      continue;
+    }
+    Segment seg;
+    seg.graph = &plan_.graph;
+    seg.nodes = st.nodes;
+    for (int i : st.nodes) {
+      for (TensorId id : g.nodes()[i].inputs)
+        if (id != kNoTensor) seg.formats[id] = plan_.tensors[id].format;
+      for (TensorId id : g.nodes()[i].outputs) seg.formats[id] = plan_.tensors[id].format;
+    }
+    TS_ASSIGN_OR_RETURN(auto prog, plan_.devices[st.device]->compile(seg));
+    programs_.push_back(std::move(prog));
+  }
+  (void)share;
+  return Status::Ok();
+}
+
+Status Session::set_input(size_t index, const void* data, int64_t bytes) {
+  const Graph& g = plan_.graph;
+  if (index >= g.inputs.size())
+    return error(StatusCode::out_of_range, "input ", index, " does not exist (the model has ", g.inputs.size(), ")");
+  const Tensor& t = g.tensor(g.inputs[index]);
+  TS_ASSIGN_OR_RETURN(int64_t want, t.host_bytes());
+  if (bytes != want)
+    return error(StatusCode::invalid_argument, "input ", index, " '", t.name, "' ", dtype_name(t.dtype),
+                 shape_str(t.shape), " takes ", want, " bytes, got ", bytes);
+  const TensorPlacement& tp = plan_.tensors[t.id];
+  if (!placements_[t.id].alloc.valid()) return Status::Ok();  // unused input
+  return plan_.devices[tp.device]->write(placements_[t.id], Region::whole(), ConstHostView{data, t.host_format()})
+      .with_context("input '" + t.name + "'");
+}
+
+Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const {
+  const Tensor& t = plan_.graph.tensor(id);
+  TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
+  std::vector<uint8_t> out(hb);
+  const TensorPlacement& tp = plan_.tensors[id];
+  if (tp.device < 0 || !placements_[id].alloc.valid())
+    return error(StatusCode::not_found, "tensor '", t.name, "' has no storage in this plan");
+  TS_RETURN_IF_ERROR(plan_.devices[tp.device]->read(placements_[id], Region::whole(), HostView{out.data(), t.host_format()})
+                         .with_context("reading '" + t.name + "'"));
+  return out;
+}
+
+Result<std::vector<uint8_t>> Session::output(size_t index) const {
+  if (index >= plan_.graph.outputs.size())
+    return error(StatusCode::out_of_range, "output ", index, " does not exist (the model has ",
+                 plan_.graph.outputs.size(), ")");
+  return read_tensor(plan_.graph.outputs[index]);
+}
+
+Status Session::read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const {
+  auto id = plan_.graph.find_tensor(name);
+  if (!id) return error(StatusCode::not_found, "no state tensor '", name, "'");
+  const Tensor& t = plan_.graph.tensor(*id);
+  Format host = Format::row_major(t.dtype, region.extent(t.shape));
+  TS_ASSIGN_OR_RETURN(int64_t want, host.byte_size());
+  if (want != bytes) return error(StatusCode::invalid_argument, "state region needs ", want, " bytes, got ", bytes);
+  return plan_.devices[plan_.tensors[*id].device]->read(placements_[*id], region, HostView{dst, host});
+}
+
+Status Session::run() {
+  const Graph& g = plan_.graph;
+  profile_ = RunProfile{};
+  auto t_run = std::chrono::steady_clock::now();
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (st.transfer) {
+      for (int i : st.nodes) {
+        const Node& n = g.nodes()[i];
+        auto t0 = std::chrono::steady_clock::now();
+        TensorId src = n.inputs[0], dst = n.outputs[0];
+        const Tensor& t = g.tensor(src);
+        TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
+        std::vector<uint8_t> host(hb);
+        Device* sd = plan_.devices[plan_.tensors[src].device];
+        Device* dd = plan_.devices[plan_.tensors[dst].device];
+        TS_RETURN_IF_ERROR(sd->read(placements_[src], Region::whole(), HostView{host.data(), t.host_format()})
+                               .with_context("[transfer] " + n.name));
+        TS_RETURN_IF_ERROR(dd->write(placements_[dst], Region::whole(), ConstHostView{host.data(), t.host_format()})
+                               .with_context("[transfer] " + n.name));
+        profile_.transfer_bytes += hb;
+        double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        profile_.nodes.push_back({n.label(), dd->name(), dt, -1});
+      }
+      continue;
+    }
+    Device* dev = plan_.devices[st.device];
+    Bindings b;
+    for (int i : st.nodes) {
+      for (TensorId id : g.nodes()[i].inputs)
+        if (id != kNoTensor) b.placements[id] = placements_[id];
+      for (TensorId id : g.nodes()[i].outputs) b.placements[id] = placements_[id];
+    }
+    double modelled_before = dev->counters().modelled_seconds;
+    TS_RETURN_IF_ERROR(dev->execute(*programs_[s], b));
+    profile_.modelled_seconds += dev->counters().modelled_seconds - modelled_before;
+    for (const NodeTime& nt : dev->counters().last_nodes)
+      profile_.nodes.push_back({g.nodes()[nt.node].label(), dev->name(), nt.host_seconds, nt.modelled_seconds});
+  }
+  profile_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+  return Status::Ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,49 @@
+// Shared pieces of the command-line tool: command registration, model loading, output.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "tessera/graph.h"
+#include "tessera/session.h"
+
+namespace tessera::cli {
+
+// Each command file adds one subcommand; main.cpp calls them in order.
+void add_devices_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
+
+// Thrown by command callbacks for a library error; main prints it and exits non-zero.
+struct CommandFailed {
+  Status status;
+};
+// Returns the value or throws CommandFailed (only the CLI turns errors into exit codes).
+template <typename T>
+T take(Result<T> r) {
+  if (!r.ok()) throw CommandFailed{r.status()};
+  return std::move(r).value();
+}
+inline void take(Status s) {
+  if (!s.ok()) throw CommandFailed{s};
+}
+
+// Loads a model file by its extension (.tflite, .gguf) into a Graph.
+Result<Graph> load_model(const std::string& path);
+
+// Options shared by commands that run a model on a device.
+struct DeviceArgs {
+  std::string device = "cpu";
+  int threads = 1;
+  std::vector<std::string> device_opts;  // KEY=VALUE
+  void add_to(CLI::App* cmd);
+  Result<SessionOptions> session_options() const;
+};
+
+// The ../shared folder the binary was built beside, if present (for demos).
+std::string shared_dir();
+
+}  // namespace tessera::cli

@@ -1,0 +1,24 @@
+// tessera: the command-line tool.
+#include <cstdio>
+
+#include "cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: an inference runtime for NPUs (native formats first)"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every command");
+  tessera::cli::add_devices_command(app);
+  tessera::cli::add_inspect_command(app);
+  tessera::cli::add_run_command(app);
+  tessera::cli::add_bench_command(app);
+  tessera::cli::add_demo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tessera::cli::CommandFailed& f) {
+    std::fprintf(stderr, "tessera: error: %s\n", f.status.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
