@@ -28,3 +28,7 @@ foreach(part ${tessera_parts})
   string(TOUPPER ${short} upper)
   target_compile_definitions(tessera PRIVATE TESSERA_HAS_${upper}=1)
 endforeach()
+# The runtime creates devices through the registry, which lives in the umbrella: a cycle
+# between static libraries, which CMake resolves by repeating them on the link line.
+target_link_libraries(tessera_runtime INTERFACE tessera)
+set_property(TARGET tessera APPEND PROPERTY LINK_INTERFACE_MULTIPLICITY 3)

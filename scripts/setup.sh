@@ -14,6 +14,7 @@ PACKAGES=(
   libstb-dev                                   # image decoding and writing (BMP, JPEG, PNG)
   libhwy-dev                                   # SIMD with run-time dispatch
   clang libclang-rt-14-dev                     # libFuzzer targets
+  ccache                                       # faster rebuilds
 )
 
 missing=()
