@@ -1,82 +1,97 @@
-// Reference kernels: elementwise binary and unary ops on f32 (computed in double where it
-// matters for accuracy is not needed: these are the plain float definitions).
-#include <cmath>
-
-#include "backend/cpu/kernel.h"
+// Reference kernels: elementwise binary ops (add, sub, mul, div, maximum, minimum) with
+// numpy broadcasting and a fused activation, on f32 and on i32 (integer division
+// truncates toward zero; division by zero is an error).
+#include "backend/cpu/kernels/kernel_util.h"
 
 namespace tessera::cpu {
 
 namespace {
 
-// Maps an output index to the broadcast input index.
-struct Broadcast {
-  Shape out;
-  std::vector<int64_t> a_strides, b_strides;
-  Broadcast(const Shape& o, const Shape& a, const Shape& b) : out(o) {
-    a_strides = strides_for(a);
-    b_strides = strides_for(b);
-  }
-  std::vector<int64_t> strides_for(const Shape& s) const {
-    std::vector<int64_t> st(out.size(), 0);
-    auto rs = row_major_strides(s);
-    size_t off = out.size() - s.size();
-    for (size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : rs[i];
-    return st;
-  }
-};
-
-float apply_activation(float v, const std::string& act) {
-  if (act == "relu") return std::max(v, 0.0f);
-  if (act == "relu6") return std::min(std::max(v, 0.0f), 6.0f);
-  if (act == "relu_n1_to_1") return std::min(std::max(v, -1.0f), 1.0f);
-  return v;
-}
-
-template <typename F>
-Status binary_f32(KernelContext& c, F f) {
-  if (c.in[0].dtype() != DType::f32 || c.in[1].dtype() != DType::f32)
-    return kernel_error(c.n, std::string("plain kernel takes f32, got ") + dtype_name(c.in[0].dtype()));
-  Broadcast bc(c.out[0].shape(), c.in[0].shape(), c.in[1].shape());
-  const float* a = c.in[0].as<float>();
-  const float* b = c.in[1].as<float>();
-  float* y = c.out[0].as<float>();
-  std::string act = c.n.attr_str("activation", "none");
-  int rank = static_cast<int>(bc.out.size());
+// y[i] = act(f(a[ia], b[ib])) over the broadcast output; T is float or int32_t.
+template <typename T, typename F>
+Status binary_loop(KernelContext& c, F f, Activation act) {
+  const Shape& out = c.out[0].shape();
+  auto as = broadcast_strides(out, c.in[0].shape());
+  auto bs = broadcast_strides(out, c.in[1].shape());
+  const T* a = c.in[0].as<T>();
+  const T* b = c.in[1].as<T>();
+  T* y = c.out[0].as<T>();
+  int rank = static_cast<int>(out.size());
   std::vector<int64_t> idx(rank, 0);
-  int64_t total = num_elements(bc.out);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t ia = 0, ib = 0;
-    for (int d = 0; d < rank; ++d) {
-      ia += idx[d] * bc.a_strides[d];
-      ib += idx[d] * bc.b_strides[d];
-    }
-    y[i] = apply_activation(f(a[ia], b[ib]), act);
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0, total = num_elements(out); i < total; ++i) {
+    T v = f(a[ia], b[ib]);
+    if constexpr (std::is_same_v<T, float>) v = activate(v, act);
+    else if (act == Activation::relu) v = std::max<T>(v, 0);
+    y[i] = v;
+    // Advance the multi-index and both input offsets.
     for (int d = rank - 1; d >= 0; --d) {
-      if (++idx[d] < bc.out[d]) break;
+      ia += as[d];
+      ib += bs[d];
+      if (++idx[d] < out[d]) break;
+      ia -= as[d] * out[d];
+      ib -= bs[d] * out[d];
       idx[d] = 0;
     }
   }
   return Status::Ok();
 }
 
-template <typename F>
-Status unary_f32(KernelContext& c, F f) {
-  if (c.in[0].dtype() != DType::f32)
-    return kernel_error(c.n, std::string("plain kernel takes f32, got ") + dtype_name(c.in[0].dtype()));
-  const float* x = c.in[0].as<float>();
-  float* y = c.out[0].as<float>();
-  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) y[i] = f(x[i]);
-  return Status::Ok();
+template <typename Op>
+Status binary(KernelContext& c) {
+  DType ta = c.in[0].dtype(), tb = c.in[1].dtype(), ty = c.out[0].dtype();
+  if (ta != tb || ta != ty)
+    return kernel_error(c.n, std::string("operands must share one dtype, got ") + dtype_name(ta) + ", " +
+                                 dtype_name(tb) + " -> " + dtype_name(ty));
+  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  if (ta == DType::f32) return binary_loop<float>(c, Op::template apply<float>, act);
+  if (ta == DType::i32) {
+    if constexpr (Op::kDivides) {
+      const int32_t* b = c.in[1].as<int32_t>();
+      for (int64_t i = 0, n = c.in[1].elements(); i < n; ++i)
+        if (b[i] == 0) return kernel_error(c.n, "integer division by zero in '" + c.in[1].t->name + "'");
+    }
+    if (act != Activation::none && act != Activation::relu)
+      return kernel_error(c.n, "i32 operands support only activation none or relu");
+    return binary_loop<int32_t>(c, Op::template apply<int32_t>, act);
+  }
+  return kernel_error(c.n, std::string("plain kernel takes f32 or i32, got ") + dtype_name(ta));
 }
 
-Status add(KernelContext& c) { return binary_f32(c, [](float a, float b) { return a + b; }); }
-Status relu(KernelContext& c) { return unary_f32(c, [](float x) { return std::max(x, 0.0f); }); }
+struct AddOp {
+  static constexpr bool kDivides = false;
+  template <typename T> static T apply(T a, T b) { return a + b; }
+};
+struct SubOp {
+  static constexpr bool kDivides = false;
+  template <typename T> static T apply(T a, T b) { return a - b; }
+};
+struct MulOp {
+  static constexpr bool kDivides = false;
+  template <typename T> static T apply(T a, T b) { return a * b; }
+};
+struct DivOp {
+  static constexpr bool kDivides = true;
+  template <typename T> static T apply(T a, T b) { return a / b; }
+};
+struct MaxOp {
+  static constexpr bool kDivides = false;
+  template <typename T> static T apply(T a, T b) { return std::max(a, b); }
+};
+struct MinOp {
+  static constexpr bool kDivides = false;
+  template <typename T> static T apply(T a, T b) { return std::min(a, b); }
+};
 
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
-  t.add(OpKind::add, KernelKind::plain, add);
-  t.add(OpKind::relu, KernelKind::plain, relu);
+  t.add(OpKind::add, KernelKind::plain, binary<AddOp>);
+  t.add(OpKind::sub, KernelKind::plain, binary<SubOp>);
+  t.add(OpKind::mul, KernelKind::plain, binary<MulOp>);
+  t.add(OpKind::div, KernelKind::plain, binary<DivOp>);
+  t.add(OpKind::maximum, KernelKind::plain, binary<MaxOp>);
+  t.add(OpKind::minimum, KernelKind::plain, binary<MinOp>);
 }
 
 }  // namespace tessera::cpu

@@ -3,10 +3,26 @@
 
 namespace tessera::cpu {
 
-void register_elementwise_kernels(KernelTable& t);
+void register_elementwise_kernels(KernelTable& t);   // elementwise.cpp
+void register_unary_kernels(KernelTable& t);         // unary.cpp
+void register_linear_kernels(KernelTable& t);        // linear.cpp
+void register_conv_kernels(KernelTable& t);          // conv.cpp
+void register_reduce_kernels(KernelTable& t);        // reduce.cpp
+void register_norm_kernels(KernelTable& t);          // norm.cpp
+void register_movement_kernels(KernelTable& t);      // movement.cpp
+void register_gather_resize_kernels(KernelTable& t); // gather_resize.cpp
+void register_quant_plain_kernels(KernelTable& t);   // quant_plain.cpp
 
 void register_plain_kernels(KernelTable& t) {
   register_elementwise_kernels(t);
+  register_unary_kernels(t);
+  register_linear_kernels(t);
+  register_conv_kernels(t);
+  register_reduce_kernels(t);
+  register_norm_kernels(t);
+  register_movement_kernels(t);
+  register_gather_resize_kernels(t);
+  register_quant_plain_kernels(t);
 }
 
 }  // namespace tessera::cpu

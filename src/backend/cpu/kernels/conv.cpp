@@ -1,0 +1,143 @@
+// Reference kernels: conv2d (grouped when the input has a multiple of the filter's
+// channels), depthwise_conv2d, avg_pool2d and max_pool2d, all NHWC f32 with explicit
+// padding. Taps that fall into the padding contribute nothing (zero padding); average
+// pooling divides by the number of taps inside the input, as TFLite does.
+//
+// conv2d and depthwise_conv2d split their output rows (N * OH) over the thread pool; each
+// output value is summed by one thread in a fixed tap order, so results are bit-identical
+// for any thread count.
+#include <limits>
+
+#include "backend/cpu/kernels/kernel_util.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// Output rows per thread chunk below which a conv stays on one thread.
+constexpr int64_t kMinRowsPerThread = 2;
+
+// x [N,H,W,C], w [OC,KH,KW,IC], bias [OC] -> y [N,OH,OW,OC]; groups = C / IC.
+Status conv2d(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
+  const Shape &xs = c.in[0].shape(), &ws = c.in[1].shape(), &ys = c.out[0].shape();
+  const Window win = window_of(c.n, ws[1], ws[2]);
+  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  const int64_t H = xs[1], W = xs[2], C = xs[3];
+  const int64_t OC = ws[0], KH = ws[1], KW = ws[2], IC = ws[3];
+  const int64_t OH = ys[1], OW = ys[2];
+  const int64_t groups = C / IC;
+  if (OC % groups != 0)
+    return kernel_error(c.n, std::to_string(OC) + " output channels do not split into " + std::to_string(groups) + " groups");
+  const int64_t oc_per_group = OC / groups;
+  const float* x = c.in[0].as<float>();
+  const float* w = c.in[1].as<float>();
+  const float* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<float>() : nullptr;
+  float* y = c.out[0].as<float>();
+  auto work = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / OH, oy = r % OH;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        for (int64_t oc = 0; oc < OC; ++oc) {
+          const int64_t c0 = (oc / oc_per_group) * IC;  // first input channel of the group
+          float acc = bias ? bias[oc] : 0.0f;
+          for (int64_t ky = 0; ky < KH; ++ky) {
+            const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
+            if (iy < 0 || iy >= H) continue;
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
+              if (ix < 0 || ix >= W) continue;
+              const float* xv = x + ((b * H + iy) * W + ix) * C + c0;
+              const float* wv = w + ((oc * KH + ky) * KW + kx) * IC;
+              for (int64_t ic = 0; ic < IC; ++ic) acc += xv[ic] * wv[ic];
+            }
+          }
+          y[((b * OH + oy) * OW + ox) * OC + oc] = activate(acc, act);
+        }
+      }
+    }
+  };
+  parallel_rows(c, xs[0] * OH, work, kMinRowsPerThread);
+  return Status::Ok();
+}
+
+// x [N,H,W,C], w [1,KH,KW,C*M], bias [C*M] -> y [N,OH,OW,C*M]; output channel oc reads
+// input channel oc / M.
+Status depthwise_conv2d(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
+  const Shape &xs = c.in[0].shape(), &ws = c.in[1].shape(), &ys = c.out[0].shape();
+  const Window win = window_of(c.n, ws[1], ws[2]);
+  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  const int64_t H = xs[1], W = xs[2], C = xs[3];
+  const int64_t KH = ws[1], KW = ws[2], OC = ws[3], M = OC / C;
+  const int64_t OH = ys[1], OW = ys[2];
+  const float* x = c.in[0].as<float>();
+  const float* w = c.in[1].as<float>();
+  const float* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<float>() : nullptr;
+  float* y = c.out[0].as<float>();
+  auto work = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / OH, oy = r % OH;
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t oc = 0; oc < OC; ++oc) {
+          float acc = bias ? bias[oc] : 0.0f;
+          for (int64_t ky = 0; ky < KH; ++ky) {
+            const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
+            if (iy < 0 || iy >= H) continue;
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
+              if (ix < 0 || ix >= W) continue;
+              acc += x[((b * H + iy) * W + ix) * C + oc / M] * w[(ky * KW + kx) * OC + oc];
+            }
+          }
+          y[((b * OH + oy) * OW + ox) * OC + oc] = activate(acc, act);
+        }
+    }
+  };
+  parallel_rows(c, xs[0] * OH, work, kMinRowsPerThread);
+  return Status::Ok();
+}
+
+template <bool kMax>
+Status pool(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0}));
+  const Shape &xs = c.in[0].shape(), &ys = c.out[0].shape();
+  const Window win = window_of(c.n, c.n.attr_int("filter_h", 1), c.n.attr_int("filter_w", 1));
+  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  const int64_t H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  for (int64_t b = 0; b < xs[0]; ++b)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t ch = 0; ch < C; ++ch) {
+          float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+          int64_t taps = 0;
+          for (int64_t ky = 0; ky < win.kh; ++ky) {
+            const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
+            if (iy < 0 || iy >= H) continue;
+            for (int64_t kx = 0; kx < win.kw; ++kx) {
+              const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
+              if (ix < 0 || ix >= W) continue;
+              const float v = x[((b * H + iy) * W + ix) * C + ch];
+              acc = kMax ? std::max(acc, v) : acc + v;
+              ++taps;
+            }
+          }
+          if (taps == 0) acc = 0.0f;  // a window entirely in the padding
+          else if (!kMax) acc /= static_cast<float>(taps);
+          y[((b * OH + oy) * OW + ox) * C + ch] = activate(acc, act);
+        }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelTable& t) {
+  t.add(OpKind::conv2d, KernelKind::plain, conv2d);
+  t.add(OpKind::depthwise_conv2d, KernelKind::plain, depthwise_conv2d);
+  t.add(OpKind::avg_pool2d, KernelKind::plain, pool<false>);
+  t.add(OpKind::max_pool2d, KernelKind::plain, pool<true>);
+}
+
+}  // namespace tessera::cpu

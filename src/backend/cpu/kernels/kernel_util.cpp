@@ -1,0 +1,49 @@
+// Helpers shared by the plain reference kernels (see kernel_util.h).
+#include "backend/cpu/kernels/kernel_util.h"
+
+namespace tessera::cpu {
+
+Status require_f32(const KernelContext& c, std::initializer_list<int> inputs) {
+  for (int i : inputs) {
+    if (i >= static_cast<int>(c.in.size()) || !c.in[i]) continue;
+    if (c.in[i].dtype() != DType::f32)
+      return kernel_error(c.n, "input " + std::to_string(i) + " '" + c.in[i].t->name + "' is " +
+                                   dtype_name(c.in[i].dtype()) + "; the plain kernel takes f32");
+  }
+  if (c.out[0].dtype() != DType::f32)
+    return kernel_error(c.n, "output '" + c.out[0].t->name + "' is " + dtype_name(c.out[0].dtype()) +
+                                 "; the plain kernel produces f32");
+  return Status::Ok();
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in) {
+  std::vector<int64_t> st(out.size(), 0);
+  auto rs = row_major_strides(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : rs[i];
+  return st;
+}
+
+Result<Activation> activation_of(const Node& n) {
+  std::string a = n.attr_str("activation", "none");
+  if (a == "none") return Activation::none;
+  if (a == "relu") return Activation::relu;
+  if (a == "relu6") return Activation::relu6;
+  if (a == "relu_n1_to_1") return Activation::relu_n1_to_1;
+  return kernel_error(n, "unknown activation '" + a + "' (none, relu, relu6, relu_n1_to_1)");
+}
+
+Window window_of(const Node& n, int64_t kh, int64_t kw) {
+  Window w;
+  w.kh = kh;
+  w.kw = kw;
+  w.sh = n.attr_int("stride_h", 1);
+  w.sw = n.attr_int("stride_w", 1);
+  w.dh = n.attr_int("dilation_h", 1);
+  w.dw = n.attr_int("dilation_w", 1);
+  w.pad_top = n.attr_int("pad_top", 0);
+  w.pad_left = n.attr_int("pad_left", 0);
+  return w;
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,280 @@
+// Reference kernels: data movement (reshape, transpose, concat, slice, strided_slice, pad,
+// scatter_rows) and cast. These move stored elements without arithmetic, so they work for
+// every dtype with a fixed element size (reshape and scatter_rows also for GGUF blocks);
+// the byte-moving ones serve the quantized path too (quantized values move unchanged).
+#include <limits>
+
+#include "backend/cpu/kernels/kernel_util.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+Result<int64_t> elem_size(const KernelContext& c, const TensorRef& r) {
+  int s = dtype_size(r.dtype());
+  if (s == 0) return kernel_error(c.n, "'" + r.t->name + "' has block dtype " + dtype_name(r.dtype()) + ", which cannot be moved element by element");
+  return static_cast<int64_t>(s);
+}
+
+Status same_dtype(const KernelContext& c) {
+  if (c.in[0].dtype() != c.out[0].dtype())
+    return kernel_error(c.n, std::string("output dtype ") + dtype_name(c.out[0].dtype()) + " differs from input dtype " +
+                                 dtype_name(c.in[0].dtype()));
+  return Status::Ok();
+}
+
+// Copies elements of `es` bytes: out[idx] = in[sum_d (start[d] + idx[d] * step[d])] over the
+// row-major index space `ext`; `step` is in input elements.
+void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, int64_t start,
+                const std::vector<int64_t>& step) {
+  int rank = static_cast<int>(ext.size());
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off = start;
+  for (int64_t i = 0, n = num_elements(ext); i < n; ++i) {
+    std::memcpy(out + i * es, in + off * es, es);
+    for (int d = rank - 1; d >= 0; --d) {
+      off += step[d];
+      if (++idx[d] < ext[d]) break;
+      off -= step[d] * ext[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+Status reshape(KernelContext& c) {
+  TS_RETURN_IF_ERROR(same_dtype(c));
+  TS_ASSIGN_OR_RETURN(int64_t bytes, c.out[0].t->host_bytes());
+  if (c.out[0].data != c.in[0].data) std::memmove(c.out[0].data, c.in[0].data, bytes);
+  return Status::Ok();
+}
+
+Status transpose(KernelContext& c) {
+  TS_RETURN_IF_ERROR(same_dtype(c));
+  TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
+  auto perm = c.n.attr_ints("perm");
+  auto st = row_major_strides(c.in[0].shape());
+  std::vector<int64_t> step(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) step[i] = st[perm[i]];
+  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), 0, step);
+  return Status::Ok();
+}
+
+Status concat(KernelContext& c) {
+  TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.out[0]));
+  const Shape& os = c.out[0].shape();
+  int64_t axis = c.n.attr_int("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(os.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(os.size()); ++d) {
+    if (d < axis) outer *= os[d];
+    if (d > axis) inner *= os[d];
+  }
+  for (const TensorRef& r : c.in)
+    if (r.dtype() != c.out[0].dtype())
+      return kernel_error(c.n, "input '" + r.t->name + "' is " + dtype_name(r.dtype()) + ", output is " + dtype_name(c.out[0].dtype()));
+  const int64_t out_row = os[axis] * inner * es;
+  int64_t col = 0;
+  for (const TensorRef& r : c.in) {
+    const int64_t row = r.shape()[axis] * inner * es;
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(c.out[0].data + o * out_row + col, r.data + o * row, row);
+    col += row;
+  }
+  return Status::Ok();
+}
+
+Status slice(KernelContext& c) {
+  TS_RETURN_IF_ERROR(same_dtype(c));
+  TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
+  auto begin = c.n.attr_ints("begin");
+  auto st = row_major_strides(c.in[0].shape());
+  int64_t start = 0;
+  for (size_t d = 0; d < st.size(); ++d) start += begin[d] * st[d];
+  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), start, st);
+  return Status::Ok();
+}
+
+// begin/end/strides are normalised by the frontend (one entry per dim, begin is the first
+// index taken); shrink axes have length 1 and are dropped from the output shape, which
+// leaves the row-major element order unchanged.
+Status strided_slice(KernelContext& c) {
+  TS_RETURN_IF_ERROR(same_dtype(c));
+  TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
+  auto b = c.n.attr_ints("begin"), e = c.n.attr_ints("end"), s = c.n.attr_ints("strides");
+  const Shape& xs = c.in[0].shape();
+  auto st = row_major_strides(xs);
+  Shape ext(xs.size());
+  std::vector<int64_t> step(xs.size());
+  int64_t start = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    ext[d] = s[d] > 0 ? (e[d] > b[d] ? (e[d] - b[d] + s[d] - 1) / s[d] : 0)
+                      : (b[d] > e[d] ? (b[d] - e[d] - s[d] - 1) / -s[d] : 0);
+    if (ext[d] > 0 && (b[d] < 0 || b[d] >= xs[d] || b[d] + (ext[d] - 1) * s[d] < 0 || b[d] + (ext[d] - 1) * s[d] >= xs[d]))
+      return kernel_error(c.n, "strided slice leaves dim " + std::to_string(d) + " of " + shape_str(xs));
+    start += b[d] * st[d];
+    step[d] = s[d] * st[d];
+  }
+  if (num_elements(ext) != c.out[0].elements()) return kernel_error(c.n, "output size does not match the slice");
+  gather_box(c.in[0].data, c.out[0].data, es, ext, start, step);
+  return Status::Ok();
+}
+
+// Writes `v` as one element of dtype t.
+Status store_scalar(const Node& n, DType t, double v, uint8_t* dst) {
+  auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
+  switch (t) {
+    case DType::f32: put(static_cast<float>(v)); break;
+    case DType::f16: put(f32_to_f16(static_cast<float>(v))); break;
+    case DType::bf16: put(f32_to_bf16(static_cast<float>(v))); break;
+    case DType::i8: put(static_cast<int8_t>(v)); break;
+    case DType::u8: put(static_cast<uint8_t>(v)); break;
+    case DType::boolean: put(static_cast<uint8_t>(v != 0)); break;
+    case DType::i16: put(static_cast<int16_t>(v)); break;
+    case DType::i32: put(static_cast<int32_t>(v)); break;
+    case DType::i64: put(static_cast<int64_t>(v)); break;
+    default: return kernel_error(n, std::string("cannot store a scalar of dtype ") + dtype_name(t));
+  }
+  return Status::Ok();
+}
+
+// Pads with the output's zero point when it is quantized, otherwise with attr value (0).
+Status pad(KernelContext& c) {
+  TS_RETURN_IF_ERROR(same_dtype(c));
+  TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
+  const QuantParams& q = !c.out[0].t->quant.empty() ? c.out[0].t->quant : c.in[0].t->quant;
+  double fill = q.empty() ? c.n.attr_float("value", 0.0) : static_cast<double>(q.zero_point_at(0));
+  uint8_t fill_bytes[8];
+  TS_RETURN_IF_ERROR(store_scalar(c.n, c.out[0].dtype(), fill, fill_bytes));
+  for (int64_t i = 0, n = c.out[0].elements(); i < n; ++i) std::memcpy(c.out[0].data + i * es, fill_bytes, es);
+  // Scatter the input into the interior: output offset of input index idx is
+  // sum_d (idx[d] + before[d]) * out_stride[d].
+  auto p = c.n.attr_ints("paddings");
+  const Shape& xs = c.in[0].shape();
+  auto os = row_major_strides(c.out[0].shape());
+  int64_t start = 0;
+  for (size_t d = 0; d < xs.size(); ++d) start += p[2 * d] * os[d];
+  int rank = static_cast<int>(xs.size());
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off = start;
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    std::memcpy(c.out[0].data + off * es, c.in[0].data + i * es, es);
+    for (int d = rank - 1; d >= 0; --d) {
+      off += os[d];
+      if (++idx[d] < xs[d]) break;
+      off -= os[d] * xs[d];
+      idx[d] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- cast: value conversion. Float -> integer truncates toward zero and saturates at
+// the target's range (NaN -> 0); integer -> integer saturates; bool is (v != 0).
+
+bool is_int(DType t) {
+  return t == DType::i8 || t == DType::u8 || t == DType::i16 || t == DType::i32 || t == DType::i64 || t == DType::boolean;
+}
+
+double load_float(DType t, const uint8_t* p) {
+  float f;
+  uint16_t h;
+  switch (t) {
+    case DType::f32: std::memcpy(&f, p, 4); return f;
+    case DType::f16: std::memcpy(&h, p, 2); return f16_to_f32(h);
+    default: std::memcpy(&h, p, 2); return bf16_to_f32(h);  // bf16
+  }
+}
+
+int64_t load_int(DType t, const uint8_t* p) {
+  switch (t) {
+    case DType::i8: return *reinterpret_cast<const int8_t*>(p);
+    case DType::u8: case DType::boolean: return *p;
+    case DType::i16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    default: { int64_t v; std::memcpy(&v, p, 8); return v; }  // i64
+  }
+}
+
+// Range of an integer dtype, as doubles for saturation.
+std::pair<double, double> int_range(DType t) {
+  switch (t) {
+    case DType::i8: return {-128, 127};
+    case DType::u8: return {0, 255};
+    case DType::boolean: return {0, 1};
+    case DType::i16: return {-32768, 32767};
+    case DType::i32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default: return {-9223372036854775808.0, 9223372036854774784.0};  // largest doubles inside i64
+  }
+}
+
+Status cast(KernelContext& c) {
+  DType ti = c.in[0].dtype(), to = c.out[0].dtype();
+  if (dtype_is_block(ti) || dtype_is_block(to))
+    return kernel_error(c.n, "cast does not take block dtypes; use dequantize");
+  const int64_t si = dtype_size(ti), so = dtype_size(to);
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const uint8_t* src = c.in[0].data + i * si;
+    uint8_t* dst = c.out[0].data + i * so;
+    if (is_int(ti) && is_int(to)) {
+      int64_t v = load_int(ti, src);
+      auto [lo, hi] = int_range(to);
+      if (to == DType::boolean) v = v != 0;
+      else if (to != DType::i64) v = std::clamp<int64_t>(v, static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+      TS_RETURN_IF_ERROR(store_scalar(c.n, to, static_cast<double>(v), dst));
+      if (to == DType::i64) std::memcpy(dst, &v, 8);  // exact beyond 2^53
+    } else if (is_int(ti)) {
+      TS_RETURN_IF_ERROR(store_scalar(c.n, to, static_cast<double>(load_int(ti, src)), dst));
+    } else {
+      double v = load_float(ti, src);
+      if (is_int(to)) {
+        auto [lo, hi] = int_range(to);
+        v = to == DType::boolean ? (v != 0) : (std::isnan(v) ? 0.0 : std::clamp(std::trunc(v), lo, hi));
+      }
+      TS_RETURN_IF_ERROR(store_scalar(c.n, to, v, dst));
+    }
+  }
+  return Status::Ok();
+}
+
+// scatter_rows: the output aliases the state (in 0); rows [pos, pos + T) along attr axis
+// are overwritten with the values (in 1). A position outside the state is an error.
+Status scatter_rows(KernelContext& c) {
+  const TensorRef &st = c.in[0], &v = c.in[1];
+  if (v.dtype() != st.dtype() || c.out[0].dtype() != st.dtype())
+    return kernel_error(c.n, std::string("values dtype ") + dtype_name(v.dtype()) + " differs from state dtype " +
+                                 dtype_name(st.dtype()));
+  const Shape& ss = st.shape();
+  int64_t axis = c.n.attr_int("axis", -2);
+  if (axis < 0) axis += static_cast<int64_t>(ss.size());
+  const int64_t pos = c.in[2].as<int32_t>()[0];
+  const int64_t rows = v.shape()[axis], len = ss[axis];
+  if (pos < 0 || pos + rows > len)
+    return error(StatusCode::out_of_range, "[scatter_rows] ", c.n.label(), ": rows [", pos, ", ", pos + rows,
+                 ") outside state '", st.t->name, "' of ", len, " rows");
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= ss[d];
+  TS_ASSIGN_OR_RETURN(int64_t total, st.t->host_bytes());
+  const int64_t row_bytes = total / (outer * len);  // bytes of one row (all dims after axis)
+  if (c.out[0].data != st.data) std::memcpy(c.out[0].data, st.data, total);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(c.out[0].data + (o * len + pos) * row_bytes, v.data + o * rows * row_bytes, rows * row_bytes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_movement_kernels(KernelTable& t) {
+  // Byte moves: the same kernel for plain and quantized tensors.
+  for (KernelKind k : {KernelKind::plain, KernelKind::quant}) {
+    t.add(OpKind::reshape, k, reshape);
+    t.add(OpKind::transpose, k, transpose);
+    t.add(OpKind::slice, k, slice);
+    t.add(OpKind::strided_slice, k, strided_slice);
+    t.add(OpKind::pad, k, pad);
+    t.add(OpKind::cast, k, cast);
+    t.add(OpKind::scatter_rows, k, scatter_rows);
+  }
+  // Quantized concat requantizes its inputs: it lives with the quantized kernels.
+  t.add(OpKind::concat, KernelKind::plain, concat);
+}
+
+}  // namespace tessera::cpu

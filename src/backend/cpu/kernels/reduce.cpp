@@ -1,0 +1,200 @@
+// Reference kernels: reductions (mean, sum, reduce_max over attr axes), softmax with an
+// optional additive mask, and arg_max. Sums are accumulated in double.
+#include <limits>
+
+#include "backend/cpu/kernels/kernel_util.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// For every input element, the index of the output element it reduces into.
+class ReduceMap {
+ public:
+  ReduceMap(const Shape& in, const std::vector<bool>& reduced) : in_(in) {
+    Shape kept;
+    for (size_t i = 0; i < in.size(); ++i) kept.push_back(reduced[i] ? 1 : in[i]);
+    auto ks = row_major_strides(kept);
+    out_strides_.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i) out_strides_[i] = reduced[i] ? 0 : ks[i];
+    out_elements_ = num_elements(kept);
+    count_ = num_elements(in) / std::max<int64_t>(out_elements_, 1);
+  }
+  int64_t out_elements() const { return out_elements_; }
+  int64_t count() const { return count_; }  // input elements per output element
+  // Calls f(input index, output index) for every input element in row-major order.
+  template <typename F>
+  void for_each(F f) const {
+    int rank = static_cast<int>(in_.size());
+    std::vector<int64_t> idx(rank, 0);
+    int64_t o = 0;
+    for (int64_t i = 0, n = num_elements(in_); i < n; ++i) {
+      f(i, o);
+      for (int d = rank - 1; d >= 0; --d) {
+        o += out_strides_[d];
+        if (++idx[d] < in_[d]) break;
+        o -= out_strides_[d] * in_[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  Shape in_;
+  std::vector<int64_t> out_strides_;
+  int64_t out_elements_ = 0;
+  int64_t count_ = 0;
+};
+
+Result<std::vector<bool>> reduced_axes(const KernelContext& c) {
+  const size_t rank = c.in[0].shape().size();
+  std::vector<bool> red(rank, false);
+  for (int64_t a : c.n.attr_ints("axes")) {
+    int64_t ax = a < 0 ? a + static_cast<int64_t>(rank) : a;
+    if (ax < 0 || ax >= static_cast<int64_t>(rank)) return kernel_error(c.n, "axis " + std::to_string(a) + " out of range");
+    red[ax] = true;
+  }
+  return red;
+}
+
+enum class Reduce { mean, sum, max };
+
+template <Reduce kind>
+Status reduce(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0}));
+  TS_ASSIGN_OR_RETURN(auto red, reduced_axes(c));
+  ReduceMap map(c.in[0].shape(), red);
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  const double init = kind == Reduce::max ? -std::numeric_limits<double>::infinity() : 0.0;
+  std::vector<double> acc(map.out_elements(), init);
+  map.for_each([&](int64_t i, int64_t o) {
+    if constexpr (kind == Reduce::max) acc[o] = std::max(acc[o], static_cast<double>(x[i]));
+    else acc[o] += x[i];
+  });
+  for (int64_t o = 0; o < map.out_elements(); ++o)
+    y[o] = static_cast<float>(kind == Reduce::mean ? acc[o] / static_cast<double>(map.count()) : acc[o]);
+  return Status::Ok();
+}
+
+// Splits a shape around `axis`: outer x len x inner.
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisSplit split_at(const Shape& s, int axis) {
+  AxisSplit a;
+  for (int i = 0; i < static_cast<int>(s.size()); ++i) {
+    if (i < axis) a.outer *= s[i];
+    else if (i == axis) a.len = s[i];
+    else a.inner *= s[i];
+  }
+  return a;
+}
+
+Result<int> axis_attr(const KernelContext& c, int64_t fallback) {
+  const int64_t rank = static_cast<int64_t>(c.in[0].shape().size());
+  int64_t a = c.n.attr_int("axis", fallback);
+  int64_t ax = a < 0 ? a + rank : a;
+  if (ax < 0 || ax >= std::max<int64_t>(rank, 1)) return kernel_error(c.n, "axis " + std::to_string(a) + " out of range");
+  return static_cast<int>(ax);
+}
+
+// y = softmax(beta * x + mask) along attr axis; the mask (in 1, optional) broadcasts to x.
+// A slice whose inputs are all -inf (fully masked) gives zeros.
+Status softmax(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0, 1}));
+  TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, -1));
+  const Shape& s = c.in[0].shape();
+  const double beta = c.n.attr_float("beta", 1.0);
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  const bool has_mask = c.in.size() > 1 && c.in[1];
+  // The mask value of every element, expanded through broadcasting (0 without a mask).
+  std::vector<float> z(c.in[0].elements());
+  {
+    auto ms = has_mask ? broadcast_strides(s, c.in[1].shape()) : std::vector<int64_t>(s.size(), 0);
+    const float* mask = has_mask ? c.in[1].as<float>() : nullptr;
+    int rank = static_cast<int>(s.size());
+    std::vector<int64_t> idx(rank, 0);
+    int64_t mi = 0;
+    for (int64_t i = 0; i < static_cast<int64_t>(z.size()); ++i) {
+      z[i] = static_cast<float>(beta * x[i]) + (mask ? mask[mi] : 0.0f);
+      for (int d = rank - 1; d >= 0; --d) {
+        mi += ms[d];
+        if (++idx[d] < s[d]) break;
+        mi -= ms[d] * s[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  AxisSplit a = split_at(s, axis);
+  for (int64_t o = 0; o < a.outer; ++o) {
+    for (int64_t in = 0; in < a.inner; ++in) {
+      const int64_t base = o * a.len * a.inner + in;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < a.len; ++k) mx = std::max(mx, z[base + k * a.inner]);
+      if (mx == -std::numeric_limits<float>::infinity()) {
+        for (int64_t k = 0; k < a.len; ++k) y[base + k * a.inner] = 0.0f;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < a.len; ++k) sum += std::exp(static_cast<double>(z[base + k * a.inner]) - mx);
+      for (int64_t k = 0; k < a.len; ++k)
+        y[base + k * a.inner] = static_cast<float>(std::exp(static_cast<double>(z[base + k * a.inner]) - mx) / sum);
+    }
+  }
+  return Status::Ok();
+}
+
+// Index of the first maximum along attr axis. Works on the stored values of any ordered
+// dtype: for u8 / i8 / i16 with quantization the order of codes is the order of values
+// (scale > 0), so the same kernel serves the quantized path.
+template <typename T>
+void arg_max_loop(const T* x, const AxisSplit& a, const std::function<void(int64_t, int64_t)>& put) {
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t in = 0; in < a.inner; ++in) {
+      const int64_t base = o * a.len * a.inner + in;
+      int64_t best = 0;
+      for (int64_t k = 1; k < a.len; ++k)
+        if (x[base + k * a.inner] > x[base + best * a.inner]) best = k;
+      put(o * a.inner + in, best);
+    }
+}
+
+Status arg_max(KernelContext& c) {
+  TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, -1));
+  AxisSplit a = split_at(c.in[0].shape(), axis);
+  if (a.len == 0) return kernel_error(c.n, "arg_max over an empty axis");
+  DType ot = c.out[0].dtype();
+  if (ot != DType::i32 && ot != DType::i64) return kernel_error(c.n, "output must be i32 or i64");
+  auto put = [&](int64_t i, int64_t v) {
+    if (ot == DType::i32) c.out[0].as<int32_t>()[i] = static_cast<int32_t>(v);
+    else c.out[0].as<int64_t>()[i] = v;
+  };
+  const uint8_t* x = c.in[0].data;
+  switch (c.in[0].dtype()) {
+    case DType::f32: arg_max_loop(reinterpret_cast<const float*>(x), a, put); break;
+    case DType::i32: arg_max_loop(reinterpret_cast<const int32_t*>(x), a, put); break;
+    case DType::i64: arg_max_loop(reinterpret_cast<const int64_t*>(x), a, put); break;
+    case DType::u8: arg_max_loop(reinterpret_cast<const uint8_t*>(x), a, put); break;
+    case DType::i8: arg_max_loop(reinterpret_cast<const int8_t*>(x), a, put); break;
+    case DType::i16: arg_max_loop(reinterpret_cast<const int16_t*>(x), a, put); break;
+    default:
+      return kernel_error(c.n, std::string("arg_max takes f32, i32, i64, u8, i8 or i16, got ") +
+                                   dtype_name(c.in[0].dtype()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelTable& t) {
+  t.add(OpKind::mean, KernelKind::plain, reduce<Reduce::mean>);
+  t.add(OpKind::sum, KernelKind::plain, reduce<Reduce::sum>);
+  t.add(OpKind::reduce_max, KernelKind::plain, reduce<Reduce::max>);
+  t.add(OpKind::softmax, KernelKind::plain, softmax);
+  t.add(OpKind::arg_max, KernelKind::plain, arg_max);
+  t.add(OpKind::arg_max, KernelKind::quant, arg_max);  // compares codes: valid for any scale > 0
+}
+
+}  // namespace tessera::cpu
