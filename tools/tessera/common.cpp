@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include "cli.h"
+#include "import/tflite/tflite_importer.h"
 
 namespace tessera::cli {
 
@@ -31,6 +32,7 @@ std::string shared_dir() {
 Result<Graph> load_model(const std::string& path) {
   if (!std::filesystem::exists(path)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
   std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".tflite") return tflite::load_tflite_file(path);
   return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext, "' files");
 }
 

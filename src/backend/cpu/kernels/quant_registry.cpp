@@ -4,8 +4,18 @@
 
 namespace tessera::cpu {
 
+void register_quant_conv_kernels(KernelTable& t);         // quant_conv.cpp
+void register_quant_elementwise_kernels(KernelTable& t);  // quant_elementwise.cpp
+void register_quant_pool_kernels(KernelTable& t);         // quant_pool.cpp
+void register_quant_softmax_kernels(KernelTable& t);      // quant_softmax.cpp
+void register_quant_misc_kernels(KernelTable& t);         // quant_misc.cpp
+
 void register_quant_kernels(KernelTable& t) {
-  (void)t;
+  register_quant_conv_kernels(t);
+  register_quant_elementwise_kernels(t);
+  register_quant_pool_kernels(t);
+  register_quant_softmax_kernels(t);
+  register_quant_misc_kernels(t);
 }
 
 }  // namespace tessera::cpu

@@ -1,0 +1,259 @@
+// TFLite-exact quantized elementwise ops: add, sub, mul, maximum, minimum (numpy
+// broadcasting) and the activations relu, relu6, leaky_relu, logistic, tanh, hard_swish.
+//
+// Formulas follow TFLite's kernels (add.cc / sub.cc / mul.cc / activations.cc Prepare and
+// the reference_ops / reference_integer_ops they call); where TFLite computes a multiplier
+// in float before widening to double, so does this file, since it changes the bits.
+#include <functional>
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "backend/cpu/kernels/quant_math.h"
+
+namespace tessera::cpu {
+
+namespace q {
+
+Status require_per_tensor(const Node& n, const Tensor& t, bool allow_i16) {
+  bool ok_dtype = t.dtype == DType::u8 || t.dtype == DType::i8 || (allow_i16 && t.dtype == DType::i16);
+  if (!ok_dtype || t.quant.empty())
+    return kernel_error(n, "tensor '" + t.name + "' must be " + (allow_i16 ? "u8/i8/i16" : "u8/i8") +
+                               " with quantization parameters, got " + dtype_name(t.dtype));
+  if (t.quant.per_axis()) return kernel_error(n, "tensor '" + t.name + "' has per-axis quantization");
+  return Status::Ok();
+}
+
+}  // namespace q
+
+namespace {
+
+float scale_of(const TensorRef& r) { return r.t->quant.scale[0]; }
+int32_t zp_of(const TensorRef& r) { return static_cast<int32_t>(r.t->quant.zero_point_at(0)); }
+
+// Calls f(ia, ib, iy) for every output element with its broadcast input indices.
+template <typename F>
+void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
+  auto sa = broadcast_strides(out, a), sb = broadcast_strides(out, b);
+  const int rank = static_cast<int>(out.size());
+  std::vector<int64_t> idx(rank, 0);
+  int64_t ia = 0, ib = 0;
+  const int64_t total = num_elements(out);
+  for (int64_t i = 0; i < total; ++i) {
+    f(ia, ib, i);
+    for (int d = rank - 1; d >= 0; --d) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++idx[d] < out[d]) break;
+      ia -= sa[d] * out[d];
+      ib -= sb[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+Status check_binary(const KernelContext& c) {
+  for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]}) TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t));
+  if (c.in[0].dtype() != c.out[0].dtype() || c.in[1].dtype() != c.out[0].dtype())
+    return kernel_error(c.n, "inputs and output must have the same dtype");
+  return Status::Ok();
+}
+
+// ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands).
+Status add_sub(KernelContext& c, bool subtract) {
+  TS_RETURN_IF_ERROR(check_binary(c));
+  constexpr int kLeftShift = 20;  // add.cc: data->left_shift = 20 for uint8/int8
+  const float s1 = scale_of(c.in[0]), s2 = scale_of(c.in[1]), so = scale_of(c.out[0]);
+  const double twice_max = static_cast<double>(2 * std::max(s1, s2));
+  const q::Multiplier m1 = q::quantize_multiplier(s1 / twice_max);
+  const q::Multiplier m2 = q::quantize_multiplier(s2 / twice_max);
+  const q::Multiplier mo = q::quantize_multiplier(twice_max / static_cast<double>((1 << kLeftShift) * so));
+  const int32_t z1 = zp_of(c.in[0]), z2 = zp_of(c.in[1]), zo = zp_of(c.out[0]);
+  const DType t = c.out[0].dtype();
+  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const uint8_t *a = c.in[0].data, *b = c.in[1].data;
+  uint8_t* y = c.out[0].data;
+  for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
+    const int32_t v1 = q::multiply((q::load(a, t, ia) - z1) * (1 << kLeftShift), m1);
+    const int32_t v2 = q::multiply((q::load(b, t, ib) - z2) * (1 << kLeftShift), m2);
+    const int32_t raw = q::multiply(subtract ? v1 - v2 : v1 + v2, mo) + zo;
+    q::store(y, t, iy, q::clamp(raw, r.lo, r.hi));
+  });
+  return Status::Ok();
+}
+Status add(KernelContext& c) { return add_sub(c, false); }
+Status sub(KernelContext& c) { return add_sub(c, true); }
+
+// MUL (mul.cc: real multiplier in float, then QuantizeMultiplier).
+Status mul(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_binary(c));
+  const float s1 = scale_of(c.in[0]), s2 = scale_of(c.in[1]), so = scale_of(c.out[0]);
+  const q::Multiplier m = q::quantize_multiplier(static_cast<double>(s1 * s2 / so));
+  const int32_t z1 = zp_of(c.in[0]), z2 = zp_of(c.in[1]), zo = zp_of(c.out[0]);
+  const DType t = c.out[0].dtype();
+  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const uint8_t *a = c.in[0].data, *b = c.in[1].data;
+  uint8_t* y = c.out[0].data;
+  for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
+    const int32_t prod = (q::load(a, t, ia) - z1) * (q::load(b, t, ib) - z2);
+    q::store(y, t, iy, q::clamp(q::multiply(prod, m) + zo, r.lo, r.hi));
+  });
+  return Status::Ok();
+}
+
+// MAXIMUM / MINIMUM compare stored values; TFLite requires equal quantization.
+Status max_min(KernelContext& c, bool is_max) {
+  TS_RETURN_IF_ERROR(check_binary(c));
+  if (c.in[0].t->quant != c.out[0].t->quant || c.in[1].t->quant != c.out[0].t->quant)
+    return kernel_error(c.n, "inputs and output must share quantization parameters");
+  const DType t = c.out[0].dtype();
+  const uint8_t *a = c.in[0].data, *b = c.in[1].data;
+  uint8_t* y = c.out[0].data;
+  for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
+    const int32_t va = q::load(a, t, ia), vb = q::load(b, t, ib);
+    q::store(y, t, iy, is_max ? std::max(va, vb) : std::min(va, vb));
+  });
+  return Status::Ok();
+}
+Status maximum(KernelContext& c) { return max_min(c, true); }
+Status minimum(KernelContext& c) { return max_min(c, false); }
+
+Status check_unary(const KernelContext& c) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  if (c.in[0].dtype() != c.out[0].dtype()) return kernel_error(c.n, "input and output must have the same dtype");
+  return Status::Ok();
+}
+
+// RELU / RELU6 (activations.cc QuantizedReluX): rescale to the output, then clamp.
+Status relu_x(KernelContext& c, float lo, float hi) {
+  TS_RETURN_IF_ERROR(check_unary(c));
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  const DType t = c.out[0].dtype();
+  // activations.cc ReluPrepare divides in float.
+  const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si / so));
+  const int32_t qlo = std::max(q::qmin(t), zo + static_cast<int32_t>(std::round(lo / so)));
+  const int32_t qhi = std::isinf(hi) ? q::qmax(t) : std::min(q::qmax(t), zo + static_cast<int32_t>(std::round(hi / so)));
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int32_t v = zo + q::multiply(q::load(c.in[0].data, t, i) - zi, m);
+    q::store(c.out[0].data, t, i, q::clamp(v, qlo, qhi));
+  }
+  return Status::Ok();
+}
+Status relu(KernelContext& c) { return relu_x(c, 0.0f, std::numeric_limits<float>::infinity()); }
+Status relu6(KernelContext& c) { return relu_x(c, 0.0f, 6.0f); }
+
+// LEAKY_RELU (activations.cc LeakyReluPrepare: alpha multiplier in float).
+Status leaky_relu(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_unary(c));
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const float alpha = static_cast<float>(c.n.attr_float("alpha", 0.2));
+  const q::Multiplier ma = q::quantize_multiplier(static_cast<double>(si * alpha / so));
+  const q::Multiplier mi = q::quantize_multiplier(static_cast<double>(si / so));
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  const DType t = c.out[0].dtype();
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int32_t v = q::load(c.in[0].data, t, i) - zi;
+    const int32_t o = zo + q::multiply(v, v >= 0 ? mi : ma);
+    q::store(c.out[0].data, t, i, q::clamp(o, q::qmin(t), q::qmax(t)));
+  }
+  return Status::Ok();
+}
+
+// LOGISTIC / TANH on u8 / i8: TFLite's reference path is a 256-entry table computed in
+// float (activations.cc PopulateLookupTable / LUTPopulate).
+Status lut_unary(KernelContext& c, float (*f)(float)) {
+  TS_RETURN_IF_ERROR(check_unary(c));
+  const DType t = c.out[0].dtype();
+  if (t == DType::i16) return kernel_error(c.n, "i16 is not supported");
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  const float inverse_scale = 1 / so;
+  int32_t table[256];
+  for (int32_t v = q::qmin(t); v <= q::qmax(t); ++v) {
+    const float real = si * static_cast<float>(v - zi);
+    const float rescaled = std::round(f(real) * inverse_scale);
+    const int32_t quantized = static_cast<int32_t>(rescaled + static_cast<float>(zo));
+    table[v & 0xff] = q::clamp(quantized, q::qmin(t), q::qmax(t));
+  }
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i)
+    q::store(c.out[0].data, t, i, table[c.in[0].data[i]]);
+  return Status::Ok();
+}
+Status logistic(KernelContext& c) { return lut_unary(c, [](float x) { return 1.0f / (1.0f + std::exp(-x)); }); }
+Status tanh_q(KernelContext& c) { return lut_unary(c, [](float x) { return std::tanh(x); }); }
+
+// HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
+// fixed point with a "reluish" ramp.
+int16_t srdhm16(int16_t a, int16_t b) {
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  const int32_t ab = static_cast<int32_t>(a) * b;
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+int16_t sdhm16(int16_t a, int16_t b) {  // SaturatingDoublingHighMul: no rounding
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((static_cast<int32_t>(a) * b) / (1 << 15));
+}
+int16_t rdbpot16(int16_t x, int e) {
+  const int16_t mask = static_cast<int16_t>((1 << e) - 1);
+  const int16_t rem = static_cast<int16_t>(x & mask);
+  const int16_t th = static_cast<int16_t>((mask >> 1) + (x < 0 ? 1 : 0));
+  return static_cast<int16_t>((x >> e) + (rem > th ? 1 : 0));
+}
+int16_t sat_shl16(int16_t x, int e) {
+  const int32_t v = static_cast<int32_t>(x) * (1 << e);
+  return static_cast<int16_t>(std::clamp<int32_t>(v, -32768, 32767));
+}
+int16_t downscale_to_i16(int32_t m) {  // DownScaleInt32ToInt16Multiplier
+  constexpr int32_t kRounding = 1 << 15;
+  if (m >= std::numeric_limits<int32_t>::max() - kRounding) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((m + kRounding) >> 16);
+}
+
+Status hard_swish(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_unary(c));
+  const DType t = c.out[0].dtype();
+  if (t == DType::i16) return kernel_error(c.n, "i16 is not supported");
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const float hires_input_scale = (1.0f / 128.0f) * si;
+  const float reluish_scale = 3.0f / 32768.0f;  // activations.cc: "3.0f / 32768.0f"
+  q::Multiplier om = q::quantize_multiplier(hires_input_scale / so);
+  q::Multiplier rm = q::quantize_multiplier(hires_input_scale / reluish_scale);
+  if (om.shift > 0) return kernel_error(c.n, "output scale too small for TFLite's hard_swish (exponent > 0)");
+  const int16_t om16 = downscale_to_i16(om.multiplier), rm16 = downscale_to_i16(rm.multiplier);
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int16_t in = static_cast<int16_t>(q::load(c.in[0].data, t, i) - zi);
+    const int16_t hires = static_cast<int16_t>(in * (1 << 7));
+    const int16_t pre_out = srdhm16(hires, om16);
+    int16_t reluish = hires;
+    if (rm.shift > 0) reluish = sat_shl16(reluish, rm.shift - 1);
+    reluish = srdhm16(reluish, rm16);
+    if (rm.shift > 0) reluish = sat_shl16(reluish, 1);
+    if (rm.shift < 0) reluish = rdbpot16(reluish, -rm.shift);
+    reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
+    const int16_t pre_shift = sdhm16(reluish, pre_out);
+    int32_t out = rdbpot16(pre_shift, -om.shift) + zo;
+    q::store(c.out[0].data, t, i, q::clamp(out, q::qmin(t), q::qmax(t)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_quant_elementwise_kernels(KernelTable& t) {
+  t.add(OpKind::add, KernelKind::quant, add);
+  t.add(OpKind::sub, KernelKind::quant, sub);
+  t.add(OpKind::mul, KernelKind::quant, mul);
+  t.add(OpKind::maximum, KernelKind::quant, maximum);
+  t.add(OpKind::minimum, KernelKind::quant, minimum);
+  t.add(OpKind::relu, KernelKind::quant, relu);
+  t.add(OpKind::relu6, KernelKind::quant, relu6);
+  t.add(OpKind::leaky_relu, KernelKind::quant, leaky_relu);
+  t.add(OpKind::logistic, KernelKind::quant, logistic);
+  t.add(OpKind::tanh, KernelKind::quant, tanh_q);
+  t.add(OpKind::hard_swish, KernelKind::quant, hard_swish);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,162 @@
+// TFLite-exact quantized concat (requantizing inputs whose parameters differ from the
+// output's), resize_bilinear (align_corners / half_pixel_centers) and requantize
+// (TFLite QUANTIZE of an integer tensor).
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "backend/cpu/kernels/quant_math.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// CONCATENATION (reference_ops::ConcatenationWithScaling): an input with the output's
+// parameters is copied; others are rescaled in float and rounded half away from zero.
+Status concat(KernelContext& c) {
+  const Tensor& yt = *c.out[0].t;
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, yt));
+  const DType t = yt.dtype;
+  const int64_t rank = static_cast<int64_t>(yt.shape.size());
+  int64_t axis = c.n.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= yt.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= yt.shape[d];
+  const float so = yt.quant.scale[0];
+  const int32_t zo = static_cast<int32_t>(yt.quant.zero_point_at(0));
+  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const float inverse_output_scale = 1.f / so;
+  const int es = dtype_size(t);
+  int64_t out_offset = 0;
+  const int64_t out_row = yt.shape[axis] * inner;
+  for (const TensorRef& in : c.in) {
+    TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *in.t));
+    if (in.dtype() != t) return kernel_error(c.n, "input '" + in.t->name + "' dtype differs from the output's");
+    const int64_t len = in.shape()[axis] * inner;
+    const float si = in.t->quant.scale[0];
+    const int32_t zi = static_cast<int32_t>(in.t->quant.zero_point_at(0));
+    const bool same = si == so && zi == zo;
+    const float scale = si * inverse_output_scale;
+    const float bias = -zi * scale;
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t src = o * len, dst = o * out_row + out_offset;
+      if (same && r.lo == q::qmin(t) && r.hi == q::qmax(t)) {
+        std::memcpy(c.out[0].data + dst * es, in.data + src * es, static_cast<size_t>(len * es));
+        continue;
+      }
+      for (int64_t i = 0; i < len; ++i) {
+        const int32_t v = q::load(in.data, t, src + i);
+        const int32_t out = same ? v : static_cast<int32_t>(std::round(v * scale + bias)) + zo;
+        q::store(c.out[0].data, t, dst + i, q::clamp(out, r.lo, r.hi));
+      }
+    }
+    out_offset += len;
+  }
+  return Status::Ok();
+}
+
+// RESIZE_BILINEAR on quantized values (input and output share parameters).
+//  - i8 / i16: reference_ops::ResizeBilinearInteger, 10-bit fixed-point positions and a
+//    rounded 20-bit product;
+//  - u8: the float reference_ops::ResizeBilinear, truncating the interpolated value.
+Status resize_bilinear(KernelContext& c) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, true));
+  if (c.in[0].t->quant != c.out[0].t->quant || c.in[0].dtype() != c.out[0].dtype())
+    return kernel_error(c.n, "input and output must share dtype and quantization");
+  const Shape& xs = c.in[0].shape();
+  const Shape& ys = c.out[0].shape();
+  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
+  const bool align = c.n.attr_int("align_corners", 0) != 0;
+  const bool half = c.n.attr_int("half_pixel_centers", 0) != 0;
+  const DType t = c.in[0].dtype();
+  const uint8_t* x = c.in[0].data;
+  uint8_t* y = c.out[0].data;
+  auto in_at = [&](int64_t b, int64_t iy, int64_t ix, int64_t ch) { return q::load(x, t, ((b * H + iy) * W + ix) * C + ch); };
+  if (t != DType::u8) {
+    auto scale10 = [&](int64_t in, int64_t out) -> int32_t {
+      if (align && out > 1) return static_cast<int32_t>(((1 << 10) * (in - 1) + (out - 1) / 2) / (out - 1));
+      return static_cast<int32_t>(((1 << 10) * in + out / 2) / out);
+    };
+    const int32_t hs = scale10(H, OH), ws = scale10(W, OW);
+    auto interp = [&](int64_t v, int32_t s, int64_t size, int32_t* scaled, int64_t* lo, int64_t* hi) {
+      *scaled = half ? static_cast<int32_t>(v) * s + s / 2 - (1 << 9) : static_cast<int32_t>(v) * s;
+      *lo = std::max<int64_t>(*scaled / (1 << 10), 0);
+      *hi = std::min<int64_t>((*scaled + (1 << 10) - 1) / (1 << 10), size - 1);
+    };
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        int32_t iy;
+        int64_t y0, y1;
+        interp(oy, hs, H, &iy, &y0, &y1);
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int32_t ix;
+          int64_t x0, x1;
+          interp(ox, ws, W, &ix, &x0, &x1);
+          const int64_t dy = iy - (1 << 10) * y0, dx = ix - (1 << 10) * x0;
+          for (int64_t ch = 0; ch < C; ++ch) {
+            const int64_t v = in_at(b, y0, x0, ch) * ((1 << 10) - dy) * ((1 << 10) - dx) +
+                              in_at(b, y1, x0, ch) * dy * ((1 << 10) - dx) +
+                              in_at(b, y0, x1, ch) * ((1 << 10) - dy) * dx + in_at(b, y1, x1, ch) * dy * dx;
+            const int64_t round = v > 0 ? (1 << 19) : -(1 << 19);
+            q::store(y, t, ((b * OH + oy) * OW + ox) * C + ch, static_cast<int32_t>((v + round) / (1 << 20)));
+          }
+        }
+      }
+    return Status::Ok();
+  }
+  auto scale_f = [&](int64_t in, int64_t out) {
+    if (align && out > 1) return static_cast<float>(in - 1) / static_cast<float>(out - 1);
+    return static_cast<float>(in) / static_cast<float>(out);
+  };
+  const float hs = scale_f(H, OH), ws = scale_f(W, OW);
+  auto interp = [&](int64_t v, float s, int64_t size, float* scaled, int64_t* lo, int64_t* hi) {
+    *scaled = half ? (static_cast<float>(v) + 0.5f) * s - 0.5f : static_cast<float>(v) * s;
+    *lo = std::max<int64_t>(static_cast<int64_t>(std::floor(*scaled)), 0);
+    *hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(*scaled)), size - 1);
+  };
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      float iy;
+      int64_t y0, y1;
+      interp(oy, hs, H, &iy, &y0, &y1);
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        float ix;
+        int64_t x0, x1;
+        interp(ox, ws, W, &ix, &x0, &x1);
+        const float fy = iy - y0, fx = ix - x0;
+        for (int64_t ch = 0; ch < C; ++ch) {
+          const float v = in_at(b, y0, x0, ch) * (1 - fy) * (1 - fx) + in_at(b, y1, x0, ch) * fy * (1 - fx) +
+                          in_at(b, y0, x1, ch) * (1 - fy) * fx + in_at(b, y1, x1, ch) * fy * fx;
+          q::store(y, t, ((b * OH + oy) * OW + ox) * C + ch, static_cast<int32_t>(static_cast<uint8_t>(v)));
+        }
+      }
+    }
+  return Status::Ok();
+}
+
+// REQUANTIZE (TFLite quantize.cc for integer input: multiplier in_s / out_s in double).
+Status requantize(KernelContext& c) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, true));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, true));
+  const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
+  const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si) / static_cast<double>(so));
+  const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
+  const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
+  const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int32_t v = q::multiply(q::load(c.in[0].data, ti, i) - zi, m) + zo;
+    q::store(c.out[0].data, to, i, q::clamp(v, q::qmin(to), q::qmax(to)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_quant_misc_kernels(KernelTable& t) {
+  t.add(OpKind::concat, KernelKind::quant, concat);
+  t.add(OpKind::resize_bilinear, KernelKind::quant, resize_bilinear);
+  t.add(OpKind::requantize, KernelKind::quant, requantize);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,148 @@
+// TFLite-exact quantized pooling and mean: avg_pool2d, max_pool2d (NHWC, input and output
+// share quantization, as TFLite requires) and mean over axes.
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "backend/cpu/kernels/quant_math.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+Status check_pool(const KernelContext& c) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  if (c.in[0].dtype() != c.out[0].dtype()) return kernel_error(c.n, "input and output must have the same dtype");
+  if (c.in[0].t->quant != c.out[0].t->quant)
+    return kernel_error(c.n, "input and output must share quantization parameters (TFLite pooling)");
+  return Status::Ok();
+}
+
+// Average: sum over the window clipped to the input, divided by the clipped count with
+// rounding half away from zero (reference_integer_ops::AveragePool; for u8 the sum is
+// never negative and reference_ops::AveragePool's (sum + n/2) / n is the same).
+Status pool(KernelContext& c, bool average) {
+  TS_RETURN_IF_ERROR(check_pool(c));
+  const Shape& xs = c.in[0].shape();
+  const Shape& ys = c.out[0].shape();
+  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
+  const Window win = window_of(c.n, c.n.attr_int("filter_h", 1), c.n.attr_int("filter_w", 1));
+  const DType t = c.in[0].dtype();
+  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, c.out[0].t->quant.scale[0],
+                                         static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0)));
+  const uint8_t* x = c.in[0].data;
+  uint8_t* y = c.out[0].data;
+  parallel_rows(c, N * OH, [&](int64_t r0, int64_t r1) {
+    std::vector<int32_t> acc(static_cast<size_t>(C));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t b = row / OH, oy = row % OH;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        const int64_t y0 = std::max<int64_t>(oy * win.sh - win.pad_top, 0);
+        const int64_t y1 = std::min<int64_t>(oy * win.sh - win.pad_top + win.kh, H);
+        const int64_t x0 = std::max<int64_t>(ox * win.sw - win.pad_left, 0);
+        const int64_t x1 = std::min<int64_t>(ox * win.sw - win.pad_left + win.kw, W);
+        const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
+        std::fill(acc.begin(), acc.end(), average ? 0 : q::qmin(t));
+        for (int64_t iy = y0; iy < y1; ++iy)
+          for (int64_t ix = x0; ix < x1; ++ix) {
+            const int64_t base = ((b * H + iy) * W + ix) * C;
+            for (int64_t ch = 0; ch < C; ++ch) {
+              const int32_t v = q::load(x, t, base + ch);
+              acc[ch] = average ? acc[ch] + v : std::max(acc[ch], v);
+            }
+          }
+        const int64_t out = ((b * OH + oy) * OW + ox) * C;
+        for (int64_t ch = 0; ch < C; ++ch) {
+          int32_t v = acc[ch];
+          if (average && count > 0) v = v > 0 ? (v + count / 2) / count : (v - count / 2) / count;
+          q::store(y, t, out + ch, q::clamp(v, r.lo, r.hi));
+        }
+      }
+    }
+  }, 1);
+  return Status::Ok();
+}
+Status avg_pool2d(KernelContext& c) { return pool(c, true); }
+Status max_pool2d(KernelContext& c) { return pool(c, false); }
+
+// MEAN. TFLite's reduce.cc takes three paths, reproduced here:
+//  - 4-D, axes {1, 2}, keep_dims: int8 -> reference_integer_ops::Mean (sum of x - zp,
+//    multiplier in_s / out_s, then divide by the count rounding half away from zero);
+//    u8 -> reference_ops::Mean (raw sum, multiplier in_s / (count * out_s), float bias);
+//  - otherwise QuantizedMeanOrSum: float mean of the raw values, rescaled and rounded.
+Status mean(KernelContext& c) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  const DType t = c.in[0].dtype();
+  if (c.out[0].dtype() != t) return kernel_error(c.n, "input and output must have the same dtype");
+  const Shape& xs = c.in[0].shape();
+  const int rank = static_cast<int>(xs.size());
+  std::vector<bool> red(rank, false);
+  for (int64_t a : c.n.attr_ints("axes")) red[a < 0 ? a + rank : a] = true;
+  const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
+  const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
+  const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
+  const uint8_t* x = c.in[0].data;
+  uint8_t* y = c.out[0].data;
+  const bool spatial = rank == 4 && red[1] && red[2] && !red[0] && !red[3] && c.n.attr_int("keep_dims", 0) != 0;
+  if (spatial) {
+    const int64_t N = xs[0], HW = xs[1] * xs[2], C = xs[3];
+    const int32_t count = static_cast<int32_t>(HW);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t ch = 0; ch < C; ++ch) {
+        int32_t acc = 0;
+        if (t == DType::i8) {
+          for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch) - zi;
+          acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si) / static_cast<double>(so)));
+          acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+          acc += zo;
+        } else {
+          for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch);
+          float temp = zi * si / so;
+          temp = temp > 0 ? temp + 0.5f : temp - 0.5f;
+          const int32_t bias = zo - static_cast<int32_t>(temp);
+          const float count_f = static_cast<float>(count);
+          acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si / (count_f * so)))) + bias;
+        }
+        q::store(y, t, b * C + ch, q::clamp(acc, q::qmin(t), q::qmax(t)));
+      }
+    return Status::Ok();
+  }
+  // General axes: sum raw values per output position.
+  const int64_t total = c.in[0].elements(), outs = c.out[0].elements();
+  std::vector<int64_t> sums(static_cast<size_t>(outs), 0);
+  auto strides = row_major_strides(xs);
+  int64_t count = 1;
+  Shape kept;
+  for (int d = 0; d < rank; ++d) {
+    if (red[d]) count *= xs[d];
+    else kept.push_back(xs[d]);
+  }
+  auto kept_strides = row_major_strides(kept);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t o = 0, k = 0;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t idx = (i / strides[d]) % xs[d];
+      if (!red[d]) o += idx * kept_strides[k++];
+    }
+    sums[o] += q::load(x, t, i);
+  }
+  const float scale = si / so;
+  const float bias = -zi * scale;
+  for (int64_t o = 0; o < outs; ++o) {
+    const float m = static_cast<float>(sums[o]) / static_cast<float>(count);
+    const int32_t v = static_cast<int32_t>(std::round(m * scale + bias)) + zo;
+    q::store(y, t, o, q::clamp(v, q::qmin(t), q::qmax(t)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_quant_pool_kernels(KernelTable& t) {
+  t.add(OpKind::avg_pool2d, KernelKind::quant, avg_pool2d);
+  t.add(OpKind::max_pool2d, KernelKind::quant, max_pool2d);
+  t.add(OpKind::mean, KernelKind::quant, mean);
+}
+
+}  // namespace tessera::cpu

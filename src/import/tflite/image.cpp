@@ -1,0 +1,126 @@
+// Image decoding (stb_image), PNG writing (stb_image_write), resizing and conversion to a
+// model input tensor.
+#include "import/tflite/image.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <stb_image.h>
+#include <stb_image_write.h>
+
+namespace tessera::tflite {
+
+Result<Image> read_image(const std::string& path) {
+  int w = 0, h = 0, c = 0;
+  stbi_uc* data = stbi_load(path.c_str(), &w, &h, &c, 3);
+  if (!data) {
+    const char* why = stbi_failure_reason();
+    return error(StatusCode::invalid_argument, "cannot decode image '", path, "': ", why ? why : "unknown reason");
+  }
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = 3;
+  img.pixels.assign(data, data + static_cast<size_t>(w) * h * 3);
+  stbi_image_free(data);
+  return img;
+}
+
+Status write_png(const std::string& path, const Image& img) {
+  if (img.channels != 1 && img.channels != 3)
+    return error(StatusCode::invalid_argument, "write_png: ", img.channels, " channels (expected 1 or 3)");
+  if (!stbi_write_png(path.c_str(), img.width, img.height, img.channels, img.pixels.data(),
+                      img.width * img.channels))
+    return error(StatusCode::io_error, "cannot write PNG '", path, "'");
+  return Status::Ok();
+}
+
+Image resize_bilinear(const Image& img, int width, int height) {
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.channels = img.channels;
+  out.pixels.resize(static_cast<size_t>(width) * height * img.channels);
+  float sy = static_cast<float>(img.height) / height, sx = static_cast<float>(img.width) / width;
+  for (int y = 0; y < height; ++y) {
+    float fy = std::clamp((y + 0.5f) * sy - 0.5f, 0.0f, static_cast<float>(img.height - 1));
+    int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, img.height - 1);
+    float wy = fy - y0;
+    for (int x = 0; x < width; ++x) {
+      float fx = std::clamp((x + 0.5f) * sx - 0.5f, 0.0f, static_cast<float>(img.width - 1));
+      int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, img.width - 1);
+      float wx = fx - x0;
+      for (int c = 0; c < img.channels; ++c) {
+        float top = img.at(x0, y0)[c] * (1 - wx) + img.at(x1, y0)[c] * wx;
+        float bottom = img.at(x0, y1)[c] * (1 - wx) + img.at(x1, y1)[c] * wx;
+        float v = top * (1 - wy) + bottom * wy;
+        out.at(x, y)[c] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+      }
+    }
+  }
+  return out;
+}
+
+Image to_gray(const Image& img) {
+  if (img.channels == 1) return img;
+  Image out;
+  out.width = img.width;
+  out.height = img.height;
+  out.channels = 1;
+  out.pixels.resize(static_cast<size_t>(img.width) * img.height);
+  for (size_t i = 0; i < out.pixels.size(); ++i) {
+    const uint8_t* p = &img.pixels[i * img.channels];
+    float v = 0.299f * p[0] + 0.587f * p[1] + 0.114f * p[2];
+    out.pixels[i] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+  }
+  return out;
+}
+
+Result<InputLayout> input_layout(const Tensor& t) {
+  auto bad = [&] {
+    return error(StatusCode::unsupported, "input '", t.name, "' ", shape_str(t.shape),
+                 " is not an image tensor ([1,H,W,C] or [1,C,H,W] with C = 1 or 3)");
+  };
+  if (t.shape.size() != 4 || t.shape[0] != 1) return bad();
+  InputLayout l;
+  if (t.shape[3] == 1 || t.shape[3] == 3) {
+    l = {static_cast<int>(t.shape[1]), static_cast<int>(t.shape[2]), static_cast<int>(t.shape[3]), false};
+  } else if (t.shape[1] == 1 || t.shape[1] == 3) {
+    l = {static_cast<int>(t.shape[2]), static_cast<int>(t.shape[3]), static_cast<int>(t.shape[1]), true};
+  } else {
+    return bad();
+  }
+  if (l.height < 1 || l.width < 1) return bad();
+  return l;
+}
+
+Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t) {
+  TS_ASSIGN_OR_RETURN(InputLayout l, input_layout(t));
+  Image src = l.channels == 1 ? to_gray(img) : img;
+  Image r = resize_bilinear(src, l.width, l.height);
+  int64_t n = static_cast<int64_t>(l.height) * l.width * l.channels;
+  int esize = dtype_size(t.dtype);
+  if (t.dtype != DType::u8 && t.dtype != DType::i8 && t.dtype != DType::f32)
+    return error(StatusCode::unsupported, "input '", t.name, "': images convert to u8, i8 or f32, not ",
+                 dtype_name(t.dtype));
+  std::vector<uint8_t> out(static_cast<size_t>(n * esize));
+  for (int y = 0; y < l.height; ++y)
+    for (int x = 0; x < l.width; ++x)
+      for (int c = 0; c < l.channels; ++c) {
+        int64_t k = l.nchw ? (static_cast<int64_t>(c) * l.height + y) * l.width + x
+                           : (static_cast<int64_t>(y) * l.width + x) * l.channels + c;
+        uint8_t p = r.at(x, y)[c];
+        if (t.dtype == DType::u8) {
+          out[k] = p;
+        } else if (t.dtype == DType::i8) {
+          out[k] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(p) - 128));
+        } else {
+          float v = (p - 127.5f) / 127.5f;
+          std::memcpy(&out[k * 4], &v, 4);
+        }
+      }
+  return out;
+}
+
+}  // namespace tessera::tflite

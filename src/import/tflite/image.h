@@ -1,0 +1,56 @@
+// Images for the vision commands: decode (BMP, JPEG, PNG via stb), bilinear resize,
+// conversion to a model's input tensor, PNG output and simple drawing for overlays.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/graph.h"
+
+namespace tessera::tflite {
+
+// An 8-bit image. pixels: [height, width, channels] row-major, channels 1 (gray) or 3 (RGB).
+struct Image {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::vector<uint8_t> pixels;
+
+  uint8_t* at(int x, int y) { return &pixels[(static_cast<size_t>(y) * width + x) * channels]; }
+  const uint8_t* at(int x, int y) const { return &pixels[(static_cast<size_t>(y) * width + x) * channels]; }
+};
+
+// Decodes a BMP, JPEG or PNG file into RGB (3 channels). Errors name the file.
+Result<Image> read_image(const std::string& path);
+// Writes an 8-bit PNG (gray or RGB).
+Status write_png(const std::string& path, const Image& img);
+
+// Bilinear resize with half-pixel centres (sample at (x + 0.5) * in / out - 0.5, edges
+// clamped), rounding to nearest; the same channel count.
+Image resize_bilinear(const Image& img, int width, int height);
+// ITU-R BT.601 luma: 0.299 R + 0.587 G + 0.114 B.
+Image to_gray(const Image& img);
+
+// The model input tensor's image geometry: NHWC [1,H,W,C] or NCHW [1,C,H,W], C = 1 or 3.
+struct InputLayout {
+  int height = 0, width = 0, channels = 0;
+  bool nchw = false;
+};
+Result<InputLayout> input_layout(const Tensor& input);
+
+// Resizes `img` to the input's size and converts it to the input's dtype and layout:
+// u8 -> the pixel values (quantized models take 0..255), i8 -> pixel - 128, f32 ->
+// (pixel - 127.5) / 127.5. Returns the raw tensor bytes.
+Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& input);
+
+// Drawing on RGB images (used for overlays).
+struct Rgb {
+  uint8_t r, g, b;
+};
+void draw_line(Image& img, float x0, float y0, float x1, float y1, Rgb c, float thickness);
+void draw_disc(Image& img, float cx, float cy, float radius, Rgb c);
+// Mixes `c` into pixel (x, y) with weight alpha in [0, 1].
+void blend_pixel(Image& img, int x, int y, Rgb c, float alpha);
+
+}  // namespace tessera::tflite

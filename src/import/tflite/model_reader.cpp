@@ -1,0 +1,336 @@
+// TFLite model reader: verifies the flatbuffer, then turns tensors, buffers and
+// quantization parameters into graph tensors, checking each one before it is used.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "import/tflite/import_context.h"
+#include "import/tflite/tflite_importer.h"
+
+namespace tessera::tflite {
+
+namespace {
+
+// TFLite schema version 3 is the only one in use since 2018 (schema.fbs: "version 3").
+constexpr uint32_t kSchemaVersion = 3;
+// Largest dimension and element count accepted; far above any real model, low enough that
+// byte sizes cannot overflow int64.
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+// flatbuffers cannot address more than 2 GiB (FLATBUFFERS_MAX_BUFFER_SIZE); larger
+// models keep buffers outside the flatbuffer (Buffer.offset / size).
+constexpr size_t kMaxFlatbufferBytes = (size_t{1} << 31) - 1;
+
+Result<DType> map_dtype(::tflite::TensorType t) {
+  switch (t) {
+    case ::tflite::TensorType_FLOAT32: return DType::f32;
+    case ::tflite::TensorType_FLOAT16: return DType::f16;
+    case ::tflite::TensorType_INT32: return DType::i32;
+    case ::tflite::TensorType_UINT8: return DType::u8;
+    case ::tflite::TensorType_INT64: return DType::i64;
+    case ::tflite::TensorType_BOOL: return DType::boolean;
+    case ::tflite::TensorType_INT16: return DType::i16;
+    case ::tflite::TensorType_INT8: return DType::i8;
+    default:
+      return error(StatusCode::unsupported, "tensor type ", ::tflite::EnumNameTensorType(t), " (", int(t),
+                   ") is not supported");
+  }
+}
+
+// Zero-point range of a quantized dtype.
+bool zero_point_fits(DType t, int64_t zp) {
+  switch (t) {
+    case DType::u8: return zp >= 0 && zp <= 255;
+    case DType::i8: return zp >= -128 && zp <= 127;
+    case DType::i16: return zp >= -32768 && zp <= 32767;
+    default: return zp == 0;  // i32 biases, i64: TFLite requires zero
+  }
+}
+
+Result<QuantParams> read_quant(const ::tflite::QuantizationParameters* q, const Tensor& t, bool constant) {
+  QuantParams out;
+  if (!q || !q->scale() || q->scale()->size() == 0) return out;  // not quantized
+  if (q->details_type() != ::tflite::QuantizationDetails_NONE)
+    return error(StatusCode::unsupported, "custom quantization details are not supported");
+  size_t n = q->scale()->size();
+  if (!q->zero_point() || q->zero_point()->size() != n)
+    return error(StatusCode::invalid_argument, "has ", n, " quantization scales but ",
+                 q->zero_point() ? q->zero_point()->size() : 0, " zero points");
+  if (n > 1) {
+    int axis = q->quantized_dimension();
+    if (axis < 0 || axis >= static_cast<int>(t.shape.size()))
+      return error(StatusCode::invalid_argument, "quantized_dimension ", axis, " is outside its rank ",
+                   t.shape.size());
+    if (t.shape[axis] != static_cast<int64_t>(n))
+      return error(StatusCode::invalid_argument, "has ", n, " per-channel scales for dimension ", axis, " of size ",
+                   t.shape[axis]);
+    out.axis = axis;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    float s = q->scale()->Get(i);
+    int64_t zp = q->zero_point()->Get(i);
+    // Constant per-channel weights may carry a zero scale for an all-zero channel.
+    if (!std::isfinite(s) || s < 0 || (s == 0 && !constant))
+      return error(StatusCode::invalid_argument, "quantization scale ", s, " is not a positive finite number");
+    if (!zero_point_fits(t.dtype, zp))
+      return error(StatusCode::invalid_argument, "zero point ", zp, " does not fit dtype ", dtype_name(t.dtype));
+    out.scale.push_back(s);
+    out.zero_point.push_back(zp);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool tflite_available() { return true; }
+
+TensorId ImportContext::temp_tensor(const std::string& name, Shape shape, DType dtype, QuantParams q) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.quant = std::move(q);
+  return graph.add_tensor(std::move(t));
+}
+
+Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
+  if (index < 0 || index >= num_tensors)
+    return error(StatusCode::out_of_range, what, ": tensor index ", index, " is outside [0, ", num_tensors, ")");
+  if (ids[index] != kNoTensor) return ids[index];
+  const ::tflite::Tensor* ft = subgraph->tensors()->Get(index);
+  if (!ft) return error(StatusCode::invalid_argument, what, ": tensor ", index, " is null");
+  Tensor t;
+  t.name = ft->name() ? ft->name()->str() : "tensor_" + std::to_string(index);
+  std::string where = what + ": tensor " + std::to_string(index) + " '" + t.name + "'";
+  auto dt = map_dtype(ft->type());
+  if (!dt.ok()) return dt.status().with_context(where);
+  t.dtype = *dt;
+  if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
+  if (ft->is_variable()) return error(StatusCode::unsupported, where, ": variable tensors are not supported");
+  int64_t elems = 1;
+  if (ft->shape()) {
+    for (int32_t d : *ft->shape()) {
+      if (d < 0 || d > kMaxDim)
+        return error(StatusCode::invalid_argument, where, ": dimension ", d, " is out of range");
+      t.shape.push_back(d);
+      elems *= std::max<int64_t>(d, 1);
+      if (elems > kMaxElements)
+        return error(StatusCode::invalid_argument, where, ": more than ", kMaxElements, " elements");
+    }
+  }
+  auto q = read_quant(ft->quantization(), t, false);
+  uint32_t bi = ft->buffer();
+  const auto* buffers = model->buffers();
+  if (!buffers || bi >= buffers->size())
+    return error(StatusCode::out_of_range, where, ": buffer index ", bi, " is outside [0, ",
+                 buffers ? buffers->size() : 0, ")");
+  const ::tflite::Buffer* b = buffers->Get(bi);
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  if (b && b->offset() > 1) {  // data outside the flatbuffer (schema: offset > 1 means external)
+    if (b->offset() > static_cast<uint64_t>(file.size) || b->size() > static_cast<uint64_t>(file.size) - b->offset())
+      return error(StatusCode::out_of_range, where, ": buffer ", bi, " [", b->offset(), ", +", b->size(),
+                   ") lies outside the ", file.size, "-byte file");
+    data = file.data + b->offset();
+    size = b->size();
+  } else if (b && b->data() && b->data()->size() > 0) {
+    data = b->data()->data();
+    size = b->data()->size();
+  }
+  bool constant = data != nullptr;
+  if (constant) q = read_quant(ft->quantization(), t, true);
+  if (!q.ok()) return q.status().with_context(where);
+  t.quant = *q;
+  if (constant) {
+    auto need = t.host_bytes();
+    if (!need.ok()) return need.status().with_context(where);
+    if (size != static_cast<uint64_t>(*need))
+      return error(StatusCode::invalid_argument, where, " ", shape_str(t.shape), " ", dtype_name(t.dtype), ": buffer ",
+                   bi, " has ", size, " bytes, the tensor needs ", *need);
+    t.role = Role::weight;
+    t.data = ConstData{data, static_cast<int64_t>(size), file.owner};
+  }
+  ids[index] = graph.add_tensor(std::move(t));
+  return ids[index];
+}
+
+Result<std::vector<int64_t>> ImportContext::const_ints(int32_t index, const std::string& what) {
+  TS_ASSIGN_OR_RETURN(TensorId id, tensor(index, what));
+  const Tensor& t = graph.tensor(id);
+  if (!t.data)
+    return error(StatusCode::unsupported, what, ": tensor '", t.name, "' must be a constant (dynamic shapes are not supported)");
+  std::vector<int64_t> v(static_cast<size_t>(t.elements()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t.dtype == DType::i32) {
+      int32_t x;
+      std::memcpy(&x, t.data->data + 4 * i, 4);
+      v[i] = x;
+    } else if (t.dtype == DType::i64) {
+      std::memcpy(&v[i], t.data->data + 8 * i, 8);
+    } else {
+      return error(StatusCode::invalid_argument, what, ": tensor '", t.name, "' must be i32 or i64, got ",
+                   dtype_name(t.dtype));
+    }
+  }
+  return v;
+}
+
+Status OpSite::fail(const std::string& msg) const {
+  return error(StatusCode::invalid_argument, "tflite ", label, ": ", msg);
+}
+
+Result<TensorId> OpSite::input(int k) {
+  if (!has_input(k)) return fail("input " + std::to_string(k) + " is missing");
+  return cx.tensor(op->inputs()->Get(k), "tflite " + label + " input " + std::to_string(k));
+}
+
+Result<TensorId> OpSite::output(int k) {
+  if (k >= num_outputs()) return fail("output " + std::to_string(k) + " is missing");
+  return cx.tensor(op->outputs()->Get(k), "tflite " + label + " output " + std::to_string(k));
+}
+
+Result<std::vector<int64_t>> OpSite::const_input(int k) {
+  if (!has_input(k)) return fail("input " + std::to_string(k) + " is missing");
+  return cx.const_ints(op->inputs()->Get(k), "tflite " + label + " input " + std::to_string(k));
+}
+
+Status OpSite::expect_io(int lo, int hi, int outs) const {
+  if (num_inputs() < lo || num_inputs() > hi)
+    return fail("has " + std::to_string(num_inputs()) + " inputs, expected " + std::to_string(lo) +
+                (hi != lo ? ".." + std::to_string(hi) : ""));
+  for (int k = 0; k < lo; ++k)
+    if (op->inputs()->Get(k) < 0) return fail("required input " + std::to_string(k) + " is absent (-1)");
+  if (num_outputs() != outs)
+    return fail("has " + std::to_string(num_outputs()) + " outputs, expected " + std::to_string(outs));
+  return Status::Ok();
+}
+
+Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<TensorId> outputs,
+                   std::map<std::string, AttrValue> attrs, const std::string& suffix) {
+  Node n;
+  n.op = kind;
+  n.name = label + suffix;
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attrs = std::move(attrs);
+  for (TensorId o : n.outputs)
+    if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
+  TS_RETURN_IF_ERROR(cx.graph.add_node(n));
+  // Check the file's declared output shape against Tessera's shape inference now, so that
+  // an inconsistent model is reported at the operator that is wrong.
+  const Node& added = cx.graph.nodes().back();
+  auto inferred = infer_outputs(cx.graph, added);
+  if (!inferred.ok()) return inferred.status().with_context("tflite " + label);
+  for (size_t i = 0; i < added.outputs.size() && i < inferred->size(); ++i) {
+    const Tensor& t = cx.graph.tensor(added.outputs[i]);
+    if (t.shape != (*inferred)[i].shape)
+      return fail("output '" + t.name + "' is declared " + shape_str(t.shape) + " but the operator produces " +
+                  shape_str((*inferred)[i].shape));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status import_model(ImportContext& cx) {
+  const auto* m = cx.model;
+  if (m->version() != kSchemaVersion)
+    return error(StatusCode::unsupported, "tflite schema version ", m->version(), " (expected ", kSchemaVersion, ")");
+  if (!m->subgraphs() || m->subgraphs()->size() == 0)
+    return error(StatusCode::invalid_argument, "tflite model has no subgraphs");
+  cx.subgraph = m->subgraphs()->Get(0);
+  const auto* sg = cx.subgraph;
+  if (!sg || !sg->tensors() || !sg->inputs() || !sg->outputs())
+    return error(StatusCode::invalid_argument, "tflite subgraph 0 lacks tensors, inputs or outputs");
+  cx.num_tensors = static_cast<int>(sg->tensors()->size());
+  cx.ids.assign(cx.num_tensors, kNoTensor);
+  for (size_t i = 0; i < sg->inputs()->size(); ++i) {
+    TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->inputs()->Get(i), "model input " + std::to_string(i)));
+    Tensor& t = cx.graph.tensor(id);
+    if (t.role == Role::weight) continue;  // a constant listed as an input: keep it constant
+    t.role = Role::input;
+    cx.graph.inputs.push_back(id);
+  }
+  const auto* codes = m->operator_codes();
+  int num_codes = codes ? static_cast<int>(codes->size()) : 0;
+  int num_ops = sg->operators() ? static_cast<int>(sg->operators()->size()) : 0;
+  for (int i = 0; i < num_ops; ++i) {
+    const ::tflite::Operator* op = sg->operators()->Get(i);
+    if (!op) return error(StatusCode::invalid_argument, "tflite op ", i, " is null");
+    if (op->opcode_index() >= static_cast<uint32_t>(num_codes))
+      return error(StatusCode::out_of_range, "tflite op ", i, ": opcode index ", op->opcode_index(),
+                   " is outside [0, ", num_codes, ")");
+    const ::tflite::OperatorCode* oc = codes->Get(op->opcode_index());
+    // Schema 3a: the real code is the larger of the deprecated int8 field and the new one.
+    int32_t raw = std::max<int32_t>(oc->deprecated_builtin_code(), oc->builtin_code());
+    if (raw < ::tflite::BuiltinOperator_MIN || raw > ::tflite::BuiltinOperator_MAX)
+      return error(StatusCode::unsupported, "tflite op ", i, ": unknown builtin operator code ", raw);
+    auto code = static_cast<::tflite::BuiltinOperator>(raw);
+    int version = oc->version();
+    std::string name = ::tflite::EnumNameBuiltinOperator(code);
+    if (code == ::tflite::BuiltinOperator_CUSTOM)
+      name = "CUSTOM '" + (oc->custom_code() ? oc->custom_code()->str() : std::string("?")) + "'";
+    OpSite site{cx, op, i, code, version, "op " + std::to_string(i) + " (" + name + " v" + std::to_string(version) + ")"};
+    int max_v = max_supported_version(code);
+    if (max_v == 0)
+      return error(StatusCode::unsupported, "tflite op ", i, ": operator ", name, " (version ", version,
+                   ") is not supported");
+    if (version < 1 || version > max_v)
+      return error(StatusCode::unsupported, "tflite op ", i, ": operator ", name, " version ", version,
+                   " is not supported (up to version ", max_v, ")");
+    TS_RETURN_IF_ERROR(build_operator(site));
+  }
+  for (size_t i = 0; i < sg->outputs()->size(); ++i) {
+    TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->outputs()->Get(i), "model output " + std::to_string(i)));
+    Tensor& t = cx.graph.tensor(id);
+    if (t.role == Role::input || t.role == Role::weight)
+      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input or constant");
+    t.role = Role::output;
+    cx.graph.outputs.push_back(id);
+  }
+  return cx.graph.validate().with_context("tflite model");
+}
+
+}  // namespace
+
+Result<Graph> load_tflite_buffer(const ConstData& bytes) {
+  if (!bytes.data || bytes.size < 8)
+    return error(StatusCode::invalid_argument, "tflite: file of ", bytes.size, " bytes is too short to be a model");
+  if (static_cast<size_t>(bytes.size) > kMaxFlatbufferBytes && !::tflite::ModelBufferHasIdentifier(bytes.data))
+    return error(StatusCode::invalid_argument, "tflite: not a TFLite file (identifier is not 'TFL3')");
+  if (!::tflite::ModelBufferHasIdentifier(bytes.data)) {
+    char id[5] = {0};
+    for (int i = 0; i < 4; ++i) {
+      char c = static_cast<char>(bytes.data[4 + i]);
+      id[i] = (c >= 32 && c < 127) ? c : '?';
+    }
+    return error(StatusCode::invalid_argument, "tflite: not a TFLite file (identifier '", id, "', expected 'TFL3')");
+  }
+  size_t verify_len = std::min(static_cast<size_t>(bytes.size), kMaxFlatbufferBytes);
+  flatbuffers::Verifier verifier(bytes.data, verify_len);
+  if (!::tflite::VerifyModelBuffer(verifier))
+    return error(StatusCode::invalid_argument,
+                 "tflite: the flatbuffer verifier rejected the file (truncated or corrupted, ", bytes.size, " bytes)");
+  ImportContext cx;
+  cx.file = bytes;
+  cx.model = ::tflite::GetModel(bytes.data);
+  TS_RETURN_IF_ERROR(import_model(cx));
+  return std::move(cx.graph);
+}
+
+Result<Graph> load_tflite_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return error(StatusCode::not_found, "cannot open model file '", path, "'");
+  std::streamoff size = f.tellg();
+  if (size < 0) return error(StatusCode::io_error, "cannot size model file '", path, "'");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  f.seekg(0);
+  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size))
+    return error(StatusCode::io_error, "cannot read model file '", path, "'");
+  auto g = load_tflite_buffer(ConstData::from_vector(std::move(bytes)));
+  if (!g.ok()) return g.status().with_context("model '" + path + "'");
+  return g;
+}
+
+}  // namespace tessera::tflite

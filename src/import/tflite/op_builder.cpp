@@ -1,0 +1,333 @@
+// TFLite operators -> Tessera nodes: convolution, pooling, linear, elementwise, activation,
+// softmax, reductions and quantization. Shape and data-movement operators live in
+// op_builder_shape.cpp.
+#include <algorithm>
+
+#include "import/tflite/import_context.h"
+
+namespace tessera::tflite {
+
+namespace T = ::tflite;
+
+std::string activation_name(T::ActivationFunctionType a, bool* ok) {
+  *ok = true;
+  switch (a) {
+    case T::ActivationFunctionType_NONE: return "none";
+    case T::ActivationFunctionType_RELU: return "relu";
+    case T::ActivationFunctionType_RELU6: return "relu6";
+    case T::ActivationFunctionType_RELU_N1_TO_1: return "relu_n1_to_1";
+    default: *ok = false; return T::EnumNameActivationFunctionType(a);
+  }
+}
+
+void same_or_valid_padding(T::Padding p, int64_t in, int64_t filter, int64_t stride, int64_t dilation,
+                           int64_t* before, int64_t* after) {
+  int64_t eff = (filter - 1) * dilation + 1;
+  int64_t out = p == T::Padding_SAME ? (in + stride - 1) / stride : (in - eff + stride) / stride;
+  int64_t total = std::max<int64_t>((out - 1) * stride + eff - in, 0);
+  *before = total / 2;  // TFLite puts the odd pixel after (ComputePaddingWithOffset)
+  *after = total - total / 2;
+}
+
+namespace {
+
+// Operator versions accepted: the versions whose features the kernels implement (TFLite's
+// op_version.cc: e.g. CONV_2D v3 = int8 per-channel; v4+ add hybrid, int16 and int4 forms,
+// which are rejected here or by the dtype checks below).
+struct VersionEntry {
+  T::BuiltinOperator code;
+  int max_version;
+};
+constexpr VersionEntry kVersions[] = {
+    {T::BuiltinOperator_CONV_2D, 5},          {T::BuiltinOperator_DEPTHWISE_CONV_2D, 6},
+    {T::BuiltinOperator_FULLY_CONNECTED, 9},  {T::BuiltinOperator_ADD, 4},
+    {T::BuiltinOperator_SUB, 3},              {T::BuiltinOperator_MUL, 4},
+    {T::BuiltinOperator_DIV, 2},              {T::BuiltinOperator_MAXIMUM, 4},
+    {T::BuiltinOperator_MINIMUM, 4},          {T::BuiltinOperator_AVERAGE_POOL_2D, 3},
+    {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 2},
+    {T::BuiltinOperator_SOFTMAX, 2},          {T::BuiltinOperator_LOGISTIC, 2},
+    {T::BuiltinOperator_TANH, 2},             {T::BuiltinOperator_RELU, 2},
+    {T::BuiltinOperator_RELU6, 2},            {T::BuiltinOperator_LEAKY_RELU, 2},
+    {T::BuiltinOperator_HARD_SWISH, 1},       {T::BuiltinOperator_QUANTIZE, 2},
+    {T::BuiltinOperator_DEQUANTIZE, 4},       {T::BuiltinOperator_RESHAPE, 1},
+    {T::BuiltinOperator_SQUEEZE, 1},          {T::BuiltinOperator_TRANSPOSE, 4},
+    {T::BuiltinOperator_CONCATENATION, 3},    {T::BuiltinOperator_PAD, 2},
+    {T::BuiltinOperator_PADV2, 2},            {T::BuiltinOperator_STRIDED_SLICE, 4},
+    {T::BuiltinOperator_RESIZE_BILINEAR, 3},  {T::BuiltinOperator_RESIZE_NEAREST_NEIGHBOR, 3},
+    {T::BuiltinOperator_ARG_MAX, 2},          {T::BuiltinOperator_CAST, 1},
+    {T::BuiltinOperator_GATHER, 3},           {T::BuiltinOperator_PACK, 2},
+    {T::BuiltinOperator_UNPACK, 2},           {T::BuiltinOperator_SLICE, 2},
+};
+
+bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
+
+// Quantized ops need quantization parameters on their data inputs and outputs.
+Status check_quant_io(OpSite& s, const std::vector<TensorId>& ins, const std::vector<TensorId>& outs) {
+  const Graph& g = s.cx.graph;
+  bool any = false;
+  for (TensorId id : ins)
+    if (id != kNoTensor && is_quant(g.tensor(id))) any = true;
+  if (!any) return Status::Ok();
+  for (TensorId id : outs) {
+    const Tensor& t = g.tensor(id);
+    if (dtype_is_quantized_int(t.dtype) && t.quant.empty())
+      return s.fail("quantized output '" + t.name + "' has no quantization parameters");
+  }
+  for (TensorId id : ins) {
+    if (id == kNoTensor) continue;
+    const Tensor& t = g.tensor(id);
+    if ((t.dtype == DType::u8 || t.dtype == DType::i8) && t.quant.empty())
+      return s.fail("input '" + t.name + "' of a quantized operator has no quantization parameters");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> activation(OpSite& s, T::ActivationFunctionType a) {
+  bool ok;
+  std::string name = activation_name(a, &ok);
+  if (!ok) return s.fail("fused activation " + name + " is not supported");
+  return name;
+}
+
+// Conv / depthwise / FC weights: quantized activations need quantized weights and an i32
+// bias; float activations with integer weights are TFLite's "hybrid" mode (not supported).
+Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, int channel_axis) {
+  const Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  const Tensor& wt = g.tensor(w);
+  if (xt.dtype == DType::f32) {
+    if (wt.dtype != DType::f32) return s.fail("hybrid (float input, integer weights) is not supported");
+    return Status::Ok();
+  }
+  if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (xt.dtype == DType::i16) return s.fail("int16 activations are not supported");
+  if (!is_quant(wt) || (wt.dtype != DType::u8 && wt.dtype != DType::i8))
+    return s.fail("filter '" + wt.name + "' must be u8/i8 with quantization parameters");
+  if (wt.quant.per_axis()) {
+    if (wt.quant.axis != channel_axis)
+      return s.fail("filter '" + wt.name + "' is quantized along axis " + std::to_string(wt.quant.axis) +
+                    ", expected the output-channel axis " + std::to_string(channel_axis));
+    for (int64_t z : wt.quant.zero_point)
+      if (z != 0) return s.fail("per-channel filter '" + wt.name + "' has a non-zero zero point");
+  }
+  if (bias != kNoTensor && g.tensor(bias).dtype != DType::i32)
+    return s.fail("bias '" + g.tensor(bias).name + "' must be i32 for quantized inputs");
+  return Status::Ok();
+}
+
+Status window_attrs(OpSite& s, TensorId x, T::Padding pad, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                    int64_t dw, std::map<std::string, AttrValue>& a) {
+  const Tensor& xt = s.cx.graph.tensor(x);
+  if (xt.shape.size() != 4) return s.fail("input '" + xt.name + "' must be rank 4 NHWC, got " + shape_str(xt.shape));
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || kh < 1 || kw < 1)
+    return s.fail("filter sizes, strides and dilations must be >= 1");
+  if (pad != T::Padding_SAME && pad != T::Padding_VALID) return s.fail("unknown padding mode");
+  int64_t pt, pb, pl, pr;
+  same_or_valid_padding(pad, xt.shape[1], kh, sh, dh, &pt, &pb);
+  same_or_valid_padding(pad, xt.shape[2], kw, sw, dw, &pl, &pr);
+  a["stride_h"] = sh;
+  a["stride_w"] = sw;
+  a["dilation_h"] = dh;
+  a["dilation_w"] = dw;
+  a["pad_top"] = pt;
+  a["pad_bottom"] = pb;
+  a["pad_left"] = pl;
+  a["pad_right"] = pr;
+  return Status::Ok();
+}
+
+Status build_conv(OpSite& s, bool depthwise) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 3, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId w, s.input(1));
+  TensorId b = kNoTensor;
+  if (s.has_input(2)) {
+    TS_ASSIGN_OR_RETURN(b, s.input(2));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor& wt = s.cx.graph.tensor(w);
+  if (wt.shape.size() != 4) return s.fail("filter '" + wt.name + "' must be rank 4, got " + shape_str(wt.shape));
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, depthwise ? 3 : 0));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  std::map<std::string, AttrValue> a;
+  if (depthwise) {
+    const auto* o = s.op->builtin_options_as_DepthwiseConv2DOptions();
+    if (!o) return s.fail("DepthwiseConv2DOptions are missing");
+    const Tensor& xt = s.cx.graph.tensor(x);
+    if (xt.shape.size() != 4 || xt.shape[3] == 0 || wt.shape[3] % xt.shape[3] != 0)
+      return s.fail("filter " + shape_str(wt.shape) + " does not match input " + shape_str(xt.shape));
+    // The multiplier follows from the shapes (TFLite's own kernels do the same; some
+    // converters wrote an inconsistent option value).
+    int64_t m = wt.shape[3] / xt.shape[3];
+    if (o->depth_multiplier() != 0 && o->depth_multiplier() != m && xt.shape[3] != 1)
+      return s.fail("depth_multiplier " + std::to_string(o->depth_multiplier()) + " does not match filter " +
+                    shape_str(wt.shape) + " for input " + shape_str(xt.shape));
+    a["depth_multiplier"] = m;
+    TS_RETURN_IF_ERROR(window_attrs(s, x, o->padding(), wt.shape[1], wt.shape[2], o->stride_h(), o->stride_w(),
+                                    o->dilation_h_factor(), o->dilation_w_factor(), a));
+    TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+  } else {
+    const auto* o = s.op->builtin_options_as_Conv2DOptions();
+    if (!o) return s.fail("Conv2DOptions are missing");
+    TS_RETURN_IF_ERROR(window_attrs(s, x, o->padding(), wt.shape[1], wt.shape[2], o->stride_h(), o->stride_w(),
+                                    o->dilation_h_factor(), o->dilation_w_factor(), a));
+    TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+  }
+  return s.add(depthwise ? OpKind::depthwise_conv2d : OpKind::conv2d, {x, w, b}, {y}, a);
+}
+
+Status build_fully_connected(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 3, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId w, s.input(1));
+  TensorId b = kNoTensor;
+  if (s.has_input(2)) {
+    TS_ASSIGN_OR_RETURN(b, s.input(2));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const auto* o = s.op->builtin_options_as_FullyConnectedOptions();
+  std::map<std::string, AttrValue> a;
+  a["activation"] = std::string("none");
+  a["keep_dims"] = int64_t{0};
+  if (o) {
+    if (o->weights_format() != T::FullyConnectedOptionsWeightsFormat_DEFAULT)
+      return s.fail("shuffled weights format is not supported");
+    TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+    a["keep_dims"] = int64_t{o->keep_num_dims() ? 1 : 0};
+  }
+  const Tensor& wt = s.cx.graph.tensor(w);
+  if (wt.shape.size() != 2) return s.fail("weights '" + wt.name + "' must be rank 2, got " + shape_str(wt.shape));
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, 0));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  return s.add(OpKind::fully_connected, {x, w, b}, {y}, a);
+}
+
+Status build_pool(OpSite& s, OpKind kind) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const auto* o = s.op->builtin_options_as_Pool2DOptions();
+  if (!o) return s.fail("Pool2DOptions are missing");
+  std::map<std::string, AttrValue> a;
+  TS_RETURN_IF_ERROR(
+      window_attrs(s, x, o->padding(), o->filter_height(), o->filter_width(), o->stride_h(), o->stride_w(), 1, 1, a));
+  a.erase("dilation_h");
+  a.erase("dilation_w");
+  a["filter_h"] = int64_t{o->filter_height()};
+  a["filter_w"] = int64_t{o->filter_width()};
+  TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  return s.add(kind, {x}, {y}, a);
+}
+
+Status build_binary(OpSite& s, OpKind kind) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId a0, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId a1, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  T::ActivationFunctionType act = T::ActivationFunctionType_NONE;
+  if (const auto* o = s.op->builtin_options_as_AddOptions()) act = o->fused_activation_function();
+  if (const auto* o = s.op->builtin_options_as_SubOptions()) act = o->fused_activation_function();
+  if (const auto* o = s.op->builtin_options_as_MulOptions()) act = o->fused_activation_function();
+  if (const auto* o = s.op->builtin_options_as_DivOptions()) act = o->fused_activation_function();
+  const Graph& g = s.cx.graph;
+  if (g.tensor(a0).dtype != g.tensor(a1).dtype)
+    return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
+                  dtype_name(g.tensor(a1).dtype));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
+  std::map<std::string, AttrValue> a;
+  TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
+  return s.add(kind, {a0, a1}, {y}, a);
+}
+
+Status build_unary(OpSite& s, OpKind kind, std::map<std::string, AttrValue> a = {}) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  return s.add(kind, {x}, {y}, std::move(a));
+}
+
+Status build_softmax(OpSite& s) {
+  const auto* o = s.op->builtin_options_as_SoftmaxOptions();
+  double beta = o ? o->beta() : 1.0;
+  return build_unary(s, OpKind::softmax, {{"axis", int64_t{-1}}, {"beta", beta}});
+}
+
+Status build_mean(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, s.const_input(1));
+  if (axes.empty()) return s.fail("no reduction axes");
+  const auto* o = s.op->builtin_options_as_ReducerOptions();
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  return s.add(OpKind::mean, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});
+}
+
+Status build_quantize(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor& xt = s.cx.graph.tensor(x);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  if (!is_quant(yt)) return s.fail("output '" + yt.name + "' must be an integer tensor with quantization parameters");
+  if (yt.quant.per_axis()) return s.fail("per-axis output quantization is not supported");
+  if (xt.dtype == DType::f32) return s.add(OpKind::quantize, {x}, {y});
+  if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  return s.add(OpKind::requantize, {x}, {y});
+}
+
+Status build_dequantize(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor& xt = s.cx.graph.tensor(x);
+  if (s.cx.graph.tensor(y).dtype != DType::f32) return s.fail("output must be f32");
+  if (xt.dtype != DType::f16 && !is_quant(xt))
+    return s.fail("input '" + xt.name + "' must be f16 or quantized integer");
+  return s.add(OpKind::dequantize, {x}, {y});
+}
+
+}  // namespace
+
+int max_supported_version(T::BuiltinOperator code) {
+  for (const auto& e : kVersions)
+    if (e.code == code) return e.max_version;
+  return 0;
+}
+
+// Implemented in op_builder_shape.cpp.
+Status build_shape_operator(OpSite& s);
+
+Status build_operator(OpSite& s) {
+  switch (s.code) {
+    case T::BuiltinOperator_CONV_2D: return build_conv(s, false);
+    case T::BuiltinOperator_DEPTHWISE_CONV_2D: return build_conv(s, true);
+    case T::BuiltinOperator_FULLY_CONNECTED: return build_fully_connected(s);
+    case T::BuiltinOperator_AVERAGE_POOL_2D: return build_pool(s, OpKind::avg_pool2d);
+    case T::BuiltinOperator_MAX_POOL_2D: return build_pool(s, OpKind::max_pool2d);
+    case T::BuiltinOperator_ADD: return build_binary(s, OpKind::add);
+    case T::BuiltinOperator_SUB: return build_binary(s, OpKind::sub);
+    case T::BuiltinOperator_MUL: return build_binary(s, OpKind::mul);
+    case T::BuiltinOperator_DIV: return build_binary(s, OpKind::div);
+    case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
+    case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
+    case T::BuiltinOperator_SOFTMAX: return build_softmax(s);
+    case T::BuiltinOperator_LOGISTIC: return build_unary(s, OpKind::logistic);
+    case T::BuiltinOperator_TANH: return build_unary(s, OpKind::tanh);
+    case T::BuiltinOperator_RELU: return build_unary(s, OpKind::relu);
+    case T::BuiltinOperator_RELU6: return build_unary(s, OpKind::relu6);
+    case T::BuiltinOperator_HARD_SWISH: return build_unary(s, OpKind::hard_swish);
+    case T::BuiltinOperator_LEAKY_RELU: {
+      const auto* o = s.op->builtin_options_as_LeakyReluOptions();
+      return build_unary(s, OpKind::leaky_relu, {{"alpha", double{o ? o->alpha() : 0.0f}}});
+    }
+    case T::BuiltinOperator_MEAN: return build_mean(s);
+    case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
+    case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
+    default: return build_shape_operator(s);
+  }
+}
+
+}  // namespace tessera::tflite

@@ -1,0 +1,262 @@
+// TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
+// transpose, concatenation, pack/unpack, pad, slices, gather, resizes, arg max, cast).
+// Shape operands must be constants: Tessera plans static shapes.
+#include <algorithm>
+#include <cstring>
+
+#include "import/tflite/import_context.h"
+
+namespace tessera::tflite {
+
+namespace T = ::tflite;
+
+namespace {
+
+int64_t rank_of(const Graph& g, TensorId id) { return static_cast<int64_t>(g.tensor(id).shape.size()); }
+
+Result<int64_t> normalize_axis(OpSite& s, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    return s.fail("axis " + std::to_string(axis) + " is outside rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// RESHAPE / SQUEEZE / EXPAND_DIMS: the output's static shape from the file.
+Status build_reshape(OpSite& s) {
+  if (s.num_inputs() < 1 || s.num_outputs() != 1) return s.fail("expects 1 data input and 1 output");
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Graph& g = s.cx.graph;
+  if (g.tensor(x).dtype != g.tensor(y).dtype) return s.fail("input and output dtypes differ");
+  if (g.tensor(x).quant != g.tensor(y).quant) return s.fail("input and output quantization differ");
+  return s.add(OpKind::reshape, {x}, {y}, {{"shape", g.tensor(y).shape}});
+}
+
+Status build_transpose(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> perm, s.const_input(1));
+  return s.add(OpKind::transpose, {x}, {y}, {{"perm", perm}});
+}
+
+Status build_concat(OpSite& s) {
+  if (s.num_inputs() < 1 || s.num_outputs() != 1) return s.fail("expects at least 1 input and 1 output");
+  const auto* o = s.op->builtin_options_as_ConcatenationOptions();
+  if (!o) return s.fail("ConcatenationOptions are missing");
+  bool ok;
+  std::string act = activation_name(o->fused_activation_function(), &ok);
+  if (!ok) return s.fail("fused activation " + act + " is not supported");
+  std::vector<TensorId> ins;
+  for (int k = 0; k < s.num_inputs(); ++k) {
+    TS_ASSIGN_OR_RETURN(TensorId x, s.input(k));
+    ins.push_back(x);
+  }
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(s, o->axis(), rank_of(s.cx.graph, y)));
+  return s.add(OpKind::concat, ins, {y}, {{"axis", axis}, {"activation", act}});
+}
+
+// PACK: each input gains a unit dim at `axis`, then they are concatenated along it.
+Status build_pack(OpSite& s) {
+  const auto* o = s.op->builtin_options_as_PackOptions();
+  if (!o) return s.fail("PackOptions are missing");
+  if (s.num_inputs() < 1 || s.num_inputs() != o->values_count() || s.num_outputs() != 1)
+    return s.fail("values_count " + std::to_string(o->values_count()) + " does not match " +
+                  std::to_string(s.num_inputs()) + " inputs");
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(s, o->axis(), rank_of(s.cx.graph, y)));
+  std::vector<TensorId> parts;
+  for (int k = 0; k < s.num_inputs(); ++k) {
+    TS_ASSIGN_OR_RETURN(TensorId x, s.input(k));
+    const Tensor xt = s.cx.graph.tensor(x);
+    if (axis > static_cast<int64_t>(xt.shape.size())) return s.fail("axis is outside the inputs' rank");
+    Shape sh = xt.shape;
+    sh.insert(sh.begin() + axis, 1);
+    TensorId r = s.cx.temp_tensor(xt.name + "/pack_" + std::to_string(s.index), sh, xt.dtype, xt.quant);
+    TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {x}, {r}, {{"shape", sh}}, " input " + std::to_string(k)));
+    parts.push_back(r);
+  }
+  return s.add(OpKind::concat, parts, {y}, {{"axis", axis}, {"activation", std::string("none")}});
+}
+
+// UNPACK: output k is the slice k along `axis`, with that dim removed.
+Status build_unpack(OpSite& s) {
+  const auto* o = s.op->builtin_options_as_UnpackOptions();
+  if (!o) return s.fail("UnpackOptions are missing");
+  if (s.num_inputs() != 1) return s.fail("expects 1 input");
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  const Tensor xt = s.cx.graph.tensor(x);
+  TS_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(s, o->axis(), static_cast<int64_t>(xt.shape.size())));
+  if (xt.shape[axis] != o->num() || s.num_outputs() != o->num())
+    return s.fail("num " + std::to_string(o->num()) + " does not match dim " + std::to_string(xt.shape[axis]) +
+                  " and " + std::to_string(s.num_outputs()) + " outputs");
+  for (int k = 0; k < o->num(); ++k) {
+    TS_ASSIGN_OR_RETURN(TensorId y, s.output(k));
+    std::vector<int64_t> begin(xt.shape.size(), 0), size(xt.shape.begin(), xt.shape.end());
+    begin[axis] = k;
+    size[axis] = 1;
+    Shape sh = size;
+    TensorId part = s.cx.temp_tensor(xt.name + "/unpack_" + std::to_string(k), sh, xt.dtype, xt.quant);
+    TS_RETURN_IF_ERROR(s.add(OpKind::slice, {x}, {part}, {{"begin", begin}, {"size", size}}, " part " + std::to_string(k)));
+    TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {part}, {y}, {{"shape", s.cx.graph.tensor(y).shape}},
+                             " output " + std::to_string(k)));
+  }
+  return Status::Ok();
+}
+
+Status build_pad(OpSite& s, bool v2) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, v2 ? 3 : 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> pads, s.const_input(1));
+  std::map<std::string, AttrValue> a{{"paddings", pads}};
+  if (v2 && s.has_input(2)) {
+    // The constant pad value, in the input's stored units (a quantized value for u8/i8).
+    TS_ASSIGN_OR_RETURN(TensorId c, s.input(2));
+    const Tensor& ct = s.cx.graph.tensor(c);
+    if (!ct.data || ct.elements() != 1 || ct.dtype != s.cx.graph.tensor(x).dtype)
+      return s.fail("constant_values must be one constant of the input's dtype");
+    double v = 0;
+    switch (ct.dtype) {
+      case DType::f32: { float f; std::memcpy(&f, ct.data->data, 4); v = f; break; }
+      case DType::u8: v = ct.data->data[0]; break;
+      case DType::i8: v = static_cast<int8_t>(ct.data->data[0]); break;
+      case DType::i32: { int32_t i; std::memcpy(&i, ct.data->data, 4); v = i; break; }
+      default: return s.fail(std::string("constant_values dtype ") + dtype_name(ct.dtype) + " is not supported");
+    }
+    a["value"] = v;
+  }
+  return s.add(OpKind::pad, {x}, {y}, a);
+}
+
+Status build_slice(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(3, 3, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> begin, s.const_input(1));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> size, s.const_input(2));
+  return s.add(OpKind::slice, {x}, {y}, {{"begin", begin}, {"size", size}});
+}
+
+// STRIDED_SLICE: begin/end/stride masks resolved against the input shape, as TFLite's
+// strided_slice reference kernel does (StartForAxis / StopForAxis).
+Status build_strided_slice(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(4, 4, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> begin, s.const_input(1));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> end, s.const_input(2));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> strides, s.const_input(3));
+  const auto* o = s.op->builtin_options_as_StridedSliceOptions();
+  if (!o) return s.fail("StridedSliceOptions are missing");
+  if (o->ellipsis_mask() || o->new_axis_mask()) return s.fail("ellipsis_mask and new_axis_mask are not supported");
+  if (o->offset()) return s.fail("offset=true is not supported");
+  const Shape xs = s.cx.graph.tensor(x).shape;
+  size_t rank = xs.size();
+  if (begin.size() != rank || end.size() != rank || strides.size() != rank)
+    return s.fail("begin/end/strides need one entry per input dim (" + std::to_string(rank) + ")");
+  std::vector<int64_t> shrink;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t dim = xs[i], st = strides[i];
+    if (st == 0) return s.fail("stride 0 in dim " + std::to_string(i));
+    auto clamp = [&](int64_t v) { return st > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1); };
+    bool shrink_i = (o->shrink_axis_mask() >> i) & 1;
+    int64_t b = (o->begin_mask() >> i) & 1 && !shrink_i ? (st > 0 ? 0 : dim - 1) : clamp(begin[i] < 0 ? begin[i] + dim : begin[i]);
+    int64_t e;
+    if (shrink_i) {
+      if (begin[i] < -dim || begin[i] >= dim) return s.fail("shrink index out of range in dim " + std::to_string(i));
+      b = begin[i] < 0 ? begin[i] + dim : begin[i];
+      e = b + 1;
+      strides[i] = 1;
+      shrink.push_back(static_cast<int64_t>(i));
+    } else if ((o->end_mask() >> i) & 1) {
+      e = st > 0 ? dim : -1;
+    } else {
+      e = clamp(end[i] < 0 ? end[i] + dim : end[i]);
+    }
+    begin[i] = b;
+    end[i] = e;
+  }
+  return s.add(OpKind::strided_slice, {x}, {y},
+               {{"begin", begin}, {"end", end}, {"strides", strides}, {"shrink_axes", shrink}});
+}
+
+Status build_gather(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId idx, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const auto* o = s.op->builtin_options_as_GatherOptions();
+  if (o && o->batch_dims() != 0) return s.fail("batch_dims != 0 is not supported");
+  TS_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(s, o ? o->axis() : 0, rank_of(s.cx.graph, x)));
+  return s.add(OpKind::gather, {x, idx}, {y}, {{"axis", axis}});
+}
+
+Status build_resize(OpSite& s, bool bilinear) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> size, s.const_input(1));
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1) return s.fail("size must be two positive values");
+  bool align = false, half = false;
+  if (bilinear) {
+    if (const auto* o = s.op->builtin_options_as_ResizeBilinearOptions()) {
+      align = o->align_corners();
+      half = o->half_pixel_centers();
+    }
+  } else if (const auto* o = s.op->builtin_options_as_ResizeNearestNeighborOptions()) {
+    align = o->align_corners();
+    half = o->half_pixel_centers();
+  }
+  if (align && half) return s.fail("align_corners and half_pixel_centers are exclusive");
+  const Graph& g = s.cx.graph;
+  if (g.tensor(x).quant != g.tensor(y).quant) return s.fail("input and output quantization must match");
+  return s.add(bilinear ? OpKind::resize_bilinear : OpKind::resize_nearest, {x}, {y},
+               {{"out_h", size[0]}, {"out_w", size[1]}, {"align_corners", int64_t{align}},
+                {"half_pixel_centers", int64_t{half}}});
+}
+
+Status build_arg_max(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axis, s.const_input(1));
+  if (axis.size() != 1) return s.fail("axis must be one value");
+  DType t = s.cx.graph.tensor(y).dtype;
+  if (t != DType::i32 && t != DType::i64) return s.fail("output must be i32 or i64");
+  TS_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(s, axis[0], rank_of(s.cx.graph, x)));
+  return s.add(OpKind::arg_max, {x}, {y}, {{"axis", ax}});
+}
+
+Status build_cast(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  return s.add(OpKind::cast, {x}, {y});
+}
+
+}  // namespace
+
+Status build_shape_operator(OpSite& s) {
+  switch (s.code) {
+    case T::BuiltinOperator_RESHAPE:
+    case T::BuiltinOperator_SQUEEZE: return build_reshape(s);
+    case T::BuiltinOperator_TRANSPOSE: return build_transpose(s);
+    case T::BuiltinOperator_CONCATENATION: return build_concat(s);
+    case T::BuiltinOperator_PACK: return build_pack(s);
+    case T::BuiltinOperator_UNPACK: return build_unpack(s);
+    case T::BuiltinOperator_PAD: return build_pad(s, false);
+    case T::BuiltinOperator_PADV2: return build_pad(s, true);
+    case T::BuiltinOperator_SLICE: return build_slice(s);
+    case T::BuiltinOperator_STRIDED_SLICE: return build_strided_slice(s);
+    case T::BuiltinOperator_GATHER: return build_gather(s);
+    case T::BuiltinOperator_RESIZE_BILINEAR: return build_resize(s, true);
+    case T::BuiltinOperator_RESIZE_NEAREST_NEIGHBOR: return build_resize(s, false);
+    case T::BuiltinOperator_ARG_MAX: return build_arg_max(s);
+    case T::BuiltinOperator_CAST: return build_cast(s);
+    default:
+      return error(StatusCode::unsupported, "tflite ", s.label, ": operator is not supported");
+  }
+}
+
+}  // namespace tessera::tflite
