@@ -29,6 +29,7 @@ enum class Layout : uint8_t {
   nc1hwc2,         // NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = zero point
   rk_conv_weight,  // RK3588 packed conv weights, logical [OC, KH, KW, IC]
   rk_dw_weight,    // RK3588 packed depthwise weights, logical [1, KH, KW, C]
+  nchw,            // NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W]
 };
 
 const char* encoding_name(Encoding e);
@@ -50,6 +51,11 @@ struct Format {
   Layout layout = Layout::row_major;
   Shape shape;        // the logical shape this format holds
   int64_t c2 = kRkC2Int8;  // channel block for nc1hwc2
+  // The value stored in padding elements that are not plain zeros: the padded channels of
+  // nc1hwc2 hold the zero point (rknpu.md). It is expressed in this format's own encoding
+  // (an i8 nc1hwc2 tensor made from u8 data with zero point zp has pad_value = zp - 128).
+  // tile32 padding is always zero (tile-device.md) and ignores it.
+  int64_t pad_value = 0;
 
   static Format row_major(DType t, Shape s) { return {encoding_of(t), Layout::row_major, std::move(s)}; }
   static Format tiled(Encoding e, Shape s) { return {e, Layout::tile32, std::move(s)}; }

@@ -53,6 +53,7 @@ const char* layout_name(Layout l) {
     case Layout::nc1hwc2: return "nc1hwc2";
     case Layout::rk_conv_weight: return "rk_conv_weight";
     case Layout::rk_dw_weight: return "rk_dw_weight";
+    case Layout::nchw: return "nchw";
   }
   return "?";
 }
@@ -63,6 +64,7 @@ std::optional<Layout> layout_from_name(const std::string& name) {
   if (name == "nc1hwc2") return Layout::nc1hwc2;
   if (name == "rk_conv_weight") return Layout::rk_conv_weight;
   if (name == "rk_dw_weight") return Layout::rk_dw_weight;
+  if (name == "nchw") return Layout::nchw;
   return std::nullopt;
 }
 
@@ -114,6 +116,9 @@ Shape Format::padded_shape() const {
       // Depthwise: [ceil(C/64)][KH][KW][64] (rknpu.md: 64-channel groups).
       if (shape.size() != 4) return shape;
       return {ceil_div(shape[3], 64), shape[1], shape[2], 64};
+    case Layout::nchw:
+      if (shape.size() != 4) return shape;
+      return {shape[0], shape[3], shape[1], shape[2]};
   }
   return shape;
 }
@@ -138,6 +143,7 @@ Result<int64_t> Format::byte_size() const {
       return p[0] / kTileDim * (p[1] / kTileDim) * ei.tile_bytes;
     }
     case Layout::nc1hwc2:
+    case Layout::nchw:
     case Layout::rk_conv_weight:
     case Layout::rk_dw_weight: {
       if (shape.size() != 4)
@@ -194,7 +200,7 @@ Result<Format> Format::parse(const std::string& text, Shape s) {
   auto l = layout_from_name(lay);
   if (!l)
     return error(StatusCode::invalid_argument, "unknown layout '", lay, "' in format '", text,
-                 "' (known: row_major|nhwc, tile32|tile, nc1hwc2, rk_conv_weight, rk_dw_weight)");
+                 "' (known: row_major|nhwc, tile32|tile, nc1hwc2, nchw, rk_conv_weight, rk_dw_weight)");
   Format f{*e, *l, std::move(s)};
   if (auto b = f.byte_size(); !b.ok()) return b.status().with_context("format '" + text + "'");
   return f;

@@ -1,0 +1,125 @@
+// The bfp tile loops, compiled twice (bfp.cpp portable, bfp_avx2.cpp for AVX2). The
+// including file defines, in the same namespace before including:
+//   template <int W> uint8_t pack_row(const float* v16, uint8_t* codes);
+//   template <int W> void unpack_row(uint8_t e, const uint8_t* codes, float* v16);
+// Needs tile.h, bfp.h and gguf_blocks.h.
+
+// Packs every tile; `row_of(slice, h, tw, buf)` returns the 32 floats of logical row h,
+// tile column tw (zero padded past W), either in place or written into buf.
+template <int W, typename RowOf>
+int64_t pack_tiles_impl(uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop, RowOf&& row_of) {
+  constexpr int64_t kRowBytes = W == kBfp8MantBits ? 16 : 8;
+  constexpr int64_t kTileBytes = kBfpExpBytes + kFaceRows * kRowBytes;
+  alignas(32) float buf[kTileDim];
+  alignas(32) static const float kZeros[kTileDim] = {};
+  int64_t n_bad = 0;
+  for (int64_t s = 0; s < g.outer; ++s) {
+    for (int64_t th = 0; th < g.tiles_h; ++th) {
+      for (int64_t r = 0; r < kTileDim; ++r) {
+        const int64_t h = th * kTileDim + r;
+        for (int64_t tw = 0; tw < g.tiles_w; ++tw) {
+          const float* v = h < g.h ? row_of(s, h, tw, buf) : kZeros;
+          uint8_t* tile = dst + g.tile_index(s, th, tw) * kTileBytes;
+          for (int half = 0; half < 2; ++half) {
+            const int64_t k = face_row_of(r, half * kFaceDim);
+            const uint8_t e = pack_row<W>(v + half * kFaceDim, tile + kBfpExpBytes + k * kRowBytes);
+            tile[k] = e;
+            if (e == kBfpNonFiniteExp) [[unlikely]] {
+              if (n_bad++ == 0) *bad = {g.tile_index(s, th, tw), k, s, h, tw * kTileDim + half * kFaceDim};
+              if (stop) return n_bad;
+            }
+          }
+        }
+      }
+    }
+  }
+  return n_bad;
+}
+
+template <int W>
+int64_t pack_f32_tiles_w(const float* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
+    const float* row = src + (s * g.h + h) * g.w + tw * kTileDim;
+    int64_t n = g.w - tw * kTileDim;
+    if (n >= kTileDim) return row;
+    std::memcpy(buf, row, n * sizeof(float));
+    std::memset(buf + n, 0, (kTileDim - n) * sizeof(float));
+    return buf;
+  });
+}
+
+// GGUF rows: W % 32 == 0, so tile column tw is exactly block tw of the row.
+template <int W>
+int64_t pack_q8_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
+  const int64_t blocks_per_row = g.w / kQBlock;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
+    dequant_q8_0_block(src + ((s * g.h + h) * blocks_per_row + tw) * kQ8_0BlockBytes, buf);
+    return buf;
+  });
+}
+
+template <int W>
+int64_t pack_q4_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
+  const int64_t blocks_per_row = g.w / kQBlock;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
+    dequant_q4_0_block(src + ((s * g.h + h) * blocks_per_row + tw) * kQ4_0BlockBytes, buf);
+    return buf;
+  });
+}
+
+template <int W>
+void unpack_tiles_w(const uint8_t* src, float* dst, const TileGeom& g) {
+  constexpr int64_t kRowBytes = W == kBfp8MantBits ? 16 : 8;
+  constexpr int64_t kTileBytes = kBfpExpBytes + kFaceRows * kRowBytes;
+  alignas(32) float buf[kFaceDim];
+  for (int64_t s = 0; s < g.outer; ++s) {
+    for (int64_t th = 0; th < g.tiles_h; ++th) {
+      for (int64_t r = 0; r < kTileDim; ++r) {
+        const int64_t h = th * kTileDim + r;
+        if (h >= g.h) break;
+        float* row = dst + (s * g.h + h) * g.w;
+        for (int64_t tw = 0; tw < g.tiles_w; ++tw) {
+          const uint8_t* tile = src + g.tile_index(s, th, tw) * kTileBytes;
+          for (int half = 0; half < 2; ++half) {
+            const int64_t k = face_row_of(r, half * kFaceDim);
+            const int64_t w0 = tw * kTileDim + half * kFaceDim;
+            const int64_t n = g.w - w0;
+            if (n <= 0) break;
+            float* out = n >= kFaceDim ? row + w0 : buf;
+            unpack_row<W>(tile[k], tile + kBfpExpBytes + k * kRowBytes, out);
+            if (n < kFaceDim) std::memcpy(row + w0, buf, n * sizeof(float));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The entry points of this namespace (ref or avx2), declared in bfp.h. This header is
+// included by exactly one .cpp per namespace, so these are ordinary definitions.
+uint8_t pack_face_row(const float* v, uint8_t* codes, int wbits) {
+  return wbits == kBfp8MantBits ? pack_row<kBfp8MantBits>(v, codes) : pack_row<kBfp4MantBits>(v, codes);
+}
+
+void unpack_face_row(uint8_t e, const uint8_t* codes, float* v, int wbits) {
+  wbits == kBfp8MantBits ? unpack_row<kBfp8MantBits>(e, codes, v) : unpack_row<kBfp4MantBits>(e, codes, v);
+}
+
+int64_t pack_f32_tiles(const float* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
+  return wbits == kBfp8MantBits ? pack_f32_tiles_w<kBfp8MantBits>(src, dst, g, bad, stop)
+                                : pack_f32_tiles_w<kBfp4MantBits>(src, dst, g, bad, stop);
+}
+
+int64_t pack_q8_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
+  return wbits == kBfp8MantBits ? pack_q8_0_tiles_w<kBfp8MantBits>(src, dst, g, bad, stop)
+                                : pack_q8_0_tiles_w<kBfp4MantBits>(src, dst, g, bad, stop);
+}
+
+int64_t pack_q4_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
+  return wbits == kBfp8MantBits ? pack_q4_0_tiles_w<kBfp8MantBits>(src, dst, g, bad, stop)
+                                : pack_q4_0_tiles_w<kBfp4MantBits>(src, dst, g, bad, stop);
+}
+
+void unpack_tiles(const uint8_t* src, float* dst, const TileGeom& g, int wbits) {
+  wbits == kBfp8MantBits ? unpack_tiles_w<kBfp8MantBits>(src, dst, g) : unpack_tiles_w<kBfp4MantBits>(src, dst, g);
+}

@@ -1,0 +1,113 @@
+// NHWC <-> NC1HWC2 and NHWC <-> NCHW relayouts (rknpu.md "Data formats").
+#include "convert/nc1hwc2.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera::convert {
+
+namespace {
+
+constexpr int64_t kFastRunBytes = 16;  // C2 = 16 one-byte channels: one 128-bit move per line
+
+template <bool kFlip>
+inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
+  if constexpr (kFlip) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ 0x80u;
+  } else {
+    std::memcpy(dst, src, n);
+  }
+}
+
+// Writes dst in order (one C2 line per (c1, h, w)); reads each pixel's channels in runs.
+template <bool kFlip>
+void to_blocked(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, int esize, const uint8_t* pad) {
+  const int64_t line = c2 * esize, pixel = s.c * esize, c1s = (s.c + c2 - 1) / c2;
+  const int64_t hw = s.h * s.w;
+  uint8_t pad_line[256];
+  const bool small_line = line <= static_cast<int64_t>(sizeof(pad_line));
+  if (small_line)
+    for (int64_t i = 0; i < c2; ++i) std::memcpy(pad_line + i * esize, pad, esize);
+  for (int64_t n = 0; n < s.n; ++n) {
+    const uint8_t* img = src + n * hw * pixel;
+    for (int64_t c1 = 0; c1 < c1s; ++c1) {
+      const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
+      const uint8_t* in = img + c1 * line;
+      if (valid == kFastRunBytes && line == kFastRunBytes) {
+        for (int64_t p = 0; p < hw; ++p, in += pixel, dst += kFastRunBytes) copy_bytes<kFlip>(dst, in, kFastRunBytes);
+        continue;
+      }
+      for (int64_t p = 0; p < hw; ++p, in += pixel, dst += line) {
+        copy_bytes<kFlip>(dst, in, valid);
+        if (valid == line) continue;
+        if (small_line) {
+          std::memcpy(dst + valid, pad_line + valid, line - valid);
+        } else {
+          for (int64_t b = valid; b < line; b += esize) std::memcpy(dst + b, pad, esize);
+        }
+      }
+    }
+  }
+}
+
+template <bool kFlip>
+void from_blocked(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, int esize) {
+  const int64_t line = c2 * esize, pixel = s.c * esize, c1s = (s.c + c2 - 1) / c2;
+  const int64_t hw = s.h * s.w;
+  for (int64_t n = 0; n < s.n; ++n) {
+    uint8_t* img = dst + n * hw * pixel;
+    for (int64_t c1 = 0; c1 < c1s; ++c1) {
+      const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
+      uint8_t* out = img + c1 * line;
+      if (valid == kFastRunBytes) {
+        for (int64_t p = 0; p < hw; ++p, out += pixel, src += line) copy_bytes<kFlip>(out, src, kFastRunBytes);
+        continue;
+      }
+      for (int64_t p = 0; p < hw; ++p, out += pixel, src += line) copy_bytes<kFlip>(out, src, valid);
+    }
+  }
+}
+
+// [rows][cols] -> [cols][rows] of esize-byte elements, in cache-sized blocks.
+template <int E>
+void transpose(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) std::memcpy(dst + (c * rows + r) * E, src + (r * cols + c) * E, E);
+    }
+}
+
+void transpose_any(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int esize) {
+  switch (esize) {
+    case 1: return transpose<1>(src, dst, rows, cols);
+    case 2: return transpose<2>(src, dst, rows, cols);
+    case 4: return transpose<4>(src, dst, rows, cols);
+    default: return transpose<8>(src, dst, rows, cols);
+  }
+}
+
+}  // namespace
+
+void nhwc_to_nc1hwc2(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, int esize, const uint8_t* pad,
+                     bool flip) {
+  flip ? to_blocked<true>(src, dst, s, c2, esize, pad) : to_blocked<false>(src, dst, s, c2, esize, pad);
+}
+
+void nc1hwc2_to_nhwc(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, int esize, bool flip) {
+  flip ? from_blocked<true>(src, dst, s, c2, esize) : from_blocked<false>(src, dst, s, c2, esize);
+}
+
+void nhwc_to_nchw(const uint8_t* src, uint8_t* dst, const Nhwc& s, int esize) {
+  const int64_t image = s.h * s.w * s.c * esize;
+  for (int64_t n = 0; n < s.n; ++n) transpose_any(src + n * image, dst + n * image, s.h * s.w, s.c, esize);
+}
+
+void nchw_to_nhwc(const uint8_t* src, uint8_t* dst, const Nhwc& s, int esize) {
+  const int64_t image = s.h * s.w * s.c * esize;
+  for (int64_t n = 0; n < s.n; ++n) transpose_any(src + n * image, dst + n * image, s.c, s.h * s.w, esize);
+}
+
+}  // namespace tessera::convert

@@ -1,0 +1,150 @@
+// The conversion registry: finds the rule or the chain of rules between two formats and
+// runs it. Chains go through row-major staging formats:
+//   from -> row-major (decode the layout) -> row-major of the target's element encoding
+//   (recode / dequantize) -> to (encode the layout).
+#include <cstring>
+#include <vector>
+
+#include "convert/bfp.h"
+#include "convert/dtype.h"
+#include "convert/rules.h"
+
+namespace tessera::convert {
+
+namespace {
+
+using RuleTable = std::span<const Rule> (*)();
+// Every family of conversions, in match order (first match wins). The RK3588 weight
+// packing adds its table here.
+constexpr RuleTable kFamilies[] = {dtype_rules, tile_rules, bfp_rules, channel_rules};
+
+struct Step {
+  const Rule* rule = nullptr;  // null: identity copy
+  Format from, to;
+};
+
+const Rule* find_rule(const Format& from, const Format& to) {
+  for (RuleTable table : kFamilies)
+    for (const Rule& r : table())
+      if (r.matches(from, to)) return &r;
+  return nullptr;
+}
+
+std::string fmt_name(const Format& f) {
+  return std::string(encoding_name(f.encoding)) + "/" + layout_name(f.layout);
+}
+
+Status validate(const Format& f, const char* which) {
+  auto bytes = f.byte_size();
+  if (!bytes.ok()) return bytes.status().with_context(std::string(which) + " format " + f.to_string());
+  if (f.layout == Layout::nc1hwc2 && f.c2 <= 0)
+    return error(StatusCode::invalid_argument, which, " format ", f.to_string(), ": channel block c2 = ", f.c2);
+  if (f.layout == Layout::nc1hwc2 && encoding_is_plain(f.encoding) && !encoding_is_float(f.encoding)) {
+    // The pad value must be a value of the encoding (it fills the padded channels).
+    int64_t back = 0;
+    uint8_t elem[8] = {};
+    recode_n(Encoding::i64, &f.pad_value, f.encoding, elem, 1);
+    recode_n(f.encoding, elem, Encoding::i64, &back, 1);
+    if (back != f.pad_value)
+      return error(StatusCode::invalid_argument, which, " format ", f.to_string(), ": pad value ", f.pad_value,
+                   " does not fit encoding ", encoding_name(f.encoding));
+  }
+  return Status::Ok();
+}
+
+// The row-major format that `f` decodes to in one step: bfp tiles decode to f32.
+Format decoded(const Format& f) {
+  Encoding e = bfp_mant_bits(f.encoding) != 0 ? Encoding::f32 : f.encoding;
+  return row_major_of(e, f.shape);
+}
+
+Result<std::vector<Step>> build_chain(const Format& from, const Format& to) {
+  TS_RETURN_IF_ERROR(validate(from, "source"));
+  TS_RETURN_IF_ERROR(validate(to, "destination"));
+  auto fail = [&](const std::string& why) {
+    return error(StatusCode::unsupported, "no conversion from ", from.to_string(), " to ", to.to_string(),
+                 why.empty() ? "" : ": ", why);
+  };
+  if (from.shape != to.shape) return fail("logical shapes differ");
+  if (from == to) return std::vector<Step>{{nullptr, from, to}};
+  if (const Rule* r = find_rule(from, to)) return std::vector<Step>{{r, from, to}};
+
+  // Waypoints: decode the source layout, change the element encoding, encode the layout.
+  std::vector<Format> points{from};
+  if (from.layout != Layout::row_major) points.push_back(decoded(from));
+  Format staging = to.layout == Layout::row_major ? to : decoded(to);
+  if (staging.encoding != points.back().encoding) {
+    Encoding e = points.back().encoding;
+    // GGUF blocks dequantize to f32 first, then cast.
+    if ((e == Encoding::q8_0 || e == Encoding::q4_0) && staging.encoding != Encoding::f32)
+      points.push_back(row_major_of(Encoding::f32, from.shape));
+    points.push_back(staging);
+  }
+  if (!(points.back() == to)) points.push_back(to);
+
+  std::vector<Step> chain;
+  for (size_t i = 0; i + 1 < points.size(); ++i) {
+    const Format &a = points[i], &b = points[i + 1];
+    if (a == b) continue;
+    const Rule* r = find_rule(a, b);
+    if (!r) return fail("no step from " + fmt_name(a) + " to " + fmt_name(b));
+    chain.push_back({r, a, b});
+  }
+  return chain;
+}
+
+StepInfo info_of(const Step& s) {
+  if (!s.rule) return {"identity", true, ""};
+  bool exact = s.rule->exact_for ? s.rule->exact_for(s.from, s.to) : s.rule->exact;
+  return {std::string(s.rule->name) + " " + fmt_name(s.from) + "->" + fmt_name(s.to), exact,
+          exact ? "" : s.rule->bound};
+}
+
+Status run_step(const Step& s, const uint8_t* src, uint8_t* dst, const StepContext& ctx) {
+  if (!s.rule) {
+    TS_ASSIGN_OR_RETURN(int64_t bytes, s.from.byte_size());
+    if (bytes) std::memmove(dst, src, bytes);
+    return Status::Ok();
+  }
+  return s.rule->run(s.from, src, s.to, dst, ctx);
+}
+
+}  // namespace
+
+Result<std::vector<StepInfo>> plan(const Format& from, const Format& to) {
+  TS_ASSIGN_OR_RETURN(std::vector<Step> chain, build_chain(from, to));
+  std::vector<StepInfo> out;
+  for (const Step& s : chain) out.push_back(info_of(s));
+  return out;
+}
+
+Status convert(const Format& from, const void* src, const Format& to, void* dst, Stats* stats) {
+  return convert(from, src, to, dst, Options{}, stats);
+}
+
+Status convert(const Format& from, const void* src, const Format& to, void* dst, const Options& options,
+               Stats* stats) {
+  TS_ASSIGN_OR_RETURN(std::vector<Step> chain, build_chain(from, to));
+  const StepContext ctx{&options, stats};
+  const uint8_t* in = static_cast<const uint8_t*>(src);
+  std::vector<uint8_t> staging[2];
+  for (size_t i = 0; i < chain.size(); ++i) {
+    uint8_t* out = static_cast<uint8_t*>(dst);
+    if (i + 1 < chain.size()) {
+      TS_ASSIGN_OR_RETURN(int64_t bytes, chain[i].to.byte_size());
+      staging[i % 2].resize(bytes);
+      out = staging[i % 2].data();
+    }
+    TS_RETURN_IF_ERROR(run_step(chain[i], in, out, ctx)
+                           .with_context("converting " + from.to_string() + " to " + to.to_string()));
+    in = out;
+  }
+  if (stats) {
+    stats->bytes_in += *from.byte_size();
+    stats->bytes_out += *to.byte_size();
+    if (chain.size() != 1 || chain[0].rule) stats->identity = false;
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::convert

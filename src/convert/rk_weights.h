@@ -1,0 +1,54 @@
+// RK3588 NPU weight packing (the rk_conv_weight and rk_dw_weight layouts).
+//
+// The values packed are the signed differences d = w - weight_zero_point (int8 when they
+// fit, otherwise int16; see docs/rknpu.md "Arithmetic"), so that the hardware's plain
+// signed multiply-accumulate computes sum((in - in_zp) * (w - w_zp)) once the input side
+// is offset too. Packing is a pure relayout of those values plus zero padding.
+//
+// Conv weights, logical [OC, KH, KW, IC] (rknpu.md, Mesa's layout):
+//   padded IC: 16 when IC <= 16, otherwise IC rounded up to 32; padded OC: OC rounded up to 2;
+//   blocks of 32 output x 32 input channels, stored
+//   [ceil(OCp/32)][ceil(ICp/32)][KH][KW][oc < min(32, OCp - 32*og)][ic < min(32, ICp - 32*ig)].
+// Depthwise weights, logical [1, KH, KW, C]:
+//   padded C: C rounded up to 16; groups of 64 channels, stored
+//   [ceil(Cp/64)][KH][KW][c < min(64, Cp - 64*g)].
+// Padding elements are 0 (they multiply padded input channels and must add nothing).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/status.h"
+#include "tessera/types.h"
+
+namespace tessera::convert {
+
+struct RkConvGeometry {
+  int64_t oc = 0, kh = 0, kw = 0, ic = 0;  // logical
+  int64_t ocp = 0, icp = 0;                // padded
+  int64_t elements() const { return ocp * kh * kw * icp; }
+};
+struct RkDwGeometry {
+  int64_t kh = 0, kw = 0, c = 0;  // logical
+  int64_t cp = 0;                 // padded
+  int64_t elements() const { return kh * kw * cp; }
+};
+
+// Geometry of a logical conv weight shape [OC, KH, KW, IC] / depthwise [1, KH, KW, C].
+Result<RkConvGeometry> rk_conv_geometry(const Shape& logical);
+Result<RkDwGeometry> rk_dw_geometry(const Shape& logical);
+// Padded input channels of a conv with `ic` input channels (16, or a multiple of 32).
+int64_t rk_conv_padded_ic(int64_t ic);
+
+// Element index (not bytes) of logical (oc, y, x, ic) in the packed conv buffer; also valid
+// for padding positions oc < ocp, ic < icp.
+int64_t rk_conv_weight_index(const RkConvGeometry& g, int64_t oc, int64_t y, int64_t x, int64_t ic);
+// Element index of logical (y, x, c) in the packed depthwise buffer; valid for c < cp.
+int64_t rk_dw_weight_index(const RkDwGeometry& g, int64_t y, int64_t x, int64_t c);
+
+// Packs `d` (row-major logical values, w - zero_point) as little-endian signed elements of
+// `elem_bytes` (1 or 2) bytes. Errors if a value does not fit the element type.
+Result<std::vector<uint8_t>> pack_rk_conv_weights(const Shape& logical, const std::vector<int32_t>& d, int elem_bytes);
+Result<std::vector<uint8_t>> pack_rk_dw_weights(const Shape& logical, const std::vector<int32_t>& d, int elem_bytes);
+
+}  // namespace tessera::convert

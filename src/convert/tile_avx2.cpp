@@ -1,0 +1,17 @@
+// The tilize/untilize loops of tile_impl.h compiled for AVX2 (256-bit face-row moves).
+#include <cstdint>
+#include <cstring>
+
+#include "convert/tile.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace tessera::convert::avx2 {
+#include "convert/tile_impl.h"
+
+void tilize(const void* src, void* dst, const TileGeom& g, int esize) { tilize_any(src, dst, g, esize); }
+void untilize(const void* src, void* dst, const TileGeom& g, int esize) { untilize_any(src, dst, g, esize); }
+}  // namespace tessera::convert::avx2
+
+#pragma GCC pop_options
