@@ -1,0 +1,254 @@
+// The llama architecture: hyperparameters from GGUF metadata and the step graph builder.
+#include "import/gguf/llama_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tessera::gguf {
+
+namespace {
+
+constexpr double kDefaultRopeBase = 10000.0;  // llama.cpp: rope_freq_base default
+constexpr double kDefaultRmsEps = 1e-5;       // llama.cpp: f_norm_rms_eps default for llama
+constexpr int64_t kMaxDim = int64_t{1} << 20; // sanity bound on any one hyperparameter
+
+Result<int64_t> positive(const File& f, const std::string& key, int64_t max = kMaxDim) {
+  TS_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
+  if (v < 1 || v > max)
+    return error(StatusCode::invalid_argument, f.what(), ": ", key, " = ", v, " is outside 1..", max);
+  return v;
+}
+
+// The names of a layer's weights.
+std::string blk(int64_t i, const char* what) { return "blk." + std::to_string(i) + "." + what + ".weight"; }
+
+// Graph building with error context: every op is named and added through add_op.
+class Builder {
+ public:
+  Builder(const File& f, Graph& g) : f_(f), g_(g) {}
+
+  Result<TensorId> weight(const std::string& name) {
+    if (auto it = weights_.find(name); it != weights_.end()) return it->second;
+    const TensorInfo* t = f_.find_tensor(name);
+    if (!t) return error(StatusCode::not_found, f_.what(), ": weight '", name, "' is missing");
+    Tensor w;
+    w.name = name;
+    w.shape = t->shape;
+    w.dtype = t->dtype;
+    w.role = Role::weight;
+    w.data = t->data;
+    TensorId id = g_.add_tensor(std::move(w));
+    weights_[name] = id;
+    return id;
+  }
+  TensorId constant_f32(const std::string& name, float v) {
+    Tensor t;
+    t.name = name;
+    t.shape = {1};
+    t.role = Role::weight;
+    std::vector<uint8_t> b(4);
+    std::memcpy(b.data(), &v, 4);
+    t.data = ConstData::from_vector(std::move(b));
+    return g_.add_tensor(std::move(t));
+  }
+  TensorId input(const std::string& name, DType dt, Shape s) {
+    Tensor t;
+    t.name = name;
+    t.dtype = dt;
+    t.shape = std::move(s);
+    t.role = Role::input;
+    TensorId id = g_.add_tensor(std::move(t));
+    g_.inputs.push_back(id);
+    return id;
+  }
+  TensorId state(const std::string& name, Shape s) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(s);
+    t.role = Role::state;
+    return g_.add_tensor(std::move(t));
+  }
+  Result<TensorId> op(OpKind k, std::vector<TensorId> in, std::string name, std::map<std::string, AttrValue> attrs = {}) {
+    auto r = g_.add_op(k, std::move(in), std::move(attrs), name);
+    if (!r.ok()) return r.status().with_context(f_.what() + ": building '" + name + "'");
+    g_.tensor(*r).name = name;
+    return *r;
+  }
+  Result<TensorId> reshape(TensorId x, Shape s, std::string name) {
+    return op(OpKind::reshape, {x}, std::move(name), {{"shape", std::vector<int64_t>(s.begin(), s.end())}});
+  }
+  Result<TensorId> transpose(TensorId x, std::vector<int64_t> perm, std::string name) {
+    return op(OpKind::transpose, {x}, std::move(name), {{"perm", perm}});
+  }
+
+ private:
+  const File& f_;
+  Graph& g_;
+  std::map<std::string, TensorId> weights_;
+};
+
+}  // namespace
+
+Result<LlamaParams> llama_params(const File& f) {
+  TS_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
+  if (arch != "llama")
+    return error(StatusCode::unsupported, f.what(), ": architecture '", arch, "' is not supported (only 'llama' is)");
+  LlamaParams p;
+  TS_ASSIGN_OR_RETURN(p.dim, positive(f, "llama.embedding_length"));
+  TS_ASSIGN_OR_RETURN(p.layers, positive(f, "llama.block_count", 4096));
+  TS_ASSIGN_OR_RETURN(p.heads, positive(f, "llama.attention.head_count", 4096));
+  TS_ASSIGN_OR_RETURN(p.ffn, positive(f, "llama.feed_forward_length"));
+  TS_ASSIGN_OR_RETURN(p.context, positive(f, "llama.context_length", kMaxDim));
+  p.kv_heads = p.heads;
+  if (f.find("llama.attention.head_count_kv")) {
+    TS_ASSIGN_OR_RETURN(p.kv_heads, positive(f, "llama.attention.head_count_kv", 4096));
+  }
+  if (p.dim % p.heads != 0)
+    return error(StatusCode::invalid_argument, f.what(), ": embedding_length ", p.dim, " is not a multiple of ",
+                 p.heads, " heads");
+  if (p.heads % p.kv_heads != 0)
+    return error(StatusCode::invalid_argument, f.what(), ": ", p.heads, " heads are not a multiple of ", p.kv_heads,
+                 " KV heads");
+  p.head_dim = p.dim / p.heads;
+  p.rope_dims = f.get_int_or("llama.rope.dimension_count", p.head_dim);
+  if (p.rope_dims < 2 || p.rope_dims > p.head_dim || p.rope_dims % 2)
+    return error(StatusCode::invalid_argument, f.what(), ": llama.rope.dimension_count ", p.rope_dims,
+                 " must be even and at most the head size ", p.head_dim);
+  p.rope_base = f.get_float_or("llama.rope.freq_base", kDefaultRopeBase);
+  p.rms_eps = f.get_float_or("llama.attention.layer_norm_rms_epsilon", kDefaultRmsEps);
+  if (!(p.rope_base > 0) || !(p.rms_eps > 0) || !std::isfinite(p.rope_base) || !std::isfinite(p.rms_eps))
+    return error(StatusCode::invalid_argument, f.what(), ": rope.freq_base and layer_norm_rms_epsilon must be > 0");
+  const TensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (!emb) return error(StatusCode::not_found, f.what(), ": weight 'token_embd.weight' is missing");
+  if (emb->shape.size() != 2 || emb->shape[1] != p.dim)
+    return error(StatusCode::invalid_argument, f.what(), ": token_embd.weight ", shape_str(emb->shape),
+                 " should be [vocab, ", p.dim, "]");
+  p.vocab = emb->shape[0];
+  p.tied_output = f.find_tensor("output.weight") == nullptr;
+
+  // Every weight: present, expected shape, a type the kernels take.
+  auto expect = [&](const std::string& name, Shape want) -> Status {
+    const TensorInfo* t = f.find_tensor(name);
+    if (!t) return error(StatusCode::not_found, f.what(), ": weight '", name, "' is missing");
+    if (t->shape != want)
+      return error(StatusCode::invalid_argument, f.what(), ": weight '", name, "' is ", shape_str(t->shape),
+                   ", expected ", shape_str(want));
+    return Status::Ok();
+  };
+  const int64_t qd = p.heads * p.head_dim, kvd = p.kv_heads * p.head_dim;
+  for (int64_t i = 0; i < p.layers; ++i) {
+    TS_RETURN_IF_ERROR(expect(blk(i, "attn_norm"), {p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "attn_q"), {qd, p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "attn_k"), {kvd, p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "attn_v"), {kvd, p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "attn_output"), {p.dim, qd}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "ffn_norm"), {p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "ffn_gate"), {p.ffn, p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "ffn_up"), {p.ffn, p.dim}));
+    TS_RETURN_IF_ERROR(expect(blk(i, "ffn_down"), {p.dim, p.ffn}));
+  }
+  TS_RETURN_IF_ERROR(expect("output_norm.weight", {p.dim}));
+  if (!p.tied_output) TS_RETURN_IF_ERROR(expect("output.weight", {p.vocab, p.dim}));
+  return p;
+}
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(File file) {
+  TS_ASSIGN_OR_RETURN(LlamaParams p, llama_params(file));
+  TS_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(file));
+  if (tok.vocab_size() != p.vocab)
+    return error(StatusCode::invalid_argument, file.what(), ": the tokenizer has ", tok.vocab_size(),
+                 " tokens but token_embd.weight has ", p.vocab, " rows");
+  return std::unique_ptr<LlamaModel>(new LlamaModel(std::move(file), std::move(tok), p));
+}
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::open(const std::string& path) {
+  TS_ASSIGN_OR_RETURN(File f, File::open(path));
+  return load(std::move(f));
+}
+
+Result<Graph> LlamaModel::build_step(int64_t T) const {
+  const LlamaParams& p = p_;
+  if (T < 1 || T > p.context)
+    return error(StatusCode::invalid_argument, "llama: step of ", T, " tokens outside 1..", p.context, " (context)");
+  Graph g;
+  Builder b(file_, g);
+  const int64_t H = p.heads, Hkv = p.kv_heads, G = H / Hkv, hd = p.head_dim, ctx = p.context;
+  TensorId tokens = b.input("tokens", DType::i32, {T});
+  TensorId pos = b.input("pos", DType::i32, {T});
+  TensorId mask = b.input("mask", DType::f32, {T, ctx});
+  TensorId kv_pos = b.input("kv_pos", DType::i32, {1});
+  TensorId last = b.input("last", DType::i32, {1});
+  TensorId scale = b.constant_f32("attn_scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))));
+  const std::map<std::string, AttrValue> rope_attrs = {
+      {"freq_base", p.rope_base}, {"mode", std::string("normal")}, {"n_dims", p.rope_dims}};
+  const std::map<std::string, AttrValue> norm_attrs = {{"eps", p.rms_eps}};
+
+  TS_ASSIGN_OR_RETURN(TensorId emb, b.weight("token_embd.weight"));
+  TS_ASSIGN_OR_RETURN(TensorId x, b.op(OpKind::get_rows, {emb, tokens}, "token_embd"));
+  for (int64_t i = 0; i < p.layers; ++i) {
+    const std::string L = "blk." + std::to_string(i) + "/";
+    auto w = [&](const char* what) { return b.weight(blk(i, what)); };
+    TS_ASSIGN_OR_RETURN(TensorId attn_norm, w("attn_norm"));
+    TS_ASSIGN_OR_RETURN(TensorId wq, w("attn_q"));
+    TS_ASSIGN_OR_RETURN(TensorId wk, w("attn_k"));
+    TS_ASSIGN_OR_RETURN(TensorId wv, w("attn_v"));
+    TS_ASSIGN_OR_RETURN(TensorId wo, w("attn_output"));
+    TS_ASSIGN_OR_RETURN(TensorId ffn_norm, w("ffn_norm"));
+    TS_ASSIGN_OR_RETURN(TensorId wg, w("ffn_gate"));
+    TS_ASSIGN_OR_RETURN(TensorId wu, w("ffn_up"));
+    TS_ASSIGN_OR_RETURN(TensorId wd, w("ffn_down"));
+    // The KV cache of this layer: [Hkv, 1, ctx, hd] f32, rows = positions.
+    TensorId cache_k = b.state("cache_k." + std::to_string(i), {Hkv, 1, ctx, hd});
+    TensorId cache_v = b.state("cache_v." + std::to_string(i), {Hkv, 1, ctx, hd});
+
+    TS_ASSIGN_OR_RETURN(TensorId h, b.op(OpKind::rms_norm, {x, attn_norm}, L + "attn_norm", norm_attrs));
+    TS_ASSIGN_OR_RETURN(TensorId q, b.op(OpKind::fully_connected, {h, wq}, L + "attn_q"));
+    TS_ASSIGN_OR_RETURN(TensorId k, b.op(OpKind::fully_connected, {h, wk}, L + "attn_k"));
+    TS_ASSIGN_OR_RETURN(TensorId v, b.op(OpKind::fully_connected, {h, wv}, L + "attn_v"));
+    TS_ASSIGN_OR_RETURN(q, b.reshape(q, {T, H, hd}, L + "q_heads"));
+    TS_ASSIGN_OR_RETURN(k, b.reshape(k, {T, Hkv, hd}, L + "k_heads"));
+    TS_ASSIGN_OR_RETURN(q, b.op(OpKind::rope, {q, pos}, L + "q_rope", rope_attrs));
+    TS_ASSIGN_OR_RETURN(k, b.op(OpKind::rope, {k, pos}, L + "k_rope", rope_attrs));
+    TS_ASSIGN_OR_RETURN(q, b.op(OpKind::mul, {q, scale}, L + "q_scaled"));
+    // [T, Hkv, hd] -> [Hkv, 1, T, hd]: the cache's row layout.
+    TS_ASSIGN_OR_RETURN(k, b.reshape(k, {T, Hkv, 1, hd}, L + "k_rows"));
+    TS_ASSIGN_OR_RETURN(k, b.transpose(k, {1, 2, 0, 3}, L + "k_cache_layout"));
+    TS_ASSIGN_OR_RETURN(v, b.reshape(v, {T, Hkv, 1, hd}, L + "v_rows"));
+    TS_ASSIGN_OR_RETURN(v, b.transpose(v, {1, 2, 0, 3}, L + "v_cache_layout"));
+    TS_ASSIGN_OR_RETURN(TensorId K, b.op(OpKind::scatter_rows, {cache_k, k, kv_pos}, L + "cache_k_write"));
+    TS_ASSIGN_OR_RETURN(TensorId V, b.op(OpKind::scatter_rows, {cache_v, v, kv_pos}, L + "cache_v_write"));
+    // Query head h = kv_head * G + g: [T, H, hd] -> [Hkv, G, T, hd], broadcast against [Hkv, 1, ctx, hd].
+    TS_ASSIGN_OR_RETURN(q, b.reshape(q, {T, Hkv, G, hd}, L + "q_groups"));
+    TS_ASSIGN_OR_RETURN(q, b.transpose(q, {1, 2, 0, 3}, L + "q_layout"));
+    TS_ASSIGN_OR_RETURN(TensorId s, b.op(OpKind::matmul, {q, K}, L + "attn_scores", {{"transpose_b", int64_t{1}}}));
+    TS_ASSIGN_OR_RETURN(s, b.op(OpKind::softmax, {s, mask}, L + "attn_softmax"));
+    TS_ASSIGN_OR_RETURN(TensorId o, b.op(OpKind::matmul, {s, V}, L + "attn_values"));
+    TS_ASSIGN_OR_RETURN(o, b.transpose(o, {2, 0, 1, 3}, L + "attn_heads"));
+    TS_ASSIGN_OR_RETURN(o, b.reshape(o, {T, H * hd}, L + "attn_concat"));
+    TS_ASSIGN_OR_RETURN(o, b.op(OpKind::fully_connected, {o, wo}, L + "attn_output"));
+    TS_ASSIGN_OR_RETURN(x, b.op(OpKind::add, {x, o}, L + "attn_residual"));
+
+    TS_ASSIGN_OR_RETURN(h, b.op(OpKind::rms_norm, {x, ffn_norm}, L + "ffn_norm", norm_attrs));
+    TS_ASSIGN_OR_RETURN(TensorId gate, b.op(OpKind::fully_connected, {h, wg}, L + "ffn_gate"));
+    TS_ASSIGN_OR_RETURN(TensorId up, b.op(OpKind::fully_connected, {h, wu}, L + "ffn_up"));
+    TS_ASSIGN_OR_RETURN(gate, b.op(OpKind::silu, {gate}, L + "ffn_silu"));
+    TS_ASSIGN_OR_RETURN(gate, b.op(OpKind::mul, {gate, up}, L + "ffn_gated"));
+    TS_ASSIGN_OR_RETURN(TensorId down, b.op(OpKind::fully_connected, {gate, wd}, L + "ffn_down"));
+    TS_ASSIGN_OR_RETURN(x, b.op(OpKind::add, {x, down}, L + "ffn_residual"));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId out_norm, b.weight("output_norm.weight"));
+  TS_ASSIGN_OR_RETURN(x, b.op(OpKind::rms_norm, {x, out_norm}, "output_norm", norm_attrs));
+  if (T > 1) {
+    TS_ASSIGN_OR_RETURN(x, b.op(OpKind::get_rows, {x, last}, "last_token"));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId out_w, b.weight(p.tied_output ? "token_embd.weight" : "output.weight"));
+  TS_ASSIGN_OR_RETURN(TensorId logits, b.op(OpKind::fully_connected, {x, out_w}, "output"));
+  g.tensor(logits).name = "logits";
+  g.tensor(logits).role = Role::output;
+  g.outputs = {logits};
+  TS_RETURN_IF_ERROR(g.validate().with_context(file_.what()));
+  return g;
+}
+
+}  // namespace tessera::gguf

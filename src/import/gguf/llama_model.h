@@ -1,0 +1,70 @@
+// The llama architecture from a GGUF file: hyperparameters, weights and step graphs.
+//
+// Weights stay in the file's memory map in their stored types (f32, f16, bf16, q8_0,
+// q4_0); fully_connected and get_rows read the blocks as stored. A step graph for T tokens
+// is (x: [T, dim] f32 activations; H heads, Hkv KV heads, G = H/Hkv, hd head size):
+//   x = get_rows(token_embd [vocab, dim], tokens)
+//   per layer i ("blk.i/..." nodes):
+//     h  = rms_norm(x, attn_norm)
+//     q  = rope(fc(h, attn_q) as [T, H, hd]) * 1/sqrt(hd)     k = rope(fc(h, attn_k) as [T, Hkv, hd])
+//     v  = fc(h, attn_v) as [T, Hkv, hd]
+//     K  = scatter_rows(cache_k [Hkv, 1, ctx, hd], k as [Hkv, 1, T, hd], kv_pos); V likewise
+//     s  = matmul(q as [Hkv, G, T, hd], K, transpose_b) [Hkv, G, T, ctx]
+//     o  = matmul(softmax(s, mask [T, ctx]), V) [Hkv, G, T, hd] -> [T, H*hd]
+//     x += fc(o, attn_output)
+//     x += fc(silu(fc(rms_norm(x, ffn_norm), ffn_gate)) * fc(.., ffn_up), ffn_down)
+//   logits = fc(get_rows(rms_norm(x, output_norm), last), output or token_embd)  [1, vocab]
+// RoPE uses the "normal" (adjacent pairs) ordering of GGUF llama files.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "import/gguf/gguf_file.h"
+#include "import/gguf/tokenizer.h"
+#include "runtime/llm/decoder.h"
+
+namespace tessera::gguf {
+
+struct LlamaParams {
+  int64_t vocab = 0;      // rows of token_embd
+  int64_t dim = 0;        // llama.embedding_length
+  int64_t layers = 0;     // llama.block_count
+  int64_t heads = 0;      // llama.attention.head_count
+  int64_t kv_heads = 0;   // llama.attention.head_count_kv (default: heads)
+  int64_t head_dim = 0;   // dim / heads
+  int64_t ffn = 0;        // llama.feed_forward_length
+  int64_t context = 0;    // llama.context_length
+  int64_t rope_dims = 0;  // llama.rope.dimension_count (default: head_dim)
+  double rope_base = 10000.0;  // llama.rope.freq_base; the default is llama.cpp's
+  double rms_eps = 1e-5;       // llama.attention.layer_norm_rms_epsilon; llama.cpp's default
+  bool tied_output = false;    // no output.weight: logits use token_embd
+};
+
+class LlamaModel : public llm::DecoderModel {
+ public:
+  // Reads and checks the hyperparameters and every weight's shape and type.
+  static Result<std::unique_ptr<LlamaModel>> load(File file);
+  static Result<std::unique_ptr<LlamaModel>> open(const std::string& path);
+
+  const LlamaParams& params() const { return p_; }
+  const File& file() const { return file_; }
+  const Tokenizer& tokenizer() const { return tok_; }
+
+  int64_t context_length() const override { return p_.context; }
+  int64_t vocab_size() const override { return p_.vocab; }
+  int64_t layers() const override { return p_.layers; }
+  Result<Graph> build_step(int64_t tokens) const override;
+
+ private:
+  LlamaModel(File f, Tokenizer t, LlamaParams p) : file_(std::move(f)), tok_(std::move(t)), p_(p) {}
+
+  File file_;
+  Tokenizer tok_;
+  LlamaParams p_;
+};
+
+// Reads the hyperparameters of a llama GGUF file (general.architecture must be "llama").
+Result<LlamaParams> llama_params(const File& f);
+
+}  // namespace tessera::gguf

@@ -1,0 +1,137 @@
+// Generator: prompt batches and decode steps over shared sessions (see generator.h).
+#include "runtime/llm/generator.h"
+
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+namespace tessera::llm {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, const GeneratorOptions& opts) {
+  std::unique_ptr<Generator> gen(new Generator());
+  gen->ctx_ = model.context_length();
+  gen->vocab_ = model.vocab_size();
+  gen->batch_ = std::max<int64_t>(1, std::min(opts.batch, gen->ctx_));
+  SessionOptions so = opts.session;
+  if (opts.offload_layers >= 0) {
+    const int64_t n = opts.offload_layers, layers = model.layers();
+    const bool on_cpu = so.device == "cpu";
+    // Device 0 is the preferred device; the session adds the cpu as device 1 otherwise.
+    so.plan.pin = [n, layers, on_cpu](const Graph&, const Node& node, int) -> int {
+      if (on_cpu) return 0;
+      int layer = layer_of_node(node);
+      if (layer < 0) return n >= layers ? 0 : 1;
+      return layer < n ? 0 : 1;
+    };
+  }
+  const Session* share = nullptr;
+  if (gen->batch_ > 1) {
+    TS_ASSIGN_OR_RETURN(Graph g, model.build_step(gen->batch_));
+    auto s = Session::create(std::move(g), so);
+    if (!s.ok()) return s.status().with_context("prompt graph (" + std::to_string(gen->batch_) + " tokens)");
+    gen->prompt_ = std::move(*s);
+    share = gen->prompt_.get();
+  }
+  TS_ASSIGN_OR_RETURN(Graph g1, model.build_step(1));
+  auto s1 = Session::create(std::move(g1), so, share);
+  if (!s1.ok()) return s1.status().with_context("decode graph (1 token)");
+  gen->decode_ = std::move(*s1);
+  if (!gen->prompt_) gen->batch_ = 1;
+  return gen;
+}
+
+Result<std::vector<float>> Generator::run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real,
+                                               int64_t last) {
+  // Tokens [0, real) are the caller's; the rest pad the step (their rows get overwritten).
+  tokens_.assign(static_cast<size_t>(T), ids[real - 1]);
+  std::memcpy(tokens_.data(), ids, static_cast<size_t>(real) * sizeof(int32_t));
+  positions_.resize(static_cast<size_t>(T));
+  mask_.assign(static_cast<size_t>(T * ctx_), -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < T; ++t) {
+    positions_[t] = static_cast<int32_t>(start + t);
+    for (int64_t j = 0; j <= start + t; ++j) mask_[t * ctx_ + j] = 0.0f;
+  }
+  int32_t kv_pos = static_cast<int32_t>(start), last_idx = static_cast<int32_t>(last);
+  TS_RETURN_IF_ERROR(s.set_input(kInTokens, tokens_.data(), T * 4));
+  TS_RETURN_IF_ERROR(s.set_input(kInPos, positions_.data(), T * 4));
+  TS_RETURN_IF_ERROR(s.set_input(kInMask, mask_.data(), T * ctx_ * 4));
+  TS_RETURN_IF_ERROR(s.set_input(kInKvPos, &kv_pos, 4));
+  TS_RETURN_IF_ERROR(s.set_input(kInLast, &last_idx, 4));
+  TS_RETURN_IF_ERROR(s.run());
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> raw, s.output(0));
+  if (static_cast<int64_t>(raw.size()) != vocab_ * 4)
+    return error(StatusCode::internal, "generator: logits have ", raw.size(), " bytes, expected ", vocab_ * 4);
+  std::vector<float> logits(static_cast<size_t>(vocab_));
+  std::memcpy(logits.data(), raw.data(), raw.size());
+  return logits;
+}
+
+Result<std::vector<float>> Generator::feed(const std::vector<int32_t>& ids) {
+  if (ids.empty()) return error(StatusCode::invalid_argument, "generator: nothing to feed");
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (pos_ + n > ctx_)
+    return error(StatusCode::out_of_range, "generator: ", pos_, " cached + ", n, " new tokens exceed the context of ",
+                 ctx_, " tokens");
+  std::vector<float> logits;
+  int64_t done = 0;
+  while (done < n) {
+    const int64_t left = n - done;
+    // One token, or a chunk whose padding would pass the end of the context: decode steps.
+    if (left == 1 || !prompt_ || pos_ + batch_ > ctx_) {
+      TS_ASSIGN_OR_RETURN(logits, run_step(*decode_, 1, &ids[done], pos_, 1, 0));
+      ++pos_;
+      ++done;
+      continue;
+    }
+    const int64_t take = std::min(left, batch_);
+    TS_ASSIGN_OR_RETURN(logits, run_step(*prompt_, batch_, &ids[done], pos_, take, take - 1));
+    pos_ += take;
+    done += take;
+  }
+  return logits;
+}
+
+Result<std::vector<float>> Generator::step(int32_t id) {
+  if (pos_ + 1 > ctx_)
+    return error(StatusCode::out_of_range, "generator: the context of ", ctx_, " tokens is full");
+  TS_ASSIGN_OR_RETURN(std::vector<float> logits, run_step(*decode_, 1, &id, pos_, 1, 0));
+  ++pos_;
+  return logits;
+}
+
+Result<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
+                                          int32_t eos, const std::function<bool(int32_t)>& on_token) {
+  GenerateStats st;
+  std::vector<int32_t> history = prompt;
+  auto t0 = std::chrono::steady_clock::now();
+  TS_ASSIGN_OR_RETURN(std::vector<float> logits, feed(prompt));
+  st.prompt_seconds = seconds_since(t0);
+  st.prompt_tokens = static_cast<int64_t>(prompt.size());
+  auto t1 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < max_tokens; ++i) {
+    int32_t next = sampler.sample(logits, history);
+    if (next == eos) {
+      st.stopped_at_eos = true;
+      break;
+    }
+    history.push_back(next);
+    ++st.generated_tokens;
+    if (on_token && !on_token(next)) break;
+    if (i + 1 == max_tokens) break;
+    if (pos_ >= ctx_) {
+      st.context_full = true;
+      break;
+    }
+    TS_ASSIGN_OR_RETURN(logits, step(next));
+  }
+  st.generate_seconds = seconds_since(t1);
+  return st;
+}
+
+}  // namespace tessera::llm

@@ -1,0 +1,88 @@
+// Generator: runs a DecoderModel with a KV cache, prompt batches and token-by-token decoding.
+//
+// Two sessions are prepared once: a prompt session whose step graph takes `batch` tokens,
+// and a decode session (1 token) created with Session::create(..., share = prompt), so
+// both use the same devices, weights and KV cache state tensors. Nothing is planned or
+// compiled per token: a step only writes the five small inputs and runs.
+//
+// Prompt processing: the prompt is cut into chunks of `batch` tokens; a short final chunk
+// is padded (the padding writes cache rows beyond the prompt, which the mask hides and
+// later tokens overwrite). Where a chunk's padding would run past the end of the context,
+// the remaining tokens go through the decode session one at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/llm/decoder.h"
+#include "runtime/llm/sampler.h"
+#include "tessera/session.h"
+
+namespace tessera::llm {
+
+struct GeneratorOptions {
+  SessionOptions session;  // device, threads, plan options (pin for offload)
+  int64_t batch = 32;      // prompt tokens per run (capped at the context length)
+  // Layer offload: when >= 0, nodes of layers < offload_layers run on the session's device
+  // and the rest on the cpu; other nodes run on the device only when every layer does.
+  // -1 leaves placement to the partitioner (everything on the device where supported).
+  int64_t offload_layers = -1;
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  double prompt_seconds = 0;
+  int64_t generated_tokens = 0;
+  double generate_seconds = 0;
+  bool stopped_at_eos = false;
+  bool context_full = false;
+  double prompt_tokens_per_second() const { return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0; }
+  double generate_tokens_per_second() const {
+    return generate_seconds > 0 ? generated_tokens / generate_seconds : 0;
+  }
+};
+
+class Generator {
+ public:
+  static Result<std::unique_ptr<Generator>> create(const DecoderModel& model, const GeneratorOptions& opts);
+
+  // Forgets the cached tokens (position 0). The cache rows need no clearing: the mask
+  // hides rows that were not written in this sequence.
+  void reset() { pos_ = 0; }
+  int64_t position() const { return pos_; }
+  int64_t context_length() const { return ctx_; }
+
+  // Feeds `ids` (at the current position) and returns the logits [vocab] after the last one.
+  // Error out_of_range when they do not fit in the context.
+  Result<std::vector<float>> feed(const std::vector<int32_t>& ids);
+  // Feeds one token through the decode session.
+  Result<std::vector<float>> step(int32_t id);
+
+  // Prompt, then up to `max_tokens` sampled tokens; stops at `eos` (not emitted) or when the
+  // context is full. `on_token` sees each new token as it is produced; returning false stops.
+  Result<GenerateStats> generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
+                                 int32_t eos, const std::function<bool(int32_t)>& on_token);
+
+  const Session& prompt_session() const { return *prompt_; }
+  const Session& decode_session() const { return *decode_; }
+
+ private:
+  Generator() = default;
+  // Runs one step of session `s` (T tokens) for tokens at positions [start, start+T).
+  Result<std::vector<float>> run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real,
+                                      int64_t last);
+
+  std::unique_ptr<Session> prompt_;  // T = batch_ (null when batch_ == 1)
+  std::unique_ptr<Session> decode_;  // T = 1
+  int64_t batch_ = 1;
+  int64_t ctx_ = 0;
+  int64_t vocab_ = 0;
+  int64_t pos_ = 0;
+  // Host copies of the step inputs, reused between steps.
+  std::vector<int32_t> tokens_, positions_;
+  std::vector<float> mask_;
+};
+
+}  // namespace tessera::llm
