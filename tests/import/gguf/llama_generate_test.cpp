@@ -17,6 +17,9 @@ constexpr const char* kExpected =
     "Once upon a time, pixels unfolding like petals. Classifications unfold, a kaleidoscope of probability "
     "revealing hidden patterns.";
 
+// Generated tokens in the reference text (found by F32GreedyMatchesTheReference).
+constexpr int64_t kReferenceTokens = 53;
+
 struct Run {
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;  // generated
@@ -57,10 +60,52 @@ TEST(LlamaGenerate, F32GreedyMatchesTheReference) {
     if ((*model)->tokenizer().decode(all) == kExpected) n = static_cast<int64_t>(k);
   }
   ASSERT_GT(n, 0) << "no prefix of the greedy output is the reference text; got: " << r->text;
-  std::cerr << "reference text = prompt + " << n << " tokens\n";
+  EXPECT_EQ(n, kReferenceTokens);
   auto exact = greedy(path, n);
   ASSERT_TRUE(exact.ok());
   EXPECT_EQ(exact->text, kExpected);
+}
+
+TEST(LlamaGenerate, Q8_0GivesTheSameText) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/aidreams260K-Q8_0.gguf");
+  auto r = greedy(path, kReferenceTokens);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->text, kExpected);
+}
+
+// Q4_0 keeps 4 bits per weight, so greedy text drifts from the F32 text after a few
+// tokens (it reads "Once upon a time, probability unfolding like a flower. ..."). What
+// must hold: it starts the same way, it only produces ordinary vocabulary pieces (no
+// byte fallback, unknown or control tokens: fluent text from the same vocabulary), and
+// teacher-forced on the F32 text it predicts most of the F32 model's next tokens.
+TEST(LlamaGenerate, Q4_0IsFluentAndTracksF32) {
+  TESSERA_REQUIRE_FIXTURE(f32_path, "models/gguf/aidreams260K.gguf");
+  TESSERA_REQUIRE_FIXTURE(q4_path, "models/gguf/aidreams260K-Q4_0.gguf");
+  auto ref = greedy(f32_path, 60);
+  auto q4 = greedy(q4_path, 60);
+  ASSERT_TRUE(ref.ok() && q4.ok()) << ref.status().to_string() << q4.status().to_string();
+  ASSERT_GE(q4->tokens.size(), 40u) << q4->text;
+  EXPECT_EQ(std::vector<int32_t>(q4->tokens.begin(), q4->tokens.begin() + 2),
+            std::vector<int32_t>(ref->tokens.begin(), ref->tokens.begin() + 2));
+  EXPECT_EQ(q4->text.rfind("Once upon a time, ", 0), 0u) << q4->text;
+  auto model = LlamaModel::open(q4_path);
+  ASSERT_TRUE(model.ok());
+  for (int32_t t : q4->tokens) EXPECT_EQ((*model)->tokenizer().token_type(t), TokenType::normal) << t;
+  // Teacher forcing: feed the F32 continuation token by token into the Q4_0 model.
+  llm::GeneratorOptions go;
+  auto gen = llm::Generator::create(**model, go);
+  ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+  auto logits = (*gen)->feed(ref->prompt);
+  ASSERT_TRUE(logits.ok());
+  int agree = 0;
+  for (int32_t want : ref->tokens) {
+    int32_t best = static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
+    agree += best == want;
+    logits = (*gen)->step(want);
+    ASSERT_TRUE(logits.ok());
+  }
+  // Measured: 56 of 60 (93%); 4-bit weights must keep well over half of the F32 choices.
+  EXPECT_GE(agree, 42) << agree << " of " << ref->tokens.size();
 }
 
 }  // namespace

@@ -1,0 +1,245 @@
+// The llama step graphs against a llama forward pass computed in double in this test, on
+// synthetic models with grouped KV heads, tied embeddings and partial RoPE; prompt
+// batching, decode steps and the context limit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "fixtures.h"
+#include "import/gguf/llama_model.h"
+#include "import/gguf/synth.h"
+#include "runtime/llm/generator.h"
+
+namespace tessera::gguf {
+namespace {
+
+using Vec = std::vector<double>;
+
+// A plain llama forward pass over the f32 weights of `f`, one token at a time, in double.
+class Reference {
+ public:
+  Reference(const File& f, const LlamaParams& p) : f_(f), p_(p) {
+    k_.resize(p.layers);
+    v_.resize(p.layers);
+  }
+
+  Vec step(int32_t token) {
+    const int64_t dim = p_.dim, hd = p_.head_dim, H = p_.heads, G = p_.heads / p_.kv_heads;
+    const int64_t pos = static_cast<int64_t>(k_[0].size());
+    Vec x(w("token_embd.weight") + token * dim, w("token_embd.weight") + (token + 1) * dim);
+    for (int64_t l = 0; l < p_.layers; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      Vec h = rms_norm(x, w(b + "attn_norm.weight"));
+      Vec q = matvec(b + "attn_q.weight", h), k = matvec(b + "attn_k.weight", h), v = matvec(b + "attn_v.weight", h);
+      rope(q, pos);
+      rope(k, pos);
+      k_[l].push_back(k);
+      v_[l].push_back(v);
+      Vec o(static_cast<size_t>(H * hd), 0.0);
+      for (int64_t head = 0; head < H; ++head) {
+        const int64_t kvh = head / G;
+        Vec s(static_cast<size_t>(pos + 1));
+        double mx = -1e300;
+        for (int64_t j = 0; j <= pos; ++j) {
+          double d = 0;
+          for (int64_t i = 0; i < hd; ++i) d += q[head * hd + i] * k_[l][j][kvh * hd + i];
+          s[j] = d / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (int64_t j = 0; j <= pos; ++j)
+          for (int64_t i = 0; i < hd; ++i) o[head * hd + i] += s[j] / sum * v_[l][j][kvh * hd + i];
+      }
+      Vec ao = matvec(b + "attn_output.weight", o);
+      for (int64_t i = 0; i < dim; ++i) x[i] += ao[i];
+      h = rms_norm(x, w(b + "ffn_norm.weight"));
+      Vec g = matvec(b + "ffn_gate.weight", h), u = matvec(b + "ffn_up.weight", h);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      Vec d = matvec(b + "ffn_down.weight", g);
+      for (int64_t i = 0; i < dim; ++i) x[i] += d[i];
+    }
+    x = rms_norm(x, w("output_norm.weight"));
+    return matvec(p_.tied_output ? "token_embd.weight" : "output.weight", x);
+  }
+
+ private:
+  const float* w(const std::string& name) const {
+    const TensorInfo* t = f_.find_tensor(name);
+    EXPECT_TRUE(t && t->dtype == DType::f32) << name;
+    return reinterpret_cast<const float*>(t->data.data);
+  }
+  Vec matvec(const std::string& name, const Vec& x) const {
+    const TensorInfo* t = f_.find_tensor(name);
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    const float* m = w(name);
+    Vec y(static_cast<size_t>(rows), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) y[r] += static_cast<double>(m[r * cols + c]) * x[c];
+    return y;
+  }
+  Vec rms_norm(const Vec& x, const float* g) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double s = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + p_.rms_eps);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * g[i];
+    return y;
+  }
+  // llama "normal" RoPE: pairs (2i, 2i+1) of each head, angle pos * base^(-2i/n_dims);
+  // dims past n_dims are left as they are.
+  void rope(Vec& x, int64_t pos) const {
+    const int64_t hd = p_.head_dim, n = static_cast<int64_t>(x.size()) / hd;
+    for (int64_t h = 0; h < n; ++h)
+      for (int64_t i = 0; i < p_.rope_dims / 2; ++i) {
+        double th = static_cast<double>(pos) * std::pow(p_.rope_base, -2.0 * i / static_cast<double>(p_.rope_dims));
+        double& a = x[h * hd + 2 * i];
+        double& b = x[h * hd + 2 * i + 1];
+        double a0 = a, b0 = b;
+        a = a0 * std::cos(th) - b0 * std::sin(th);
+        b = a0 * std::sin(th) + b0 * std::cos(th);
+      }
+  }
+
+  const File& f_;
+  LlamaParams p_;
+  std::vector<std::vector<Vec>> k_, v_;  // [layer][position] -> [Hkv * hd]
+};
+
+std::unique_ptr<LlamaModel> synth_model(SynthOptions o) {
+  auto w = synth_llama(o);
+  EXPECT_TRUE(w.ok()) << w.status().to_string();
+  auto bytes = w->bytes();
+  EXPECT_TRUE(bytes.ok());
+  auto f = File::parse(ConstData::from_vector(std::move(*bytes)), "synthetic");
+  EXPECT_TRUE(f.ok()) << f.status().to_string();
+  auto m = LlamaModel::load(std::move(*f));
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+SynthOptions small_gqa() {
+  SynthOptions o;
+  o.dim = 64;
+  o.layers = 2;
+  o.heads = 4;
+  o.kv_heads = 2;  // two query heads per KV head
+  o.ffn = 96;
+  o.vocab = 300;
+  o.context = 16;
+  o.type = DType::f32;
+  o.tied_output = true;
+  o.seed = 42;
+  o.rope_base = 500.0;  // a short context: a small base makes the angles matter
+  return o;
+}
+
+double max_rel_diff(const std::vector<float>& got, const Vec& want) {
+  double scale = 1e-6, diff = 0;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < want.size(); ++i) diff = std::max(diff, std::fabs(got[i] - want[i]));
+  return diff / scale;
+}
+
+TEST(LlamaReference, GroupedHeadsTiedOutputMatchDoubleForEveryBatching) {
+  auto model = synth_model(small_gqa());
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(model->params().tied_output);
+  const std::vector<int32_t> tokens = {1, 270, 33, 281, 299, 5, 260, 100, 7, 290, 12};
+  // Reference logits after each token.
+  Reference ref(model->file(), model->params());
+  std::vector<Vec> want;
+  for (int32_t t : tokens) want.push_back(ref.step(t));
+  // Prompt of 7 tokens in batches of 1, 3 (padded last chunk) and 4, then decode steps.
+  for (int64_t batch : {1, 3, 4}) {
+    llm::GeneratorOptions go;
+    go.batch = batch;
+    auto gen = llm::Generator::create(*model, go);
+    ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+    const size_t n_prompt = 7;
+    auto logits = (*gen)->feed(std::vector<int32_t>(tokens.begin(), tokens.begin() + n_prompt));
+    ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+    EXPECT_LT(max_rel_diff(*logits, want[n_prompt - 1]), 1e-4) << "batch " << batch;
+    for (size_t i = n_prompt; i < tokens.size(); ++i) {
+      logits = (*gen)->step(tokens[i]);
+      ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+      EXPECT_LT(max_rel_diff(*logits, want[i]), 1e-4) << "batch " << batch << " token " << i;
+    }
+    EXPECT_EQ((*gen)->position(), static_cast<int64_t>(tokens.size()));
+  }
+}
+
+TEST(LlamaReference, PartialRopeAndSeparateOutput) {
+  SynthOptions o = small_gqa();
+  o.kv_heads = 4;
+  o.tied_output = false;
+  auto w = synth_llama(o);
+  ASSERT_TRUE(w.ok());
+  w->set_u32("llama.rope.dimension_count", 8);  // rotate 8 of the 16 dims of each head
+  auto f = File::parse(ConstData::from_vector(*w->bytes()), "synthetic");
+  ASSERT_TRUE(f.ok());
+  auto model = LlamaModel::load(std::move(*f));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->params().rope_dims, 8);
+  Reference ref((*model)->file(), (*model)->params());
+  const std::vector<int32_t> tokens = {1, 40, 41, 42, 200};
+  Vec want;
+  for (int32_t t : tokens) want = ref.step(t);
+  auto gen = llm::Generator::create(**model, llm::GeneratorOptions{});
+  ASSERT_TRUE(gen.ok());
+  auto logits = (*gen)->feed(tokens);
+  ASSERT_TRUE(logits.ok());
+  EXPECT_LT(max_rel_diff(*logits, want), 1e-4);
+}
+
+TEST(LlamaReference, ContextLimitIsAClearError) {
+  auto model = synth_model(small_gqa());
+  ASSERT_TRUE(model);
+  llm::GeneratorOptions go;
+  go.batch = 4;
+  auto gen = llm::Generator::create(*model, go);
+  ASSERT_TRUE(gen.ok());
+  auto too_long = (*gen)->feed(std::vector<int32_t>(17, 5));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), StatusCode::out_of_range);
+  EXPECT_NE(too_long.status().message().find("exceed the context of 16 tokens"), std::string::npos)
+      << too_long.status().message();
+  // 14 tokens (batches of 4 and a padded one), then 2 steps fill the context exactly.
+  ASSERT_TRUE((*gen)->feed(std::vector<int32_t>(14, 7)).ok());
+  ASSERT_TRUE((*gen)->step(8).ok());
+  ASSERT_TRUE((*gen)->step(9).ok());
+  auto full = (*gen)->step(10);
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("context of 16 tokens is full"), std::string::npos) << full.status().message();
+  // generate() stops at the end of the context instead of failing.
+  (*gen)->reset();
+  llm::Sampler greedy(llm::SamplerOptions{});
+  auto st = (*gen)->generate(std::vector<int32_t>(10, 7), 100, greedy, /*eos=*/-1, nullptr);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_TRUE(st->context_full);
+  EXPECT_EQ(st->generated_tokens, 7);  // 16 - 10 steps fed, plus the one sampled from the last logits
+}
+
+TEST(LlamaReference, MissingOrMisshapenWeightsAreNamed) {
+  SynthOptions o = small_gqa();
+  auto w = synth_llama(o);
+  ASSERT_TRUE(w.ok());
+  w->set_u32("llama.feed_forward_length", 100);  // the ffn weights say 96
+  auto f = File::parse(ConstData::from_vector(*w->bytes()), "synthetic");
+  ASSERT_TRUE(f.ok());
+  auto m = LlamaModel::load(std::move(*f));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("weight 'blk.0.ffn_gate.weight' is [96,64], expected [100,64]"), std::string::npos)
+      << m.status().message();
+  w->set_u32("llama.feed_forward_length", 96);
+  w->set_string("general.architecture", "gpt2");
+  f = File::parse(ConstData::from_vector(*w->bytes()), "synthetic");
+  ASSERT_TRUE(f.ok());
+  m = LlamaModel::load(std::move(*f));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("architecture 'gpt2' is not supported"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::gguf
