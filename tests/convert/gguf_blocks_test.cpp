@@ -1,0 +1,112 @@
+// GGUF q8_0 / q4_0: dequantization against hand-built blocks, and the streaming block ->
+// bfp tile path giving exactly the bytes of dequantize-then-pack.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "convert/bfp.h"
+#include "convert/dtype.h"
+#include "convert/gguf_blocks.h"
+#include "convert_test_util.h"
+#include "tessera/convert.h"
+
+namespace tessera::convert {
+namespace {
+
+// Random blocks with finite f16 scales of both signs over a wide range.
+std::vector<uint8_t> random_blocks(int64_t n_blocks, int64_t block_bytes, uint32_t seed) {
+  auto b = testing::random_bytes(n_blocks * block_bytes, seed);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-20.0f, 5.0f);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    float scale = std::ldexp(1.0f + (rng() % 1000) / 1000.0f, static_cast<int>(d(rng))) * (rng() % 2 ? -1.0f : 1.0f);
+    uint16_t h = f32_to_f16(scale);
+    std::memcpy(&b[i * block_bytes], &h, 2);
+  }
+  return b;
+}
+
+TEST(GgufBlocks, Q4_0NibbleOrderAndOffset) {
+  // Byte j holds value j (low nibble) and value j + 16 (high nibble); value = d * (n - 8).
+  uint8_t block[18];
+  uint16_t d = f32_to_f16(0.5f);
+  std::memcpy(block, &d, 2);
+  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  float out[32];
+  dequant_q4_0_block(block, out);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(out[j], 0.5f * (j - 8));
+    EXPECT_EQ(out[j + 16], 0.5f * (15 - j - 8));
+  }
+}
+
+TEST(GgufBlocks, DequantizeRowsExactly) {
+  const Shape s{3, 64};
+  auto q8 = random_blocks(6, 34, 1), q4 = random_blocks(6, 18, 2);
+  std::vector<float> f(192);
+  ASSERT_TRUE(convert(Format::row_major(DType::q8_0, s), q8.data(), Format::row_major(DType::f32, s), f.data()).ok());
+  for (int b = 0; b < 6; ++b) {
+    uint16_t dh;
+    std::memcpy(&dh, &q8[b * 34], 2);
+    double d = f16_to_f32(dh);
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(f[b * 32 + i], d * static_cast<int8_t>(q8[b * 34 + 2 + i]));
+  }
+  ASSERT_TRUE(convert(Format::row_major(DType::q4_0, s), q4.data(), Format::row_major(DType::f32, s), f.data()).ok());
+  for (int b = 0; b < 6; ++b) {
+    uint16_t dh;
+    std::memcpy(&dh, &q4[b * 18], 2);
+    double d = f16_to_f32(dh);
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_EQ(f[b * 32 + j], d * ((q4[b * 18 + 2 + j] & 15) - 8));
+      ASSERT_EQ(f[b * 32 + j + 16], d * ((q4[b * 18 + 2 + j] >> 4) - 8));
+    }
+  }
+  // q8_0 -> bf16 chains dequantize and cast.
+  auto p = plan(Format::row_major(DType::q8_0, s), Format::row_major(DType::bf16, s));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->size(), 2u);
+}
+
+TEST(GgufBlocks, BlocksToBfpTilesEqualDequantizeThenPack) {
+  testing::SimdGuard guard;
+  // A GGUF weight [N, K] (K fastest), N not a multiple of 32, plus a batched rank-3 one.
+  for (Shape s : {Shape{45, 96}, Shape{2, 33, 64}}) {
+    const int64_t blocks = num_elements(s) / 32;
+    for (auto [q, qb] : {std::pair{Encoding::q8_0, 34}, std::pair{Encoding::q4_0, 18}}) {
+      auto data = random_blocks(blocks, qb, 7 + qb);
+      Format qf{q, Layout::row_major, s}, f32 = Format::row_major(DType::f32, s);
+      std::vector<float> deq(num_elements(s));
+      ASSERT_TRUE(convert(qf, data.data(), f32, deq.data()).ok());
+      for (Encoding b : {Encoding::bfp8_b, Encoding::bfp4_b}) {
+        Format t = Format::tiled(b, s);
+        auto p = plan(qf, t);
+        ASSERT_TRUE(p.ok());
+        ASSERT_EQ(p->size(), 1u) << "the block path is one streaming step";
+        std::vector<uint8_t> via_f32(*t.byte_size());
+        ASSERT_TRUE(convert(f32, deq.data(), t, via_f32.data()).ok());
+        testing::for_each_simd_level([&](SimdLevel l) {
+          std::vector<uint8_t> direct(via_f32.size(), 0x5A);
+          ASSERT_TRUE(convert(qf, data.data(), t, direct.data()).ok());
+          EXPECT_EQ(direct, via_f32) << encoding_name(q) << "->" << encoding_name(b) << " " << shape_str(s) << " "
+                                     << simd_level_name(l);
+        });
+      }
+    }
+  }
+}
+
+TEST(GgufBlocks, NonFiniteScaleIsRejected) {
+  const Shape s{1, 32};
+  auto q8 = random_blocks(1, 34, 5);
+  uint16_t inf = 0x7C00;
+  std::memcpy(q8.data(), &inf, 2);
+  std::vector<uint8_t> out(1088);
+  Status st = convert(Format::row_major(DType::q8_0, s), q8.data(), Format::tiled(Encoding::bfp8_b, s), out.data());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("Inf or NaN"), std::string::npos);
+  // A row not made of whole blocks is a clear error.
+  EXPECT_FALSE(plan(Format::row_major(DType::q8_0, {2, 40}), Format::tiled(Encoding::bfp8_b, {2, 40})).ok());
+}
+
+}  // namespace
+}  // namespace tessera::convert
