@@ -95,6 +95,7 @@ struct Counters {
   int64_t allocations = 0;       // currently live allocations
   int64_t executes = 0;
   std::vector<NodeTime> last_nodes;  // per node, from the last execute()
+  std::vector<double> modelled_core_seconds;  // device models with several cores: busy time per core, last execute()
 };
 
 // Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).
@@ -113,6 +114,10 @@ class Device {
   // Whether the device can run node `n` of `g`, with a cost estimate or a reason.
   Support supports(const Graph& g, const Node& n) const;
 
+  // Bytes one allocation holding a whole tensor in format `f` occupies on this device,
+  // page padding and bank rounding included; the planner sizes allocations and checks
+  // capacity with it. Default: f.byte_size() rounded up to alignment_bytes.
+  Result<int64_t> allocation_bytes(const Format& f) const;
   // Allocates `bytes` (already rounded by the planner); `what` names it for errors.
   Result<Allocation> allocate(int64_t bytes, const std::string& what);
   Status free(Allocation a);
@@ -136,6 +141,8 @@ class Device {
 
   virtual std::optional<Format> do_native_format(const Graph& g, TensorId id) const = 0;
   virtual Support do_supports(const Graph& g, const Node& n) const = 0;
+  // (optional) see allocation_bytes(); the default is described there.
+  virtual Result<int64_t> do_allocation_bytes(const Format& f) const;
   virtual Result<Allocation> do_allocate(int64_t bytes) = 0;
   virtual Status do_free(Allocation a) = 0;
   virtual Status do_write(const Placement& dst, const Region& region, const ConstHostView& src) = 0;

@@ -50,8 +50,8 @@ Status plan_memory(PassContext& c) {
       TensorPlacement& tp = p.tensors[t.id];
       if (tp.device != static_cast<int>(d) || tp.alias != kNoTensor) continue;
       if (tp.first_use == -1 && tp.last_use == -1 && !tp.resident && t.role != Role::input) continue;  // unused
-      TS_ASSIGN_OR_RETURN(int64_t bytes, tp.format.byte_size());
-      tp.bytes = align_up(std::max<int64_t>(bytes, 1), props.alignment_bytes);
+      // The device's own footprint for the format (page padding, bank rounding).
+      TS_ASSIGN_OR_RETURN(tp.bytes, p.devices[d]->allocation_bytes(tp.format));
       if (tp.bytes > props.max_allocation_bytes)
         return error(StatusCode::out_of_memory, "tensor '", t.name, "' needs ", tp.bytes, " bytes in ",
                      tp.format.to_string(), ", above device '", props.name, "' maximum single allocation of ",

@@ -1,6 +1,7 @@
 // The non-virtual half of the device interface: argument checks, counters, error context.
 #include "tessera/device.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace tessera {
@@ -14,6 +15,18 @@ Status ctx(const Status& s, const std::string& device) {
 std::optional<Format> Device::native_format(const Graph& g, TensorId id) const { return do_native_format(g, id); }
 
 Support Device::supports(const Graph& g, const Node& n) const { return do_supports(g, n); }
+
+Result<int64_t> Device::allocation_bytes(const Format& f) const {
+  auto b = do_allocation_bytes(f);
+  if (!b.ok()) return ctx(b.status(), name());
+  return b;
+}
+
+Result<int64_t> Device::do_allocation_bytes(const Format& f) const {
+  TS_ASSIGN_OR_RETURN(int64_t bytes, f.byte_size());
+  int64_t a = std::max<int64_t>(props_.alignment_bytes, 1);
+  return (std::max<int64_t>(bytes, 1) + a - 1) / a * a;
+}
 
 Result<Allocation> Device::allocate(int64_t bytes, const std::string& what) {
   if (bytes <= 0) return error(StatusCode::invalid_argument, "device '", name(), "': allocation of ", bytes, " bytes for ", what);

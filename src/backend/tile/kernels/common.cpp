@@ -1,0 +1,46 @@
+// The tile kernel table and helpers shared by the kernel families.
+#include <algorithm>
+
+#include "backend/tile/kernel.h"
+
+namespace tessera::tile {
+
+const TileKernel* find_kernel(OpKind op) {
+  static const std::vector<TileKernel> kTable = [] {
+    std::vector<TileKernel> k;
+    add_matrix_kernels(k);
+    add_eltwise_kernels(k);
+    add_norm_kernels(k);
+    add_data_kernels(k);
+    std::vector<TileKernel> by_op(kNumOps);
+    for (const TileKernel& t : k) by_op[static_cast<size_t>(t.op)] = t;
+    return by_op;
+  }();
+  const TileKernel& k = kTable[static_cast<size_t>(op)];
+  return k.run ? &k : nullptr;
+}
+
+Status tile_kernel_error(const Node& n, const std::string& msg) {
+  return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.name.empty() ? "" : "'" + n.name + "': ", msg);
+}
+
+int64_t tiles_of(const Shape& s) {
+  Format f = Format::tiled(Encoding::f32, s);
+  Shape p = f.padded_shape();
+  return p[0] / kTileDim * (p[1] / kTileDim);
+}
+
+float apply_activation(float v, const std::string& act) {
+  if (act == "relu") return std::max(v, 0.0f);
+  if (act == "relu6") return std::min(std::max(v, 0.0f), 6.0f);
+  if (act == "relu_n1_to_1") return std::min(std::max(v, -1.0f), 1.0f);
+  return v;
+}
+
+std::string check_activation(const Node& n) {
+  std::string a = n.attr_str("activation", "none");
+  if (a == "none" || a == "relu" || a == "relu6" || a == "relu_n1_to_1") return "";
+  return "activation '" + a + "' has no tile kernel";
+}
+
+}  // namespace tessera::tile

@@ -1,0 +1,124 @@
+#include "backend/tile/numerics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+namespace tessera::tile {
+
+namespace {
+// Wormhole source registers hold 19-bit values: 10 stored mantissa bits (tt-isa-documentation,
+// "SrcA/SrcB"), i.e. 11 significant bits with the hidden bit.
+constexpr int kSourceRegisterBits = 11;
+// tile-device.md "Arithmetic": one LoFi pass uses the top 7 significant bits of in0 and 5 of in1.
+constexpr int kIn0PassBits = 7;
+constexpr int kIn1PassBits = 5;
+// tile-device.md: with bf16 accumulation the destination is rounded after every 16 terms.
+constexpr int64_t kBf16AccumulateChunk = 16;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+SplitOperand split(const float* x, int64_t n, int hi_bits) {
+  SplitOperand s;
+  s.hi.resize(static_cast<size_t>(n));
+  s.lo.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float full = keep_significant_bits(x[i], kSourceRegisterBits);
+    float hi = keep_significant_bits(full, hi_bits);
+    s.hi[i] = hi;
+    s.lo[i] = full - hi;  // exact: the bits below `hi`
+  }
+  return s;
+}
+}  // namespace
+
+int fidelity_passes(Fidelity f) { return static_cast<int>(f) + 1; }
+
+const char* fidelity_name(Fidelity f) {
+  switch (f) {
+    case Fidelity::lofi: return "LoFi";
+    case Fidelity::hifi2: return "HiFi2";
+    case Fidelity::hifi3: return "HiFi3";
+    case Fidelity::hifi4: return "HiFi4";
+  }
+  return "?";
+}
+
+std::optional<Fidelity> fidelity_from_name(const std::string& name) {
+  std::string n = lower(name);
+  if (n == "lofi") return Fidelity::lofi;
+  if (n == "hifi2") return Fidelity::hifi2;
+  if (n == "hifi3") return Fidelity::hifi3;
+  if (n == "hifi4") return Fidelity::hifi4;
+  return std::nullopt;
+}
+
+const char* accumulate_name(Accumulate a) { return a == Accumulate::fp32 ? "fp32" : "bf16"; }
+
+std::optional<Accumulate> accumulate_from_name(const std::string& name) {
+  std::string n = lower(name);
+  if (n == "fp32" || n == "f32") return Accumulate::fp32;
+  if (n == "bf16") return Accumulate::bf16;
+  return std::nullopt;
+}
+
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return x;  // NaN
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+float keep_significant_bits(float x, int bits) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  uint32_t exp = (u >> 23) & 0xFFu;
+  if (exp == 0xFFu) return x;  // Inf / NaN pass through
+  if (exp == 0) return 0.0f * x;  // denormals flush to (signed) zero, as the registers do
+  uint32_t drop = 24u - static_cast<uint32_t>(bits);
+  u &= ~((1u << drop) - 1u);
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+SplitOperand split_in0(const float* x, int64_t n) { return split(x, n, kIn0PassBits); }
+SplitOperand split_in1(const float* x, int64_t n) { return split(x, n, kIn1PassBits); }
+
+float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int64_t b, int64_t K,
+               const MatrixNumerics& num) {
+  const float* ah = in0.hi.data() + a;
+  const float* al = in0.lo.data() + a;
+  const float* bh = in1.hi.data() + b;
+  const float* bl = in1.lo.data() + b;
+  auto term = [&](int64_t k) -> float {
+    switch (num.fidelity) {
+      case Fidelity::lofi: return ah[k] * bh[k];
+      case Fidelity::hifi2: return ah[k] * (bh[k] + bl[k]);
+      case Fidelity::hifi3: return ah[k] * (bh[k] + bl[k]) + al[k] * bh[k];
+      case Fidelity::hifi4: return (ah[k] + al[k]) * (bh[k] + bl[k]);
+    }
+    return 0.0f;
+  };
+  if (num.accumulate == Accumulate::fp32) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; ++k) acc += term(k);
+    return acc;
+  }
+  float acc = 0.0f;
+  for (int64_t k0 = 0; k0 < K; k0 += kBf16AccumulateChunk) {
+    float chunk = 0.0f;
+    for (int64_t k = k0; k < std::min(K, k0 + kBf16AccumulateChunk); ++k) chunk += term(k);
+    acc = round_bf16(acc + chunk);
+  }
+  return acc;
+}
+
+}  // namespace tessera::tile

@@ -1,0 +1,182 @@
+// The tile device through the public API: presets, options, properties, memory accounting
+// at planning time, uploads through src/convert, offsets, fallback reasons.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backend/tile/numerics.h"
+#include "fixtures.h"
+#include "tessera/convert.h"
+#include "tessera/plan.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+std::unique_ptr<Device> make(const std::string& spec, const DeviceOptions& o = {}) {
+  auto d = create_device(spec, o);
+  EXPECT_TRUE(d.ok()) << d.status().to_string();
+  return d.ok() ? std::move(d).value() : nullptr;
+}
+
+TEST(TileDevice, PresetsCarryTheCardsNumbers) {
+  auto n150 = make("tile");
+  ASSERT_TRUE(n150);
+  const DeviceProperties& p = n150->properties();
+  EXPECT_EQ(p.name, "tile:wormhole_n150");
+  EXPECT_TRUE(p.is_model);
+  EXPECT_FALSE(p.sub_allocation);
+  EXPECT_EQ(p.capacity_bytes, int64_t{12} << 30);
+  EXPECT_EQ(p.alignment_bytes, 32);
+  EXPECT_EQ(p.cores, 72);
+  EXPECT_EQ(p.regions, kRegionWhole | kRegionRows);
+  auto bh = make("tile:blackhole_p150a");
+  ASSERT_TRUE(bh);
+  EXPECT_EQ(bh->properties().capacity_bytes, int64_t{32} << 30);
+  EXPECT_EQ(bh->properties().alignment_bytes, 64);
+  EXPECT_EQ(bh->properties().cores, 140);
+}
+
+TEST(TileDevice, InvalidPresetAndOptionsAreClearErrors) {
+  auto bad = create_device("tile:grayskull");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("wormhole_n150"), std::string::npos) << bad.status().message();
+  auto fid = create_device("tile", {{"fidelity", "HiFi9"}});
+  ASSERT_FALSE(fid.ok());
+  EXPECT_NE(fid.status().message().find("LoFi"), std::string::npos);
+  auto w = create_device("tile", {{"weights", "int8"}});
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("bfp8_b"), std::string::npos);
+  auto k = create_device("tile", {{"fidelty", "LoFi"}});
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("fidelty"), std::string::npos);
+}
+
+TEST(TileDevice, AllocationBytesIncludeBankRounding) {
+  auto d = make("tile");
+  // 13 bf16 tiles: 2 pages per bank x 12 banks x 2048 B.
+  Format f = Format::tiled(Encoding::bf16, {13 * 32, 32});
+  EXPECT_EQ(*f.byte_size(), 13 * 2048);
+  EXPECT_EQ(*d->allocation_bytes(f), 24 * 2048);
+  Format b8 = Format::tiled(Encoding::bfp8_b, {64, 64});  // 4 tiles of 1088 B
+  EXPECT_EQ(*d->allocation_bytes(b8), 12 * 1088);
+}
+
+TEST(TileDevice, WriteReadRoundTripThroughBanks) {
+  auto d = make("tile");
+  Format f = Format::tiled(Encoding::bf16, {3, 40, 70});
+  auto bytes = d->allocation_bytes(f);
+  ASSERT_TRUE(bytes.ok());
+  auto a = d->allocate(*bytes, "x");
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto x = testing::random_floats(3 * 40 * 70, 5);
+  Placement p{*a, 0, f};
+  Format host = Format::row_major(DType::f32, f.shape);
+  ASSERT_TRUE(d->write(p, Region::whole(), ConstHostView{x.data(), host}).ok());
+  std::vector<float> back(x.size());
+  ASSERT_TRUE(d->read(p, Region::whole(), HostView{back.data(), host}).ok());
+  // bf16 storage: every value is rounded to nearest even, bit for bit.
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(back[i], tile::round_bf16(x[i])) << i;
+  EXPECT_GT(d->counters().modelled_transfer_seconds, 0);
+  EXPECT_GT(d->counters().bytes_converted, 0);
+}
+
+TEST(TileDevice, RowRegionWriteUpdatesOnlyThoseRows) {
+  auto d = make("tile");
+  Format f = Format::tiled(Encoding::f32, {2, 64, 48});
+  auto a = d->allocate(*d->allocation_bytes(f), "kv");
+  ASSERT_TRUE(a.ok());
+  Placement p{*a, 0, f};
+  auto x = testing::random_floats(2 * 64 * 48, 9);
+  Format host = Format::row_major(DType::f32, f.shape);
+  ASSERT_TRUE(d->write(p, Region::whole(), ConstHostView{x.data(), host}).ok());
+  auto rows = testing::random_floats(2 * 3 * 48, 10);
+  Region r = Region::rows(f.shape, 1, 30, 33);  // straddles tile rows 0 and 1
+  Status s = d->write(p, r, ConstHostView{rows.data(), Format::row_major(DType::f32, {2, 3, 48})});
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  std::vector<float> back(x.size());
+  ASSERT_TRUE(d->read(p, Region::whole(), HostView{back.data(), host}).ok());
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 64; ++i)
+      for (int64_t j = 0; j < 48; ++j) {
+        int64_t at = (h * 64 + i) * 48 + j;
+        float want = (i >= 30 && i < 33) ? rows[(h * 3 + (i - 30)) * 48 + j] : x[at];
+        ASSERT_EQ(back[at], want) << h << "," << i << "," << j;
+      }
+}
+
+TEST(TileDevice, ByteOffsetsAreRefused) {
+  auto d = make("tile");
+  Format f = Format::tiled(Encoding::f32, {32, 32});
+  auto a = d->allocate(2 * *d->allocation_bytes(f), "two tiles");
+  ASSERT_TRUE(a.ok());
+  std::vector<float> x(1024, 1.0f);
+  Status s = d->write(Placement{*a, 4096, f}, Region::whole(),
+                      ConstHostView{x.data(), Format::row_major(DType::f32, {32, 32})});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("offset"), std::string::npos) << s.message();
+}
+
+// y = x @ w^T with a weight too large for the device.
+Graph big_fc_graph(int64_t oc, int64_t ic) {
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, ic};
+  x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  Tensor w;
+  w.name = "w";
+  w.shape = {oc, ic};
+  w.role = Role::weight;
+  w.dtype = DType::f32;
+  w.data = ConstData{nullptr, oc * ic * 4, nullptr};
+  TensorId wi = g.add_tensor(w);
+  TensorId y = *g.add_op(OpKind::fully_connected, {xi, wi});
+  g.tensor(y).role = Role::output;
+  g.inputs = {xi};
+  g.outputs = {y};
+  return g;
+}
+
+TEST(TileDevice, ExceedingCapacityFailsAtPlanningTime) {
+  auto tile = make("tile");
+  auto cpu = make("cpu");
+  // 2^17 x 2^16 bf16 weights = 16 GiB > 12 GiB.
+  auto plan = plan_graph(big_fc_graph(int64_t{1} << 17, int64_t{1} << 16), {tile.get(), cpu.get()});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::out_of_memory);
+  EXPECT_NE(plan.status().message().find("tile:wormhole_n150"), std::string::npos) << plan.status().message();
+  // The same on the 32 GiB Blackhole card plans.
+  auto bh = make("tile:blackhole_p150a");
+  EXPECT_TRUE(plan_graph(big_fc_graph(int64_t{1} << 17, int64_t{1} << 16), {bh.get(), cpu.get()}).ok());
+}
+
+TEST(TileDevice, QuantizedNodesFallBackWithAReason) {
+  Graph g;
+  Tensor x;
+  x.name = "q";
+  x.shape = {1, 8};
+  x.dtype = DType::u8;
+  x.quant = {{0.5f}, {128}, -1};
+  x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  auto y = g.add_op(OpKind::dequantize, {xi}, {}, "deq", DType::f32);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  TensorId r = *g.add_op(OpKind::relu, {*y});
+  g.tensor(r).role = Role::output;
+  g.inputs = {xi};
+  g.outputs = {r};
+  auto tile = make("tile");
+  auto cpu = make("cpu");
+  auto plan = plan_graph(std::move(g), {tile.get(), cpu.get()});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  std::string report = plan->report(true);
+  EXPECT_NE(report.find("not on tile:wormhole_n150: input 0 'q' (u8) is an integer-quantized tensor"), std::string::npos)
+      << report;
+  // relu runs on the tile device, in f32 tiles.
+  EXPECT_NE(report.find("f32/tile32"), std::string::npos) << report;
+}
+
+}  // namespace
+}  // namespace tessera
