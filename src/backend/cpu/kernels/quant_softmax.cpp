@@ -31,7 +31,7 @@ static int32_t exp_on_interval(int32_t a) {
   const int32_t x4 = mul(x2, x2);
   const int32_t x4_over_4 = rounding_divide_by_pot(x4, 2);
   const int32_t poly = rounding_divide_by_pot(mul(x4_over_4 + x3, kOneThird) + x2, 1);
-  return kConstantTerm + mul(kConstantTerm, poly);
+  return kConstantTerm + mul(kConstantTerm, x + poly);  // gemmlowp: c + c * (x + poly)
 }
 
 int32_t exp_on_negative_values(int32_t a, int integer_bits) {
