@@ -109,13 +109,14 @@ Shape Format::padded_shape() const {
       if (shape.size() != 4) return shape;
       return {shape[0], ceil_div(shape[3], c2), shape[1], shape[2], c2};
     case Layout::rk_conv_weight:
-      // Packed as [ceil(OC/32)][ceil(IC/32)][KH][KW][32][32] (rknpu.md, Mesa's layout).
+      // [OCp, KH, KW, ICp]: OC rounded up to even, IC to 16 (IC <= 16) or a multiple of 32;
+      // stored in 32x32 channel blocks, the last ones partial (src/convert/rk_weights.h).
       if (shape.size() != 4) return shape;
-      return {ceil_div(shape[0], 32), ceil_div(shape[3], 32), shape[1], shape[2], 32, 32};
+      return {round_up(shape[0], 2), shape[1], shape[2], shape[3] <= 16 ? 16 : round_up(shape[3], 32)};
     case Layout::rk_dw_weight:
-      // Depthwise: [ceil(C/64)][KH][KW][64] (rknpu.md: 64-channel groups).
+      // [1, KH, KW, Cp]: C rounded up to 16, stored in 64-channel groups (src/convert/rk_weights.h).
       if (shape.size() != 4) return shape;
-      return {ceil_div(shape[3], 64), shape[1], shape[2], 64};
+      return {1, shape[1], shape[2], round_up(shape[3], 16)};
     case Layout::nchw:
       if (shape.size() != 4) return shape;
       return {shape[0], shape[3], shape[1], shape[2]};

@@ -1,0 +1,220 @@
+// Register command emission. Every value goes through the generated field definitions,
+// so a value that does not fit its field is an error, never a silently truncated write.
+// Conventions the device model decodes the same way (docs/rknpu.md "Register streams"):
+//  - CNA sizes are plain counts; CORE, DPU and PPU cube sizes are minus one (NVDLA style);
+//  - strides and addresses in fields whose lowest bit is 4 are in 16-byte units;
+//  - every task writes all the registers it uses; blocks whose OPERATION_ENABLE is not
+//    written do not run.
+#include "backend/rknpu/emit.h"
+
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/regcmd.h"
+#include "convert/rk_weights.h"
+
+namespace tessera::rknpu {
+
+namespace {
+namespace R = regs;
+constexpr int64_t kAddrUnit = 16;  // fields starting at bit 4 hold 16-byte units
+
+int64_t surf_bytes(int64_t h, int64_t w) { return h * w * kC2; }
+
+void emit_cna_core(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& tile, const OpAddresses& a, bool reuse) {
+  const bool dw = op.type == NpuOpType::depthwise;
+  const int64_t eb = op.int16 ? 2 : 1;
+  const uint32_t prec = op.int16 ? kPrecisionInt16 : kPrecisionInt8;
+  const int64_t line = op.in_w * kC2;
+  const int64_t icp = dw ? (op.in_c + kC2 - 1) / kC2 * kC2 : convert::rk_conv_padded_ic(op.in_c);
+  r.set(R::CNA::CONV_CON1__CONV_MODE, dw ? kConvModeDepthwise : kConvModeDirect)
+      .set(R::CNA::CONV_CON1__IN_PRECISION, kPrecisionInt8)
+      .set(R::CNA::CONV_CON1__PROC_PRECISION, prec)
+      .emit();
+  r.set(R::CNA::CONV_CON3__CONV_X_STRIDE, op.stride_w).set(R::CNA::CONV_CON3__CONV_Y_STRIDE, op.stride_h).emit();
+  r.set(R::CNA::DATA_SIZE0__DATAIN_WIDTH, op.in_w).set(R::CNA::DATA_SIZE0__DATAIN_HEIGHT, tile.in_rows).emit();
+  r.set(R::CNA::DATA_SIZE1__DATAIN_CHANNEL, icp).set(R::CNA::DATA_SIZE1__DATAIN_CHANNEL_REAL, op.in_c - 1).emit();
+  r.write(R::CNA::DATA_SIZE2__DATAOUT_WIDTH, op.out_w);
+  r.write(R::CNA::DATA_SIZE3__DATAOUT_ATOMICS, op.out_w * tile.out_rows);
+  // Weights of output channels [oc0, oc0 + ocn): whole 32-kernel groups from oc0.
+  int64_t per_kernel = dw ? op.kh * op.kw * eb : op.kh * op.kw * icp * eb;
+  int64_t ocn_p = dw ? (tile.ocn + kC2 - 1) / kC2 * kC2 : (tile.ocn + 1) / 2 * 2;
+  r.write(R::CNA::WEIGHT_SIZE0__WEIGHT_BYTES, per_kernel * ocn_p);
+  r.write(R::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL, per_kernel);
+  r.set(R::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH, op.kw)
+      .set(R::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT, op.kh)
+      .set(R::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS, tile.ocn)
+      .emit();
+  r.set(R::CNA::CBUF_CON0__DATA_BANK, t.data_banks)
+      .set(R::CNA::CBUF_CON0__WEIGHT_BANK, t.weight_banks)
+      .set(R::CNA::CBUF_CON0__WEIGHT_REUSE, reuse ? 1 : 0)
+      .emit();
+  r.write(R::CNA::CBUF_CON1__DATA_ENTRIES, (t.data_row_bytes + kCbufEntryBytes - 1) / kCbufEntryBytes);
+  if (op.int16) {
+    r.set(R::CNA::CVT_CON0__CVT_BYPASS, 0).set(R::CNA::CVT_CON0__DATA_SIGN, 1).emit();
+    r.set(R::CNA::CVT_CON1__CVT_SCALE0, 1).set_signed(R::CNA::CVT_CON1__CVT_OFFSET0, op.cvt_offset).emit();
+  } else {
+    r.set(R::CNA::CVT_CON0__CVT_BYPASS, 1).set(R::CNA::CVT_CON0__DATA_SIGN, 1).emit();
+  }
+  r.set(R::CNA::PAD_CON0__PAD_TOP, tile.pad_top).set(R::CNA::PAD_CON0__PAD_LEFT, op.pad_left).emit();
+  r.set_signed(R::CNA::PAD_CON1__PAD_VALUE, op.pad_value).emit();
+  r.write(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR, a.input + tile.in_row0 * line);
+  r.write(R::CNA::DMA_CON1__LINE_STRIDE, line);
+  r.write(R::CNA::DMA_CON2__SURF_STRIDE, surf_bytes(op.in_h, op.in_w));
+  int64_t woff = dw ? 0 : tile.oc0 * per_kernel;
+  if (dw) {
+    // Depthwise chunks are whole: the tiling never splits depthwise channels.
+    woff = 0;
+  }
+  r.write(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0, a.weights + woff);
+  r.write(R::CNA::OPERATION_ENABLE__OP_EN, 1);
+
+  r.set(R::CORE::MISC_CFG__PROC_PRECISION, prec).set(R::CORE::MISC_CFG__DW_EN, dw ? 1 : 0).emit();
+  r.set(R::CORE::DATAOUT_SIZE_0__DATAOUT_HEIGHT, tile.out_rows - 1).set(R::CORE::DATAOUT_SIZE_0__DATAOUT_WIDTH, op.out_w - 1).emit();
+  r.write(R::CORE::DATAOUT_SIZE_1__DATAOUT_CHANNEL, tile.ocn - 1);
+  r.write(R::CORE::CLIP_TRUNCATE__CLIP_TRUNCATE, 0);
+  r.write(R::CORE::OPERATION_ENABLE__OP_EN, 1);
+}
+
+void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
+  const bool from_memory = op.type == NpuOpType::add;  // element-wise: MRDMA reads the first operand
+  const int64_t out_line = op.out_w * kC2, out_surf = surf_bytes(op.out_h, op.out_w);
+  const int64_t out_off = tile.out_row0 * out_line + (tile.oc0 / kC2) * out_surf;
+  r.set(R::DPU::FEATURE_MODE_CFG__FLYING_MODE, from_memory ? 1 : 0).emit();
+  r.set(R::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionInt8)
+      .set(R::DPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8)
+      .set(R::DPU::DATA_FORMAT__OUT_PRECISION, kPrecisionInt8)
+      .emit();
+  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output + out_off);
+  r.write(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, out_surf / kAddrUnit);
+  r.write(R::DPU::DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
+  r.write(R::DPU::DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
+  r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
+  // BS: bias (table or register), multiplier (table or register), ReLU / ReLU-X.
+  const bool alu = op.bs_table_used || op.bs_alu_operand != 0 || op.type == NpuOpType::add;
+  const bool mul = op.per_channel || op.type == NpuOpType::add;
+  r.set(R::DPU::BS_CFG__BS_BYPASS, 0)
+      .set(R::DPU::BS_CFG__BS_ALU_BYPASS, alu ? 0 : 1)
+      .set(R::DPU::BS_CFG__BS_ALU_SRC, op.bs_table_used ? 1 : 0)
+      .set(R::DPU::BS_CFG__BS_ALU_ALGO, kAluAlgoAdd)
+      .set(R::DPU::BS_CFG__BS_MUL_BYPASS, mul ? 0 : 1)
+      .set(R::DPU::BS_CFG__BS_RELU_BYPASS, op.relu ? 0 : 1)
+      .set(R::DPU::BS_CFG__BS_RELUX_EN, op.relux ? 1 : 0)
+      .emit();
+  r.set_signed(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND, op.bs_alu_operand).emit();
+  r.set(R::DPU::BS_MUL_CFG__BS_MUL_SRC, op.per_channel ? 1 : 0)
+      .set_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND, op.bs_mul.mantissa)
+      .set(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE, op.bs_mul.shift)
+      .emit();
+  r.set_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT, op.relux_value).emit();
+  r.write(R::DPU::BN_CFG__BN_BYPASS, 1);
+  // EW: the add's other operand, converted into this op's unit and summed.
+  const bool ew = op.ew_input != kNoTensor;
+  r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
+      .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
+      .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
+      .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 0)
+      .set(R::DPU::EW_CFG__EW_RELU_BYPASS, op.ew_relu ? 0 : 1)
+      .set(R::DPU::EW_CFG__EW_RELUX_EN, op.ew_relux ? 1 : 0)
+      .emit();
+  r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
+  r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
+      .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
+      .emit();
+  r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
+  // Output conversion: round(v * scale / 2^shift) + offset, saturated to int8.
+  r.set_signed(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, op.out_offset).emit();
+  r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, op.out_scale.mantissa);
+  r.set(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, op.out_scale.shift).set(R::DPU::OUT_CVT_SHIFT__CVT_ROUND, 1).emit();
+  r.write(R::DPU::OPERATION_ENABLE__OP_EN, 1);
+
+  // DPU_RDMA: the bias/scale table, the EW operand and (element-wise) the main operand.
+  if (!op.bs_table_used && !ew && !from_memory) return;
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1);
+  r.set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE, from_memory ? 0 : 1)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__FLYING_MODE, from_memory ? 1 : 0)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, kPrecisionInt8)
+      .emit();
+  if (from_memory) r.write(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input + out_off);
+  // BRDMA_DATA_USE: bit 0 = the table supplies the ALU operand, bit 1 = the multiplier.
+  uint32_t use = (op.bs_table_used ? 1u : 0u) | (op.per_channel ? 2u : 0u);
+  r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, use);
+  if (use) r.write(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR, a.bs + tile.oc0 * kBsEntryBytes);
+  r.set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE, ew ? 0 : 1).set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DATA_SIZE, 0).emit();
+  if (ew) {
+    r.write(R::DPU_RDMA::RDMA_EW_BASE_ADDR__EW_BASE_ADDR, a.ew + out_off);
+    r.write(R::DPU_RDMA::RDMA_EW_SURF_STRIDE__EW_SURF_STRIDE, out_surf / kAddrUnit);
+  }
+  r.write(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
+}
+
+void emit_ppu(Regcmd& r, const NpuOp& op, const OpAddresses& a) {
+  r.write(R::PPU::DATA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, op.in_w - 1);
+  r.write(R::PPU::DATA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, op.in_h - 1);
+  r.write(R::PPU::DATA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, op.in_c - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_WIDTH__CUBE_OUT_WIDTH, op.out_w - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_HEIGHT__CUBE_OUT_HEIGHT, op.out_h - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_CHANNEL__CUBE_OUT_CHANNEL, op.out_c - 1);
+  r.set(R::PPU::OPERATION_MODE_CFG__POOLING_METHOD, op.type == NpuOpType::avg_pool ? kPoolMethodAverage : kPoolMethodMax)
+      .set(R::PPU::OPERATION_MODE_CFG__FLYING_MODE, 1)
+      .emit();
+  r.set(R::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH, op.kw)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT, op.kh)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH, op.stride_w)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_HEIGHT, op.stride_h)
+      .emit();
+  r.write(R::PPU::RECIP_KERNEL_WIDTH__RECIP_KERNEL_WIDTH, op.recip_w);
+  r.write(R::PPU::RECIP_KERNEL_HEIGHT__RECIP_KERNEL_HEIGHT, op.recip_h);
+  r.set(R::PPU::POOLING_PADDING_CFG__PAD_TOP, op.pad_top).set(R::PPU::POOLING_PADDING_CFG__PAD_LEFT, op.pad_left).emit();
+  // Padding never wins a max and is excluded from averages (no padded average pooling).
+  r.set_signed(R::PPU::PADDING_VALUE_1_CFG__PAD_VALUE_0, -128).emit();
+  r.write(R::PPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output / kAddrUnit);
+  r.write(R::PPU::DST_SURF_STRIDE__DST_SURF_STRIDE, surf_bytes(op.out_h, op.out_w) / kAddrUnit);
+  r.write(R::PPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8);
+  r.write(R::PPU::OPERATION_ENABLE__OP_EN, 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, op.in_w - 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, op.in_h - 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, op.in_c - 1);
+  r.write(R::PPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input);
+  r.write(R::PPU_RDMA::RDMA_SRC_LINE_STRIDE__SRC_LINE_STRIDE, op.in_w * kC2 / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_SRC_SURF_STRIDE__SRC_SURF_STRIDE, surf_bytes(op.in_h, op.in_w) / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_DATA_FORMAT__IN_PRECISION, kPrecisionInt8);
+  r.write(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
+}
+}  // namespace
+
+Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, const TaskTile& tile, const OpAddresses& a,
+                                        bool weight_reuse) {
+  Regcmd r;
+  switch (op.type) {
+    case NpuOpType::conv:
+    case NpuOpType::depthwise:
+      emit_cna_core(r, op, tiling, tile, a, weight_reuse);
+      emit_dpu(r, op, tile, a);
+      break;
+    case NpuOpType::add: emit_dpu(r, op, tile, a); break;
+    case NpuOpType::avg_pool:
+    case NpuOpType::max_pool: emit_ppu(r, op, a); break;
+  }
+  if (!r.status().ok()) return r.status().with_context("[rknpu] " + op.label);
+  return std::move(r.entries());
+}
+
+size_t chained_size(size_t body) {
+  constexpr size_t kPerAlign = kRegcmdAlign / sizeof(uint64_t);
+  return (body + 3 + kPerAlign - 1) / kPerAlign * kPerAlign;
+}
+
+Status append_chain(std::vector<uint64_t>& entries, uint32_t next_addr, uint32_t next_count) {
+  size_t body = entries.size();
+  Regcmd r;
+  r.write(R::PC::BASE_ADDRESS__PC_SOURCE_ADDR, next_addr / kAddrUnit);
+  r.write(R::PC::REGISTER_AMOUNTS__PC_DATA_AMOUNT, next_count);
+  r.write(R::PC::OPERATION_ENABLE__OP_EN, 1);
+  TS_RETURN_IF_ERROR(r.status());
+  entries.insert(entries.end(), r.entries().begin(), r.entries().end());
+  entries.resize(chained_size(body), 0);
+  return Status::Ok();
+}
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,74 @@
+// Facts about the RK3588 NPU the compiler and the device model share, and the model's
+// knobs. Every number cites its source: rknpu.md (../shared/hardware/rknpu.md, which
+// collects the mainline driver, Mesa and NVDLA facts), the register database (field
+// widths; see registers.h), or "Mesa's choice" for empirical constants, or "model knob"
+// for a parameter of Tessera's timing model (calibrated in docs/rknpu.md).
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::rknpu {
+
+// ---- the hardware (rknpu.md "The hardware") ----
+constexpr int kCores = 3;                       // three NPU cores, sharing only DRAM
+constexpr int64_t kMacsPerCycle = 1024;         // int8 MACs per cycle per core
+constexpr double kClockHz = 1.0e9;              // "about 1 GHz"
+constexpr int kCbufBanks = 12;                  // CBUF: 12 banks ...
+constexpr int64_t kCbufBankBytes = 32 * 1024;   // ... of 32 KiB (256 entries of 128 bytes)
+constexpr int64_t kCbufEntryBytes = 128;
+constexpr uint64_t kAddressSpace = uint64_t{1} << 32;  // 32-bit device addresses
+constexpr int64_t kPageBytes = 4096;            // buffers are page-aligned IOMMU mappings
+
+// ---- data formats (rknpu.md "Data formats") ----
+constexpr int64_t kC2 = 16;                     // NC1HWC2 channel block for int8
+constexpr int64_t kWeightGroupOc = 32;          // conv weights: 32 output channels ...
+constexpr int64_t kWeightGroupIc = 32;          // ... x 32 input channels per block
+constexpr int64_t kDwGroup = 64;                // depthwise weights: 64-channel groups
+constexpr int32_t kU8Offset = 0x80;             // uint8 tensors are offset by 0x80 to int8
+
+// ---- register command streams (rknpu.md "Tasks, jobs and register command streams") ----
+constexpr int64_t kRegcmdAlign = 64;            // a task's command buffer is 64-byte aligned
+constexpr int kRegcmdTargetShift = 48;          // entry = target << 48 | value << 16 | offset
+constexpr int kRegcmdValueShift = 16;
+
+// Field encodings that the register database names but does not enumerate. They follow
+// NVDLA's conventions (nvdla.org hardware manual), as Mesa's driver does.
+constexpr uint32_t kPrecisionInt8 = 0;          // IN/PROC/OUT_PRECISION: int8
+constexpr uint32_t kPrecisionInt16 = 1;         // int16
+constexpr uint32_t kPrecisionInt32 = 2;         // OUT_PRECISION only: raw int32 results
+constexpr uint32_t kConvModeDirect = 0;         // CNA CONV_MODE: direct convolution
+constexpr uint32_t kConvModeDepthwise = 3;      // depthwise (Mesa's value)
+constexpr uint32_t kAluAlgoMax = 0;             // BS/EW ALU: max
+constexpr uint32_t kAluAlgoMin = 1;             // min
+constexpr uint32_t kAluAlgoAdd = 2;             // add
+constexpr uint32_t kPoolMethodAverage = 0;      // PPU POOLING_METHOD
+constexpr uint32_t kPoolMethodMax = 1;
+constexpr uint32_t kRecipFractionBits = 16;     // PPU RECIP_KERNEL_*: 1/k in 0.16 fixed point (17-bit field)
+
+// ---- the compiler's policy ----
+// Mesa reserves one weight bank more than the weights need (Mesa's choice).
+constexpr int kMesaExtraWeightBanks = 1;
+// When the weights do not fit beside the data, Mesa splits the CBUF 7 data + 5 weight banks
+// and streams the weights per task (Mesa's choice).
+constexpr int kMesaStreamDataBanks = 7;
+constexpr int kMesaStreamWeightBanks = 5;
+
+// ---- the timing model (model knobs; calibrated in docs/rknpu.md) ----
+// DRAM bandwidth one core sees for its DMA (LPDDR4x/5 on RK3588 boards peaks near 17 GB/s
+// for the whole SoC; a core's NVDLA-style DMA gets a fraction of it).
+constexpr double kDramBytesPerSecond = 6.0e9;
+// Fixed cost of one task: the PC fetching ~130 register writes, block setup and drain.
+constexpr double kTaskOverheadSeconds = 18e-6;
+// Fixed cost of one job: kernel scheduling, IOMMU/cache maintenance, the completion
+// interrupt and fence signalling.
+constexpr double kJobOverheadSeconds = 120e-6;
+// Depthwise convolution uses one input channel per output channel, so only a fraction of
+// the MAC array (which multiplies 32 input channels at once) does useful work.
+constexpr double kDepthwiseMacEfficiency = 1.0 / 16.0;
+// int16 processing runs at half the int8 MAC rate (NVDLA: int16 is half of int8).
+constexpr double kInt16MacRateFactor = 0.5;
+// Host-side cost the Mesa-like baseline pays per op for relayout between ops on the CPU
+// (rknpu.md: "CPU-side relayout dominate"), bytes per second of tensor data touched.
+constexpr double kHostRelayoutBytesPerSecond = 1.5e9;
+
+}  // namespace tessera::rknpu

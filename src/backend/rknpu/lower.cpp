@@ -1,0 +1,402 @@
+// Lowering of conv2d, depthwise_conv2d, add and pooling nodes to NPU operations.
+//
+// Arithmetic (docs/rknpu.md "Arithmetic"): feature maps hold int8 values a = q - off, where
+// off = 0x80 for u8 tensors and 0 for i8 (rknpu.md: u8 is offset by 0x80). Weights are
+// packed as d = w - w_zp. When every d fits int8 the MAC array runs int8: the padding value
+// is the input zero point (in_zp - off) and the bias absorbs the input zero point,
+// bias' = bias - (in_zp - off) * sum(d) (rknpu.md). Otherwise (uint8 models whose weights
+// span more than 255 around their zero point, which is most of them) the CNA converts each
+// input to int16, a + (off - in_zp) = q - in_zp, and the MAC array runs int16 with int16
+// weights: exact, at half the MAC rate. The DPU then adds the bias (BS ALU), optionally
+// multiplies per channel (BS MUL, per-channel models), clamps (BS ReLU/ReLU-X) and converts
+// the result with a 16-bit mantissa, a shift and the output offset (OUT_CVT).
+#include "backend/rknpu/lower.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/regcmd.h"
+#include "backend/rknpu/tiling.h"
+#include "convert/rk_weights.h"
+
+namespace tessera::rknpu {
+
+namespace {
+
+// The shift fields' widths (register database): BS_MUL_SHIFT_VALUE 6 bits, EW_OP_CVT_SHIFT
+// 6 bits, OUT_CVT_SHIFT 12 bits.
+constexpr int kBsShiftMax = static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max());
+constexpr int kEwShiftMax = static_cast<int>(regs::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT.max());
+constexpr int kOutShiftMax = static_cast<int>(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT.max());
+constexpr int32_t kMantissaBits = 15;  // positive part of a signed 16-bit mantissa
+
+Status no(const Node& n, const std::string& why) {
+  return error(StatusCode::unsupported, why);
+}
+
+int32_t storage_offset(DType t) { return t == DType::u8 ? kU8Offset : 0; }
+
+bool quantized8(const Tensor& t) { return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty(); }
+
+std::string dt(const Tensor& t) { return std::string(dtype_name(t.dtype)) + shape_str(t.shape); }
+
+// Reads a u8/i8 constant as int32 values.
+std::vector<int32_t> const_values(const Tensor& t) {
+  std::vector<int32_t> v(static_cast<size_t>(t.elements()));
+  const uint8_t* p = t.data->data;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.dtype == DType::u8 ? p[i] : static_cast<int8_t>(p[i]);
+  return v;
+}
+
+void put_bs_entry(std::vector<uint8_t>& table, int64_t c, int32_t bias, Scale16 mul) {
+  uint8_t* e = table.data() + c * kBsEntryBytes;
+  int16_t m = static_cast<int16_t>(mul.mantissa);
+  std::memcpy(e, &bias, 4);
+  std::memcpy(e + 4, &m, 2);
+  e[6] = static_cast<uint8_t>(mul.shift);
+  e[7] = 0;
+}
+
+// Activation: a TFLite fused activation becomes output saturation when the output's
+// quantized range already ends at the activation's bounds, otherwise a ReLU / ReLU-X clamp
+// in the DPU at `unit` (the real value of one unit where the clamp is applied).
+Status lower_activation(const Node& n, const Tensor& out, double unit, bool& relu, bool& relux, int32_t& relux_value) {
+  std::string act = n.attr_str("activation", "none");
+  if (act == "none") return Status::Ok();
+  if (act != "relu" && act != "relu6")
+    return no(n, "activation '" + act + "' has no DPU form (relu and relu6 only)");
+  const int64_t zp = out.quant.zero_point_at(0);
+  const double so = out.quant.scale_at(0);
+  const int64_t qmin = out.dtype == DType::u8 ? 0 : -128, qmax = out.dtype == DType::u8 ? 255 : 127;
+  if (zp > qmin) relu = true;  // 0.0 is inside the range: clamp at 0
+  if (act == "relu6" && zp + std::lround(6.0 / so) < qmax) {
+    relux = true;
+    double t = std::round(6.0 / unit);
+    if (t > std::numeric_limits<int32_t>::max()) return no(n, "relu6 bound does not fit the ReLU-X compare value");
+    relux_value = static_cast<int32_t>(t);
+    relu = true;
+  }
+  return Status::Ok();
+}
+
+Status check_feature(const Node& n, const Tensor& t, const char* what) {
+  if (!quantized8(t)) return no(n, std::string(what) + " '" + t.name + "' is " + dt(t) + ", the NPU runs u8/i8 quantized tensors only");
+  if (t.quant.per_axis()) return no(n, std::string(what) + " '" + t.name + "' is quantized per channel; feature maps must be per tensor");
+  if (t.shape.size() != 4) return no(n, std::string(what) + " '" + t.name + "' " + dt(t) + " is not a 4-D NHWC feature map");
+  const int64_t zp = t.quant.zero_point_at(0);
+  if (zp < (t.dtype == DType::u8 ? 0 : -128) || zp > (t.dtype == DType::u8 ? 255 : 127))
+    return no(n, std::string(what) + " '" + t.name + "' has zero point " + std::to_string(zp) + " outside its dtype");
+  if (t.shape[0] != 1) return no(n, std::string(what) + " '" + t.name + "' has batch " + std::to_string(t.shape[0]) + "; the NPU path runs batch 1");
+  // Field limits (register database): CNA DATAIN_WIDTH/HEIGHT 11 bits, DPU cube channel 13 bits.
+  if (!fits(regs::CNA::DATA_SIZE0__DATAIN_WIDTH, t.shape[2]) || !fits(regs::CNA::DATA_SIZE0__DATAIN_HEIGHT, t.shape[1]))
+    return no(n, std::string(what) + " '" + t.name + "' is " + std::to_string(t.shape[1]) + "x" + std::to_string(t.shape[2]) +
+                     "; width and height must be <= " + std::to_string(regs::CNA::DATA_SIZE0__DATAIN_WIDTH.max()));
+  if (!fits(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL, t.shape[3] - 1))
+    return no(n, std::string(what) + " '" + t.name + "' has " + std::to_string(t.shape[3]) + " channels, above the DPU's " +
+                     std::to_string(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL.max() + 1));
+  return Status::Ok();
+}
+
+Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts) {
+  const bool dw = n.op == OpKind::depthwise_conv2d;
+  NpuOp op;
+  op.type = dw ? NpuOpType::depthwise : NpuOpType::conv;
+  op.nodes = {};
+  op.label = n.label();
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& w = g.tensor(n.inputs[1]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype) return no(n, "input and output dtypes differ");
+  if (!quantized8(w) || !w.data) return no(n, "weights '" + w.name + "' are not constant u8/i8 quantized (" + dt(w) + ")");
+  if (w.dtype != x.dtype && !(x.dtype == DType::i8)) return no(n, "u8 input with " + std::string(dtype_name(w.dtype)) + " weights");
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+  if (has_bias) {
+    const Tensor& b = g.tensor(n.inputs[2]);
+    if (b.dtype != DType::i32 || !b.data) return no(n, "bias '" + b.name + "' is not a constant i32 tensor");
+  }
+  if (n.attr_int("dilation_h", 1) != 1 || n.attr_int("dilation_w", 1) != 1)
+    return no(n, "dilation " + std::to_string(n.attr_int("dilation_h", 1)) + "x" + std::to_string(n.attr_int("dilation_w", 1)) +
+                     " is not lowered (dilation 1 only, as Mesa)");
+  if (dw && n.attr_int("depth_multiplier", 1) != 1) return no(n, "depth_multiplier != 1");
+
+  op.input = n.inputs[0];
+  op.output = n.outputs[0];
+  op.in_h = x.shape[1], op.in_w = x.shape[2], op.in_c = x.shape[3];
+  op.out_h = y.shape[1], op.out_w = y.shape[2], op.out_c = y.shape[3];
+  op.kh = w.shape[1], op.kw = w.shape[2];
+  op.stride_h = n.attr_int("stride_h", 1), op.stride_w = n.attr_int("stride_w", 1);
+  op.pad_top = n.attr_int("pad_top", 0), op.pad_left = n.attr_int("pad_left", 0);
+  // Field limits (register database; rknpu.md): kernel <= 31, stride <= 7, top/left pad <= 15.
+  if (!fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH, op.kw) || !fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT, op.kh))
+    return no(n, "kernel " + std::to_string(op.kh) + "x" + std::to_string(op.kw) + " exceeds the CNA's " +
+                     std::to_string(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH.max()));
+  if (!fits(regs::CNA::CONV_CON3__CONV_X_STRIDE, op.stride_w) || !fits(regs::CNA::CONV_CON3__CONV_Y_STRIDE, op.stride_h) ||
+      op.stride_w < 1 || op.stride_h < 1)
+    return no(n, "stride " + std::to_string(op.stride_h) + "x" + std::to_string(op.stride_w) + " outside 1.." +
+                     std::to_string(regs::CNA::CONV_CON3__CONV_X_STRIDE.max()));
+  if (!fits(regs::CNA::PAD_CON0__PAD_TOP, op.pad_top) || !fits(regs::CNA::PAD_CON0__PAD_LEFT, op.pad_left))
+    return no(n, "padding top " + std::to_string(op.pad_top) + " / left " + std::to_string(op.pad_left) + " exceeds the CNA's " +
+                     std::to_string(regs::CNA::PAD_CON0__PAD_TOP.max()));
+  if (!fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS, op.out_c))
+    return no(n, std::to_string(op.out_c) + " output channels exceed WEIGHT_KERNELS");
+  if (dw && op.out_c != op.in_c) return no(n, "depthwise with different input and output channels");
+
+  // Quantization.
+  const int32_t off_in = storage_offset(x.dtype), off_out = storage_offset(y.dtype);
+  const int64_t in_zp = x.quant.zero_point_at(0), out_zp = y.quant.zero_point_at(0);
+  const double si = x.quant.scale_at(0), so = y.quant.scale_at(0);
+  const int64_t oc = op.out_c;
+  const int64_t per_oc = dw ? op.kh * op.kw : op.kh * op.kw * op.in_c;  // weights per output channel
+  if (w.quant.per_axis() && static_cast<int64_t>(w.quant.scale.size()) != oc)
+    return no(n, "weights quantized along an axis with " + std::to_string(w.quant.scale.size()) + " scales for " +
+                     std::to_string(oc) + " channels");
+  op.per_channel = w.quant.per_axis();
+  // d = w - w_zp; the channel of element i is i / per_oc (conv, [OC,KH,KW,IC]) or i % C (dw).
+  std::vector<int32_t> d = const_values(w);
+  std::vector<int64_t> dsum(oc, 0);
+  bool fits8 = true;
+  for (size_t i = 0; i < d.size(); ++i) {
+    int64_t c = dw ? static_cast<int64_t>(i) % oc : static_cast<int64_t>(i) / per_oc;
+    d[i] -= static_cast<int32_t>(w.quant.zero_point_at(op.per_channel ? c : 0));
+    fits8 = fits8 && d[i] >= -128 && d[i] <= 127;
+    dsum[c] += d[i];
+  }
+  op.int16 = !fits8;
+  const int eb = op.int16 ? 2 : 1;
+  if (op.int16) {
+    op.cvt_offset = off_in - static_cast<int32_t>(in_zp);  // a + cvt_offset = q - in_zp
+    op.pad_value = 0;                                      // padding applies after the conversion
+  } else {
+    op.pad_value = static_cast<int32_t>(in_zp) - off_in;   // padding holds the input zero point
+  }
+  if (dw) {
+    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_dw_geometry(w.shape));
+    op.weight_bytes = geo.elements() * eb;
+    if (opts.pack) {
+      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_dw_weights(w.shape, d, eb));
+    }
+  } else {
+    if (w.shape[3] != op.in_c) return no(n, "weights input channels differ from the input's");
+    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_conv_geometry(w.shape));
+    op.weight_bytes = geo.elements() * eb;
+    if (opts.pack) {
+      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_conv_weights(w.shape, d, eb));
+    }
+  }
+  op.macs = op.out_h * op.out_w * oc * per_oc;
+
+  // Bias table and requantization.
+  op.bs_table_used = true;
+  op.bs_table.assign(static_cast<size_t>(oc * kBsEntryBytes), 0);
+  const int32_t* bias = has_bias ? reinterpret_cast<const int32_t*>(g.tensor(n.inputs[2]).data->data) : nullptr;
+  for (int64_t c = 0; c < oc; ++c) {
+    int64_t b = bias ? bias[c] : 0;
+    if (!op.int16) b -= (in_zp - off_in) * dsum[c];
+    if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max())
+      return no(n, "bias of channel " + std::to_string(c) + " with the zero point folded in overflows int32");
+    Scale16 mul;
+    if (op.per_channel) {
+      auto s = encode_scale16(si * w.quant.scale_at(c) / so, kBsShiftMax);
+      if (!s.ok()) return no(n, "per-channel scale of channel " + std::to_string(c) + ": " + s.status().message());
+      mul = *s;
+    }
+    put_bs_entry(op.bs_table, c, static_cast<int32_t>(b), mul);
+  }
+  if (op.per_channel) {
+    op.out_scale = {1, 0};  // the BS stage already produced output units
+  } else {
+    auto s = encode_scale16(si * w.quant.scale_at(0) / so, kOutShiftMax);
+    if (!s.ok()) return no(n, "output scale: " + s.status().message());
+    op.out_scale = *s;
+  }
+  op.out_offset = static_cast<int32_t>(out_zp) - off_out;
+  const double unit = op.per_channel ? so : si * w.quant.scale_at(0);
+  TS_RETURN_IF_ERROR(lower_activation(n, y, unit, op.relu, op.relux, op.relux_value));
+  if (!opts.pack) op.bs_table.clear();
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+// Element-wise add of two feature maps of the same shape: both operands are brought to a
+// common unit s_c = max(sa, sb) / 2^14 (BS for the first, EW for the second), summed and
+// converted to the output.
+Result<NpuOp> lower_add(const Graph& g, const Node& n) {
+  NpuOp op;
+  op.type = NpuOpType::add;
+  op.label = n.label();
+  const Tensor& a = g.tensor(n.inputs[0]);
+  const Tensor& b = g.tensor(n.inputs[1]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, a, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, b, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (a.shape != b.shape) return no(n, "broadcasting add " + shape_str(a.shape) + " + " + shape_str(b.shape) + " (same shapes only)");
+  if (a.dtype != y.dtype || b.dtype != y.dtype) return no(n, "mixed dtypes");
+  if (a.data || b.data) return no(n, "an operand is a constant");
+  op.input = n.inputs[0];
+  op.ew_input = n.inputs[1];
+  op.output = n.outputs[0];
+  op.in_h = op.out_h = a.shape[1];
+  op.in_w = op.out_w = a.shape[2];
+  op.in_c = op.out_c = a.shape[3];
+  const double sa = a.quant.scale_at(0), sb = b.quant.scale_at(0), so = y.quant.scale_at(0);
+  const double sc = std::max(sa, sb) / double(1 << (kMantissaBits - 1));
+  const int32_t off = storage_offset(a.dtype);
+  op.bs_alu_operand = off - static_cast<int32_t>(a.quant.zero_point_at(0));
+  op.ew_offset = off - static_cast<int32_t>(b.quant.zero_point_at(0));
+  auto ma = encode_scale16(sa / sc, kBsShiftMax);
+  auto mb = encode_scale16(sb / sc, kEwShiftMax);
+  auto mo = encode_scale16(sc / so, kOutShiftMax);
+  if (!ma.ok() || !mb.ok() || !mo.ok()) return no(n, "operand scales cannot be encoded (ratio out of range)");
+  op.bs_mul = *ma;
+  op.ew_scale = *mb;
+  op.out_scale = *mo;
+  op.out_offset = static_cast<int32_t>(y.quant.zero_point_at(0)) - storage_offset(y.dtype);
+  TS_RETURN_IF_ERROR(lower_activation(n, y, sc, op.ew_relu, op.ew_relux, op.ew_relux_value));
+  op.macs = 0;
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+// Pooling on the PPU. Average pooling is exact only without padding (the PPU divides by
+// the full kernel size through fixed reciprocals), and TFLite's quantized pooling keeps the
+// input's quantization, which the PPU also does.
+Result<NpuOp> lower_pool(const Graph& g, const Node& n) {
+  NpuOp op;
+  op.type = n.op == OpKind::avg_pool2d ? NpuOpType::avg_pool : NpuOpType::max_pool;
+  op.label = n.label();
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "pooling that changes the quantization");
+  if (n.attr_str("activation", "none") != "none") return no(n, "pooling with a fused activation");
+  op.input = n.inputs[0];
+  op.output = n.outputs[0];
+  op.in_h = x.shape[1], op.in_w = x.shape[2], op.in_c = x.shape[3];
+  op.out_h = y.shape[1], op.out_w = y.shape[2], op.out_c = y.shape[3];
+  op.kh = n.attr_int("filter_h", 1), op.kw = n.attr_int("filter_w", 1);
+  op.stride_h = n.attr_int("stride_h", 1), op.stride_w = n.attr_int("stride_w", 1);
+  op.pad_top = n.attr_int("pad_top", 0), op.pad_left = n.attr_int("pad_left", 0);
+  int64_t pad_b = n.attr_int("pad_bottom", 0), pad_r = n.attr_int("pad_right", 0);
+  // Field limits (register database): PPU kernel and stride 4 bits, padding 3 bits.
+  if (!fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH, op.kw) || !fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT, op.kh) ||
+      op.kh < 1 || op.kw < 1)
+    return no(n, "pooling kernel " + std::to_string(op.kh) + "x" + std::to_string(op.kw) + " exceeds the PPU's " +
+                     std::to_string(regs::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH.max()));
+  if (!fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH, op.stride_w) ||
+      !fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_HEIGHT, op.stride_h))
+    return no(n, "pooling stride exceeds the PPU's " + std::to_string(regs::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH.max()));
+  if (!fits(regs::PPU::POOLING_PADDING_CFG__PAD_TOP, op.pad_top) || !fits(regs::PPU::POOLING_PADDING_CFG__PAD_LEFT, op.pad_left) ||
+      !fits(regs::PPU::POOLING_PADDING_CFG__PAD_BOTTOM, pad_b) || !fits(regs::PPU::POOLING_PADDING_CFG__PAD_RIGHT, pad_r))
+    return no(n, "pooling padding exceeds the PPU's " + std::to_string(regs::PPU::POOLING_PADDING_CFG__PAD_TOP.max()));
+  if (op.type == NpuOpType::avg_pool) {
+    if (op.pad_top || op.pad_left || pad_b || pad_r)
+      return no(n, "padded average pooling (the PPU divides by the whole kernel; TFLite excludes padding)");
+    op.recip_w = static_cast<int32_t>(std::lround(double(1 << kRecipFractionBits) / double(op.kw)));
+    op.recip_h = static_cast<int32_t>(std::lround(double(1 << kRecipFractionBits) / double(op.kh)));
+  }
+  op.out_offset = 0;
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+}  // namespace
+
+const char* npu_op_type_name(NpuOpType t) {
+  switch (t) {
+    case NpuOpType::conv: return "conv";
+    case NpuOpType::depthwise: return "depthwise";
+    case NpuOpType::add: return "add";
+    case NpuOpType::avg_pool: return "avg_pool";
+    case NpuOpType::max_pool: return "max_pool";
+  }
+  return "?";
+}
+
+Result<Scale16> encode_scale16(double m, int max_shift) {
+  if (!(m > 0) || !std::isfinite(m)) return error(StatusCode::unsupported, "multiplier ", m, " is not positive");
+  int e = 0;
+  double f = std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1)
+  int64_t mant = std::llround(f * double(1 << kMantissaBits));
+  if (mant == (int64_t{1} << kMantissaBits)) {
+    mant >>= 1;
+    ++e;
+  }
+  int shift = kMantissaBits - e;
+  // Too small a multiplier for the shift field: lose mantissa bits instead.
+  while (shift > max_shift && mant > 0) {
+    mant = (mant + 1) >> 1;
+    --shift;
+  }
+  if (shift < 0) return error(StatusCode::unsupported, "multiplier ", m, " is too large for a 16-bit mantissa");
+  if (mant == 0) return error(StatusCode::unsupported, "multiplier ", m, " is too small for the shift field");
+  return Scale16{static_cast<int32_t>(mant), shift};
+}
+
+Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts) {
+  Result<NpuOp> r = [&]() -> Result<NpuOp> {
+    switch (n.op) {
+      case OpKind::conv2d:
+      case OpKind::depthwise_conv2d: return lower_conv(g, n, opts);
+      case OpKind::add: return lower_add(g, n);
+      case OpKind::avg_pool2d:
+      case OpKind::max_pool2d: return lower_pool(g, n);
+      case OpKind::fully_connected:
+        return error(StatusCode::unsupported,
+                     "fully_connected reads rank-2 activations, which have no NC1HWC2 form here (a 1x1 conv over a "
+                     "4-D input runs on the NPU)");
+      default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
+    }
+  }();
+  return r;
+}
+
+Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {
+  if (op.type != NpuOpType::conv && op.type != NpuOpType::depthwise) return error(StatusCode::unsupported, "producer is not a convolution");
+  if (op.per_channel) return error(StatusCode::unsupported, "per-channel convolution (its DPU output is already in output units)");
+  if (op.ew_input != kNoTensor) return error(StatusCode::unsupported, "already fused");
+  const Tensor& conv_out = g.tensor(op.output);
+  TensorId other = add.inputs[0] == op.output ? add.inputs[1] : add.inputs[0];
+  const Tensor& b = g.tensor(other);
+  const Tensor& y = g.tensor(add.outputs[0]);
+  if (b.shape != conv_out.shape || y.shape != conv_out.shape) return error(StatusCode::unsupported, "shapes differ");
+  if (b.dtype != y.dtype || y.dtype != conv_out.dtype || b.data || !quantized8(b) || !quantized8(y) || b.quant.per_axis() ||
+      y.quant.per_axis())
+    return error(StatusCode::unsupported, "operand types");
+  // The accumulator unit of the conv: in_scale * weight_scale (per tensor).
+  const Tensor& x = g.tensor(op.input);
+  const Node* conv = nullptr;
+  for (const Node& nd : g.nodes())
+    if (!nd.outputs.empty() && nd.outputs[0] == op.output) conv = &nd;
+  if (!conv) return error(StatusCode::internal, "conv node not found");
+  const double unit = x.quant.scale_at(0) * g.tensor(conv->inputs[1]).quant.scale_at(0);
+  const double sb = b.quant.scale_at(0), so = y.quant.scale_at(0);
+  auto mb = encode_scale16(sb / unit, kEwShiftMax);
+  auto mo = encode_scale16(unit / so, kOutShiftMax);
+  if (!mb.ok() || !mo.ok()) return error(StatusCode::unsupported, "scale ratios do not fit the EW/OUT converters");
+  // The conv's activation can no longer come from saturating its (now unwritten) output:
+  // clamp explicitly in the BS stage, before the add (TFLite order).
+  std::string act = conv->attr_str("activation", "none");
+  if (act == "relu" || act == "relu6") op.relu = true;
+  if (act == "relu6") {
+    op.relux = true;
+    op.relux_value = static_cast<int32_t>(std::lround(6.0 / unit));
+  }
+  op.ew_input = other;
+  op.ew_offset = storage_offset(b.dtype) - static_cast<int32_t>(b.quant.zero_point_at(0));
+  op.ew_scale = *mb;
+  op.out_scale = *mo;
+  op.out_offset = static_cast<int32_t>(y.quant.zero_point_at(0)) - storage_offset(y.dtype);
+  TS_RETURN_IF_ERROR(lower_activation(add, y, unit, op.ew_relu, op.ew_relux, op.ew_relux_value));
+  op.output = add.outputs[0];
+  op.nodes.push_back(add_index);
+  op.label += " + " + add.label();
+  return Status::Ok();
+}
+
+}  // namespace tessera::rknpu

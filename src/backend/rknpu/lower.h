@@ -1,0 +1,85 @@
+// Lowering: one graph node (or a conv with the add that reads it) -> one NPU operation in
+// hardware terms: geometry, packed weights, the bias/scale table and the requantization
+// encoded as the DPU's scale/shift/offset fields. Every hardware limit is checked here, so
+// that `supports()` and `compile()` give the same answer and the same reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/graph.h"
+
+namespace tessera::rknpu {
+
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool };
+const char* npu_op_type_name(NpuOpType t);
+
+// A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
+struct Scale16 {
+  int32_t mantissa = 1;
+  int32_t shift = 0;
+};
+// Encodes `m` (> 0); error if it cannot be represented with shift in [0, max_shift].
+Result<Scale16> encode_scale16(double m, int max_shift);
+
+struct NpuOp {
+  NpuOpType type = NpuOpType::conv;
+  std::vector<int> nodes;  // graph nodes this op implements (a conv and a fused add: two)
+  std::string label;       // for dumps and errors
+  TensorId input = kNoTensor;     // [1, H, W, C], stored int8 NC1HWC2
+  TensorId output = kNoTensor;    // [1, OH, OW, OC], stored int8 NC1HWC2
+  TensorId ew_input = kNoTensor;  // the add's other operand (fused add, element-wise add)
+
+  // Geometry.
+  int64_t in_h = 0, in_w = 0, in_c = 0;
+  int64_t out_h = 0, out_w = 0, out_c = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+
+  // Convolution arithmetic: CNA input conversion and padding, packed weights.
+  bool int16 = false;            // processing precision int16 (weights minus zero point exceed int8)
+  int32_t pad_value = 0;         // CNA PAD_VALUE, in the processing domain
+  int32_t cvt_offset = 0;        // CNA CVT offset added to each input value (int16 mode)
+  std::vector<uint8_t> weights;  // rk_conv_weight / rk_dw_weight packed, int8 or int16 elements
+  int64_t weight_bytes = 0;      // size of `weights` (known even when not packed)
+
+  // DPU: BS stage. The table holds per output channel {int32 bias, int16 mul, uint8 shift, pad}.
+  bool bs_table_used = false;
+  bool per_channel = false;      // the table's mul/shift are used (per-channel requantization)
+  std::vector<uint8_t> bs_table;
+  int32_t bs_alu_operand = 0;    // register operand (element-wise add: -zero point)
+  Scale16 bs_mul;                // register multiplier (element-wise add)
+  bool relu = false;             // BS ReLU (clamp at 0)
+  bool relux = false;            // BS ReLU-X (clamp at relux_value)
+  int32_t relux_value = 0;
+  // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
+  int32_t ew_offset = 0;
+  Scale16 ew_scale;
+  bool ew_relu = false, ew_relux = false;
+  int32_t ew_relux_value = 0;
+  // DPU: output conversion.
+  Scale16 out_scale;
+  int32_t out_offset = 0;        // out_zp - 0x80 for u8, out_zp for i8
+
+  // PPU pooling.
+  int32_t recip_w = 0, recip_h = 0;
+
+  int64_t macs = 0;  // useful multiply-accumulates (reporting)
+};
+
+// Per-channel bias/scale table entry size in bytes (int32 bias, int16 mul, uint8 shift, pad).
+constexpr int64_t kBsEntryBytes = 8;
+
+struct LowerOptions {
+  bool pack = true;  // pack weights and tables (false: only check and size)
+};
+
+// Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
+// cannot run it, shown by `tessera inspect`.
+Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts = {});
+
+// Fuses the element-wise add `add` (reading conv output `op.output` and `other`) into the
+// conv `op` as its DPU EW stage; error (unsupported) with the reason when it cannot.
+Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op);
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,458 @@
+// The device model: buffer objects in a 32-bit NPU address space, and an executor that
+// decodes each task's register command buffer (never the compiler's structures) and runs
+// the CNA/CORE (convolution), DPU (bias, scale, ReLU, element-wise, output conversion) and
+// PPU (pooling) semantics in int8/int16/int32, with a modelled time per task and job.
+// The register conventions are those emit.cpp documents (docs/rknpu.md "Register streams").
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/lower.h"
+#include "backend/rknpu/regcmd.h"
+#include "backend/rknpu/transport.h"
+#include "convert/rk_weights.h"
+
+namespace tessera::rknpu {
+
+namespace {
+namespace R = regs;
+constexpr int64_t kAddrUnit = 16;
+
+int32_t sat32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+// round(v * m / 2^s), rounding half up, then saturated to int32.
+int32_t scale_round(int64_t v, int64_t m, int s) {
+  int64_t p = v * m;
+  if (s > 0) p = (p + (int64_t{1} << (s - 1))) >> s;
+  return sat32(p);
+}
+
+class Memory {
+ public:
+  explicit Memory(uint64_t space) : space_(space) {}
+
+  Result<BoInfo> create(int64_t size) {
+    int64_t bytes = (std::max<int64_t>(size, 1) + kPageBytes - 1) / kPageBytes * kPageBytes;
+    // First fit above page 0 (address 0 is never handed out: the hardware treats it specially).
+    uint64_t addr = kPageBytes;
+    for (const auto& [a, h] : by_addr_) {
+      if (a >= addr + bytes) break;
+      addr = std::max<uint64_t>(addr, a + bos_.at(h).bytes.size());
+    }
+    if (addr + bytes > space_)
+      return error(StatusCode::out_of_memory, "no room for a ", size, "-byte buffer object in the ", space_ >> 20,
+                   " MiB NPU address space");
+    BoInfo info;
+    info.handle = next_handle_++;
+    info.dma_address = static_cast<uint32_t>(addr);
+    info.size = bytes;
+    Bo& bo = bos_[info.handle];
+    bo.addr = info.dma_address;
+    bo.bytes.assign(bytes, 0);
+    info.cpu = bo.bytes.data();
+    by_addr_[addr] = info.handle;
+    return info;
+  }
+
+  Status destroy(uint32_t handle) {
+    auto it = bos_.find(handle);
+    if (it == bos_.end()) return error(StatusCode::invalid_argument, "unknown buffer object ", handle);
+    by_addr_.erase(it->second.addr);
+    bos_.erase(it);
+    return Status::Ok();
+  }
+
+  bool exists(uint32_t handle) const { return bos_.count(handle) != 0; }
+
+  // The host bytes behind NPU addresses [addr, addr + len), which must lie in one BO.
+  Result<uint8_t*> translate(uint64_t addr, int64_t len, const char* what) {
+    auto it = by_addr_.upper_bound(addr);
+    if (it != by_addr_.begin()) {
+      --it;
+      Bo& bo = bos_.at(it->second);
+      if (addr >= bo.addr && addr + len <= bo.addr + bo.bytes.size()) return bo.bytes.data() + (addr - bo.addr);
+    }
+    return error(StatusCode::out_of_range, what, ": NPU address 0x", std::hex, addr, std::dec, " (+", len,
+                 " bytes) is outside every buffer object");
+  }
+
+ private:
+  struct Bo {
+    uint32_t addr = 0;
+    std::vector<uint8_t> bytes;
+  };
+  uint64_t space_;
+  std::map<uint32_t, Bo> bos_;
+  std::map<uint64_t, uint32_t> by_addr_;
+  uint32_t next_handle_ = 1;
+};
+
+// A feature cube in NC1HWC2: [ceil(C/16)][H][W][16] int8 at `base`.
+struct Cube {
+  uint8_t* base = nullptr;
+  int64_t line = 0, surf = 0;
+  int8_t& at(int64_t c, int64_t y, int64_t x) const {
+    return reinterpret_cast<int8_t*>(base)[(c / kC2) * surf + y * line + x * kC2 + c % kC2];
+  }
+};
+
+Result<Cube> map_cube(Memory& m, uint64_t addr, int64_t channels, int64_t h, int64_t w, int64_t line, int64_t surf,
+                      const char* what) {
+  int64_t len = ((channels + kC2 - 1) / kC2 - 1) * surf + (h - 1) * line + w * kC2;
+  TS_ASSIGN_OR_RETURN(uint8_t * p, m.translate(addr, len, what));
+  return Cube{p, line, surf};
+}
+
+class Executor {
+ public:
+  Executor(Memory& m, const RegisterFile& r) : m_(m), r_(r) {}
+
+  Result<TaskTiming> run() {
+    TaskTiming t;
+    bool cna = r_.get(R::CNA::OPERATION_ENABLE__OP_EN), dpu = r_.get(R::DPU::OPERATION_ENABLE__OP_EN),
+         ppu = r_.get(R::PPU::OPERATION_ENABLE__OP_EN);
+    if (!r_.get(R::PC::OPERATION_ENABLE__OP_EN))
+      return error(StatusCode::invalid_argument, "task never writes PC.OPERATION_ENABLE");
+    if (cna) {
+      if (!dpu || r_.get(R::DPU::FEATURE_MODE_CFG__FLYING_MODE))
+        return error(StatusCode::invalid_argument, "convolution task without the DPU on the fly");
+      TS_RETURN_IF_ERROR(convolve(t));
+      TS_RETURN_IF_ERROR(post_process(t));
+    } else if (dpu) {
+      TS_RETURN_IF_ERROR(read_mrdma(t));
+      TS_RETURN_IF_ERROR(post_process(t));
+    }
+    if (ppu) TS_RETURN_IF_ERROR(pool(t));
+    if (!cna && !dpu && !ppu) return error(StatusCode::invalid_argument, "task enables no block");
+    t.dram_seconds = double(t.dram_bytes) / kDramBytesPerSecond;
+    t.seconds = kTaskOverheadSeconds + std::max(t.mac_seconds, t.dram_seconds);
+    return t;
+  }
+
+ private:
+  // CNA + CORE: acc_[c][y][x] = sum over the window of input * weight, saturated to int32.
+  Status convolve(TaskTiming& t) {
+    const bool dw = r_.get(R::CNA::CONV_CON1__CONV_MODE) == kConvModeDepthwise;
+    if (dw != (r_.get(R::CORE::MISC_CFG__DW_EN) != 0)) return error(StatusCode::invalid_argument, "CNA and CORE disagree on depthwise");
+    const uint32_t prec = r_.get(R::CNA::CONV_CON1__PROC_PRECISION);
+    if (prec != kPrecisionInt8 && prec != kPrecisionInt16)
+      return error(StatusCode::unsupported, "processing precision ", prec, " is not modelled");
+    const int eb = prec == kPrecisionInt16 ? 2 : 1;
+    const int64_t in_w = r_.get(R::CNA::DATA_SIZE0__DATAIN_WIDTH), in_h = r_.get(R::CNA::DATA_SIZE0__DATAIN_HEIGHT);
+    const int64_t icp = r_.get(R::CNA::DATA_SIZE1__DATAIN_CHANNEL), ic = r_.get(R::CNA::DATA_SIZE1__DATAIN_CHANNEL_REAL) + 1;
+    const int64_t kw = r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH), kh = r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT);
+    const int64_t sx = r_.get(R::CNA::CONV_CON3__CONV_X_STRIDE), sy = r_.get(R::CNA::CONV_CON3__CONV_Y_STRIDE);
+    const int64_t pad_t = r_.get(R::CNA::PAD_CON0__PAD_TOP), pad_l = r_.get(R::CNA::PAD_CON0__PAD_LEFT);
+    const int32_t pad_value = r_.get_signed(R::CNA::PAD_CON1__PAD_VALUE);
+    oh_ = r_.get(R::CORE::DATAOUT_SIZE_0__DATAOUT_HEIGHT) + 1;
+    ow_ = r_.get(R::CORE::DATAOUT_SIZE_0__DATAOUT_WIDTH) + 1;
+    oc_ = r_.get(R::CORE::DATAOUT_SIZE_1__DATAOUT_CHANNEL) + 1;
+    if (ow_ != r_.get(R::CNA::DATA_SIZE2__DATAOUT_WIDTH) || oc_ != r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS))
+      return error(StatusCode::invalid_argument, "CNA and CORE output sizes disagree");
+    if (sx == 0 || sy == 0 || kw == 0 || kh == 0 || in_w == 0 || in_h == 0)
+      return error(StatusCode::invalid_argument, "zero stride, kernel or input size");
+    if (dw && ic != oc_) return error(StatusCode::invalid_argument, "depthwise with ", ic, " inputs and ", oc_, " outputs");
+    const bool bypass = r_.get(R::CNA::CVT_CON0__CVT_BYPASS);
+    const int32_t cvt_off = r_.get_signed(R::CNA::CVT_CON1__CVT_OFFSET0);
+    const int32_t cvt_scale = static_cast<int32_t>(r_.get(R::CNA::CVT_CON1__CVT_SCALE0));
+    const int cvt_trunc = static_cast<int>(r_.get(R::CNA::CVT_CON0__CVT_TRUNCATE_0));
+    TS_ASSIGN_OR_RETURN(Cube in, map_cube(m_, r_.get(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR), ic, in_h, in_w,
+                                          r_.get(R::CNA::DMA_CON1__LINE_STRIDE), r_.get(R::CNA::DMA_CON2__SURF_STRIDE),
+                                          "CNA feature data"));
+    // The converted input band, [ic][in_h][in_w] (padding applied at fetch).
+    std::vector<int32_t> x(static_cast<size_t>(ic * in_h * in_w));
+    for (int64_t c = 0; c < ic; ++c)
+      for (int64_t y = 0; y < in_h; ++y)
+        for (int64_t xx = 0; xx < in_w; ++xx) {
+          int32_t v = in.at(c, y, xx);
+          if (!bypass) v = static_cast<int32_t>((int64_t(v + cvt_off) * cvt_scale) >> cvt_trunc);
+          x[(c * in_h + y) * in_w + xx] = v;
+        }
+    // Weights, [oc][kh][kw][ic or 1].
+    const int64_t wbytes = r_.get(R::CNA::WEIGHT_SIZE0__WEIGHT_BYTES);
+    TS_ASSIGN_OR_RETURN(uint8_t * wp, m_.translate(r_.get(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0), wbytes, "CNA weights"));
+    const int64_t wic = dw ? 1 : ic;
+    std::vector<int32_t> w(static_cast<size_t>(oc_ * kh * kw * wic));
+    auto elem = [&](int64_t index) -> Result<int32_t> {
+      if ((index + 1) * eb > wbytes) return error(StatusCode::out_of_range, "weight index beyond WEIGHT_BYTES");
+      if (eb == 1) return int32_t(static_cast<int8_t>(wp[index]));
+      int16_t s;
+      std::memcpy(&s, wp + index * 2, 2);
+      return int32_t(s);
+    };
+    if (dw) {
+      convert::RkDwGeometry g{kh, kw, oc_, (oc_ + kC2 - 1) / kC2 * kC2};
+      for (int64_t c = 0; c < oc_; ++c)
+        for (int64_t y = 0; y < kh; ++y)
+          for (int64_t xx = 0; xx < kw; ++xx) {
+            TS_ASSIGN_OR_RETURN(w[(c * kh + y) * kw + xx], elem(convert::rk_dw_weight_index(g, y, xx, c)));
+          }
+    } else {
+      if (icp != convert::rk_conv_padded_ic(ic)) return error(StatusCode::invalid_argument, "DATAIN_CHANNEL is not the padded channel count");
+      convert::RkConvGeometry g{oc_, kh, kw, ic, (oc_ + 1) / 2 * 2, icp};
+      for (int64_t o = 0; o < oc_; ++o)
+        for (int64_t y = 0; y < kh; ++y)
+          for (int64_t xx = 0; xx < kw; ++xx)
+            for (int64_t i = 0; i < ic; ++i) {
+              TS_ASSIGN_OR_RETURN(w[((o * kh + y) * kw + xx) * ic + i], elem(convert::rk_conv_weight_index(g, o, y, xx, i)));
+            }
+    }
+    acc_.assign(static_cast<size_t>(oc_ * oh_ * ow_), 0);
+    for (int64_t o = 0; o < oc_; ++o)
+      for (int64_t oy = 0; oy < oh_; ++oy)
+        for (int64_t ox = 0; ox < ow_; ++ox) {
+          int64_t sum = 0;
+          for (int64_t ky = 0; ky < kh; ++ky) {
+            int64_t iy = oy * sy - pad_t + ky;
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t ix = ox * sx - pad_l + kx;
+              bool inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
+              const int32_t* wr = &w[((o * kh + ky) * kw + kx) * wic];
+              if (dw) {
+                sum += int64_t(inside ? x[(o * in_h + iy) * in_w + ix] : pad_value) * wr[0];
+              } else if (inside) {
+                for (int64_t i = 0; i < ic; ++i) sum += int64_t(x[(i * in_h + iy) * in_w + ix]) * wr[i];
+              } else {
+                for (int64_t i = 0; i < ic; ++i) sum += int64_t(pad_value) * wr[i];
+              }
+            }
+          }
+          // The 34-bit accumulator is saturated to 32 bits (CLIP_TRUNCATE 0: no shift).
+          acc_[(o * oh_ + oy) * ow_ + ox] = sat32(sum >> r_.get(R::CORE::CLIP_TRUNCATE__CLIP_TRUNCATE));
+        }
+    // Time: the MAC array works on padded atoms (16 output channels, padded input channels).
+    const int64_t oc16 = (oc_ + kC2 - 1) / kC2 * kC2;
+    double rate = double(kMacsPerCycle) * (eb == 2 ? kInt16MacRateFactor : 1.0) * (dw ? kDepthwiseMacEfficiency : 1.0);
+    t.hw_macs = oh_ * ow_ * oc16 * kh * kw * (dw ? 1 : icp);
+    t.mac_seconds = double(t.hw_macs) / rate / kClockHz;
+    t.dram_bytes += (ic + kC2 - 1) / kC2 * in_h * in_w * kC2;                 // input band
+    if (!r_.get(R::CNA::CBUF_CON0__WEIGHT_REUSE)) t.dram_bytes += wbytes;   // weights unless resident
+    return Status::Ok();
+  }
+
+  // DPU_RDMA main operand (element-wise tasks): the int8 cube becomes the DPU's input.
+  Status read_mrdma(TaskTiming& t) {
+    if (!r_.get(R::DPU::FEATURE_MODE_CFG__FLYING_MODE) || r_.get(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE) ||
+        !r_.get(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN))
+      return error(StatusCode::invalid_argument, "DPU task without a source (neither CORE nor MRDMA)");
+    ow_ = r_.get(R::DPU::DATA_CUBE_WIDTH__WIDTH) + 1;
+    oh_ = r_.get(R::DPU::DATA_CUBE_HEIGHT__HEIGHT) + 1;
+    oc_ = r_.get(R::DPU::DATA_CUBE_CHANNEL__CHANNEL) + 1;
+    const int64_t surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
+    TS_ASSIGN_OR_RETURN(Cube src, map_cube(m_, r_.get(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR), oc_, oh_, ow_,
+                                           ow_ * kC2, surf, "DPU_RDMA source"));
+    acc_.assign(static_cast<size_t>(oc_ * oh_ * ow_), 0);
+    for (int64_t c = 0; c < oc_; ++c)
+      for (int64_t y = 0; y < oh_; ++y)
+        for (int64_t x = 0; x < ow_; ++x) acc_[(c * oh_ + y) * ow_ + x] = src.at(c, y, x);
+    t.dram_bytes += (oc_ + kC2 - 1) / kC2 * oh_ * ow_ * kC2;
+    return Status::Ok();
+  }
+
+  // DPU: BS (ALU, MUL, ReLU, ReLU-X) -> EW (operand conversion, ALU, ReLU) -> OUT_CVT -> int8.
+  Status post_process(TaskTiming& t) {
+    if (ow_ != r_.get(R::DPU::DATA_CUBE_WIDTH__WIDTH) + 1 || oh_ != r_.get(R::DPU::DATA_CUBE_HEIGHT__HEIGHT) + 1 ||
+        oc_ != r_.get(R::DPU::DATA_CUBE_CHANNEL__CHANNEL) + 1)
+      return error(StatusCode::invalid_argument, "DPU cube size differs from its source");
+    if (r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION) != kPrecisionInt8)
+      return error(StatusCode::unsupported, "DPU output precision ", r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION), " is not modelled");
+    const int64_t line = ow_ * kC2, surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
+    TS_ASSIGN_OR_RETURN(Cube dst, map_cube(m_, r_.get(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR), oc_, oh_, ow_, line, surf, "DPU destination"));
+    const bool bs = !r_.get(R::DPU::BS_CFG__BS_BYPASS);
+    const bool bs_alu = bs && !r_.get(R::DPU::BS_CFG__BS_ALU_BYPASS), bs_mul = bs && !r_.get(R::DPU::BS_CFG__BS_MUL_BYPASS);
+    const bool bs_relu = bs && !r_.get(R::DPU::BS_CFG__BS_RELU_BYPASS), bs_relux = bs && r_.get(R::DPU::BS_CFG__BS_RELUX_EN);
+    if (bs_alu && r_.get(R::DPU::BS_CFG__BS_ALU_ALGO) != kAluAlgoAdd)
+      return error(StatusCode::unsupported, "BS ALU algorithm ", r_.get(R::DPU::BS_CFG__BS_ALU_ALGO), " is not modelled");
+    const uint32_t use = r_.get(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE);
+    const bool alu_table = bs_alu && r_.get(R::DPU::BS_CFG__BS_ALU_SRC), mul_table = bs_mul && r_.get(R::DPU::BS_MUL_CFG__BS_MUL_SRC);
+    if ((alu_table && !(use & 1u)) || (mul_table && !(use & 2u)))
+      return error(StatusCode::invalid_argument, "BS reads its operands from memory but BRDMA does not fetch them");
+    const uint8_t* table = nullptr;
+    if (alu_table || mul_table) {
+      TS_ASSIGN_OR_RETURN(uint8_t * p, m_.translate(r_.get(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR), oc_ * kBsEntryBytes, "BS table"));
+      table = p;
+      t.dram_bytes += oc_ * kBsEntryBytes;
+    }
+    const bool ew = !r_.get(R::DPU::EW_CFG__EW_BYPASS);
+    Cube ewc;
+    if (ew) {
+      if (r_.get(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE) || !r_.get(R::DPU::EW_CFG__EW_OP_SRC))
+        return error(StatusCode::invalid_argument, "EW stage without an ERDMA operand");
+      if (r_.get(R::DPU::EW_CFG__EW_ALU_ALGO) != kAluAlgoAdd) return error(StatusCode::unsupported, "EW ALU algorithm not modelled");
+      TS_ASSIGN_OR_RETURN(ewc, map_cube(m_, r_.get(R::DPU_RDMA::RDMA_EW_BASE_ADDR__EW_BASE_ADDR), oc_, oh_, ow_, line,
+                                        int64_t(r_.get(R::DPU_RDMA::RDMA_EW_SURF_STRIDE__EW_SURF_STRIDE)) * kAddrUnit, "EW operand"));
+      t.dram_bytes += (oc_ + kC2 - 1) / kC2 * oh_ * ow_ * kC2;
+    }
+    const int32_t alu_reg = r_.get_signed(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND);
+    const int32_t mul_reg = r_.get_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND);
+    const int shift_reg = static_cast<int>(r_.get(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE));
+    const int32_t relux = r_.get_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT);
+    const bool ew_cvt = ew && !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS);
+    const int32_t ew_off = r_.get_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET);
+    const int32_t ew_scale = static_cast<int32_t>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE));
+    const int ew_shift = static_cast<int>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT));
+    const bool ew_relu = ew && !r_.get(R::DPU::EW_CFG__EW_RELU_BYPASS), ew_relux = ew && r_.get(R::DPU::EW_CFG__EW_RELUX_EN);
+    const int32_t ew_relux_v = r_.get_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT);
+    const int32_t out_off = r_.get_signed(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET);
+    const int32_t out_scale = static_cast<int32_t>(r_.get(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE));
+    const int out_shift = static_cast<int>(r_.get(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT));
+    for (int64_t c = 0; c < oc_; ++c) {
+      int32_t bias = alu_reg, mul = mul_reg;
+      int shift = shift_reg;
+      if (table) {
+        const uint8_t* e = table + c * kBsEntryBytes;
+        if (alu_table) std::memcpy(&bias, e, 4);
+        if (mul_table) {
+          int16_t m16;
+          std::memcpy(&m16, e + 4, 2);
+          mul = m16;
+          shift = e[6];
+        }
+      }
+      for (int64_t y = 0; y < oh_; ++y)
+        for (int64_t x = 0; x < ow_; ++x) {
+          int32_t v = acc_[(c * oh_ + y) * ow_ + x];
+          if (bs_alu) v = sat32(int64_t(v) + bias);
+          if (bs_mul) v = scale_round(v, mul, shift);
+          if (bs_relu) v = std::max(v, 0);
+          if (bs_relux) v = std::min(v, relux);
+          if (ew) {
+            int32_t e = ewc.at(c, y, x);
+            if (ew_cvt) e = scale_round(int64_t(e) + ew_off, ew_scale, ew_shift);
+            v = sat32(int64_t(v) + e);
+            if (ew_relu) v = std::max(v, 0);
+            if (ew_relux) v = std::min(v, ew_relux_v);
+          }
+          int64_t o = int64_t(scale_round(v, out_scale, out_shift)) + out_off;
+          dst.at(c, y, x) = static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127));
+        }
+    }
+    t.dram_bytes += (oc_ + kC2 - 1) / kC2 * oh_ * ow_ * kC2;  // output
+    return Status::Ok();
+  }
+
+  // PPU: max or average pooling of an int8 cube read by PPU_RDMA.
+  Status pool(TaskTiming& t) {
+    if (!r_.get(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN))
+      return error(StatusCode::invalid_argument, "PPU task without PPU_RDMA (on-the-fly input is not modelled)");
+    const int64_t iw = r_.get(R::PPU_RDMA::RDMA_CUBE_IN_WIDTH__CUBE_IN_WIDTH) + 1, ih = r_.get(R::PPU_RDMA::RDMA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT) + 1;
+    const int64_t c = r_.get(R::PPU_RDMA::RDMA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL) + 1;
+    const int64_t owd = r_.get(R::PPU::DATA_CUBE_OUT_WIDTH__CUBE_OUT_WIDTH) + 1, ohd = r_.get(R::PPU::DATA_CUBE_OUT_HEIGHT__CUBE_OUT_HEIGHT) + 1;
+    const int64_t kw = r_.get(R::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH), kh = r_.get(R::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT);
+    const int64_t sx = r_.get(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH), sy = r_.get(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_HEIGHT);
+    const int64_t pt = r_.get(R::PPU::POOLING_PADDING_CFG__PAD_TOP), pl = r_.get(R::PPU::POOLING_PADDING_CFG__PAD_LEFT);
+    const int32_t padv = r_.get_signed(R::PPU::PADDING_VALUE_1_CFG__PAD_VALUE_0);
+    const bool avg = r_.get(R::PPU::OPERATION_MODE_CFG__POOLING_METHOD) == kPoolMethodAverage;
+    const int64_t rw = r_.get(R::PPU::RECIP_KERNEL_WIDTH__RECIP_KERNEL_WIDTH), rh = r_.get(R::PPU::RECIP_KERNEL_HEIGHT__RECIP_KERNEL_HEIGHT);
+    if (kw == 0 || kh == 0 || sx == 0 || sy == 0) return error(StatusCode::invalid_argument, "zero PPU kernel or stride");
+    TS_ASSIGN_OR_RETURN(Cube src, map_cube(m_, r_.get(R::PPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR), c, ih, iw,
+                                           int64_t(r_.get(R::PPU_RDMA::RDMA_SRC_LINE_STRIDE__SRC_LINE_STRIDE)) * kAddrUnit,
+                                           int64_t(r_.get(R::PPU_RDMA::RDMA_SRC_SURF_STRIDE__SRC_SURF_STRIDE)) * kAddrUnit, "PPU_RDMA source"));
+    TS_ASSIGN_OR_RETURN(Cube dst, map_cube(m_, int64_t(r_.get(R::PPU::DST_BASE_ADDR__DST_BASE_ADDR)) * kAddrUnit, c, ohd, owd,
+                                           owd * kC2, int64_t(r_.get(R::PPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit, "PPU destination"));
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t oy = 0; oy < ohd; ++oy)
+        for (int64_t ox = 0; ox < owd; ++ox) {
+          int64_t sum = 0, best = INT64_MIN;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t iy = oy * sy - pt + ky, ix = ox * sx - pl + kx;
+              int64_t v = (iy >= 0 && iy < ih && ix >= 0 && ix < iw) ? src.at(ch, iy, ix) : padv;
+              sum += v;
+              best = std::max(best, v);
+            }
+          int64_t o;
+          if (avg) {
+            // sum * (1/kw) * (1/kh), both 0.16 fixed point, rounded half up.
+            constexpr int kBits = 2 * kRecipFractionBits;
+            o = (sum * rw * rh + (int64_t{1} << (kBits - 1))) >> kBits;
+          } else {
+            o = best;
+          }
+          dst.at(ch, oy, ox) = static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127));
+        }
+    t.dram_bytes += (c + kC2 - 1) / kC2 * (ih * iw + ohd * owd) * kC2;
+    return Status::Ok();
+  }
+
+  Memory& m_;
+  const RegisterFile& r_;
+  int64_t oh_ = 0, ow_ = 0, oc_ = 0;
+  std::vector<int32_t> acc_;  // [oc][oh][ow]
+};
+
+class ModelTransport : public Transport {
+ public:
+  explicit ModelTransport(uint64_t space) : mem_(space) {}
+  std::string name() const override { return "model"; }
+  Result<BoInfo> create_bo(int64_t size) override { return mem_.create(size); }
+  Status destroy_bo(uint32_t h) override { return mem_.destroy(h); }
+  Status prep_bo(uint32_t h) override { return check(h); }
+  Status fini_bo(uint32_t h) override { return check(h); }
+  bool modelled() const override { return true; }
+
+  Result<SubmitTiming> submit(const std::vector<JobDesc>& jobs) override {
+    SubmitTiming st;
+    st.core_busy.assign(kCores, 0.0);
+    std::vector<double> core_free(kCores, 0.0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const JobDesc& job = jobs[j];
+      for (uint32_t h : job.in_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
+      for (uint32_t h : job.out_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
+      // Implicit fences (as the kernel's scheduler): wait for earlier jobs that write what
+      // this job reads or writes, and for earlier readers of what it writes.
+      double ready = 0;
+      for (size_t k = 0; k < j; ++k) {
+        auto hits = [](const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+          for (uint32_t x : a)
+            for (uint32_t y : b)
+              if (x == y) return true;
+          return false;
+        };
+        const JobDesc& p = jobs[k];
+        if (hits(job.in_bos, p.out_bos) || hits(job.out_bos, p.out_bos) || hits(job.out_bos, p.in_bos))
+          ready = std::max(ready, st.jobs[k].end);
+      }
+      int core = static_cast<int>(std::min_element(core_free.begin(), core_free.end()) - core_free.begin());
+      JobTiming jt;
+      jt.core = core;
+      jt.start = std::max(ready, core_free[core]);
+      double t = kJobOverheadSeconds;
+      for (size_t k = 0; k < job.tasks.size(); ++k) {
+        const TaskDesc& td = job.tasks[k];
+        std::string where = "job " + std::to_string(j) + " task " + std::to_string(k);
+        TS_ASSIGN_OR_RETURN(uint8_t * p, mem_.translate(td.regcmd, int64_t(td.regcmd_count) * 8, "register command buffer"));
+        if (td.regcmd % kRegcmdAlign) return error(StatusCode::invalid_argument, where, ": command buffer not 64-byte aligned");
+        std::vector<uint64_t> entries(td.regcmd_count);
+        std::memcpy(entries.data(), p, entries.size() * 8);
+        auto rf = decode_regcmd(entries.data(), entries.size());
+        if (!rf.ok()) return rf.status().with_context(where);
+        Executor ex(mem_, *rf);
+        auto tt = ex.run();
+        if (!tt.ok()) return tt.status().with_context(where);
+        t += tt->seconds;
+        jt.tasks.push_back(*tt);
+      }
+      jt.end = jt.start + t;
+      core_free[core] = jt.end;
+      st.core_busy[core] += t;
+      st.seconds = std::max(st.seconds, jt.end);
+      st.jobs.push_back(std::move(jt));
+    }
+    return st;
+  }
+
+ private:
+  Status check(uint32_t h) const {
+    return mem_.exists(h) ? Status::Ok() : error(StatusCode::invalid_argument, "unknown buffer object handle ", h);
+  }
+  Memory mem_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_model_transport(uint64_t space) { return std::make_unique<ModelTransport>(space); }
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,215 @@
+#include "backend/rknpu/program.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "backend/rknpu/emit.h"
+#include "backend/rknpu/hw.h"
+
+namespace tessera::rknpu {
+
+RknpuProgram::~RknpuProgram() {
+  for (auto& op : ops) {
+    if (op.weights.handle) (void)transport_->destroy_bo(op.weights.handle);
+    if (op.bs.handle) (void)transport_->destroy_bo(op.bs.handle);
+  }
+  if (regcmd.handle) (void)transport_->destroy_bo(regcmd.handle);
+}
+
+std::string RknpuProgram::describe() const {
+  size_t tasks = 0;
+  for (const auto& j : jobs) tasks += j.tasks.size();
+  std::ostringstream os;
+  os << ops.size() << " NPU ops, " << tasks << " tasks in " << jobs.size() << " jobs ("
+     << (policy == SchedulePolicy::mesa ? "mesa" : "tessera") << " schedule)";
+  return os.str();
+}
+
+namespace {
+
+Result<BoInfo> upload(Transport* t, const std::vector<uint8_t>& bytes) {
+  TS_ASSIGN_OR_RETURN(BoInfo bo, t->create_bo(static_cast<int64_t>(bytes.size())));
+  TS_RETURN_IF_ERROR(t->prep_bo(bo.handle));
+  std::memcpy(bo.cpu, bytes.data(), bytes.size());
+  TS_RETURN_IF_ERROR(t->fini_bo(bo.handle));
+  return bo;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy) {
+  const Graph& g = *seg.graph;
+  auto prog = std::make_unique<RknpuProgram>(t);
+  prog->graph = &g;
+  prog->nodes = seg.nodes;
+  prog->policy = policy;
+  // Readers of every tensor in the whole graph (a fused conv output must have no other).
+  std::vector<int> readers(g.tensors().size(), 0), producer(g.tensors().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (TensorId in : g.nodes()[i].inputs)
+      if (in != kNoTensor) readers[in]++;
+    for (TensorId o : g.nodes()[i].outputs) producer[o] = static_cast<int>(i);
+  }
+  for (TensorId o : g.outputs) readers[o]++;
+
+  std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
+  for (int ni : seg.nodes) {
+    const Node& n = g.nodes()[ni];
+    TS_ASSIGN_OR_RETURN(NpuOp op, lower_node(g, n));
+    op.nodes = {ni};
+    if (n.op == OpKind::add) {
+      // Fuse into the convolution producing one operand, when that conv's output has no
+      // other reader and the other operand exists before the conv runs.
+      for (int k = 0; k < 2; ++k) {
+        TensorId src = n.inputs[k], other = n.inputs[1 - k];
+        auto it = op_of_output.find(src);
+        if (it == op_of_output.end() || readers[src] != 1) continue;
+        CompiledOp& conv = prog->ops[it->second];
+        if (producer[other] >= 0 && producer[other] > conv.op.nodes[0]) continue;
+        NpuOp fused = conv.op;
+        Status s = fuse_add(g, n, ni, fused);
+        if (!s.ok()) {
+          prog->notes.push_back(n.label() + " not fused: " + s.message());
+          continue;
+        }
+        conv.op = std::move(fused);
+        op_of_output.erase(it);
+        op_of_output[n.outputs[0]] = static_cast<int>(&conv - prog->ops.data());
+        prog->notes.push_back(n.label() + " fused into " + g.nodes()[conv.op.nodes[0]].label());
+        goto next_node;
+      }
+    }
+    {
+      CompiledOp c;
+      c.op = std::move(op);
+      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
+      prog->ops.push_back(std::move(c));
+    }
+  next_node:;
+  }
+  for (auto& c : prog->ops) {
+    TS_ASSIGN_OR_RETURN(c.tiling, plan_tiling(c.op, policy));
+    if (!c.op.weights.empty()) {
+      TS_ASSIGN_OR_RETURN(c.weights, upload(t, c.op.weights));
+    }
+    if (!c.op.bs_table.empty()) {
+      TS_ASSIGN_OR_RETURN(c.bs, upload(t, c.op.bs_table));
+    }
+    c.op.weights.clear();
+    c.op.weights.shrink_to_fit();
+  }
+  // Jobs. Mesa: one job per op. Tessera: an op joins the job whose last op produced its
+  // input (a chain runs as one job on one core: one job overhead, in-order tasks);
+  // independent chains become separate jobs that the scheduler spreads over the cores.
+  std::map<TensorId, int> job_of_tensor;
+  for (size_t i = 0; i < prog->ops.size(); ++i) {
+    const CompiledOp& c = prog->ops[i];
+    int job = -1;
+    if (policy == SchedulePolicy::tessera) {
+      auto it = job_of_tensor.find(c.op.input);
+      if (it != job_of_tensor.end() && prog->jobs[it->second].tasks.back().first + 1 == static_cast<int>(i)) job = it->second;
+    }
+    if (job < 0) {
+      job = static_cast<int>(prog->jobs.size());
+      prog->jobs.emplace_back();
+    }
+    for (size_t k = 0; k < c.tiling.tiles.size(); ++k) prog->jobs[job].tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
+    job_of_tensor[c.op.output] = job;
+  }
+  return prog;
+}
+
+Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoInfo>& bo_of) {
+  auto addr = [&](TensorId id) -> Result<BoInfo> {
+    if (id == kNoTensor) return BoInfo{};
+    auto it = bo_of.find(id);
+    if (it == bo_of.end())
+      return error(StatusCode::internal, "tensor '", p.graph->tensor(id).name, "' is not bound to a buffer object");
+    return it->second;
+  };
+  std::vector<uint32_t> sig;
+  for (const auto& c : p.ops)
+    for (TensorId id : {c.op.input, c.op.output, c.op.ew_input}) {
+      TS_ASSIGN_OR_RETURN(BoInfo b, addr(id));
+      sig.push_back(b.handle);
+      sig.push_back(b.dma_address);
+    }
+  if (sig == p.bound_signature && p.regcmd.handle) return Status::Ok();
+
+  // Emit every task, then lay the buffers out and chain them.
+  struct Emitted {
+    std::vector<uint64_t> entries;
+  };
+  std::vector<std::vector<Emitted>> per_job(p.jobs.size());
+  size_t total = 0;
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    int prev_op = -1;
+    for (auto [oi, ti] : p.jobs[j].tasks) {
+      const CompiledOp& c = p.ops[oi];
+      OpAddresses a;
+      TS_ASSIGN_OR_RETURN(BoInfo in, addr(c.op.input));
+      TS_ASSIGN_OR_RETURN(BoInfo out, addr(c.op.output));
+      TS_ASSIGN_OR_RETURN(BoInfo ew, addr(c.op.ew_input));
+      a.input = in.dma_address, a.output = out.dma_address, a.ew = ew.dma_address;
+      a.weights = c.weights.dma_address, a.bs = c.bs.dma_address;
+      const TaskTile& tile = c.tiling.tiles[ti];
+      // Weights stay in CBUF between consecutive tasks of one op and one output-channel
+      // chunk when they are resident (Mesa re-fetches streamed weights every task).
+      bool reuse = prev_op == oi && ti > 0 && c.tiling.tiles[ti - 1].oc0 == tile.oc0 &&
+                   (c.tiling.weights_resident || p.policy == SchedulePolicy::tessera);
+      prev_op = oi;
+      TS_ASSIGN_OR_RETURN(auto e, emit_task(c.op, c.tiling, tile, a, reuse));
+      total += chained_size(e.size());
+      per_job[j].push_back({std::move(e)});
+    }
+  }
+  if (p.regcmd.handle) {
+    TS_RETURN_IF_ERROR(t->destroy_bo(p.regcmd.handle));
+    p.regcmd = BoInfo{};
+  }
+  TS_ASSIGN_OR_RETURN(p.regcmd, t->create_bo(static_cast<int64_t>(total * sizeof(uint64_t))));
+  TS_RETURN_IF_ERROR(t->prep_bo(p.regcmd.handle));
+  p.job_descs.clear();
+  p.task_entries.clear();
+  size_t pos = 0;  // in entries
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    JobDesc jd;
+    std::vector<uint32_t> reads, writes;
+    auto add = [](std::vector<uint32_t>& v, uint32_t h) {
+      if (h && std::find(v.begin(), v.end(), h) == v.end()) v.push_back(h);
+    };
+    for (size_t k = 0; k < per_job[j].size(); ++k) {
+      auto& e = per_job[j][k].entries;
+      const size_t size = chained_size(e.size());
+      const bool last = k + 1 == per_job[j].size();
+      const uint32_t next = last ? 0 : p.regcmd.dma_address + static_cast<uint32_t>((pos + size) * sizeof(uint64_t));
+      const uint32_t next_count = last ? 0 : static_cast<uint32_t>(chained_size(per_job[j][k + 1].entries.size()));
+      TS_RETURN_IF_ERROR(append_chain(e, next, next_count));
+      std::memcpy(p.regcmd.cpu + pos * sizeof(uint64_t), e.data(), e.size() * sizeof(uint64_t));
+      jd.tasks.push_back({p.regcmd.dma_address + static_cast<uint32_t>(pos * sizeof(uint64_t)), static_cast<uint32_t>(e.size())});
+      pos += e.size();
+      const CompiledOp& c = p.ops[p.jobs[j].tasks[k].first];
+      TS_ASSIGN_OR_RETURN(BoInfo in, addr(c.op.input));
+      TS_ASSIGN_OR_RETURN(BoInfo out, addr(c.op.output));
+      TS_ASSIGN_OR_RETURN(BoInfo ew, addr(c.op.ew_input));
+      add(reads, in.handle);
+      add(reads, ew.handle);
+      add(reads, c.weights.handle);
+      add(reads, c.bs.handle);
+      add(writes, out.handle);
+      p.task_entries.push_back(e);
+    }
+    add(reads, p.regcmd.handle);
+    // A BO both read and written by the job (an intermediate inside a chain) is a write.
+    for (uint32_t h : writes) reads.erase(std::remove(reads.begin(), reads.end(), h), reads.end());
+    jd.in_bos = std::move(reads);
+    jd.out_bos = std::move(writes);
+    p.job_descs.push_back(std::move(jd));
+  }
+  TS_RETURN_IF_ERROR(t->fini_bo(p.regcmd.handle));
+  p.bound_signature = std::move(sig);
+  return Status::Ok();
+}
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,60 @@
+// The rknpu program: a segment's NPU operations, their tiling, the job plan, the resident
+// weights and tables, and the register command buffers built for the bound addresses.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/rknpu/lower.h"
+#include "backend/rknpu/tiling.h"
+#include "backend/rknpu/transport.h"
+#include "tessera/device.h"
+
+namespace tessera::rknpu {
+
+struct CompiledOp {
+  NpuOp op;
+  Tiling tiling;
+  BoInfo weights;  // packed weights (conv, depthwise), resident for the program's life
+  BoInfo bs;       // bias/scale table
+};
+
+// Tasks of one job, in order: (op index, tile index).
+struct JobPlan {
+  std::vector<std::pair<int, int>> tasks;
+};
+
+class RknpuProgram : public Program {
+ public:
+  RknpuProgram(Transport* t) : transport_(t) {}
+  ~RknpuProgram() override;
+  std::string describe() const override;
+
+  const Graph* graph = nullptr;
+  std::vector<int> nodes;          // the segment's nodes
+  std::vector<CompiledOp> ops;
+  std::vector<JobPlan> jobs;
+  SchedulePolicy policy = SchedulePolicy::tessera;
+  std::vector<std::string> notes;  // fusion decisions, for dumps
+
+  // Built for one set of addresses (re-built when the bindings move).
+  std::vector<uint32_t> bound_signature;
+  BoInfo regcmd;                           // every task's command buffer, 64-byte aligned each
+  std::vector<JobDesc> job_descs;
+  std::vector<std::vector<uint64_t>> task_entries;  // per task in job order, for dumps
+
+ private:
+  Transport* transport_;
+};
+
+// Compiles a segment for `policy`; weights and tables are uploaded through `t`.
+Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy);
+
+// Builds (or reuses) the command buffers for the BOs in `bo_of` (tensor -> BO) and returns
+// the jobs to submit.
+Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoInfo>& bo_of);
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,214 @@
+// The rknpu device: the RK3588 NPU behind the Tessera device interface. Feature maps live
+// in int8 NC1HWC2 buffer objects (one per tensor, 32-bit NPU addresses); conv, depthwise,
+// add and pooling nodes compile to register command streams that run on the device model
+// (default) or, through the rocket transport, on a board.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "backend/rknpu/dump.h"
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/lower.h"
+#include "backend/rknpu/program.h"
+#include "backend/rknpu/rocket_transport.h"
+#include "backend/rknpu/transport.h"
+#include "tessera/convert.h"
+#include "tessera/device.h"
+
+namespace tessera {
+namespace rknpu {
+namespace {
+
+// Capacity: the 32-bit NPU address space less page 0, which is never mapped.
+constexpr int64_t kCapacity = static_cast<int64_t>(kAddressSpace) - kPageBytes;
+
+bool is_feature_map(const Tensor& t) {
+  return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty() && !t.quant.per_axis() && t.shape.size() == 4 &&
+         t.shape[0] == 1 && !t.data;
+}
+
+class RknpuDevice : public Device {
+ public:
+  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy)
+      : Device(make_props(*t, policy)), transport_(std::move(t)), policy_(policy) {}
+
+  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy) {
+    DeviceProperties p;
+    p.name = "rknpu";
+    p.description = t.modelled() ? "Rockchip RK3588 NPU (device model: register streams executed, time modelled)"
+                                 : "Rockchip RK3588 NPU (rocket kernel driver)";
+    p.is_model = t.modelled();
+    p.capacity_bytes = kCapacity;
+    p.max_allocation_bytes = kCapacity;
+    p.alignment_bytes = kPageBytes;
+    p.sub_allocation = false;
+    p.cores = kCores;
+    p.regions = kRegionWhole;
+    p.extra = {{"transport", t.name()},
+               {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
+               {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights"},
+               {"cbuf", "12 banks x 32 KiB per core"},
+               {"address space", "32-bit, one buffer object per tensor"}};
+    return p;
+  }
+
+ protected:
+  std::optional<Format> do_native_format(const Graph& g, TensorId id) const override {
+    const Tensor& t = g.tensor(id);
+    if (is_feature_map(t)) {
+      Format f{Encoding::i8, Layout::nc1hwc2, t.shape};
+      f.c2 = kC2;
+      f.pad_value = t.quant.zero_point_at(0) - (t.dtype == DType::u8 ? kU8Offset : 0);
+      return f;
+    }
+    // Constants (weights, biases) keep their logical form here; each compiled program packs
+    // its own copy into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
+    if (t.role == Role::weight && t.data) return t.host_format();
+    return std::nullopt;
+  }
+
+  Support do_supports(const Graph& g, const Node& n) const override {
+    LowerOptions lo;
+    lo.pack = false;
+    auto op = lower_node(g, n, lo);
+    if (!op.ok()) return Support::no(op.status().message());
+    // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares).
+    double cost = double(op->macs) / double(kMacsPerCycle) / kClockHz + kTaskOverheadSeconds;
+    std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->int16 ? " (int16 MACs)" : "") +
+                       (op->per_channel ? " (per-channel scales)" : "");
+    return Support::yes(cost, note);
+  }
+
+  Result<Allocation> do_allocate(int64_t bytes) override {
+    TS_ASSIGN_OR_RETURN(BoInfo bo, transport_->create_bo(bytes));
+    bos_[bo.handle] = bo;
+    return Allocation{bo.handle, bo.size};
+  }
+
+  Status do_free(Allocation a) override {
+    auto it = bos_.find(static_cast<uint32_t>(a.handle));
+    if (it == bos_.end()) return error(StatusCode::invalid_argument, "free of unknown buffer object ", a.handle);
+    bos_.erase(it);
+    return transport_->destroy_bo(static_cast<uint32_t>(a.handle));
+  }
+
+  Result<BoInfo> bo(const Placement& p) const {
+    auto it = bos_.find(static_cast<uint32_t>(p.alloc.handle));
+    if (it == bos_.end()) return error(StatusCode::invalid_argument, "unknown buffer object ", p.alloc.handle);
+    return it->second;
+  }
+
+  Status do_write(const Placement& dst, const Region& region, const ConstHostView& src) override {
+    TS_ASSIGN_OR_RETURN(BoInfo b, bo(dst));
+    TS_RETURN_IF_ERROR(transport_->prep_bo(b.handle));
+    convert::Stats st;
+    Status s = convert::write_region(dst.format, b.cpu + dst.offset, region, src.format, src.data, &st);
+    TS_RETURN_IF_ERROR(transport_->fini_bo(b.handle));
+    TS_RETURN_IF_ERROR(s);
+    if (!st.identity) counters_.bytes_converted += st.bytes_in;
+    return Status::Ok();
+  }
+
+  Status do_read(const Placement& src, const Region& region, const HostView& dst) override {
+    TS_ASSIGN_OR_RETURN(BoInfo b, bo(src));
+    TS_RETURN_IF_ERROR(transport_->prep_bo(b.handle));
+    convert::Stats st;
+    Status s = convert::read_region(src.format, b.cpu + src.offset, region, dst.format, dst.data, &st);
+    TS_RETURN_IF_ERROR(transport_->fini_bo(b.handle));
+    TS_RETURN_IF_ERROR(s);
+    if (!st.identity) counters_.bytes_converted += st.bytes_in;
+    return Status::Ok();
+  }
+
+  Result<std::unique_ptr<Program>> do_compile(const Segment& seg) override {
+    for (int i : seg.nodes)
+      for (TensorId id : seg.graph->nodes()[i].inputs) {
+        auto f = seg.formats.find(id);
+        const Tensor& t = seg.graph->tensor(id);
+        if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2)
+          return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
+                       f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
+      }
+    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_));
+    return std::unique_ptr<Program>(std::move(prog));
+  }
+
+  Status do_execute(Program& pr, const Bindings& b) override {
+    auto& p = static_cast<RknpuProgram&>(pr);
+    std::map<TensorId, BoInfo> bo_of;
+    for (const auto& [id, pl] : b.placements) {
+      if (p.graph->tensor(id).data) continue;  // constants: the program holds packed copies
+      if (pl.offset != 0) return error(StatusCode::internal, "tensor at offset ", pl.offset, " (no sub-allocation)");
+      TS_ASSIGN_OR_RETURN(BoInfo bi, bo(pl));
+      bo_of[id] = bi;
+    }
+    TS_RETURN_IF_ERROR(bind_program(p, transport_.get(), bo_of));
+    auto t0 = std::chrono::steady_clock::now();
+    TS_ASSIGN_OR_RETURN(SubmitTiming st, transport_->submit(p.job_descs));
+    double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (dump_enabled()) TS_RETURN_IF_ERROR(dump_program(p, bo_of, transport_.get(), counters_.executes));
+    // Per node: the modelled time of its op's tasks, with each job's overhead charged to
+    // the first op of the job. A fused add reports no time of its own.
+    std::map<int, double> node_time;
+    size_t task = 0;
+    for (size_t j = 0; j < p.jobs.size(); ++j) {
+      for (size_t k = 0; k < p.jobs[j].tasks.size(); ++k, ++task) {
+        int node = p.ops[p.jobs[j].tasks[k].first].op.nodes[0];
+        double s = transport_->modelled() && j < st.jobs.size() && k < st.jobs[j].tasks.size() ? st.jobs[j].tasks[k].seconds : 0;
+        if (k == 0) s += transport_->modelled() ? kJobOverheadSeconds : 0;
+        node_time[node] += s;
+      }
+    }
+    for (int i : p.nodes) {
+      NodeTime nt;
+      nt.node = i;
+      nt.host_seconds = host / std::max<size_t>(p.nodes.size(), 1);
+      nt.modelled_seconds = transport_->modelled() ? node_time[i] : -1;
+      counters_.last_nodes.push_back(nt);
+    }
+    if (transport_->modelled()) {
+      counters_.modelled_seconds += st.seconds;
+      counters_.modelled_core_seconds = st.core_busy;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<Transport> transport_;
+  SchedulePolicy policy_;
+  std::map<uint32_t, BoInfo> bos_;
+};
+
+}  // namespace
+}  // namespace rknpu
+
+DeviceInfo rknpu_device_info() {
+  DeviceInfo info;
+  info.name = "rknpu";
+  info.summary = "Rockchip RK3588 NPU: register-stream compiler, device model, rocket transport";
+  info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
+    rknpu::SchedulePolicy policy = rknpu::SchedulePolicy::tessera;
+    if (auto it = opts.find("schedule"); it != opts.end()) {
+      if (it->second == "mesa") policy = rknpu::SchedulePolicy::mesa;
+      else if (it->second != "tessera")
+        return error(StatusCode::invalid_argument, "rknpu: schedule must be 'tessera' or 'mesa', got '", it->second, "'");
+    }
+    std::string transport = "model";
+    if (auto it = opts.find("transport"); it != opts.end()) transport = it->second;
+    std::unique_ptr<rknpu::Transport> t;
+    if (transport == "model") {
+      t = rknpu::make_model_transport(rknpu::kAddressSpace);
+    } else if (transport == "rocket") {
+      std::string node;
+      if (auto it = opts.find("node"); it != opts.end()) node = it->second;
+      TS_ASSIGN_OR_RETURN(t, rknpu::open_rocket_transport(node));
+    } else {
+      return error(StatusCode::invalid_argument, "rknpu: transport must be 'model' or 'rocket', got '", transport, "'");
+    }
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy));
+  };
+  return info;
+}
+
+}  // namespace tessera

@@ -1,0 +1,116 @@
+#include "backend/rknpu/tiling.h"
+
+#include <algorithm>
+
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/regcmd.h"
+#include "convert/rk_weights.h"
+
+namespace tessera::rknpu {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Weight bytes of output channels [oc0, oc0 + ocn) (their packed blocks).
+int64_t chunk_weight_bytes(const NpuOp& op, int64_t ocn) {
+  const int64_t eb = op.int16 ? 2 : 1;
+  if (op.type == NpuOpType::depthwise) return op.kh * op.kw * ((ocn + kC2 - 1) / kC2 * kC2) * eb;
+  return ((ocn + 1) / 2 * 2) * op.kh * op.kw * convert::rk_conv_padded_ic(op.in_c) * eb;
+}
+
+Status cbuf_error(const NpuOp& op, const std::string& what) {
+  return error(StatusCode::unsupported, what);
+}
+}  // namespace
+
+int64_t cbuf_row_bytes(const NpuOp& op) {
+  const int64_t eb = op.int16 ? 2 : 1;
+  return op.in_w * ceil_div(op.in_c, kC2) * kC2 * eb;
+}
+
+Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
+  Tiling t;
+  if (op.type == NpuOpType::add || op.type == NpuOpType::avg_pool || op.type == NpuOpType::max_pool) {
+    // The DPU and PPU read their operands from DRAM; one task covers the whole cube.
+    TaskTile whole;
+    whole.out_rows = op.out_h;
+    whole.in_rows = op.in_h;
+    whole.ocn = op.out_c;
+    t.tiles.push_back(whole);
+    return t;
+  }
+  t.data_row_bytes = cbuf_row_bytes(op);
+  const int64_t entries = ceil_div(t.data_row_bytes, kCbufEntryBytes);
+  if (!fits(regs::CNA::CBUF_CON1__DATA_ENTRIES, entries))
+    return cbuf_error(op, "one input row needs " + std::to_string(entries) + " CBUF entries, above DATA_ENTRIES' " +
+                              std::to_string(regs::CNA::CBUF_CON1__DATA_ENTRIES.max()));
+  const int64_t per_kernel = chunk_weight_bytes(op, 1) / (op.type == NpuOpType::depthwise ? 1 : 1);
+  if (op.type == NpuOpType::conv && !fits(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL,
+                                          op.kh * op.kw * convert::rk_conv_padded_ic(op.in_c) * (op.int16 ? 2 : 1)))
+    return cbuf_error(op, "one kernel's weights exceed WEIGHT_BYTES_PER_KERNEL");
+  (void)per_kernel;
+
+  const int64_t all = chunk_weight_bytes(op, op.out_c);
+  const int64_t resident_banks = ceil_div(all, kCbufBankBytes) + kMesaExtraWeightBanks;
+  int64_t chunk = op.out_c;
+  if (resident_banks <= kCbufBanks - 1) {
+    t.weights_resident = true;
+    t.weight_banks = static_cast<int>(resident_banks);
+    t.data_banks = kCbufBanks - t.weight_banks;
+  } else {
+    t.weights_resident = false;
+    if (op.type == NpuOpType::depthwise)
+      return cbuf_error(op, "depthwise weights of " + std::to_string(all) + " bytes do not fit the CBUF");
+    // Mesa streams with 7 data + 5 weight banks. Tessera gives the data banks only what
+    // kh input rows need and the rest to weights, so that bigger kernel groups fit.
+    const int64_t min_data = std::max<int64_t>(1, ceil_div(op.kh * t.data_row_bytes, kCbufBankBytes));
+    t.data_banks = policy == SchedulePolicy::mesa ? kMesaStreamDataBanks : static_cast<int>(min_data);
+    if (t.data_banks >= kCbufBanks)
+      return cbuf_error(op, "one output row needs " + std::to_string(op.kh * t.data_row_bytes) +
+                                " bytes of CBUF input data, leaving no bank for weights");
+    t.weight_banks = kCbufBanks - t.data_banks;
+    const int64_t budget = t.weight_banks * kCbufBankBytes;
+    chunk = 0;
+    while (chunk + kWeightGroupOc <= op.out_c && chunk_weight_bytes(op, chunk + kWeightGroupOc) <= budget)
+      chunk += kWeightGroupOc;
+    if (chunk == 0 && policy == SchedulePolicy::mesa) return plan_tiling(op, SchedulePolicy::tessera);
+    if (chunk == 0)
+      return cbuf_error(op, "the weights of one 32-kernel group (" + std::to_string(chunk_weight_bytes(op, kWeightGroupOc)) +
+                                " bytes) exceed the " + std::to_string(t.weight_banks) + " CBUF weight banks left beside " +
+                                std::to_string(t.data_banks) + " data bank(s)");
+  }
+  // Rows per task: the input rows of a band must fit the data banks.
+  const int64_t data_bytes = t.data_banks * kCbufBankBytes;
+  const int64_t max_in_rows = data_bytes / t.data_row_bytes;
+  if (max_in_rows < op.kh)
+    return cbuf_error(op, "one output row needs " + std::to_string(op.kh) + " input rows of " +
+                              std::to_string(t.data_row_bytes) + " bytes, more than the " + std::to_string(t.data_banks) +
+                              " CBUF data banks (" + std::to_string(data_bytes) + " bytes)");
+  int64_t rows = std::max<int64_t>(1, (max_in_rows - op.kh) / op.stride_h + 1);
+  rows = std::min(rows, op.out_h);
+  (void)policy;
+  // DATAOUT_ATOMICS (22 bits) bounds the output positions of one task.
+  while (rows > 1 && !fits(regs::CNA::DATA_SIZE3__DATAOUT_ATOMICS, rows * op.out_w)) rows /= 2;
+  if (!fits(regs::CNA::DATA_SIZE3__DATAOUT_ATOMICS, rows * op.out_w))
+    return cbuf_error(op, "output row of " + std::to_string(op.out_w) + " positions exceeds DATAOUT_ATOMICS");
+  for (int64_t oc0 = 0; oc0 < op.out_c; oc0 += chunk) {
+    for (int64_t r0 = 0; r0 < op.out_h; r0 += rows) {
+      TaskTile tile;
+      tile.out_row0 = r0;
+      tile.out_rows = std::min(rows, op.out_h - r0);
+      int64_t first = r0 * op.stride_h - op.pad_top;
+      int64_t last = (r0 + tile.out_rows - 1) * op.stride_h - op.pad_top + op.kh - 1;
+      tile.in_row0 = std::max<int64_t>(first, 0);
+      tile.in_rows = std::min(last, op.in_h - 1) - tile.in_row0 + 1;
+      tile.pad_top = tile.in_row0 - first;
+      tile.oc0 = oc0;
+      tile.ocn = std::min(chunk, op.out_c - oc0);
+      if (tile.in_rows <= 0)
+        return cbuf_error(op, "an output band reads no input rows (padding larger than the input)");
+      t.tiles.push_back(tile);
+    }
+  }
+  return t;
+}
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,75 @@
+// Transports: how the rknpu device reaches buffer objects and runs jobs.
+//
+// The interface mirrors the mainline `rocket` kernel driver (rknpu.md "Kernel interface"):
+// buffer objects with a handle, a 32-bit NPU address and a CPU mapping; prep/fini around
+// CPU access; a submit of jobs, each a list of tasks (register command buffer address and
+// entry count) that run in order on one core, with the BOs it reads and writes. Two
+// implementations: the device model (model.cpp), which decodes and executes the register
+// streams here, and the rocket transport (rocket_transport.cpp) for real boards.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/status.h"
+
+namespace tessera::rknpu {
+
+struct BoInfo {
+  uint32_t handle = 0;
+  uint32_t dma_address = 0;  // NPU address (32-bit, page aligned, never 0)
+  int64_t size = 0;
+  uint8_t* cpu = nullptr;    // CPU mapping
+};
+
+struct TaskDesc {
+  uint32_t regcmd = 0;        // NPU address of the task's register command buffer
+  uint32_t regcmd_count = 0;  // number of 64-bit entries
+};
+
+struct JobDesc {
+  std::vector<TaskDesc> tasks;    // run in order on one core
+  std::vector<uint32_t> in_bos;   // handles read (fences)
+  std::vector<uint32_t> out_bos;  // handles written (fences)
+};
+
+// Modelled timing of one task and one job (device model only).
+struct TaskTiming {
+  double seconds = 0;
+  double mac_seconds = 0;
+  double dram_seconds = 0;
+  int64_t dram_bytes = 0;
+  int64_t hw_macs = 0;  // MACs the array performs, padding included
+};
+struct JobTiming {
+  int core = -1;
+  double start = 0, end = 0;  // seconds from the submit
+  std::vector<TaskTiming> tasks;
+};
+struct SubmitTiming {
+  double seconds = 0;                // makespan
+  std::vector<JobTiming> jobs;
+  std::vector<double> core_busy;     // per core
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string name() const = 0;
+  virtual Result<BoInfo> create_bo(int64_t size) = 0;
+  virtual Status destroy_bo(uint32_t handle) = 0;
+  // CPU ownership: prep before the CPU reads or writes, fini before the NPU uses it again.
+  virtual Status prep_bo(uint32_t handle) = 0;
+  virtual Status fini_bo(uint32_t handle) = 0;
+  // Runs the jobs (in dependency order of their BOs) and waits for them to finish.
+  virtual Result<SubmitTiming> submit(const std::vector<JobDesc>& jobs) = 0;
+  // Whether submit() reports modelled time.
+  virtual bool modelled() const = 0;
+};
+
+// The device model: simulated BOs in a 32-bit address space, register streams executed.
+std::unique_ptr<Transport> make_model_transport(uint64_t address_space_bytes);
+
+}  // namespace tessera::rknpu

@@ -1,0 +1,106 @@
+// Conformance grid like Mesa's Teflon tests: conv2d, depthwise conv2d and fused add over
+// input sizes, kernels, channels, strides and padding, on the rknpu device model against
+// the cpu's TFLite-exact quantized kernels, within +-2 quantized steps (rknpu.md: Mesa's
+// tolerance, the hardware's rounding being undocumented). Reports the exact-match rate.
+#include <gtest/gtest.h>
+
+#include "backend/rknpu/rknpu_test_util.h"
+
+namespace tessera::rknpu_test {
+namespace {
+
+// Grid points whose MAC count exceeds this are left out to keep the suite fast; the
+// largest ones (112x112x256 with 5x5 kernels: 20 GMAC) would take minutes on the model.
+constexpr int64_t kMaxMacs = 12'000'000;
+constexpr int kTolerance = 2;  // quantized steps (rknpu.md)
+
+struct GridResult {
+  int cases = 0, skipped = 0, fallbacks = 0;
+  int64_t values = 0, exact = 0;
+  int max_diff = 0;
+};
+
+void run_grid(bool depthwise, bool residual, GridResult& res) {
+  const int64_t sizes[] = {3, 5, 8, 80, 112};
+  const int64_t kernels[] = {1, 3, 5};
+  const int64_t channels[] = {1, 32, 120, 128, 256};
+  uint32_t seed = depthwise ? 1000 : 1;
+  int index = 0;
+  for (int64_t size : sizes)
+    for (int64_t k : kernels)
+      for (int64_t c : channels)
+        for (int64_t stride : {1, 2})
+          for (bool same : {true, false}) {
+            ++index;
+            ConvSpec s;
+            s.h = s.w = size;
+            s.ic = s.oc = c;
+            s.k = k;
+            s.stride = stride;
+            s.same = same;
+            s.depthwise = depthwise;
+            s.residual_add = residual;
+            s.seed = seed++;
+            if (!same && size < k) continue;  // no output
+            if (residual && (stride != 1 || !same)) continue;
+            // Vary the arithmetic paths across the grid: u8 with wide weights (int16 MACs),
+            // u8 with narrow weights (int8 MACs), i8 with per-channel scales.
+            s.narrow_weights = index % 3 == 1;
+            if (index % 3 == 2 && !residual) {
+              s.dtype = DType::i8;
+              s.per_channel = true;
+            }
+            if (index % 4 == 0) s.activation = index % 8 == 0 ? "relu6" : "relu";
+            if (s.macs() > kMaxMacs) {
+              ++res.skipped;
+              continue;
+            }
+            std::vector<uint8_t> input;
+            Graph g = build_conv(s, input);
+            Compare r = run_and_compare(g, input);
+            ASSERT_TRUE(r.error.empty()) << s.label() << ": " << r.error;
+            // The only grid points allowed off the NPU are those whose int16 weights of one
+            // 32-kernel group cannot fit the CBUF (a hardware limit, checked by name).
+            if (!r.all_on_npu) {
+              EXPECT_NE(r.fallback.find("CBUF weight banks"), std::string::npos) << s.label() << ": " << r.fallback;
+              res.fallbacks++;
+            }
+            EXPECT_LE(r.max_diff, kTolerance) << s.label();
+            res.cases++;
+            res.values += r.n;
+            res.exact += r.exact;
+            res.max_diff = std::max(res.max_diff, r.max_diff);
+          }
+}
+
+void report(const char* what, const GridResult& r) {
+  std::printf("[rknpu grid] %s: %d cases (%d large ones left out, %d fell back for CBUF), %lld values, exact %.2f%%, max diff %d\n", what,
+              r.cases, r.skipped, r.fallbacks, static_cast<long long>(r.values), r.values ? 100.0 * r.exact / r.values : 0.0, r.max_diff);
+}
+
+TEST(RknpuConformance, Conv2dGrid) {
+  GridResult r;
+  run_grid(false, false, r);
+  report("conv2d", r);
+  EXPECT_GT(r.cases, 50);
+  EXPECT_GT(r.exact, r.values * 8 / 10) << "exact-match rate dropped below 80%";
+}
+
+TEST(RknpuConformance, DepthwiseGrid) {
+  GridResult r;
+  run_grid(true, false, r);
+  report("depthwise", r);
+  EXPECT_GT(r.cases, 50);
+  EXPECT_GT(r.exact, r.values * 8 / 10);
+}
+
+TEST(RknpuConformance, ConvWithFusedAddGrid) {
+  GridResult r;
+  run_grid(false, true, r);
+  report("conv + add", r);
+  EXPECT_GT(r.cases, 10);
+  EXPECT_GT(r.exact, r.values * 7 / 10);
+}
+
+}  // namespace
+}  // namespace tessera::rknpu_test
