@@ -59,6 +59,9 @@ TensorId Graph::add_tensor(Tensor t) {
 }
 
 static Status check_node_ids(const Graph& g, const Node& n) {
+  if (static_cast<int>(n.op) >= kNumOps)
+    return error(StatusCode::invalid_argument, "unknown op id ", static_cast<int>(n.op), " in node '", n.name,
+                 "' (ops.def has ", kNumOps, " ops)");
   int nin = static_cast<int>(n.inputs.size());
   if (nin < op_min_inputs(n.op) || nin > op_max_inputs(n.op))
     return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": ", nin,

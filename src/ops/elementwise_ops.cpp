@@ -9,6 +9,9 @@ static InferResult binary(const Graph& g, const Node& n) {
   auto s = broadcast_shapes(a.shape, b.shape);
   if (!s.ok()) return fail(n, "inputs '" + a.name + "' and '" + b.name + "': " + s.status().message());
   if (dtype_is_block(a.dtype) || dtype_is_block(b.dtype)) return fail(n, "block dtypes are not elementwise operands");
+  if (a.dtype != b.dtype)
+    return fail(n, "inputs '" + a.name + "' (" + dtype_name(a.dtype) + ") and '" + b.name + "' (" + dtype_name(b.dtype) +
+                       ") have different dtypes");
   return one(*s, a.dtype);
 }
 InferResult infer_add(const Graph& g, const Node& n) { return binary(g, n); }

@@ -20,10 +20,13 @@ const OpInfo kOps[] = {
 };
 }  // namespace
 
-const char* op_name(OpKind k) { return kOps[static_cast<int>(k)].name; }
-int op_min_inputs(OpKind k) { return kOps[static_cast<int>(k)].min_in; }
-int op_max_inputs(OpKind k) { return kOps[static_cast<int>(k)].max_in; }
-const char* op_summary(OpKind k) { return kOps[static_cast<int>(k)].summary; }
+// An OpKind outside ops.def (a corrupt or hand-made node) reads as "unknown" with no
+// valid input count, so that checks reject it instead of indexing past the table.
+static bool known(OpKind k) { return static_cast<int>(k) >= 0 && static_cast<int>(k) < kNumOps; }
+const char* op_name(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].name : "unknown"; }
+int op_min_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].min_in : 0; }
+int op_max_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].max_in : -1; }
+const char* op_summary(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].summary : "unknown op"; }
 
 std::optional<OpKind> op_from_name(const std::string& name) {
   for (int i = 0; i < kNumOps; ++i)
