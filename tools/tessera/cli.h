@@ -16,6 +16,8 @@ void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_gguf_synth_command(CLI::App& app);
 
 // Thrown by command callbacks for a library error; main prints it and exits non-zero.
 struct CommandFailed {
@@ -45,5 +47,16 @@ struct DeviceArgs {
 
 // The ../shared folder the binary was built beside, if present (for demos).
 std::string shared_dir();
+
+// GGUF (gguf_cli.cpp): inspect's GGUF section and bench's prompt/generation speeds.
+bool is_gguf_path(const std::string& path);
+void print_gguf_summary(const std::string& path);
+struct GgufBenchArgs {
+  int prompt_tokens = 64;
+  int gen_tokens = 32;
+  std::string offload;  // --offload N|all
+  void add_to(CLI::App* cmd);
+};
+void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs);
 
 }  // namespace tessera::cli

@@ -24,7 +24,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));
   cmd->add_option("--top", a->top, "Ops to list in the profile")->check(CLI::Range(0, 100000));
   a->dev.add_to(cmd);
-  cmd->callback([a] {
+  auto llm_args = std::make_shared<GgufBenchArgs>();
+  llm_args->add_to(cmd);
+  cmd->callback([a, llm_args, cmd] {
+    if (is_gguf_path(a->model)) return bench_gguf(a->model, a->dev, *llm_args, cmd->count("--runs") ? a->runs : 3);
     Graph g = take(load_model(a->model));
     auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
     std::mt19937 rng(1234);

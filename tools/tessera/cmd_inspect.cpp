@@ -14,6 +14,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--brief", *brief, "Omit the per-tensor table");
   dev->add_to(cmd);
   cmd->callback([=] {
+    if (is_gguf_path(*model)) print_gguf_summary(*model);
     Graph g = take(load_model(*model));
     fmt::print("model {}: {} tensors, {} nodes, {} inputs, {} outputs\n", *model, g.tensors().size(),
                g.nodes().size(), g.inputs.size(), g.outputs.size());

@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include "cli.h"
+#include "import/gguf/llama_model.h"
 #include "import/tflite/tflite_importer.h"
 
 namespace tessera::cli {
@@ -33,6 +34,10 @@ Result<Graph> load_model(const std::string& path) {
   if (!std::filesystem::exists(path)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".tflite") return tflite::load_tflite_file(path);
+  if (ext == ".gguf") {  // the 1-token decode step graph of a llama model (docs/llm.md)
+    TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
+    return llama->build_step(1);
+  }
   return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext, "' files");
 }
 

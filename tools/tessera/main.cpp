@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_run_command(app);
   tessera::cli::add_bench_command(app);
   tessera::cli::add_demo_command(app);
+  tessera::cli::add_generate_command(app);
+  tessera::cli::add_gguf_synth_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

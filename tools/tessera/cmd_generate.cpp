@@ -1,0 +1,102 @@
+// `tessera generate MODEL.gguf -p PROMPT`: streams generated text, then tokens per second.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli.h"
+#include "import/gguf/llama_model.h"
+#include "runtime/llm/generator.h"
+
+namespace tessera::cli {
+
+Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
+  if (text.empty()) return int64_t{-1};
+  if (text == "all") return layers;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (!end || *end || v < 0)
+    return error(StatusCode::invalid_argument, "--offload takes a number of layers or 'all', got '", text, "'");
+  return std::min<int64_t>(v, layers);
+}
+
+Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
+                                                int64_t batch) {
+  llm::GeneratorOptions go;
+  TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
+  TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
+  go.batch = batch;
+  return go;
+}
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF llama model (streams tokens as produced)");
+  struct Args {
+    std::string model;
+    std::string prompt;
+    int64_t n = 64;
+    float temp = 0.0f;
+    int top_k = 40;
+    float top_p = 0.95f;
+    float repeat_penalty = 1.0f;
+    int repeat_last_n = 64;
+    uint64_t seed = 0;
+    int64_t batch = 32;
+    std::string offload;
+    DeviceArgs dev;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("model", a->model, "GGUF model file")->required();
+  cmd->add_option("--prompt,-p", a->prompt, "Prompt text");
+  cmd->add_option("--n-predict,-n", a->n, "Tokens to generate (stops earlier at end-of-sequence)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (default)");
+  cmd->add_option("--top-k", a->top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
+  cmd->add_option("--top-p", a->top_p, "Keep the smallest set with probability >= P (temperature > 0)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
+  cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repeat penalty looks back over");
+  cmd->add_option("--seed,-s", a->seed, "Random seed for sampling");
+  cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--offload,--n-gpu-layers", a->offload,
+                  "Run the first N layers (or 'all') on --device and the rest on the cpu");
+  a->dev.add_to(cmd);
+  cmd->callback([a] {
+    auto model = take(gguf::LlamaModel::open(a->model));
+    const gguf::Tokenizer& tok = model->tokenizer();
+    llm::SamplerOptions so;
+    so.temperature = a->temp;
+    so.top_k = a->top_k;
+    so.top_p = a->top_p;
+    so.repeat_penalty = a->repeat_penalty;
+    so.repeat_last_n = a->repeat_last_n;
+    so.seed = a->seed;
+    take(llm::Sampler::validate(so));
+    auto gen = take(llm::Generator::create(
+        *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch))));
+    std::vector<int32_t> prompt = tok.encode(a->prompt, tok.add_bos());
+    if (prompt.empty()) prompt.push_back(tok.bos());
+    if (static_cast<int64_t>(prompt.size()) > model->context_length())
+      take(error(StatusCode::out_of_range, "the prompt has ", prompt.size(), " tokens but the context holds ",
+                 model->context_length()));
+    std::string shown = tok.decode(prompt);
+    std::fputs(shown.c_str(), stdout);
+    std::fflush(stdout);
+    llm::Sampler sampler(so);
+    auto stats = take(gen->generate(prompt, a->n, sampler, tok.eos(), [&](int32_t id) {
+      std::string piece = tok.piece(id);
+      if (shown.empty() && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
+      shown += piece;
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    }));
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    fmt::print(stderr, "\nprompt: {} tokens, {:.1f} tokens/s | generation: {} tokens, {:.1f} tokens/s{}\n",
+               stats.prompt_tokens, stats.prompt_tokens_per_second(), stats.generated_tokens,
+               stats.generate_tokens_per_second(),
+               stats.stopped_at_eos ? " (end of sequence)"
+                                    : (stats.context_full ? " (context full)" : ""));
+  });
+}
+
+}  // namespace tessera::cli
