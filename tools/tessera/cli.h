@@ -16,6 +16,9 @@ void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
+void add_segment_command(CLI::App& app);
+void add_pose_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 

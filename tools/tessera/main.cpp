@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   tessera::cli::add_run_command(app);
   tessera::cli::add_bench_command(app);
   tessera::cli::add_demo_command(app);
+  tessera::cli::add_classify_command(app);
+  tessera::cli::add_segment_command(app);
+  tessera::cli::add_pose_command(app);
   tessera::cli::add_generate_command(app);
   tessera::cli::add_gguf_synth_command(app);
   try {

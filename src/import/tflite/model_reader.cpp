@@ -59,6 +59,9 @@ Result<QuantParams> read_quant(const ::tflite::QuantizationParameters* q, const 
                  q->zero_point() ? q->zero_point()->size() : 0, " zero points");
   if (n > 1) {
     int axis = q->quantized_dimension();
+    // Converters copy the filter's quantized_dimension onto per-channel biases (e.g. 3
+    // for a depthwise bias of rank 1); TFLite reads such a bias along its only axis.
+    if (t.shape.size() == 1 && t.shape[0] == static_cast<int64_t>(n)) axis = 0;
     if (axis < 0 || axis >= static_cast<int>(t.shape.size()))
       return error(StatusCode::invalid_argument, "quantized_dimension ", axis, " is outside its rank ",
                    t.shape.size());

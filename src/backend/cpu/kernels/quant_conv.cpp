@@ -78,6 +78,18 @@ std::vector<int16_t> centred_weights(const TensorRef& w, int64_t rows, int64_t k
   return out;
 }
 
+// The input minus its zero point as int16, same shape and layout (NHWC).
+std::vector<int16_t> centred_input(const KernelContext& c, int32_t zp) {
+  const int64_t n = c.in[0].elements();
+  std::vector<int16_t> out(static_cast<size_t>(n));
+  const uint8_t* x = c.in[0].data;
+  const DType t = c.in[0].dtype();
+  parallel_rows(c, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) out[i] = static_cast<int16_t>(q::load(x, t, i) - zp);
+  }, 4096);
+  return out;
+}
+
 inline int32_t finish(int64_t acc64, int64_t o, const int32_t* bias, const ConvQuant& p) {
   int32_t acc = static_cast<int32_t>(acc64) + (bias ? bias[o] : 0);
   return q::clamp(q::multiply(acc, p.mult[o]) + p.y_zp, p.range.lo, p.range.hi);
@@ -96,8 +108,8 @@ Status conv2d(KernelContext& c) {
   const int64_t K = KH * KW * IC;
   std::vector<int16_t> wc = centred_weights(c.in[1], OC, K, p, false);
   const int32_t* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<int32_t>() : nullptr;
-  const uint8_t* x = c.in[0].data;
-  const DType xt = c.in[0].dtype(), yt = c.out[0].dtype();
+  const std::vector<int16_t> xc = centred_input(c, p.x_zp);
+  const DType yt = c.out[0].dtype();
   uint8_t* y = c.out[0].data;
   parallel_rows(c, N * OH, [&](int64_t r0, int64_t r1) {
     std::vector<int16_t> patch(static_cast<size_t>(K));
@@ -114,8 +126,7 @@ Status conv2d(KernelContext& c) {
               std::memset(pp, 0, IC * sizeof(int16_t));
               continue;
             }
-            const int64_t base = ((b * H + iy) * W + ix) * C;
-            for (int64_t i = 0; i < IC; ++i) pp[i] = static_cast<int16_t>(q::load(x, xt, base + i) - p.x_zp);
+            std::memcpy(pp, xc.data() + ((b * H + iy) * W + ix) * C, IC * sizeof(int16_t));
           }
         }
         const int64_t out_base = ((b * OH + oy) * OW + ox) * OC;
@@ -144,12 +155,12 @@ Status depthwise_conv2d(KernelContext& c) {
   // Filter [1, KH, KW, OC]: row per tap, zero point per output channel (column).
   std::vector<int16_t> wc = centred_weights(c.in[1], KH * KW, OC, p, true);
   const int32_t* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<int32_t>() : nullptr;
-  const uint8_t* x = c.in[0].data;
-  const DType xt = c.in[0].dtype(), yt = c.out[0].dtype();
+  const std::vector<int16_t> xc = centred_input(c, p.x_zp);
+  const DType yt = c.out[0].dtype();
   uint8_t* y = c.out[0].data;
   parallel_rows(c, N * OH, [&](int64_t r0, int64_t r1) {
     std::vector<int32_t> acc(static_cast<size_t>(OC));
-    std::vector<int16_t> xin(static_cast<size_t>(OC));
+    std::vector<int16_t> xin(static_cast<size_t>(M > 1 ? OC : 0));
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / OH, oy = r % OH;
       for (int64_t ox = 0; ox < OW; ++ox) {
@@ -160,14 +171,15 @@ Status depthwise_conv2d(KernelContext& c) {
           for (int64_t kx = 0; kx < KW; ++kx) {
             const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
             if (ix < 0 || ix >= W) continue;
-            const int64_t base = ((b * H + iy) * W + ix) * C;
-            // Input channel ic feeds output channels ic*M .. ic*M + M-1.
-            for (int64_t ic = 0; ic < C; ++ic) {
-              const int16_t v = static_cast<int16_t>(q::load(x, xt, base + ic) - p.x_zp);
-              for (int64_t m = 0; m < M; ++m) xin[ic * M + m] = v;
+            const int16_t* xr = xc.data() + ((b * H + iy) * W + ix) * C;
+            if (M > 1) {  // input channel ic feeds output channels ic*M .. ic*M + M-1
+              for (int64_t ic = 0; ic < C; ++ic)
+                for (int64_t m = 0; m < M; ++m) xin[ic * M + m] = xr[ic];
+              xr = xin.data();
             }
             const int16_t* wr = wc.data() + (ky * KW + kx) * OC;
-            for (int64_t o = 0; o < OC; ++o) acc[o] += static_cast<int32_t>(wr[o]) * xin[o];
+            int32_t* ap = acc.data();
+            for (int64_t o = 0; o < OC; ++o) ap[o] += static_cast<int32_t>(wr[o]) * xr[o];
           }
         }
         const int64_t out_base = ((b * OH + oy) * OW + ox) * OC;

@@ -1,0 +1,67 @@
+#include "vision.h"
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+namespace tessera::cli {
+
+VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev) {
+  Graph g = take(load_model(model));
+  if (g.inputs.size() != 1)
+    take(error(StatusCode::unsupported, "model '", model, "' has ", g.inputs.size(), " inputs; vision commands need one"));
+  VisionRun r;
+  r.image = take(tflite::read_image(image_path));
+  std::vector<uint8_t> input = take(tflite::image_to_input(r.image, g.tensor(g.inputs[0])));
+  r.session = take(Session::create(std::move(g), take(dev.session_options())));
+  take(r.session->set_input(0, input.data(), static_cast<int64_t>(input.size())));
+  auto t0 = std::chrono::steady_clock::now();
+  take(r.session->run());
+  r.latency_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<float> output_as_float(const Session& s, size_t k) {
+  std::vector<uint8_t> bytes = take(s.output(k));
+  const Tensor& t = s.graph().tensor(s.graph().outputs[k]);
+  const int64_t n = t.elements();
+  std::vector<float> out(static_cast<size_t>(n));
+  const float scale = t.quant.empty() ? 1.0f : t.quant.scale[0];
+  const float zp = t.quant.empty() ? 0.0f : static_cast<float>(t.quant.zero_point_at(0));
+  for (int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    switch (t.dtype) {
+      case DType::f32: std::memcpy(&v, &bytes[i * 4], 4); break;
+      case DType::u8: v = scale * (static_cast<float>(bytes[i]) - zp); break;
+      case DType::i8: v = scale * (static_cast<float>(static_cast<int8_t>(bytes[i])) - zp); break;
+      case DType::i32: { int32_t x; std::memcpy(&x, &bytes[i * 4], 4); v = static_cast<float>(x); break; }
+      case DType::i64: { int64_t x; std::memcpy(&x, &bytes[i * 8], 8); v = static_cast<float>(x); break; }
+      default:
+        take(error(StatusCode::unsupported, "output '", t.name, "' has dtype ", dtype_name(t.dtype),
+                   ", which the vision commands do not read"));
+    }
+    out[i] = v;
+  }
+  return out;
+}
+
+Result<Labels> Labels::load(const std::string& path, int64_t num_classes) {
+  std::ifstream f(path);
+  if (!f) return error(StatusCode::not_found, "cannot open labels file '", path, "'");
+  Labels l;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    l.names_.push_back(line);
+  }
+  while (!l.names_.empty() && l.names_.back().empty()) l.names_.pop_back();
+  // 1001 labels for a 1000-class model: the first is the background class.
+  if (static_cast<int64_t>(l.names_.size()) == num_classes + 1) l.names_.erase(l.names_.begin());
+  return l;
+}
+
+std::string Labels::operator[](int64_t index) const {
+  return index >= 0 && index < static_cast<int64_t>(names_.size()) ? names_[index] : std::string();
+}
+
+}  // namespace tessera::cli

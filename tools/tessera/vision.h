@@ -1,0 +1,41 @@
+// Shared pieces of the vision commands (classify, segment, pose): run an image through a
+// single-input model, dequantize outputs, read label files.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "import/tflite/image.h"
+
+namespace tessera::cli {
+
+struct VisionRun {
+  std::unique_ptr<Session> session;
+  tflite::Image image;          // the decoded image at its original size (RGB)
+  double latency_seconds = 0;   // measured time of Session::run
+};
+
+// Loads `model`, decodes `image_path`, converts it to the model's only input (resize,
+// dtype, layout) and runs once. Throws CommandFailed on error.
+VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev);
+
+// Output `k` as floats: dequantized (scale * (q - zero_point)) for quantized outputs,
+// converted for f32 / integer outputs.
+std::vector<float> output_as_float(const Session& s, size_t k);
+
+// Labels, one per line. `num_classes` decides the offset: a file with one extra line
+// (1001 lines for 1000 classes) starts with a background entry, which is skipped.
+// Returns "" for indices the file does not cover.
+class Labels {
+ public:
+  static Result<Labels> load(const std::string& path, int64_t num_classes);
+  std::string operator[](int64_t index) const;
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+}  // namespace tessera::cli
