@@ -61,7 +61,8 @@ struct CaseRegistrar {
       ::tessera::conformance::Rng & rng)
 
 // The tolerance rule, in one place. `encodings` are the formats the plan gave the op's
-// inputs and output on the device under test; `elem` is an output element's magnitude and
+// inputs and output on the device under test, where they differ from the tensors' own
+// dtypes (a conversion that rounds); `elem` is an output element's magnitude and
 // `row_max` the largest magnitude in its row (block-float formats share one exponent per
 // row of 16 values, so their error scales with the row); `accum` the summation length.
 //   f32 2^-24 per rounding, f16 2^-11, bf16 2^-8, bfp8_b 2^-6 and bfp4_b 2^-2 of the

@@ -310,14 +310,26 @@ void run_case(const DeviceInfo& dev, OpKind op, const Case& c) {
   // Where the op ran and the formats its tensors had there.
   const Plan& plan = (*s)->plan();
   std::vector<Encoding> encs;
+  double product_error = 0;
   for (size_t i = 0; i < plan.graph.nodes().size(); ++i) {
     const Node& n = plan.graph.nodes()[i];
     if (n.op != op) continue;
     const std::string where = plan.devices[plan.nodes[i].device]->name();
     (where == plan.devices[0]->name() ? st.on_device : st.fell_back).insert(op_name(op));
+    // A tensor held in its own dtype's encoding is exact (f16 weights as f16); one held
+    // in another encoding (f32 values as bf16 or bfp8_b) is rounded on the way in.
+    auto consider = [&](TensorId id) {
+      const Encoding e = plan.tensors[id].format.encoding;
+      if (e != encoding_of(plan.graph.tensor(id).dtype)) encs.push_back(e);
+    };
     for (TensorId id : n.inputs)
-      if (id != kNoTensor) encs.push_back(plan.tensors[id].format.encoding);
-    for (TensorId id : n.outputs) encs.push_back(plan.tensors[id].format.encoding);
+      if (id != kNoTensor) consider(id);
+    for (TensorId id : n.outputs) consider(id);
+    // The device's own matrix arithmetic (the tile device's math fidelity) adds its
+    // declared relative error per product term, i.e. of the dot product's magnitude.
+    if (op == OpKind::matmul || op == OpKind::fully_connected || op == OpKind::conv2d ||
+        op == OpKind::depthwise_conv2d)
+      product_error = std::max(product_error, plan.devices[plan.nodes[i].device]->properties().matrix_product_error);
   }
   auto out = (*s)->output(0);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
@@ -335,7 +347,7 @@ void run_case(const DeviceInfo& dev, OpKind op, const Case& c) {
     if (is_float(ot.dtype)) {
       double row_max = 0;
       for (int64_t j = i / row * row; j < (i / row + 1) * row; ++j) row_max = std::max(row_max, mag[j]);
-      tol = tolerance(encs, mag[i], row_max, c.accum);
+      tol = tolerance(encs, mag[i], row_max, c.accum) + product_error * mag[i];
     }
     const double diff = std::fabs(got[i] - c.expected[i]);
     if (!(diff <= tol) && !(got[i] == c.expected[i])) {
