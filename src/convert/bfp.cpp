@@ -71,6 +71,23 @@ void unpack_row(uint8_t e, const uint8_t* codes, float* v) {
   }
 }
 
+// The reference GGUF block path: dequantize 32 values (exact), then pack two rows.
+template <int W>
+void pack_q8_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  float v[kQBlock];
+  dequant_q8_0_block(block, v);
+  e[0] = pack_row<W>(v, c0);
+  e[1] = pack_row<W>(v + kFaceDim, c1);
+}
+
+template <int W>
+void pack_q4_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  float v[kQBlock];
+  dequant_q4_0_block(block, v);
+  e[0] = pack_row<W>(v, c0);
+  e[1] = pack_row<W>(v + kFaceDim, c1);
+}
+
 #include "convert/bfp_impl.h"
 
 }  // namespace ref

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "convert/bfp.h"
+#include "convert/dtype.h"
 #include "convert/gguf_blocks.h"
 
 #pragma GCC push_options
@@ -79,6 +80,200 @@ inline void unpack_row(uint8_t e, const uint8_t* codes, float* v) {
     __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(ci, W), 31);
     _mm256_storeu_ps(v + half * 8, _mm256_or_ps(mag, _mm256_castsi256_ps(sign)));
   }
+}
+
+// ---- GGUF blocks ---------------------------------------------------------------------
+// The reference dequantizes a block (d * k, exact in f32) and packs the floats. Here the
+// same bytes come from small-integer arithmetic. With d = M * 2^(ed - 127 - 10) (M the
+// 11-bit significand of the f16 scale, ed its f32 exponent field) and v = d * k:
+//   the row exponent is E = ed + S, S = bitlen(kmax * M) - 11 (kmax = max |k| of the row),
+//   the spec's truncating shift of v's significand is exact (M * 2^13 has 13 zero bits
+//   below and S <= 7), so the code magnitude is RNE(|k| * M / 2^(S + 11 - W)), clamped.
+// A block whose scale is Inf/NaN takes the reference path (it must be reported).
+
+inline float block_scale(const uint8_t* block) {
+  uint16_t h;
+  std::memcpy(&h, block, 2);
+  return _cvtsh_ss(h);
+}
+
+// Horizontal max of the unsigned bytes within each 128-bit half; the result is in byte 0
+// of each half.
+inline __m256i hmax_epu8_per_half(__m256i v) {
+  v = _mm256_max_epu8(v, _mm256_srli_si256(v, 8));
+  v = _mm256_max_epu8(v, _mm256_srli_si256(v, 4));
+  v = _mm256_max_epu8(v, _mm256_srli_si256(v, 2));
+  return _mm256_max_epu8(v, _mm256_srli_si256(v, 1));
+}
+
+// Row exponent and rounding shift for a row with largest |k| = kmax (> 0).
+template <int W>
+inline void row_scale(uint32_t kmax, uint32_t m, uint32_t ed, uint8_t* e, int* shift) {
+  const int s = 32 - __builtin_clz(kmax * m) - 11;
+  *e = static_cast<uint8_t>(ed + s);
+  *shift = s + 11 - W;
+}
+
+// RNE(x / 2^sh) of 16-bit lanes, clamped to 2^W - 1.
+template <int W>
+inline __m256i round_shift_epu16(__m256i x, int sh) {
+  const __m128i count = _mm_cvtsi32_si128(sh);
+  __m256i odd = _mm256_and_si256(_mm256_srl_epi16(x, count), _mm256_set1_epi16(1));
+  __m256i bias = _mm256_add_epi16(_mm256_set1_epi16(static_cast<short>((1 << (sh - 1)) - 1)), odd);
+  __m256i q = _mm256_srl_epi16(_mm256_add_epi16(x, bias), count);
+  return _mm256_min_epu16(q, _mm256_set1_epi16((1 << W) - 1));
+}
+
+inline void dequant_q8_0(const uint8_t* block, float* out) {
+  const __m256 d = _mm256_set1_ps(block_scale(block));
+  for (int i = 0; i < 4; ++i) {
+    __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + 8 * i)));
+    _mm256_storeu_ps(out + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+  }
+}
+
+inline void dequant_q4_0(const uint8_t* block, float* out) {
+  const __m256 d = _mm256_set1_ps(block_scale(block));
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  const __m128i eight = _mm_set1_epi8(8), low = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low), eight);                      // values 0..15
+  const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);  // values 16..31
+  const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+  for (int i = 0; i < 4; ++i)
+    _mm256_storeu_ps(out + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), d));
+}
+
+template <int W>
+void pack_q8_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e);
+template <int W>
+void pack_q4_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e);
+
+// Generic: dequantize with AVX2, pack the two rows.
+template <int W>
+inline void pack_dequantized(const float* v, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  e[0] = pack_row<W>(v, c0);
+  e[1] = pack_row<W>(v + kFaceDim, c1);
+}
+
+// The scale decides the easy cases: returns false if the block needs no more work.
+template <int W>
+inline bool scale_parts(float d, uint32_t* m, uint32_t* ed, uint32_t* dneg, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  const uint32_t bits = f32_bits(d);
+  *ed = (bits >> 23) & 0xFFu;
+  if (*ed == 0) {  // d = +-0 (an f16 scale is never an f32 denormal): every value is zero
+    e[0] = e[1] = 0;
+    std::memset(c0, 0, W == kBfp8MantBits ? 16 : 8);
+    std::memset(c1, 0, W == kBfp8MantBits ? 16 : 8);
+    return false;
+  }
+  *m = ((bits & 0x7FFFFFu) | 0x800000u) >> 13;
+  *dneg = bits >> 31;
+  return true;
+}
+
+template <>
+void pack_q8_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  constexpr int W = kBfp8MantBits;
+  const float d = block_scale(block);
+  uint32_t m, ed, dneg;
+  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) {
+    alignas(32) float v[kQBlock];
+    dequant_q8_0(block, v);
+    return pack_dequantized<W>(v, c0, c1, e);
+  }
+  if (!scale_parts<W>(d, &m, &ed, &dneg, c0, c1, e)) return;
+  const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));  // row 0 | row 1
+  const __m256i ak = _mm256_abs_epi8(k);  // |-128| = 0x80 read as unsigned 128
+  const __m256i mx = hmax_epu8_per_half(ak);
+  const uint32_t kmax[2] = {static_cast<uint32_t>(_mm256_extract_epi8(mx, 0)),
+                            static_cast<uint32_t>(_mm256_extract_epi8(mx, 16))};
+  // Negative codes: k < 0 xor d < 0.
+  const __m256i neg = _mm256_xor_si256(_mm256_cmpgt_epi8(_mm256_setzero_si256(), k),
+                                       _mm256_set1_epi8(dneg ? static_cast<char>(0xFF) : 0));
+  uint8_t* out[2] = {c0, c1};
+  for (int r = 0; r < 2; ++r) {
+    if (kmax[r] == 0) {
+      e[r] = 0;
+      std::memset(out[r], 0, 16);
+      continue;
+    }
+    int sh;
+    row_scale<W>(kmax[r], m, ed, &e[r], &sh);
+    const __m128i akr = r ? _mm256_extracti128_si256(ak, 1) : _mm256_castsi256_si128(ak);
+    // |k| * M < 2^18: 32-bit lanes.
+    const __m256i mm = _mm256_set1_epi32(static_cast<int>(m));
+    const __m128i count = _mm_cvtsi32_si128(sh);
+    __m256i q[2];
+    for (int i = 0; i < 2; ++i) {
+      __m256i x = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(i ? _mm_srli_si128(akr, 8) : akr), mm);
+      __m256i odd = _mm256_and_si256(_mm256_srl_epi32(x, count), _mm256_set1_epi32(1));
+      __m256i bias = _mm256_add_epi32(_mm256_set1_epi32((1 << (sh - 1)) - 1), odd);
+      q[i] = _mm256_min_epu32(_mm256_srl_epi32(_mm256_add_epi32(x, bias), count), _mm256_set1_epi32(127));
+    }
+    __m256i p16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(q[0], q[1]), 0xD8);
+    __m128i mag = _mm_packus_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1));
+    const __m128i negr = r ? _mm256_extracti128_si256(neg, 1) : _mm256_castsi256_si128(neg);
+    const __m128i nonzero = _mm_xor_si128(_mm_cmpeq_epi8(mag, _mm_setzero_si128()), _mm_set1_epi8(-1));
+    const __m128i sign = _mm_and_si128(_mm_and_si128(negr, nonzero), _mm_set1_epi8(static_cast<char>(0x80)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[r]), _mm_or_si128(mag, sign));
+  }
+}
+
+template <>
+void pack_q4_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  constexpr int W = kBfp4MantBits;
+  const float d = block_scale(block);
+  uint32_t m, ed, dneg;
+  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) {
+    alignas(32) float v[kQBlock];
+    dequant_q4_0(block, v);
+    return pack_dequantized<W>(v, c0, c1, e);
+  }
+  if (!scale_parts<W>(d, &m, &ed, &dneg, c0, c1, e)) return;
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  // Nibbles n of row 0 (values 0..15, low nibbles) | row 1 (values 16..31, high nibbles).
+  const __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+  const __m256i mx = hmax_epu8_per_half(_mm256_abs_epi8(_mm256_sub_epi8(n, _mm256_set1_epi8(8))));
+  const uint32_t kmax[2] = {static_cast<uint32_t>(_mm256_extract_epi8(mx, 0)),
+                            static_cast<uint32_t>(_mm256_extract_epi8(mx, 16))};
+  // A 16-entry code table per row, indexed by the nibble: |k| = |n - 8|, k < 0 for n < 8.
+  const __m256i abs_k = _mm256_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i prod = _mm256_mullo_epi16(abs_k, _mm256_set1_epi16(static_cast<short>(m)));  // < 2^14
+  const __m256i neg = dneg ? _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8)
+                           : _mm256_setr_epi16(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m256i table[2];
+  for (int r = 0; r < 2; ++r) {
+    int sh = 8;  // any shift gives table[8] = 0; a row of zeros keeps E = 0
+    e[r] = 0;
+    if (kmax[r]) row_scale<W>(kmax[r], m, ed, &e[r], &sh);
+    __m256i mag = round_shift_epu16<W>(prod, sh);
+    __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), _mm256_set1_epi16(-1));
+    table[r] = _mm256_or_si256(mag, _mm256_and_si256(neg, nonzero));
+  }
+  // Tables as bytes: row 0's in the low half, row 1's in the high half; then look up.
+  const __m256i tables = _mm256_permute4x64_epi64(_mm256_packus_epi16(table[0], table[1]), 0xD8);
+  const __m256i codes = _mm256_shuffle_epi8(tables, n);
+  // Byte pairs (c0, c1) -> c0 | c1 << 4 (first value in the low nibble).
+  const __m256i lo = _mm256_and_si256(codes, _mm256_set1_epi16(0x000F));
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), _mm256_set1_epi16(0x00F0));
+  const __m256i packed = _mm256_packus_epi16(_mm256_or_si256(lo, hi), _mm256_setzero_si256());
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(c0), _mm256_castsi256_si128(packed));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(packed, 1));
+}
+
+// The other pairings (q8_0 -> bfp4_b, q4_0 -> bfp8_b) dequantize and pack.
+template <>
+void pack_q8_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  alignas(32) float v[kQBlock];
+  dequant_q8_0(block, v);
+  pack_dequantized<kBfp4MantBits>(v, c0, c1, e);
+}
+template <>
+void pack_q4_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  alignas(32) float v[kQBlock];
+  dequant_q4_0(block, v);
+  pack_dequantized<kBfp8MantBits>(v, c0, c1, e);
 }
 
 #include "convert/bfp_impl.h"

@@ -2,32 +2,45 @@
 // including file defines, in the same namespace before including:
 //   template <int W> uint8_t pack_row(const float* v16, uint8_t* codes);
 //   template <int W> void unpack_row(uint8_t e, const uint8_t* codes, float* v16);
+//   template <int W> void pack_q8_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e);
+//   template <int W> void pack_q4_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e);
+// (a GGUF block's 32 values -> the two face rows they fill, exponents in e[0], e[1]).
 // Needs tile.h, bfp.h and gguf_blocks.h.
 
-// Packs every tile; `row_of(slice, h, tw, buf)` returns the 32 floats of logical row h,
-// tile column tw (zero padded past W), either in place or written into buf.
-template <int W, typename RowOf>
-int64_t pack_tiles_impl(uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop, RowOf&& row_of) {
+// Packs every tile. pack32(s, h, tw, codes_left, codes_right, e) packs the 32 values of
+// logical row h, tile column tw (zero padded past W) into its two face rows (cols 0-15 and
+// 16-31 of the tile) and sets their exponents e[0], e[1]. Rows past H are zero.
+template <int W, typename Pack32>
+int64_t pack_tiles_impl(uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop, Pack32&& pack32) {
   constexpr int64_t kRowBytes = W == kBfp8MantBits ? 16 : 8;
   constexpr int64_t kTileBytes = kBfpExpBytes + kFaceRows * kRowBytes;
-  alignas(32) float buf[kTileDim];
-  alignas(32) static const float kZeros[kTileDim] = {};
   int64_t n_bad = 0;
   for (int64_t s = 0; s < g.outer; ++s) {
     for (int64_t th = 0; th < g.tiles_h; ++th) {
       for (int64_t r = 0; r < kTileDim; ++r) {
         const int64_t h = th * kTileDim + r;
+        const int64_t k0 = face_row_of(r, 0), k1 = face_row_of(r, kFaceDim);
         for (int64_t tw = 0; tw < g.tiles_w; ++tw) {
-          const float* v = h < g.h ? row_of(s, h, tw, buf) : kZeros;
           uint8_t* tile = dst + g.tile_index(s, th, tw) * kTileBytes;
-          for (int half = 0; half < 2; ++half) {
-            const int64_t k = face_row_of(r, half * kFaceDim);
-            const uint8_t e = pack_row<W>(v + half * kFaceDim, tile + kBfpExpBytes + k * kRowBytes);
-            tile[k] = e;
-            if (e == kBfpNonFiniteExp) [[unlikely]] {
-              if (n_bad++ == 0) *bad = {g.tile_index(s, th, tw), k, s, h, tw * kTileDim + half * kFaceDim};
-              if (stop) return n_bad;
+          uint8_t* c0 = tile + kBfpExpBytes + k0 * kRowBytes;
+          uint8_t* c1 = tile + kBfpExpBytes + k1 * kRowBytes;
+          if (h >= g.h) {
+            tile[k0] = tile[k1] = 0;
+            std::memset(c0, 0, kRowBytes);
+            std::memset(c1, 0, kRowBytes);
+            continue;
+          }
+          uint8_t e[2];
+          pack32(s, h, tw, c0, c1, e);
+          tile[k0] = e[0];
+          tile[k1] = e[1];
+          if (e[0] == kBfpNonFiniteExp || e[1] == kBfpNonFiniteExp) [[unlikely]] {
+            for (int half = 0; half < 2; ++half) {
+              if (e[half] != kBfpNonFiniteExp) continue;
+              if (n_bad++ == 0)
+                *bad = {g.tile_index(s, th, tw), half ? k1 : k0, s, h, tw * kTileDim + half * kFaceDim};
             }
+            if (stop) return n_bad;
           }
         }
       }
@@ -38,32 +51,38 @@ int64_t pack_tiles_impl(uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool st
 
 template <int W>
 int64_t pack_f32_tiles_w(const float* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
-  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
-    const float* row = src + (s * g.h + h) * g.w + tw * kTileDim;
-    int64_t n = g.w - tw * kTileDim;
-    if (n >= kTileDim) return row;
-    std::memcpy(buf, row, n * sizeof(float));
-    std::memset(buf + n, 0, (kTileDim - n) * sizeof(float));
-    return buf;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, uint8_t* c0, uint8_t* c1,
+                                                   uint8_t* e) {
+    alignas(32) float buf[kTileDim];
+    const float* v = src + (s * g.h + h) * g.w + tw * kTileDim;
+    const int64_t n = g.w - tw * kTileDim;
+    if (n < kTileDim) {
+      std::memcpy(buf, v, n * sizeof(float));
+      std::memset(buf + n, 0, (kTileDim - n) * sizeof(float));
+      v = buf;
+    }
+    e[0] = pack_row<W>(v, c0);
+    e[1] = pack_row<W>(v + kFaceDim, c1);
   });
 }
 
-// GGUF rows: W % 32 == 0, so tile column tw is exactly block tw of the row.
+// GGUF rows: W % 32 == 0, so tile column tw is exactly block tw of the row. The including
+// file defines pack_q8_0_block<W> / pack_q4_0_block<W>(block, c0, c1, e).
 template <int W>
 int64_t pack_q8_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
   const int64_t blocks_per_row = g.w / kQBlock;
-  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
-    dequant_q8_0_block(src + ((s * g.h + h) * blocks_per_row + tw) * kQ8_0BlockBytes, buf);
-    return buf;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, uint8_t* c0, uint8_t* c1,
+                                                   uint8_t* e) {
+    pack_q8_0_block<W>(src + ((s * g.h + h) * blocks_per_row + tw) * kQ8_0BlockBytes, c0, c1, e);
   });
 }
 
 template <int W>
 int64_t pack_q4_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
   const int64_t blocks_per_row = g.w / kQBlock;
-  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, float* buf) -> const float* {
-    dequant_q4_0_block(src + ((s * g.h + h) * blocks_per_row + tw) * kQ4_0BlockBytes, buf);
-    return buf;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, uint8_t* c0, uint8_t* c1,
+                                                   uint8_t* e) {
+    pack_q4_0_block<W>(src + ((s * g.h + h) * blocks_per_row + tw) * kQ4_0BlockBytes, c0, c1, e);
   });
 }
 

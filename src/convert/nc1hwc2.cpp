@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace tessera::convert {
 
@@ -19,32 +20,39 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
   }
 }
 
-// Writes dst in order (one C2 line per (c1, h, w)); reads each pixel's channels in runs.
+// Pixels per block: the block's source (or destination) pixels stay in L1 while each of
+// the C1 planes receives one run of lines, so both sides stream.
+constexpr int64_t kPixelBlock = 64;
+
+// One C2 line of `valid` bytes followed by padding from pad_line (line bytes in all).
+template <bool kFlip>
+inline void write_line(uint8_t* dst, const uint8_t* src, int64_t valid, int64_t line, const uint8_t* pad_line) {
+  if (valid == kFastRunBytes && line == kFastRunBytes) return copy_bytes<kFlip>(dst, src, kFastRunBytes);
+  if (line == kFastRunBytes) {  // small channel counts (an RGB image): pad first, then the values
+    std::memcpy(dst, pad_line, kFastRunBytes);
+    for (int64_t i = 0; i < valid; ++i) dst[i] = kFlip ? src[i] ^ 0x80u : src[i];
+    return;
+  }
+  copy_bytes<kFlip>(dst, src, valid);
+  std::memcpy(dst + valid, pad_line + valid, line - valid);
+}
+
 template <bool kFlip>
 void to_blocked(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, int esize, const uint8_t* pad) {
   const int64_t line = c2 * esize, pixel = s.c * esize, c1s = (s.c + c2 - 1) / c2;
   const int64_t hw = s.h * s.w;
-  uint8_t pad_line[256];
-  const bool small_line = line <= static_cast<int64_t>(sizeof(pad_line));
-  if (small_line)
-    for (int64_t i = 0; i < c2; ++i) std::memcpy(pad_line + i * esize, pad, esize);
+  std::vector<uint8_t> pad_line(line);
+  for (int64_t i = 0; i < c2; ++i) std::memcpy(pad_line.data() + i * esize, pad, esize);
   for (int64_t n = 0; n < s.n; ++n) {
     const uint8_t* img = src + n * hw * pixel;
-    for (int64_t c1 = 0; c1 < c1s; ++c1) {
-      const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
-      const uint8_t* in = img + c1 * line;
-      if (valid == kFastRunBytes && line == kFastRunBytes) {
-        for (int64_t p = 0; p < hw; ++p, in += pixel, dst += kFastRunBytes) copy_bytes<kFlip>(dst, in, kFastRunBytes);
-        continue;
-      }
-      for (int64_t p = 0; p < hw; ++p, in += pixel, dst += line) {
-        copy_bytes<kFlip>(dst, in, valid);
-        if (valid == line) continue;
-        if (small_line) {
-          std::memcpy(dst + valid, pad_line + valid, line - valid);
-        } else {
-          for (int64_t b = valid; b < line; b += esize) std::memcpy(dst + b, pad, esize);
-        }
+    uint8_t* out = dst + n * c1s * hw * line;
+    for (int64_t p0 = 0; p0 < hw; p0 += kPixelBlock) {
+      const int64_t p1 = std::min(hw, p0 + kPixelBlock);
+      for (int64_t c1 = 0; c1 < c1s; ++c1) {
+        const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
+        const uint8_t* in = img + p0 * pixel + c1 * line;
+        uint8_t* o = out + (c1 * hw + p0) * line;
+        for (int64_t p = p0; p < p1; ++p, in += pixel, o += line) write_line<kFlip>(o, in, valid, line, pad_line.data());
       }
     }
   }
@@ -55,15 +63,20 @@ void from_blocked(const uint8_t* src, uint8_t* dst, const Nhwc& s, int64_t c2, i
   const int64_t line = c2 * esize, pixel = s.c * esize, c1s = (s.c + c2 - 1) / c2;
   const int64_t hw = s.h * s.w;
   for (int64_t n = 0; n < s.n; ++n) {
+    const uint8_t* in_img = src + n * c1s * hw * line;
     uint8_t* img = dst + n * hw * pixel;
-    for (int64_t c1 = 0; c1 < c1s; ++c1) {
-      const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
-      uint8_t* out = img + c1 * line;
-      if (valid == kFastRunBytes) {
-        for (int64_t p = 0; p < hw; ++p, out += pixel, src += line) copy_bytes<kFlip>(out, src, kFastRunBytes);
-        continue;
+    for (int64_t p0 = 0; p0 < hw; p0 += kPixelBlock) {
+      const int64_t p1 = std::min(hw, p0 + kPixelBlock);
+      for (int64_t c1 = 0; c1 < c1s; ++c1) {
+        const int64_t valid = std::min(c2, s.c - c1 * c2) * esize;
+        const uint8_t* in = in_img + (c1 * hw + p0) * line;
+        uint8_t* o = img + p0 * pixel + c1 * line;
+        if (valid == kFastRunBytes) {
+          for (int64_t p = p0; p < p1; ++p, in += line, o += pixel) copy_bytes<kFlip>(o, in, kFastRunBytes);
+        } else {
+          for (int64_t p = p0; p < p1; ++p, in += line, o += pixel) copy_bytes<kFlip>(o, in, valid);
+        }
       }
-      for (int64_t p = 0; p < hw; ++p, out += pixel, src += line) copy_bytes<kFlip>(out, src, valid);
     }
   }
 }

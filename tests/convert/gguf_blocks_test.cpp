@@ -26,6 +26,32 @@ std::vector<uint8_t> random_blocks(int64_t n_blocks, int64_t block_bytes, uint32
   return b;
 }
 
+// Blocks that reach the corners of the direct block -> bfp arithmetic: zero, negative,
+// denormal and largest scales; rows of zeros; |k| = 128 (q8_0) and 8 (q4_0).
+void add_special_blocks(std::vector<uint8_t>& b, int64_t block_bytes) {
+  const uint16_t scales[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00, 0x3555};
+  const int64_t n = static_cast<int64_t>(b.size()) / block_bytes;
+  for (int64_t i = 0; i < n && i < 64; ++i) {
+    uint8_t* blk = &b[i * block_bytes];
+    std::memcpy(blk, &scales[i % 9], 2);
+    const int pattern = static_cast<int>(i / 9);
+    for (int j = 0; j < block_bytes - 2; ++j) {
+      uint8_t& q = blk[2 + j];
+      if (block_bytes == 34) {  // q8_0 codes
+        if (pattern == 0) q = 0;                          // all zero
+        if (pattern == 1) q = j < 16 ? 0 : 0x80;          // row 0 zero, row 1 all -128
+        if (pattern == 2) q = j % 2 ? 0x7F : 0x81;        // 127, -127
+        if (pattern == 3) q = static_cast<uint8_t>(j);    // 0..31
+      } else {  // q4_0 nibbles, 8 = zero
+        if (pattern == 0) q = 0x88;
+        if (pattern == 1) q = 0x08;                       // row 0 zero, row 1 all -8
+        if (pattern == 2) q = static_cast<uint8_t>(j | (15 - j) << 4);
+        if (pattern == 3) q = 0xF0 | (j & 1 ? 0x0 : 0x9);
+      }
+    }
+  }
+}
+
 TEST(GgufBlocks, Q4_0NibbleOrderAndOffset) {
   // Byte j holds value j (low nibble) and value j + 16 (high nibble); value = d * (n - 8).
   uint8_t block[18];
@@ -70,10 +96,11 @@ TEST(GgufBlocks, DequantizeRowsExactly) {
 TEST(GgufBlocks, BlocksToBfpTilesEqualDequantizeThenPack) {
   testing::SimdGuard guard;
   // A GGUF weight [N, K] (K fastest), N not a multiple of 32, plus a batched rank-3 one.
-  for (Shape s : {Shape{45, 96}, Shape{2, 33, 64}}) {
+  for (Shape s : {Shape{45, 96}, Shape{2, 33, 64}, Shape{70, 320}}) {
     const int64_t blocks = num_elements(s) / 32;
     for (auto [q, qb] : {std::pair{Encoding::q8_0, 34}, std::pair{Encoding::q4_0, 18}}) {
       auto data = random_blocks(blocks, qb, 7 + qb);
+      add_special_blocks(data, qb);
       Format qf{q, Layout::row_major, s}, f32 = Format::row_major(DType::f32, s);
       std::vector<float> deq(num_elements(s));
       ASSERT_TRUE(convert(qf, data.data(), f32, deq.data()).ok());
