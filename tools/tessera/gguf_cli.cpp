@@ -98,6 +98,20 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
     std::sort(pp_rate.begin(), pp_rate.end());
     std::sort(tg_rate.begin(), tg_rate.end());
     fmt::print("{:>8}  {:>22.2f}  {:>22.2f}\n", threads, pp_rate[pp_rate.size() / 2], tg_rate[tg_rate.size() / 2]);
+    // Where a decode step spends its time, by op kind (the last step of the last run).
+    std::map<std::string, double> by_op;
+    double step_total = 0;
+    for (const auto& n : gen->decode_session().profile().nodes) {
+      by_op[n.label.substr(0, n.label.find(' ')) + " @" + n.device] += n.host_seconds;
+      step_total += n.host_seconds;
+    }
+    std::vector<std::pair<double, std::string>> top;
+    for (const auto& [op, s] : by_op) top.push_back({s, op});
+    std::sort(top.rbegin(), top.rend());
+    std::string line;
+    for (size_t i = 0; i < top.size() && i < 4; ++i)
+      line += fmt::format("{}{} {:.1f}%", i ? ", " : "", top[i].second, 100 * top[i].first / std::max(step_total, 1e-12));
+    fmt::print("{:>8}  decode step {:.2f} ms: {}\n", "", step_total * 1e3, line);
   }
 }
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (every library instrumented for coverage, address
+# and undefined-behaviour checks) into ./build-fuzz and runs each briefly on a seed corpus.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; CI uses a short run)
+# Crashes are written to build-fuzz/crashes/<target>/ and make the script fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET="${1:-30}"
+B=build-fuzz
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer"
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
+
+# Seed corpora, one folder per target.
+seed_gguf() {
+  local dir="$1"
+  mkdir -p "$dir"
+  cmake --build "$B" -j2 --target tessera_cli >/dev/null
+  # A small valid model of each weight type (a real file would make each run slow).
+  for t in f32 q8_0 q4_0; do
+    "$B/tessera" gguf-synth --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 8 \
+      --type "$t" "$dir/synth-$t.gguf" >/dev/null
+  done
+}
+
+run_target() {
+  local name="$1" corpus="$B/corpus/$1"
+  cmake --build "$B" -j2 --target "$name"
+  mkdir -p "$corpus" "$B/crashes/$name"
+  echo "fuzz: $name for ${SECONDS_PER_TARGET}s"
+  "$B/fuzz/$name" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$B/crashes/$name/" -print_final_stats=1
+}
+
+if [ -f fuzz/gguf_fuzz.cpp ]; then
+  seed_gguf "$B/corpus/gguf_fuzz"
+  run_target gguf_fuzz
+fi
