@@ -31,6 +31,10 @@ struct DeviceProperties {
   int cores = 1;                     // cores / queues work can be spread over
   uint32_t regions = kRegionWhole;   // RegionSupport bits accepted by write()/read()
   std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
+  // Relative error bound of one product term of matmul / fully_connected / conv2d /
+  // depthwise_conv2d from the device's arithmetic itself (operand truncation by math
+  // fidelity), beyond the rounding of the storage formats; 0 when products are exact.
+  double matrix_product_error = 0;
 };
 
 // An opaque handle to device memory. No host address is implied.

@@ -89,6 +89,21 @@ float keep_significant_bits(float x, int bits) {
   return r;
 }
 
+double product_error_bound(Fidelity f) {
+  // Truncating to b significant bits loses less than 2^-(b-1) of the value.
+  auto e = [](int bits) { return std::ldexp(1.0, -(bits - 1)); };
+  const double reg = e(kSourceRegisterBits);
+  switch (f) {
+    case Fidelity::lofi: return (1 + e(kIn0PassBits)) * (1 + e(kIn1PassBits)) - 1;
+    case Fidelity::hifi2: return (1 + e(kIn0PassBits)) * (1 + reg) - 1;
+    // in0[lo] x in1[lo] is missing: |lo0| < 2^-6 |a|, |lo1| < 2^-4 |b|.
+    case Fidelity::hifi3:
+      return (1 + reg) * (1 + reg) - 1 + e(kIn0PassBits) * e(kIn1PassBits) * (1 + reg) * (1 + reg);
+    case Fidelity::hifi4: return (1 + reg) * (1 + reg) - 1;
+  }
+  return 1.0;
+}
+
 SplitOperand split_in0(const float* x, int64_t n) { return split(x, n, kIn0PassBits); }
 SplitOperand split_in1(const float* x, int64_t n) { return split(x, n, kIn1PassBits); }
 

@@ -53,6 +53,10 @@ struct SplitOperand {
 SplitOperand split_in0(const float* x, int64_t n);
 SplitOperand split_in1(const float* x, int64_t n);
 
+// Relative error bound of one product term at fidelity `f` (operand truncation), used as
+// DeviceProperties::matrix_product_error. Accumulation rounding comes on top.
+double product_error_bound(Fidelity f);
+
 // Sum over k < K of in0[a + k] * in1[b + k] at the given fidelity and accumulation.
 float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int64_t b, int64_t K,
                const MatrixNumerics& num);

@@ -99,6 +99,7 @@ class TileDevice : public Device {
     d.sub_allocation = false;  // buffers are whole allocations, never offsets
     d.cores = p.cores;
     d.regions = kRegionWhole | kRegionRows;
+    d.matrix_product_error = product_error_bound(o.matrix.fidelity);
     d.extra = {
         {"dram", fmt::format("{} banks x {}, pages interleaved round-robin (page = one tile, or one row when row-major)",
                              p.dram_banks, gib(p.bank_bytes))},

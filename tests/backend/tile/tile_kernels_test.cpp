@@ -36,7 +36,8 @@ void compare(const Graph& g, const std::vector<std::vector<uint8_t>>& in, double
 }
 
 TEST(TileKernels, BinaryOpsBroadcastExactlyInFloat32) {
-  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div, OpKind::maximum, OpKind::minimum}) {
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div, OpKind::floor_div, OpKind::maximum,
+                    OpKind::minimum}) {
     Graph g;
     TensorId a = add_input(g, "a", {2, 3, 40});
     TensorId b = add_input(g, "b", {3, 1});
@@ -49,12 +50,12 @@ TEST(TileKernels, BinaryOpsBroadcastExactlyInFloat32) {
 
 TEST(TileKernels, UnaryOps) {
   for (OpKind op : {OpKind::relu, OpKind::relu6, OpKind::silu, OpKind::gelu, OpKind::exp, OpKind::logistic,
-                    OpKind::tanh, OpKind::rsqrt, OpKind::leaky_relu, OpKind::hard_swish}) {
+                    OpKind::tanh, OpKind::rsqrt, OpKind::sqrt, OpKind::leaky_relu, OpKind::hard_swish}) {
     Graph g;
     TensorId a = add_input(g, "a", {5, 33});
     TensorId y = *g.add_op(op, {a});
     mark_output(g, y);
-    float lo = op == OpKind::rsqrt ? 0.1f : -8.0f;
+    float lo = op == OpKind::rsqrt || op == OpKind::sqrt ? 0.1f : -8.0f;
     auto av = testing::random_floats(165, 3, lo, 8.0f);
     compare(g, {bytes_of(av)}, 1e-6, 1e-6, op_name(op));
   }

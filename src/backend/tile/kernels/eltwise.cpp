@@ -48,6 +48,7 @@ Status add(KernelContext& c) { return binary(c, [](float a, float b) { return a 
 Status sub(KernelContext& c) { return binary(c, [](float a, float b) { return a - b; }); }
 Status mul(KernelContext& c) { return binary(c, [](float a, float b) { return a * b; }); }
 Status div(KernelContext& c) { return binary(c, [](float a, float b) { return a / b; }); }
+Status floor_div(KernelContext& c) { return binary(c, [](float a, float b) { return std::floor(a / b); }); }
 Status maximum(KernelContext& c) { return binary(c, [](float a, float b) { return std::max(a, b); }); }
 Status minimum(KernelContext& c) { return binary(c, [](float a, float b) { return std::min(a, b); }); }
 
@@ -90,6 +91,7 @@ Status gelu(KernelContext& c) {
 }
 Status exp_k(KernelContext& c) { return unary(c, [](float x) { return std::exp(x); }); }
 Status rsqrt(KernelContext& c) { return unary(c, [](float x) { return 1.0f / std::sqrt(x); }); }
+Status sqrt_k(KernelContext& c) { return unary(c, [](float x) { return std::sqrt(x); }); }
 
 KernelWork unary_work(const Graph& g, const Node& n) {
   return {0, static_cast<double>(tiles_of(g.tensor(n.outputs[0]).shape))};
@@ -102,11 +104,13 @@ std::string binary_check(const Graph& g, const Node& n) { return check_activatio
 void add_eltwise_kernels(std::vector<TileKernel>& k) {
   using Entry = std::pair<OpKind, Status (*)(KernelContext&)>;
   for (auto [op, fn] : {Entry{OpKind::add, add}, {OpKind::sub, sub}, {OpKind::mul, mul}, {OpKind::div, div},
+                        {OpKind::floor_div, floor_div},
                         {OpKind::maximum, maximum}, {OpKind::minimum, minimum}})
     k.push_back({op, 0, 0, binary_check, fn, binary_work});
   for (auto [op, fn] : {Entry{OpKind::relu, relu}, {OpKind::relu6, relu6}, {OpKind::leaky_relu, leaky_relu},
                         {OpKind::logistic, logistic}, {OpKind::tanh, tanh_k}, {OpKind::hard_swish, hard_swish},
-                        {OpKind::silu, silu}, {OpKind::gelu, gelu}, {OpKind::exp, exp_k}, {OpKind::rsqrt, rsqrt}})
+                        {OpKind::silu, silu}, {OpKind::gelu, gelu}, {OpKind::exp, exp_k}, {OpKind::rsqrt, rsqrt},
+                        {OpKind::sqrt, sqrt_k}})
     k.push_back({op, 0, 0, nullptr, fn, unary_work});
 }
 

@@ -156,37 +156,47 @@ void im2col_row(const ConvGeom& q, const float* x, int64_t b, int64_t oy, int64_
     }
 }
 
+// Grouped when the weights hold fewer input channels than x (groups = IC / w_IC): each
+// group is its own im2col matmul over its channel range.
 Status conv2d(KernelContext& c) {
   ConvGeom q = conv_geom(c.g, c.n);
-  const int64_t oc = c.in(1).shape[0];
-  if (c.in(1).shape[3] != q.ic) return tile_kernel_error(c.n, "weight input channels differ from the input's");
+  const int64_t oc = c.in(1).shape[0], wic = c.in(1).shape[3];
+  if (wic <= 0 || q.ic % wic != 0 || oc % (q.ic / wic) != 0)
+    return tile_kernel_error(c.n, "weight input channels (" + std::to_string(wic) + ") do not divide the input's (" +
+                                      std::to_string(q.ic) + ") into groups");
+  const int64_t groups = q.ic / wic, ocg = oc / groups;
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
-  TS_ASSIGN_OR_RETURN(std::vector<float> w, c.io.load(1));  // [OC][KH*KW*IC]: already in1 order
+  TS_ASSIGN_OR_RETURN(std::vector<float> w, c.io.load(1));  // [OC][KH*KW*wIC]: already in1 order
   std::vector<float> bias;
   if (c.has_in(2)) {
     TS_ASSIGN_OR_RETURN(bias, c.io.load(2));
   }
-  const int64_t k = q.kh * q.kw * q.ic, rows = q.n * q.oh * q.ow;
-  std::vector<float> cols(static_cast<size_t>(rows * k));
-  for (int64_t b = 0; b < q.n; ++b)
-    for (int64_t oy = 0; oy < q.oh; ++oy)
-      for (int64_t ox = 0; ox < q.ow; ++ox)
-        im2col_row(q, x.data(), b, oy, ox, 0, q.ic, cols.data() + ((b * q.oh + oy) * q.ow + ox) * k);
-  SplitOperand sa = split_in0(cols.data(), static_cast<int64_t>(cols.size()));
+  const int64_t k = q.kh * q.kw * wic, rows = q.n * q.oh * q.ow;
   SplitOperand sw = split_in1(w.data(), static_cast<int64_t>(w.size()));
-  std::vector<float> y(static_cast<size_t>(rows * oc));
-  matrix_rows(sa, 0, sw, 0, rows, oc, k, c.matrix, y.data());
+  std::vector<float> y(static_cast<size_t>(rows * oc)), cols(static_cast<size_t>(rows * k)), part(rows * ocg);
   const std::string act = c.n.attr_str("activation", "none");
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < oc; ++j) y[r * oc + j] = apply_activation(y[r * oc + j] + (bias.empty() ? 0 : bias[j]), act);
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    for (int64_t b = 0; b < q.n; ++b)
+      for (int64_t oy = 0; oy < q.oh; ++oy)
+        for (int64_t ox = 0; ox < q.ow; ++ox)
+          im2col_row(q, x.data(), b, oy, ox, gi * wic, wic, cols.data() + ((b * q.oh + oy) * q.ow + ox) * k);
+    SplitOperand sa = split_in0(cols.data(), static_cast<int64_t>(cols.size()));
+    matrix_rows(sa, 0, sw, gi * ocg * k, rows, ocg, k, c.matrix, part.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < ocg; ++j) {
+        int64_t o = gi * ocg + j;
+        y[r * oc + o] = apply_activation(part[r * ocg + j] + (bias.empty() ? 0 : bias[o]), act);
+      }
+  }
   return c.io.store(0, y);
 }
 
 KernelWork conv_work(const Graph& g, const Node& n) {
   if (g.tensor(n.inputs[0]).shape.size() != 4 || g.tensor(n.inputs[1]).shape.size() != 4) return {};
   ConvGeom q = conv_geom(g, n);
-  int64_t oc = g.tensor(n.outputs[0]).shape[3];
-  double flops = 2.0 * pad32(q.n * q.oh * q.ow) * pad32(oc) * pad32(q.kh * q.kw * q.ic);
+  int64_t oc = g.tensor(n.outputs[0]).shape[3], wic = std::max<int64_t>(g.tensor(n.inputs[1]).shape[3], 1);
+  int64_t groups = std::max<int64_t>(q.ic / wic, 1);
+  double flops = 2.0 * groups * pad32(q.n * q.oh * q.ow) * pad32(oc / groups) * pad32(q.kh * q.kw * wic);
   return {flops, static_cast<double>(tiles_of(g.tensor(n.outputs[0]).shape))};
 }
 
