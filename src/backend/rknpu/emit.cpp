@@ -90,7 +90,7 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
   r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
   // BS: bias (table or register), multiplier (table or register), ReLU / ReLU-X.
   const bool alu = op.bs_table_used || op.bs_alu_operand != 0 || op.type == NpuOpType::add;
-  const bool mul = op.per_channel || op.type == NpuOpType::add;
+  const bool mul = op.type == NpuOpType::conv || op.type == NpuOpType::depthwise || op.type == NpuOpType::add;
   r.set(R::DPU::BS_CFG__BS_BYPASS, 0)
       .set(R::DPU::BS_CFG__BS_ALU_BYPASS, alu ? 0 : 1)
       .set(R::DPU::BS_CFG__BS_ALU_SRC, op.bs_table_used ? 1 : 0)
@@ -100,12 +100,20 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .set(R::DPU::BS_CFG__BS_RELUX_EN, op.relux ? 1 : 0)
       .emit();
   r.set_signed(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND, op.bs_alu_operand).emit();
-  r.set(R::DPU::BS_MUL_CFG__BS_MUL_SRC, op.per_channel ? 1 : 0)
+  r.set(R::DPU::BS_MUL_CFG__BS_MUL_SRC, op.bs_table_used ? 1 : 0)
       .set_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND, op.bs_mul.mantissa)
       .set(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE, op.bs_mul.shift)
       .emit();
   r.set_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT, op.relux_value).emit();
-  r.write(R::DPU::BN_CFG__BN_BYPASS, 1);
+  // BN: the second per-channel multiplier (per-channel convs), then ReLU / ReLU-X.
+  r.set(R::DPU::BN_CFG__BN_BYPASS, op.bn_mul ? 0 : 1)
+      .set(R::DPU::BN_CFG__BN_ALU_BYPASS, 1)
+      .set(R::DPU::BN_CFG__BN_MUL_BYPASS, op.bn_mul ? 0 : 1)
+      .set(R::DPU::BN_CFG__BN_RELU_BYPASS, op.bn_relu ? 0 : 1)
+      .set(R::DPU::BN_CFG__BN_RELUX_EN, op.bn_relux ? 1 : 0)
+      .emit();
+  r.set(R::DPU::BN_MUL_CFG__BN_MUL_SRC, op.bn_mul ? 1 : 0).emit();
+  r.set_signed(R::DPU::BN_RELUX_CMP_VALUE__BN_RELUX_CMP_DAT, op.bn_relux_value).emit();
   // EW: the add's other operand, converted into this op's unit and summed.
   const bool ew = op.ew_input != kNoTensor;
   r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
@@ -137,9 +145,12 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .emit();
   if (from_memory) r.write(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input + out_off);
   // BRDMA_DATA_USE: bit 0 = the table supplies the ALU operand, bit 1 = the multiplier.
-  uint32_t use = (op.bs_table_used ? 1u : 0u) | (op.per_channel ? 2u : 0u);
+  uint32_t use = op.bs_table_used ? 3u : 0u;
   r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, use);
   if (use) r.write(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR, a.bs + tile.oc0 * kBsEntryBytes);
+  // NRDMA_DATA_USE: bit 1 = the BN table (after the BS entries) supplies the multiplier.
+  r.write(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE, op.bn_mul ? 2u : 0u);
+  if (op.bn_mul) r.write(R::DPU_RDMA::RDMA_BN_BASE_ADDR__BN_BASE_ADDR, a.bs + (op.out_c + tile.oc0) * kBsEntryBytes);
   r.set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE, ew ? 0 : 1).set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DATA_SIZE, 0).emit();
   if (ew) {
     r.write(R::DPU_RDMA::RDMA_EW_BASE_ADDR__EW_BASE_ADDR, a.ew + out_off);

@@ -12,6 +12,7 @@
 // the result with a 16-bit mantissa, a shift and the output offset (OUT_CVT).
 #include "backend/rknpu/lower.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -32,6 +33,37 @@ constexpr int kEwShiftMax = static_cast<int>(regs::DPU::EW_CVT_SCALE_VALUE__EW_O
 constexpr int kOutShiftMax = static_cast<int>(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT.max());
 constexpr int32_t kMantissaBits = 15;  // positive part of a signed 16-bit mantissa
 
+// TFLite's rounding point: M = f * 2^e (f in [0.5, 1)); MultiplyByQuantizedMultiplier
+// rounds acc * f * 2^max(e,0) to an integer, then divides by 2^max(-e,0) rounding half
+// away from zero. Returns the second exponent k = max(-e, 0).
+int tflite_shift(double m) {
+  int e = 0;
+  double f = std::frexp(m, &e);
+  if (std::llround(f * double(int64_t{1} << 31)) == (int64_t{1} << 31)) ++e;
+  return std::max(-e, 0);
+}
+
+// Fills the multiplier halves of the BS and BN table entries so that BN produces
+// round(acc * M * 2^k) per channel (the bias halves are already in place).
+Status encode_requant(NpuOp& op, int k) {
+  const int64_t oc = op.out_c;
+  for (int64_t c = 0; c < oc; ++c) {
+    auto pr = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), op.req_vmax[c],
+                                static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max()),
+                                static_cast<int>(regs::DPU::BN_MUL_CFG__BN_MUL_SHIFT_VALUE.max()));
+    if (!pr.ok()) return error(StatusCode::unsupported, "scale of channel ", c, ": ", pr.status().message());
+    uint8_t* e = op.bs_table.data() + c * kBsEntryBytes;
+    int16_t m = static_cast<int16_t>(pr->first.mantissa);
+    std::memcpy(e + 4, &m, 2);
+    e[6] = static_cast<uint8_t>(pr->first.shift);
+    e = op.bs_table.data() + (oc + c) * kBsEntryBytes;
+    m = static_cast<int16_t>(pr->second.mantissa);
+    std::memcpy(e + 4, &m, 2);
+    e[6] = static_cast<uint8_t>(pr->second.shift);
+  }
+  return Status::Ok();
+}
+
 Status no(const Node& n, const std::string& why) {
   return error(StatusCode::unsupported, why);
 }
@@ -48,6 +80,12 @@ std::vector<int32_t> const_values(const Tensor& t) {
   const uint8_t* p = t.data->data;
   for (size_t i = 0; i < v.size(); ++i) v[i] = t.dtype == DType::u8 ? p[i] : static_cast<int8_t>(p[i]);
   return v;
+}
+
+int32_t read_bias(const std::vector<uint8_t>& table, int64_t c) {
+  int32_t b;
+  std::memcpy(&b, table.data() + c * kBsEntryBytes, 4);
+  return b;
 }
 
 void put_bs_entry(std::vector<uint8_t>& table, int64_t c, int32_t bias, Scale16 mul) {
@@ -189,33 +227,50 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   }
   op.macs = op.out_h * op.out_w * oc * per_oc;
 
-  // Bias table and requantization.
+  // Bias table and requantization, in three DPU stages that reproduce TFLite's rounding
+  // structure (docs/rknpu.md "Requantization"): with M = in_scale * w_scale / out_scale and
+  // k its TFLite shift, BS multiplies by A * 2^-s1 and BN by B * 2^-s2 so that the BN result
+  // is round(acc * M * 2^k) (A searched so that A*B represents M * 2^k to ~26 bits, beyond
+  // one 16-bit mantissa), and OUT_CVT divides by 2^k rounding half away from zero. ReLU and
+  // ReLU6 clamp at the BN stage (units of out_scale / 2^k). Per-channel models take A, B
+  // from the table (per channel) with one common k, the largest of the channels'.
   op.bs_table_used = true;
-  op.bs_table.assign(static_cast<size_t>(oc * kBsEntryBytes), 0);
+  op.bn_mul = true;
+  op.bs_table.assign(static_cast<size_t>(2 * oc * kBsEntryBytes), 0);  // BS entries, then BN entries
   const int32_t* bias = has_bias ? reinterpret_cast<const int32_t*>(g.tensor(n.inputs[2]).data->data) : nullptr;
+  const double amax = op.int16 ? 255.0 : 128.0;  // largest |input| the MAC array sees
+  std::vector<int32_t> folded(oc);
+  std::vector<double> abs_w(oc, 0.0);
+  for (size_t i = 0; i < d.size(); ++i) abs_w[dw ? static_cast<int64_t>(i) % oc : static_cast<int64_t>(i) / per_oc] += std::abs(d[i]);
   for (int64_t c = 0; c < oc; ++c) {
     int64_t b = bias ? bias[c] : 0;
     if (!op.int16) b -= (in_zp - off_in) * dsum[c];
     if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max())
       return no(n, "bias of channel " + std::to_string(c) + " with the zero point folded in overflows int32");
-    Scale16 mul;
-    if (op.per_channel) {
-      auto s = encode_scale16(si * w.quant.scale_at(c) / so, kBsShiftMax);
-      if (!s.ok()) return no(n, "per-channel scale of channel " + std::to_string(c) + ": " + s.status().message());
-      mul = *s;
-    }
-    put_bs_entry(op.bs_table, c, static_cast<int32_t>(b), mul);
+    folded[c] = static_cast<int32_t>(b);
   }
-  if (op.per_channel) {
-    op.out_scale = {1, 0};  // the BS stage already produced output units
-  } else {
-    auto s = encode_scale16(si * w.quant.scale_at(0) / so, kOutShiftMax);
-    if (!s.ok()) return no(n, "output scale: " + s.status().message());
-    op.out_scale = *s;
+  auto multiplier = [&](int64_t c) {
+    const float ws = w.quant.scale_at(op.per_channel ? c : 0);
+    const bool legacy = x.dtype == DType::u8 && !op.per_channel;  // TFLite's GetQuantizedConvolutionMultipler
+    return legacy ? double(float(si) * ws) / double(float(so)) : double(float(si)) * double(ws) / double(float(so));
+  };
+  int k = 0;
+  for (int64_t c = 0; c < (op.per_channel ? oc : 1); ++c) {
+    auto s1 = encode_scale16(multiplier(c), kOutShiftMax);
+    if (!s1.ok()) return no(n, "scale of channel " + std::to_string(c) + ": " + s1.status().message());
+    k = std::max(k, tflite_shift(multiplier(c)));
   }
+  if (!fits(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, k)) return no(n, "output shift " + std::to_string(k) + " exceeds OUT_CVT_SHIFT");
+  for (int64_t c = 0; c < oc; ++c) {
+    op.req_m.push_back(multiplier(c));
+    op.req_vmax.push_back(abs_w[c] * amax + std::abs(double(folded[c])));
+    put_bs_entry(op.bs_table, c, folded[c], Scale16{});
+  }
+  if (opts.pack) TS_RETURN_IF_ERROR(encode_requant(op, k));
+  op.out_scale = {1, k};
+  TS_RETURN_IF_ERROR(lower_activation(n, y, so * std::ldexp(1.0, -k), op.bn_relu, op.bn_relux, op.bn_relux_value));
+  op.ew_unit = op.per_channel ? 0.0 : so * std::ldexp(1.0, -k);
   op.out_offset = static_cast<int32_t>(out_zp) - off_out;
-  const double unit = op.per_channel ? so : si * w.quant.scale_at(0);
-  TS_RETURN_IF_ERROR(lower_activation(n, y, unit, op.relu, op.relux, op.relux_value));
   if (!opts.pack) op.bs_table.clear();
   TS_RETURN_IF_ERROR(check_tiling(op).status());
   return op;
@@ -338,6 +393,33 @@ Result<Scale16> encode_scale16(double m, int max_shift) {
   return Scale16{static_cast<int32_t>(mant), shift};
 }
 
+Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int max_shift2) {
+  TS_RETURN_IF_ERROR(encode_scale16(m, max_shift2).status());
+  ScalePair best{};
+  double best_err = 1e300;
+  const int s1_base = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(vmax, 1.0)))) + kMantissaBits - 30);
+  for (int32_t a = (1 << kMantissaBits) - 1; a >= (1 << kMantissaBits) - kPairSearch; --a) {
+    // s1 keeps |v| * A / 2^s1 inside the 31-bit datapath.
+    const int s1 = s1_base;
+    if (s1 > max_shift1) break;
+    const double r = m * std::ldexp(1.0, s1) / a;  // what B * 2^-s2 must be
+    int e = 0;
+    std::frexp(r, &e);
+    int s2 = kMantissaBits - e;
+    if (s2 < 0) continue;
+    s2 = std::min(s2, max_shift2);
+    const int64_t b = std::llround(std::ldexp(r, s2));
+    if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
+    const double err = std::abs(double(a) * double(b) * std::ldexp(1.0, -(s1 + s2)) - m);
+    if (err < best_err) {
+      best_err = err;
+      best = {Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}};
+    }
+  }
+  if (best_err == 1e300) return error(StatusCode::unsupported, "multiplier ", m, " cannot be split over two 16-bit stages");
+  return best;
+}
+
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts) {
   Result<NpuOp> r = [&]() -> Result<NpuOp> {
     switch (n.op) {
@@ -358,7 +440,7 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
 
 Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {
   if (op.type != NpuOpType::conv && op.type != NpuOpType::depthwise) return error(StatusCode::unsupported, "producer is not a convolution");
-  if (op.per_channel) return error(StatusCode::unsupported, "per-channel convolution (its DPU output is already in output units)");
+  if (op.per_channel) return error(StatusCode::unsupported, "per-channel convolution (its channels leave BN in different units)");
   if (op.ew_input != kNoTensor) return error(StatusCode::unsupported, "already fused");
   const Tensor& conv_out = g.tensor(op.output);
   TensorId other = add.inputs[0] == op.output ? add.inputs[1] : add.inputs[0];
@@ -374,18 +456,43 @@ Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {
   for (const Node& nd : g.nodes())
     if (!nd.outputs.empty() && nd.outputs[0] == op.output) conv = &nd;
   if (!conv) return error(StatusCode::internal, "conv node not found");
-  const double unit = x.quant.scale_at(0) * g.tensor(conv->inputs[1]).quant.scale_at(0);
+  // TFLite rounds the conv's output to its own quantization before the add: re-encode the
+  // BS/BN multipliers so that BN yields round(acc * M), the conv output less its zero point,
+  // and add the other operand in those units.
+  // BS rounds acc * M to whole conv-output steps (one 16-bit multiplier); BN scales that
+  // exactly by 2^f so that the EW operand can be added with f fractional bits.
+  if (op.bs_table.empty()) return error(StatusCode::internal, "conv tables not packed");
+  (void)x;
   const double sb = b.quant.scale_at(0), so = y.quant.scale_at(0);
+  const double conv_scale = conv_out.quant.scale_at(0);
+  const int f = std::clamp(kMantissaBits - 1 - static_cast<int>(std::ceil(std::log2(std::max(sb / conv_scale, 1.0)))), 0,
+                           kMantissaBits - 1);
+  for (int64_t c = 0; c < op.out_c; ++c) {
+    auto m = encode_scale16(op.req_m[c], kBsShiftMax);
+    if (!m.ok()) return error(StatusCode::unsupported, "conv scale: ", m.status().message());
+    put_bs_entry(op.bs_table, c, read_bias(op.bs_table, c), *m);
+    put_bs_entry(op.bs_table, op.out_c + c, 0, Scale16{1 << f, 0});
+  }
+  const double unit = conv_scale * std::ldexp(1.0, -f);
   auto mb = encode_scale16(sb / unit, kEwShiftMax);
   auto mo = encode_scale16(unit / so, kOutShiftMax);
   if (!mb.ok() || !mo.ok()) return error(StatusCode::unsupported, "scale ratios do not fit the EW/OUT converters");
   // The conv's activation can no longer come from saturating its (now unwritten) output:
   // clamp explicitly in the BS stage, before the add (TFLite order).
   std::string act = conv->attr_str("activation", "none");
-  if (act == "relu" || act == "relu6") op.relu = true;
+  if (act == "relu" || act == "relu6") op.bn_relu = true;
   if (act == "relu6") {
-    op.relux = true;
-    op.relux_value = static_cast<int32_t>(std::lround(6.0 / unit));
+    op.bn_relux = true;
+    op.bn_relux_value = static_cast<int32_t>(std::lround(6.0 / unit));
+  }
+  // The conv output's own saturation: its upper bound as a ReLU-X clamp (the lower bound
+  // has no DPU clamp besides 0; it is exact when the conv's zero point is its minimum).
+  const int64_t conv_qmax = conv_out.dtype == DType::u8 ? 255 : 127;
+  const int32_t upper = static_cast<int32_t>((conv_qmax - conv_out.quant.zero_point_at(0)) << f);
+  if (conv_out.quant.zero_point_at(0) == (conv_out.dtype == DType::u8 ? 0 : -128)) op.bn_relu = true;
+  if (!op.bn_relux || upper < op.bn_relux_value) {
+    op.bn_relux = true;
+    op.bn_relux_value = upper;
   }
   op.ew_input = other;
   op.ew_offset = storage_offset(b.dtype) - static_cast<int32_t>(b.quant.zero_point_at(0));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/graph.h"
@@ -22,6 +23,12 @@ struct Scale16 {
 };
 // Encodes `m` (> 0); error if it cannot be represented with shift in [0, max_shift].
 Result<Scale16> encode_scale16(double m, int max_shift);
+// Splits `m` over two multipliers applied in sequence with a rounding shift between them,
+// m ~ A * 2^-s1 * B * 2^-s2, keeping |v| * A / 2^s1 < 2^30 for |v| <= vmax. Candidates A
+// are searched (kPairSearch of them) for the pair closest to m.
+using ScalePair = std::pair<Scale16, Scale16>;
+constexpr int kPairSearch = 1024;
+Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int max_shift2);
 
 struct NpuOp {
   NpuOpType type = NpuOpType::conv;
@@ -43,12 +50,21 @@ struct NpuOp {
   std::vector<uint8_t> weights;  // rk_conv_weight / rk_dw_weight packed, int8 or int16 elements
   int64_t weight_bytes = 0;      // size of `weights` (known even when not packed)
 
-  // DPU: BS stage. The table holds per output channel {int32 bias, int16 mul, uint8 shift, pad}.
+  // DPU: BS stage. The table holds per output channel {int32 bias, int16 mul, uint8 shift, pad};
+  // per-channel convs append a second block of entries for the BN stage's multiplier.
   bool bs_table_used = false;
   bool per_channel = false;      // the table's mul/shift are used (per-channel requantization)
   std::vector<uint8_t> bs_table;
   int32_t bs_alu_operand = 0;    // register operand (element-wise add: -zero point)
-  Scale16 bs_mul;                // register multiplier (element-wise add)
+  Scale16 bs_mul;                // register multiplier (per-tensor conv: first stage; add: operand scale)
+  // DPU: BN stage (per-channel convs: the second multiplier, from the table's second half).
+  bool bn_mul = false;
+  bool bn_relu = false, bn_relux = false;
+  int32_t bn_relux_value = 0;
+  double ew_unit = 0;            // real value of one unit entering the EW stage (per-tensor conv)
+  // Requantization inputs kept for re-encoding (fusion changes the rounding point): per
+  // output channel, M and the largest |accumulator + bias|.
+  std::vector<double> req_m, req_vmax;
   bool relu = false;             // BS ReLU (clamp at 0)
   bool relux = false;            // BS ReLU-X (clamp at relux_value)
   int32_t relux_value = 0;

@@ -22,10 +22,14 @@ constexpr int64_t kAddrUnit = 16;
 int32_t sat32(int64_t v) {
   return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
 }
-// round(v * m / 2^s), rounding half up, then saturated to int32.
+// round(v * m / 2^s), rounding half away from zero (the model's reading of the DPU's
+// CVT_ROUND; docs/rknpu.md), then saturated to int32.
 int32_t scale_round(int64_t v, int64_t m, int s) {
   int64_t p = v * m;
-  if (s > 0) p = (p + (int64_t{1} << (s - 1))) >> s;
+  if (s > 0) {
+    const int64_t half = int64_t{1} << (s - 1);
+    p = p >= 0 ? (p + half) >> s : -((-p + half) >> s);
+  }
   return sat32(p);
 }
 
@@ -275,6 +279,20 @@ class Executor {
       table = p;
       t.dram_bytes += oc_ * kBsEntryBytes;
     }
+    // BN: per-channel multiplier from the NRDMA table (the only BN use modelled).
+    const bool bn = !r_.get(R::DPU::BN_CFG__BN_BYPASS);
+    const bool bn_mul = bn && !r_.get(R::DPU::BN_CFG__BN_MUL_BYPASS);
+    const bool bn_relu = bn && !r_.get(R::DPU::BN_CFG__BN_RELU_BYPASS), bn_relux = bn && r_.get(R::DPU::BN_CFG__BN_RELUX_EN);
+    const int32_t bn_relux_v = r_.get_signed(R::DPU::BN_RELUX_CMP_VALUE__BN_RELUX_CMP_DAT);
+    if (bn && !r_.get(R::DPU::BN_CFG__BN_ALU_BYPASS)) return error(StatusCode::unsupported, "BN ALU is not modelled");
+    const uint8_t* bn_table = nullptr;
+    if (bn_mul) {
+      if (!r_.get(R::DPU::BN_MUL_CFG__BN_MUL_SRC) || !(r_.get(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE) & 2u))
+        return error(StatusCode::unsupported, "BN multiplier from a register is not modelled");
+      TS_ASSIGN_OR_RETURN(uint8_t * p, m_.translate(r_.get(R::DPU_RDMA::RDMA_BN_BASE_ADDR__BN_BASE_ADDR), oc_ * kBsEntryBytes, "BN table"));
+      bn_table = p;
+      t.dram_bytes += oc_ * kBsEntryBytes;
+    }
     const bool ew = !r_.get(R::DPU::EW_CFG__EW_BYPASS);
     Cube ewc;
     if (ew) {
@@ -311,6 +329,14 @@ class Executor {
           shift = e[6];
         }
       }
+      int32_t bn_m = 1;
+      int bn_s = 0;
+      if (bn_table) {
+        int16_t m16;
+        std::memcpy(&m16, bn_table + c * kBsEntryBytes + 4, 2);
+        bn_m = m16;
+        bn_s = bn_table[c * kBsEntryBytes + 6];
+      }
       for (int64_t y = 0; y < oh_; ++y)
         for (int64_t x = 0; x < ow_; ++x) {
           int32_t v = acc_[(c * oh_ + y) * ow_ + x];
@@ -318,6 +344,9 @@ class Executor {
           if (bs_mul) v = scale_round(v, mul, shift);
           if (bs_relu) v = std::max(v, 0);
           if (bs_relux) v = std::min(v, relux);
+          if (bn_mul) v = scale_round(v, bn_m, bn_s);
+          if (bn_relu) v = std::max(v, 0);
+          if (bn_relux) v = std::min(v, bn_relux_v);
           if (ew) {
             int32_t e = ewc.at(c, y, x);
             if (ew_cvt) e = scale_round(int64_t(e) + ew_off, ew_scale, ew_shift);
