@@ -21,6 +21,7 @@ void add_segment_command(CLI::App& app);
 void add_pose_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 // Thrown by command callbacks for a library error; main prints it and exits non-zero.
 struct CommandFailed {
