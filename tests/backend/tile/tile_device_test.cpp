@@ -180,3 +180,65 @@ TEST(TileDevice, QuantizedNodesFallBackWithAReason) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+Graph fc_graph(const std::vector<float>& w, int64_t oc, int64_t ic) {
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {2, ic};
+  x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  Tensor wt;
+  wt.name = "w";
+  wt.shape = {oc, ic};
+  wt.role = Role::weight;
+  std::vector<uint8_t> bytes(w.size() * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  wt.data = ConstData::from_vector(std::move(bytes));
+  TensorId wi = g.add_tensor(wt);
+  TensorId y = *g.add_op(OpKind::fully_connected, {xi, wi});
+  g.tensor(y).role = Role::output;
+  g.inputs = {xi};
+  g.outputs = {y};
+  return g;
+}
+
+TEST(TileDevice, PlanCountsBlockFloatTilesAndBankRounding) {
+  auto tile = create_device("tile", {{"weights", "bfp8_b"}});
+  auto cpu = create_device("cpu");
+  ASSERT_TRUE(tile.ok() && cpu.ok());
+  auto plan = plan_graph(fc_graph(testing::random_floats(64 * 64, 31), 64, 64), {tile->get(), cpu->get()});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  TensorId w = *plan->graph.find_tensor("w");
+  const TensorPlacement& tp = plan->tensors[w];
+  EXPECT_EQ(tp.format.encoding, Encoding::bfp8_b);
+  EXPECT_EQ(tp.format.layout, Layout::tile32);
+  // 4 tiles of 64 + 1024 bytes, each bank reserving one 1088-byte page.
+  EXPECT_EQ(*tp.format.byte_size(), 4 * 1088);
+  EXPECT_EQ(tp.bytes, 12 * 1088);
+  EXPECT_EQ(plan->memory[0].weight_bytes, 12 * 1088);
+  // x [2, 64] f32: 2 tiles of 4096 B -> 12 x 4096 reserved; y the same.
+  EXPECT_EQ(plan->memory[0].peak_bytes(), 12 * 1088 + 2 * 12 * 4096);
+  std::string report = plan->report(true);
+  EXPECT_NE(report.find("bfp8_b/tile32 [64,64]"), std::string::npos) << report;
+}
+
+TEST(TileDevice, NonFiniteWeightsIntoBlockFloatAreRejectedAtUpload) {
+  auto w = testing::random_floats(32 * 32, 32);
+  w[17] = std::nanf("");
+  SessionOptions so;
+  so.device = "tile";
+  so.device_options = {{"weights", "bfp8_b"}};
+  auto s = Session::create(fc_graph(w, 32, 32), so);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("'w'"), std::string::npos) << s.status().message();
+  // With bf16 weights the NaN is carried as a NaN (no shared exponent to corrupt).
+  so.device_options = {{"weights", "bf16"}};
+  EXPECT_TRUE(Session::create(fc_graph(w, 32, 32), so).ok());
+}
+
+}  // namespace
+}  // namespace tessera
