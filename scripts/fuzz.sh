@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-30}"
 B=build-fuzz
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer"
+# The AVX2 conversion files select their instruction set with "#pragma GCC target", which
+# clang ignores; build the fuzzers for the host's AVX2 instead (fuzzing runs on this host).
+if grep -q avx2 /proc/cpuinfo 2>/dev/null; then SAN="$SAN -mavx2 -mfma -mf16c"; fi
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
@@ -36,4 +39,22 @@ run_target() {
 if [ -f fuzz/gguf_fuzz.cpp ]; then
   seed_gguf "$B/corpus/gguf_fuzz"
   run_target gguf_fuzz
+fi
+
+# TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
+# (the flatbuffer's tables come first; the fuzzer mutates from there).
+seed_tflite() {
+  local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
+  mkdir -p "$dir"
+  [ -d "$shared/models/tflite" ] || { echo "fuzz: $shared/models/tflite is absent; empty corpus" >&2; return; }
+  for m in "$shared"/models/tflite/*.tflite; do
+    local name
+    name=$(basename "$m" .tflite)
+    if [ "$(stat -c %s "$m")" -le 400000 ]; then cp "$m" "$dir/$name"; else head -c 65536 "$m" > "$dir/$name.head"; fi
+  done
+}
+
+if [ -f fuzz/tflite_fuzz.cpp ]; then
+  seed_tflite "$B/corpus/tflite_fuzz"
+  run_target tflite_fuzz
 fi

@@ -18,6 +18,7 @@ InferResult infer_add(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_sub(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_mul(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_div(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_floor_div(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_maximum(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_minimum(const Graph& g, const Node& n) { return binary(g, n); }
 
@@ -36,6 +37,7 @@ InferResult infer_silu(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_gelu(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_exp(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_rsqrt(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_sqrt(const Graph& g, const Node& n) { return unary(g, n); }
 
 InferResult infer_cast(const Graph& g, const Node& n) { return one(in(g, n, 0).shape, out_dtype(g, n)); }
 

@@ -118,6 +118,19 @@ InferResult infer_gather(const Graph& g, const Node& n) {
   return one(s, x.dtype);
 }
 
+InferResult infer_gather_nd(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  const Tensor& idx = in(g, n, 1);
+  if (idx.dtype != DType::i32 && idx.dtype != DType::i64) return fail(n, "indices must be i32 or i64");
+  if (idx.shape.empty()) return fail(n, "indices must have rank >= 1");
+  const int64_t k = idx.shape.back();
+  if (k < 1 || k > static_cast<int64_t>(x.shape.size()))
+    return fail(n, "index tuples of " + std::to_string(k) + " do not fit params " + shape_str(x.shape));
+  Shape s(idx.shape.begin(), idx.shape.end() - 1);
+  s.insert(s.end(), x.shape.begin() + k, x.shape.end());
+  return one(s, x.dtype);
+}
+
 InferResult infer_get_rows(const Graph& g, const Node& n) {
   const Tensor& t = in(g, n, 0);
   const Tensor& idx = in(g, n, 1);

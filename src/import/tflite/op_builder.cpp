@@ -57,6 +57,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_ARG_MAX, 2},          {T::BuiltinOperator_CAST, 1},
     {T::BuiltinOperator_GATHER, 3},           {T::BuiltinOperator_PACK, 2},
     {T::BuiltinOperator_UNPACK, 2},           {T::BuiltinOperator_SLICE, 2},
+    {T::BuiltinOperator_FLOOR_DIV, 2},        {T::BuiltinOperator_SQRT, 1},
+    {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -311,6 +313,8 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_SUB: return build_binary(s, OpKind::sub);
     case T::BuiltinOperator_MUL: return build_binary(s, OpKind::mul);
     case T::BuiltinOperator_DIV: return build_binary(s, OpKind::div);
+    case T::BuiltinOperator_FLOOR_DIV: return build_binary(s, OpKind::floor_div);
+    case T::BuiltinOperator_SQRT: return build_unary(s, OpKind::sqrt);
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);

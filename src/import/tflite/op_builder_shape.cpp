@@ -228,6 +228,15 @@ Status build_arg_max(OpSite& s) {
   return s.add(OpKind::arg_max, {x}, {y}, {{"axis", ax}});
 }
 
+Status build_gather_nd(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId idx, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  if (s.cx.graph.tensor(x).quant != s.cx.graph.tensor(y).quant) return s.fail("input and output quantization differ");
+  return s.add(OpKind::gather_nd, {x, idx}, {y});
+}
+
 Status build_cast(OpSite& s) {
   TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
@@ -240,7 +249,9 @@ Status build_cast(OpSite& s) {
 Status build_shape_operator(OpSite& s) {
   switch (s.code) {
     case T::BuiltinOperator_RESHAPE:
-    case T::BuiltinOperator_SQUEEZE: return build_reshape(s);
+    case T::BuiltinOperator_SQUEEZE:
+    case T::BuiltinOperator_EXPAND_DIMS: return build_reshape(s);
+    case T::BuiltinOperator_GATHER_ND: return build_gather_nd(s);
     case T::BuiltinOperator_TRANSPOSE: return build_transpose(s);
     case T::BuiltinOperator_CONCATENATION: return build_concat(s);
     case T::BuiltinOperator_PACK: return build_pack(s);

@@ -9,6 +9,7 @@ void register_quant_elementwise_kernels(KernelTable& t);  // quant_elementwise.c
 void register_quant_pool_kernels(KernelTable& t);         // quant_pool.cpp
 void register_quant_softmax_kernels(KernelTable& t);      // quant_softmax.cpp
 void register_quant_misc_kernels(KernelTable& t);         // quant_misc.cpp
+void register_tflite_extra_kernels(KernelTable& t);       // quant_tflite_extra.cpp (floor_div, sqrt, gather_nd)
 
 void register_quant_kernels(KernelTable& t) {
   register_quant_conv_kernels(t);
@@ -16,6 +17,7 @@ void register_quant_kernels(KernelTable& t) {
   register_quant_pool_kernels(t);
   register_quant_softmax_kernels(t);
   register_quant_misc_kernels(t);
+  register_tflite_extra_kernels(t);
 }
 
 }  // namespace tessera::cpu
