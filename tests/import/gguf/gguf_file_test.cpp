@@ -1,6 +1,7 @@
 // The GGUF reader: real files, a writer round trip, and corrupted files (each a clear error).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 

@@ -1,0 +1,99 @@
+// `tessera generate`, `gguf-synth`, `inspect` and `bench` on GGUF models, run as a user would.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
+#include "fixtures.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exe_ = fs::path(TESSERA_BINARY_DIR) / "tessera";
+    if (!fs::exists(exe_)) GTEST_SKIP() << "the tessera binary is not built (" << exe_ << "): build tessera_cli";
+    dir_ = fs::temp_directory_path() / ("tessera_generate_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  int run(const std::string& args) {
+    std::string cmd = exe_.string() + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
+    int rc = std::system(cmd.c_str());
+    out_ = read_text(path("stdout"));
+    err_ = read_text(path("stderr"));
+    return rc;
+  }
+  static std::string read_text(const std::string& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  fs::path exe_, dir_;
+  std::string out_, err_;
+};
+
+TEST_F(GenerateCli, GreedyTextAndSpeedLine) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/gguf/aidreams260K.gguf");
+  ASSERT_EQ(run("generate " + model + " -p 'Once upon a time' -n 53"), 0) << err_;
+  EXPECT_EQ(out_,
+            "Once upon a time, pixels unfolding like petals. Classifications unfold, a kaleidoscope of probability "
+            "revealing hidden patterns.\n");
+  EXPECT_NE(err_.find("prompt: 13 tokens"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("generation: 53 tokens"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("tokens/s"), std::string::npos) << err_;
+}
+
+TEST_F(GenerateCli, SeededSamplingRepeats) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/gguf/aidreams260K-Q8_0.gguf");
+  const std::string args = "generate " + model + " -p 'The robot' -n 20 --temp 0.9 --top-k 20 --top-p 0.9 --seed 4";
+  ASSERT_EQ(run(args), 0) << err_;
+  std::string first = out_;
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_EQ(out_, first);
+  EXPECT_EQ(first.rfind("The robot", 0), 0u) << first;
+}
+
+TEST_F(GenerateCli, SynthInspectBench) {
+  ASSERT_EQ(run("gguf-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 32 --type q4_0 " +
+                path("s.gguf")),
+            0)
+      << err_;
+  ASSERT_EQ(run("inspect --brief " + path("s.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("general.architecture"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("blk.1.ffn_down.weight"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("q4_0"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("4 heads (2 KV"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("state"), std::string::npos) << out_;  // the KV cache in the memory plan
+  ASSERT_EQ(run("bench " + path("s.gguf") + " --pp 8 --tg 4 -r 1"), 0) << err_;
+  EXPECT_NE(out_.find("prompt tokens/s"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("generation tokens/s"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + path("s.gguf") + " -p 'abc' -n 4"), 0) << err_;
+}
+
+TEST_F(GenerateCli, ClearErrors) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/gguf/aidreams260K.gguf");
+  EXPECT_NE(run("generate " + path("missing.gguf") + " -p x"), 0);
+  EXPECT_NE(err_.find("cannot open"), std::string::npos) << err_;
+  std::ofstream(path("bad.gguf")) << "GGML this is not a gguf file";
+  EXPECT_NE(run("generate " + path("bad.gguf") + " -p x"), 0);
+  EXPECT_NE(err_.find("not a GGUF file"), std::string::npos) << err_;
+  std::string long_prompt;
+  for (int i = 0; i < 100; ++i) long_prompt += "word ";
+  EXPECT_NE(run("generate " + model + " -p '" + long_prompt + "'"), 0);
+  EXPECT_NE(err_.find("the context holds 128"), std::string::npos) << err_;
+  EXPECT_NE(run("generate " + model + " -p x --top-p 0"), 0);
+  EXPECT_NE(err_.find("top-p"), std::string::npos) << err_;
+}
+
+}  // namespace
+}  // namespace tessera
