@@ -59,6 +59,9 @@ struct TileKernel {
   std::string (*check)(const Graph& g, const Node& n) = nullptr;
   Status (*run)(KernelContext& c) = nullptr;
   KernelWork (*work)(const Graph& g, const Node& n) = nullptr;
+  // Has a float path for u8/i8 quantized tensors (option quantized=float): inputs arrive
+  // as real values and quantized outputs are requantized when stored.
+  bool quantized = false;
 };
 
 // The kernel for `op`, or nullptr.

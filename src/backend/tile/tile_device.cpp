@@ -4,7 +4,9 @@
 // write/read/kernels move whole pages between the banks and src/convert. Kernels
 // (kernels/*.cpp) compute with the device's numerics; the cost model (cost_model.h)
 // gives every node and transfer a modelled device time.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -32,9 +34,10 @@ struct TileOptions {
 Result<TileOptions> parse_options(const DeviceOptions& opts) {
   TileOptions o;
   for (const auto& [key, value] : opts)
-    if (key != "weights" && key != "activations" && key != "fidelity" && key != "accumulate" && key != "threads")
+    if (key != "weights" && key != "activations" && key != "fidelity" && key != "accumulate" && key != "quantized" &&
+        key != "threads")
       return error(StatusCode::invalid_argument, "tile: unknown option '", key,
-                   "' (options: weights, activations, fidelity, accumulate)");
+                   "' (options: weights, activations, fidelity, accumulate, quantized)");
   TS_ASSIGN_OR_RETURN(o.formats, parse_format_policy(opts));
   if (auto it = opts.find("fidelity"); it != opts.end()) {
     auto f = fidelity_from_name(it->second);
@@ -50,6 +53,66 @@ Result<TileOptions> parse_options(const DeviceOptions& opts) {
 }
 
 std::string gib(int64_t b) { return fmt::format("{:.1f} GiB", b / double(int64_t{1} << 30)); }
+
+bool is_quantized(const Tensor& t) { return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty(); }
+
+// Input 2 (i32 bias) of a conv / fully connected whose input and weights are quantized:
+// its real value is code x input scale x weight scale (TFLite's bias convention).
+bool quantized_bias(const Graph& g, const Node& n, size_t i) {
+  bool conv = n.op == OpKind::conv2d || n.op == OpKind::depthwise_conv2d || n.op == OpKind::fully_connected;
+  return conv && i == 2 && n.inputs.size() > 2 && n.inputs[2] != kNoTensor &&
+         g.tensor(n.inputs[2]).dtype == DType::i32 && is_quantized(g.tensor(n.inputs[0])) &&
+         is_quantized(g.tensor(n.inputs[1]));
+}
+
+// Scale and zero point of element i of `t` (per tensor, or per channel along quant.axis).
+struct Affine {
+  const QuantParams& q;
+  std::vector<int64_t> strides;
+  int64_t dim = 1;
+  Affine(const Tensor& t) : q(t.quant) {
+    if (q.per_axis() && q.axis >= 0 && q.axis < static_cast<int>(t.shape.size())) {
+      strides = row_major_strides(t.shape);
+      dim = t.shape[q.axis];
+    }
+  }
+  int64_t channel(int64_t i) const { return strides.empty() ? 0 : (i / strides[q.axis]) % dim; }
+};
+
+// Codes (as float values) -> real values, in place.
+void dequantize_codes(const Graph& g, const Node& n, int input, std::vector<float>& v) {
+  const Tensor& t = g.tensor(n.inputs[input]);
+  if (quantized_bias(g, n, static_cast<size_t>(input))) {
+    const Tensor& x = g.tensor(n.inputs[0]);
+    const Tensor& w = g.tensor(n.inputs[1]);
+    const int64_t c = static_cast<int64_t>(v.size());
+    for (int64_t i = 0; i < c; ++i) {
+      // Per-channel weight scales follow the output channel (the bias index).
+      float ws = w.quant.scale.size() == 1 ? w.quant.scale[0] : w.quant.scale[static_cast<size_t>(i) % w.quant.scale.size()];
+      v[i] = v[i] * x.quant.scale_at(0) * ws;
+    }
+    return;
+  }
+  if (!is_quantized(t)) return;
+  Affine a(t);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t c = a.channel(static_cast<int64_t>(i));
+    v[i] = a.q.scale_at(c) * (v[i] - static_cast<float>(a.q.zero_point_at(c)));
+  }
+}
+
+// Real values -> codes (round half away from zero, clamp to the dtype), as TFLite quantizes.
+std::vector<float> quantize_values(const Tensor& t, const std::vector<float>& v) {
+  Affine a(t);
+  const float lo = t.dtype == DType::u8 ? 0.0f : -128.0f, hi = t.dtype == DType::u8 ? 255.0f : 127.0f;
+  std::vector<float> q(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t c = a.channel(static_cast<int64_t>(i));
+    float code = std::round(v[i] / a.q.scale_at(c)) + static_cast<float>(a.q.zero_point_at(c));
+    q[i] = std::min(std::max(code, lo), hi);
+  }
+  return q;
+}
 
 struct TileProgram : Program {
   const Graph* graph = nullptr;
@@ -111,6 +174,9 @@ class TileDevice : public Device {
                                 encoding_name(o.formats.activations), weight_policy_name(o.formats.weights))},
         {"math", fmt::format("fidelity {}, {} accumulation", fidelity_name(o.matrix.fidelity),
                              accumulate_name(o.matrix.accumulate))},
+        {"quantized tensors", o.formats.quantized_float
+                                  ? "float path: codes converted to real values at the kernel boundary (quantized=float)"
+                                  : "on the cpu's TFLite-exact kernels (option quantized=cpu)"},
     };
     return d;
   }
@@ -157,9 +223,16 @@ class TileDevice : public Device {
       if (n.inputs[i] == kNoTensor) continue;
       const Tensor& t = g.tensor(n.inputs[i]);
       std::string who = fmt::format("input {} '{}' ({})", i, t.name, dtype_name(t.dtype));
-      if (dtype_is_quantized_int(t.dtype))
-        return Support::no(who + " is an integer-quantized tensor; the tile device has no integer "
-                                 "arithmetic, so the cpu runs it with TFLite-exact kernels");
+      if (dtype_is_quantized_int(t.dtype) || quantized_bias(g, n, i)) {
+        if (!opts_.formats.quantized_float)
+          return Support::no(who + " is an integer-quantized tensor; the tile device has no integer "
+                                   "arithmetic, so the cpu runs it with TFLite-exact kernels");
+        if (!k || !k->quantized)
+          return Support::no(who + " is quantized and " + op_name(n.op) + " has no float path for quantized tensors");
+        if (t.dtype == DType::i16 || (t.quant.empty() && !quantized_bias(g, n, i)))
+          return Support::no(who + ": only u8/i8 tensors with quantization parameters are converted to real values");
+        continue;
+      }
       if (!k) continue;
       if (k->index_inputs & (1u << i)) {
         if (t.dtype != DType::i32) return Support::no(who + ": indices must be i32");
@@ -174,7 +247,8 @@ class TileDevice : public Device {
     }
     if (!k) return Support::no(std::string("no tile kernel for ") + op_name(n.op));
     for (TensorId o : n.outputs)
-      if (!dtype_is_float(g.tensor(o).dtype) && n.op != OpKind::scatter_rows)
+      if (!dtype_is_float(g.tensor(o).dtype) && n.op != OpKind::scatter_rows &&
+          !(opts_.formats.quantized_float && k->quantized && is_quantized(g.tensor(o))))
         return Support::no(fmt::format("output '{}' is {}: the tile kernels produce float tensors", g.tensor(o).name,
                                        dtype_name(g.tensor(o).dtype)));
     if (k->check) {
@@ -300,6 +374,7 @@ Result<std::vector<float>> NodeIo::load(int input) {
   convert::Stats st;
   TS_RETURN_IF_ERROR(convert::convert(p->format, image.data(), Format::row_major(DType::f32, p->format.shape),
                                       values.data(), &st));
+  dequantize_codes(g_, n_, input, values);  // quantized tensors: codes -> real values
   return values;
 }
 
@@ -325,6 +400,8 @@ Result<std::vector<float>> NodeIo::load_rows(int input, int64_t r0, int64_t r1) 
   std::vector<float> values(static_cast<size_t>(num_elements(ext)));
   TS_RETURN_IF_ERROR(
       convert::read_region(p->format, image.data(), r, Format::row_major(DType::f32, ext), values.data()));
+  if (is_quantized(g_.tensor(id)))
+    return error(StatusCode::unsupported, "[", op_name(n_.op), "] row reads of quantized '", g_.tensor(id).name, "'");
   return values;
 }
 
@@ -337,8 +414,10 @@ Status NodeIo::store(int output, const std::vector<float>& values) {
   TS_ASSIGN_OR_RETURN(int64_t bytes, p->format.byte_size());
   std::vector<uint8_t> image(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 0);
   convert::Stats st;
+  // A quantized output is requantized to its codes (exact integers, so the cast is exact).
+  const std::vector<float>& out = is_quantized(g_.tensor(id)) ? quantize_values(g_.tensor(id), values) : values;
   TS_RETURN_IF_ERROR(
-      convert::convert(Format::row_major(DType::f32, p->format.shape), values.data(), p->format, image.data(), &st)
+      convert::convert(Format::row_major(DType::f32, p->format.shape), out.data(), p->format, image.data(), &st)
           .with_context("[" + std::string(op_name(n_.op)) + "] packing output '" + g_.tensor(id).name + "'"));
   TS_ASSIGN_OR_RETURN(std::vector<int64_t> pages, touched_pages(p->format, Region::whole()));
   return d_.scatter(*p, pages, image, &dram_bytes);

@@ -42,6 +42,11 @@ Result<FormatPolicy> parse_format_policy(const DeviceOptions& opts) {
     else if (v == "bfp4_b" || v == "bfp4") p.weights = WeightPolicy::bfp4_b;
     else return error(StatusCode::invalid_argument, "tile: weights must be bf16, bfp8_b, bfp4_b or auto, got '", v, "'");
   }
+  if (auto it = opts.find("quantized"); it != opts.end()) {
+    if (it->second == "cpu") p.quantized_float = false;
+    else if (it->second == "float") p.quantized_float = true;
+    else return error(StatusCode::invalid_argument, "tile: quantized must be cpu or float, got '", it->second, "'");
+  }
   if (auto it = opts.find("activations"); it != opts.end()) {
     if (it->second == "f32") p.activations = Encoding::f32;
     else if (it->second == "bf16") p.activations = Encoding::bf16;
@@ -65,6 +70,11 @@ Encoding weight_encoding(const FormatPolicy& p, DType t) {
 std::optional<Format> tile_native_format(const Graph& g, TensorId id, const FormatPolicy& p) {
   const Tensor& t = g.tensor(id);
   if (t.dtype == DType::i32) return Format::row_major(DType::i32, t.shape);
+  if ((t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty()) {
+    if (!p.quantized_float) return std::nullopt;
+    if (t.role == Role::weight) return Format::row_major(t.dtype, t.shape);
+    return Format::tiled(encoding_of(t.dtype), t.shape);
+  }
   bool block = t.dtype == DType::q8_0 || t.dtype == DType::q4_0;
   if (!dtype_is_float(t.dtype) && !block) return std::nullopt;
   if (t.role != Role::weight) {

@@ -12,7 +12,9 @@
 //    KH row's [KW, IC] slice to 32x32 tiles: 10x the bytes for a 3x3 kernel);
 //  - other float weights (norm scales, biases): tile32 in the activation encoding;
 //  - int32 index tensors (token ids, positions): row-major int32;
-//  - anything else (u8/i8 TFLite tensors, i64, bool): none; nodes touching them run on the cpu.
+//  - u8/i8 tensors with quantization parameters: tile32 codes for activations, row-major
+//    codes for weights (quantized=float, the default); none with quantized=cpu;
+//  - anything else (i64, bool, unquantized integers): none; nodes touching them run on the cpu.
 #pragma once
 
 #include <optional>
@@ -28,6 +30,11 @@ enum class WeightPolicy : uint8_t { automatic, bf16, bfp8_b, bfp4_b };
 struct FormatPolicy {
   Encoding activations = Encoding::f32;  // f32 or bf16
   WeightPolicy weights = WeightPolicy::automatic;
+  // Option quantized=float (default): u8/i8 tensors with quantization parameters are held
+  // as their codes (tile32 activations, row-major weights) and converted to real values at
+  // the kernel boundary (docs/tile-device.md "Quantized models"); quantized=cpu leaves
+  // their nodes to the cpu's TFLite-exact kernels.
+  bool quantized_float = true;
 };
 
 // Reads options "weights" and "activations"; errors name the bad value and the valid ones.

@@ -152,7 +152,7 @@ TEST(TileDevice, ExceedingCapacityFailsAtPlanningTime) {
   EXPECT_TRUE(plan_graph(big_fc_graph(int64_t{1} << 17, int64_t{1} << 16), {bh.get(), cpu.get()}).ok());
 }
 
-TEST(TileDevice, QuantizedNodesFallBackWithAReason) {
+Graph dequantize_relu_graph() {
   Graph g;
   Tensor x;
   x.name = "q";
@@ -161,21 +161,48 @@ TEST(TileDevice, QuantizedNodesFallBackWithAReason) {
   x.quant = {{0.5f}, {128}, -1};
   x.role = Role::input;
   TensorId xi = g.add_tensor(x);
-  auto y = g.add_op(OpKind::dequantize, {xi}, {}, "deq", DType::f32);
-  ASSERT_TRUE(y.ok()) << y.status().to_string();
-  TensorId r = *g.add_op(OpKind::relu, {*y});
+  TensorId y = *g.add_op(OpKind::dequantize, {xi}, {}, "deq", DType::f32);
+  TensorId t = *g.add_op(OpKind::transpose, {xi}, {{"perm", std::vector<int64_t>{1, 0}}}, "t", DType::u8, x.quant);
+  TensorId r = *g.add_op(OpKind::relu, {y});
   g.tensor(r).role = Role::output;
+  g.tensor(t).role = Role::output;
   g.inputs = {xi};
-  g.outputs = {r};
-  auto tile = make("tile");
+  g.outputs = {r, t};
+  return g;
+}
+
+TEST(TileDevice, QuantizedNodesRunOnTheFloatPathOrFallBackWithAReason) {
   auto cpu = make("cpu");
-  auto plan = plan_graph(std::move(g), {tile.get(), cpu.get()});
+  // quantized=cpu: nodes reading u8 codes stay on the cpu, and the plan says why.
+  auto exact = make("tile", {{"quantized", "cpu"}});
+  auto plan = plan_graph(dequantize_relu_graph(), {exact.get(), cpu.get()});
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   std::string report = plan->report(true);
   EXPECT_NE(report.find("not on tile:wormhole_n150: input 0 'q' (u8) is an integer-quantized tensor"), std::string::npos)
       << report;
-  // relu runs on the tile device, in f32 tiles.
-  EXPECT_NE(report.find("f32/tile32"), std::string::npos) << report;
+  EXPECT_NE(report.find("f32/tile32"), std::string::npos) << report;  // relu still runs on the tile device
+  // Default (quantized=float): dequantize runs on the tile device; transpose has no float
+  // path for quantized tensors and falls back with that reason.
+  auto tile = make("tile");
+  auto fplan = plan_graph(dequantize_relu_graph(), {tile.get(), cpu.get()});
+  ASSERT_TRUE(fplan.ok()) << fplan.status().to_string();
+  report = fplan->report(true);
+  EXPECT_NE(report.find("u8/tile32 [1,8]"), std::string::npos) << report;
+  EXPECT_NE(report.find("transpose has no float path for quantized tensors"), std::string::npos) << report;
+  SessionOptions so;
+  so.device = "tile";
+  auto s = Session::create(dequantize_relu_graph(), so);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  std::vector<uint8_t> codes = {0, 100, 127, 128, 129, 200, 255, 7};
+  ASSERT_TRUE((*s)->set_input(0, codes.data(), 8).ok());
+  ASSERT_TRUE((*s)->run().ok());
+  auto out = (*s)->output(0);
+  ASSERT_TRUE(out.ok());
+  const float* y = reinterpret_cast<const float*>(out->data());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], std::max(0.0f, 0.5f * (codes[i] - 128.0f))) << i;
+  auto t = (*s)->output(1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, codes);
 }
 
 }  // namespace

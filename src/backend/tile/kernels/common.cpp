@@ -12,6 +12,14 @@ const TileKernel* find_kernel(OpKind op) {
     add_eltwise_kernels(k);
     add_norm_kernels(k);
     add_data_kernels(k);
+    // Ops with a float path for quantized tensors (option quantized=float): their inputs
+    // arrive as real values and quantized outputs are requantized on store.
+    for (TileKernel& t : k)
+      for (OpKind q : {OpKind::conv2d, OpKind::depthwise_conv2d, OpKind::fully_connected, OpKind::add, OpKind::sub,
+                       OpKind::mul, OpKind::reshape, OpKind::concat, OpKind::mean, OpKind::softmax, OpKind::quantize,
+                       OpKind::dequantize, OpKind::requantize, OpKind::logistic, OpKind::relu, OpKind::relu6,
+                       OpKind::avg_pool2d, OpKind::max_pool2d})
+        if (t.op == q) t.quantized = true;
     std::vector<TileKernel> by_op(kNumOps);
     for (const TileKernel& t : k) by_op[static_cast<size_t>(t.op)] = t;
     return by_op;

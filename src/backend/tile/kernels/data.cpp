@@ -104,6 +104,57 @@ Status reshape(KernelContext& c) {
   return c.io.store(0, x);
 }
 
+// ---- avg_pool2d / max_pool2d (NHWC; padding cells are not counted) ----
+
+std::string pool_check(const Graph& g, const Node& n) {
+  if (g.tensor(n.inputs[0]).shape.size() != 4) return "pools need a rank-4 NHWC input";
+  return check_activation(n);
+}
+
+template <bool kMax>
+Status pool(KernelContext& c) {
+  const Shape& xs = c.in(0).shape;
+  const Shape& ys = c.out(0).shape;
+  const int64_t fh = c.n.attr_int("filter_h", 1), fw = c.n.attr_int("filter_w", 1);
+  const int64_t sh = c.n.attr_int("stride_h", 1), sw = c.n.attr_int("stride_w", 1);
+  const int64_t pt = c.n.attr_int("pad_top", 0), pl = c.n.attr_int("pad_left", 0);
+  const std::string act = c.n.attr_str("activation", "none");
+  TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
+  const int64_t ch = xs[3];
+  std::vector<float> y(static_cast<size_t>(num_elements(ys)));
+  for (int64_t b = 0; b < ys[0]; ++b)
+    for (int64_t oy = 0; oy < ys[1]; ++oy)
+      for (int64_t ox = 0; ox < ys[2]; ++ox)
+        for (int64_t k = 0; k < ch; ++k) {
+          float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+          int64_t count = 0;
+          for (int64_t dy = 0; dy < fh; ++dy)
+            for (int64_t dx = 0; dx < fw; ++dx) {
+              int64_t iy = oy * sh - pt + dy, ix = ox * sw - pl + dx;
+              if (iy < 0 || iy >= xs[1] || ix < 0 || ix >= xs[2]) continue;
+              float v = x[((b * xs[1] + iy) * xs[2] + ix) * ch + k];
+              acc = kMax ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          if (!kMax) acc = count ? acc / static_cast<float>(count) : 0.0f;
+          y[((b * ys[1] + oy) * ys[2] + ox) * ch + k] = apply_activation(acc, act);
+        }
+  return c.io.store(0, y);
+}
+
+KernelWork pool_work(const Graph& g, const Node& n) {
+  return {0, static_cast<double>(n.attr_int("filter_h", 1) * n.attr_int("filter_w", 1)) *
+                 static_cast<double>(tiles_of(g.tensor(n.outputs[0]).shape))};
+}
+
+// ---- quantize / dequantize / requantize: the same real values in another representation ----
+// (codes are converted to real values on load and back to codes on store; see kernel.h).
+
+Status same_values(KernelContext& c) {
+  TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
+  return c.io.store(0, x);
+}
+
 // ---- slice (attrs begin, size with -1 = to the end) ----
 
 std::string slice_check(const Graph& g, const Node& n) {
@@ -217,6 +268,10 @@ void add_data_kernels(std::vector<TileKernel>& k) {
   k.push_back({OpKind::concat, 0, 0, nullptr, concat, move_work});
   k.push_back({OpKind::reshape, 1u << 1, 0, nullptr, reshape, move_work});
   k.push_back({OpKind::slice, 0, 0, slice_check, slice, move_work});
+  k.push_back({OpKind::avg_pool2d, 0, 0, pool_check, pool<false>, pool_work});
+  k.push_back({OpKind::max_pool2d, 0, 0, pool_check, pool<true>, pool_work});
+  for (OpKind op : {OpKind::quantize, OpKind::dequantize, OpKind::requantize})
+    k.push_back({op, 0, 0, nullptr, same_values, move_work});
   k.push_back({OpKind::mean, 0, 0, reduce_check, reduce<OpKind::mean>, reduce_work});
   k.push_back({OpKind::sum, 0, 0, reduce_check, reduce<OpKind::sum>, reduce_work});
   k.push_back({OpKind::reduce_max, 0, 0, reduce_check, reduce<OpKind::reduce_max>, reduce_work});
