@@ -211,13 +211,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
+      // With --benchmark_repetitions the table uses the medians.
+      if (r.run_type == Run::RT_Aggregate ? r.aggregate_name != "median" : r.repetitions > 1) continue;
       auto bps = r.counters.find("bytes_per_second");
       if (r.error_occurred || bps == r.counters.end()) continue;
-      rates_[r.benchmark_name()] = bps->second.value;
+      const std::string name = r.run_name.str();
+      rates_[name] = bps->second.value;
       if (r.report_label.empty()) continue;
       auto opi = r.counters.find("out_per_in");
       double scale = opi == r.counters.end() ? 1.0 : opi->second.value;
-      rows_.push_back({r.benchmark_name(), r.report_label, bps->second.value * scale, scale != 1.0});
+      rows_.push_back({name, r.report_label, bps->second.value * scale, scale != 1.0});
     }
   }
   void Finalize() override {

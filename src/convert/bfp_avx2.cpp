@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "convert/bfp.h"
@@ -114,16 +115,6 @@ inline void row_scale(uint32_t kmax, uint32_t m, uint32_t ed, uint8_t* e, int* s
   *shift = s + 11 - W;
 }
 
-// RNE(x / 2^sh) of 16-bit lanes, clamped to 2^W - 1.
-template <int W>
-inline __m256i round_shift_epu16(__m256i x, int sh) {
-  const __m128i count = _mm_cvtsi32_si128(sh);
-  __m256i odd = _mm256_and_si256(_mm256_srl_epi16(x, count), _mm256_set1_epi16(1));
-  __m256i bias = _mm256_add_epi16(_mm256_set1_epi16(static_cast<short>((1 << (sh - 1)) - 1)), odd);
-  __m256i q = _mm256_srl_epi16(_mm256_add_epi16(x, bias), count);
-  return _mm256_min_epu16(q, _mm256_set1_epi16((1 << W) - 1));
-}
-
 inline void dequant_q8_0(const uint8_t* block, float* out) {
   const __m256 d = _mm256_set1_ps(block_scale(block));
   for (int i = 0; i < 4; ++i) {
@@ -155,6 +146,21 @@ inline void pack_dequantized(const float* v, uint8_t* c0, uint8_t* c1, uint8_t* 
   e[1] = pack_row<W>(v + kFaceDim, c1);
 }
 
+// Blocks whose scale is Inf/NaN: the reference arithmetic, kept out of line so the fast
+// paths need no aligned stack frame.
+template <int W>
+[[gnu::noinline]] void pack_nonfinite_q8_0(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  alignas(32) float v[kQBlock];
+  dequant_q8_0(block, v);
+  pack_dequantized<W>(v, c0, c1, e);
+}
+template <int W>
+[[gnu::noinline]] void pack_nonfinite_q4_0(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+  alignas(32) float v[kQBlock];
+  dequant_q4_0(block, v);
+  pack_dequantized<W>(v, c0, c1, e);
+}
+
 // The scale decides the easy cases: returns false if the block needs no more work.
 template <int W>
 inline bool scale_parts(float d, uint32_t* m, uint32_t* ed, uint32_t* dneg, uint8_t* c0, uint8_t* c1, uint8_t* e) {
@@ -172,15 +178,12 @@ inline bool scale_parts(float d, uint32_t* m, uint32_t* ed, uint32_t* dneg, uint
 }
 
 template <>
-void pack_q8_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+inline void pack_q8_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
   constexpr int W = kBfp8MantBits;
   const float d = block_scale(block);
   uint32_t m, ed, dneg;
-  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) {
-    alignas(32) float v[kQBlock];
-    dequant_q8_0(block, v);
-    return pack_dequantized<W>(v, c0, c1, e);
-  }
+  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) [[unlikely]]
+    return pack_nonfinite_q8_0<W>(block, c0, c1, e);
   if (!scale_parts<W>(d, &m, &ed, &dneg, c0, c1, e)) return;
   const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));  // row 0 | row 1
   const __m256i ak = _mm256_abs_epi8(k);  // |-128| = 0x80 read as unsigned 128
@@ -219,17 +222,42 @@ void pack_q8_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* 
   }
 }
 
+// q4_0 -> bfp4: a row's 16 codes are a function of the nibble n alone once the scale's
+// significand M, the row's S (0..3, since |k| <= 8) and the scale's sign are known, so they
+// come from a table of 16 codes per (M, S, sign): 1024 * 4 * 2 rows of 16 bytes (128 KiB),
+// built once from the formula above.
+struct Q4CodeTables {
+  alignas(16) uint8_t codes[1024][4][2][16];  // [M - 1024][S][scale < 0][nibble]
+  Q4CodeTables() {
+    for (int mi = 0; mi < 1024; ++mi)
+      for (int s = 0; s < 4; ++s)
+        for (int neg_scale = 0; neg_scale < 2; ++neg_scale)
+          for (int n = 0; n < 16; ++n) {
+            const uint32_t x = static_cast<uint32_t>(std::abs(n - 8)) * static_cast<uint32_t>(1024 + mi);
+            const int sh = s + 11 - kBfp4MantBits;
+            uint32_t q = x >> sh, rem = x & ((1u << sh) - 1), half = 1u << (sh - 1);
+            if (rem > half || (rem == half && (q & 1u))) ++q;
+            q = q > 7u ? 7u : q;  // (no std:: templates inside the AVX2 target region)
+            const bool neg = (n < 8) != (neg_scale != 0);
+            codes[mi][s][neg_scale][n] = static_cast<uint8_t>(q | (neg && q ? 8u : 0u));
+          }
+  }
+};
+
+const Q4CodeTables* q4_code_tables() {
+  static const Q4CodeTables* tables = new Q4CodeTables();  // built once, never destroyed
+  return tables;
+}
+
 template <>
-void pack_q4_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
+inline void pack_q4_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
   constexpr int W = kBfp4MantBits;
   const float d = block_scale(block);
   uint32_t m, ed, dneg;
-  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) {
-    alignas(32) float v[kQBlock];
-    dequant_q4_0(block, v);
-    return pack_dequantized<W>(v, c0, c1, e);
-  }
+  if (((f32_bits(d) >> 23) & 0xFFu) == 0xFFu) [[unlikely]]
+    return pack_nonfinite_q4_0<W>(block, c0, c1, e);
   if (!scale_parts<W>(d, &m, &ed, &dneg, c0, c1, e)) return;
+  static const Q4CodeTables& q4 = *q4_code_tables();
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
   const __m128i low = _mm_set1_epi8(0x0F);
   // Nibbles n of row 0 (values 0..15, low nibbles) | row 1 (values 16..31, high nibbles).
@@ -237,23 +265,16 @@ void pack_q4_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* 
   const __m256i mx = hmax_epu8_per_half(_mm256_abs_epi8(_mm256_sub_epi8(n, _mm256_set1_epi8(8))));
   const uint32_t kmax[2] = {static_cast<uint32_t>(_mm256_extract_epi8(mx, 0)),
                             static_cast<uint32_t>(_mm256_extract_epi8(mx, 16))};
-  // A 16-entry code table per row, indexed by the nibble: |k| = |n - 8|, k < 0 for n < 8.
-  const __m256i abs_k = _mm256_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i prod = _mm256_mullo_epi16(abs_k, _mm256_set1_epi16(static_cast<short>(m)));  // < 2^14
-  const __m256i neg = dneg ? _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8)
-                           : _mm256_setr_epi16(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);
-  __m256i table[2];
+  const uint8_t* row_tables[2];
   for (int r = 0; r < 2; ++r) {
-    int sh = 8;  // any shift gives table[8] = 0; a row of zeros keeps E = 0
+    int sh = 11 - W;  // S = 0: a row of zeros only looks up nibble 8, whose code is 0
     e[r] = 0;
     if (kmax[r]) row_scale<W>(kmax[r], m, ed, &e[r], &sh);
-    __m256i mag = round_shift_epu16<W>(prod, sh);
-    __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), _mm256_set1_epi16(-1));
-    table[r] = _mm256_or_si256(mag, _mm256_and_si256(neg, nonzero));
+    row_tables[r] = q4.codes[m - 1024][sh - (11 - W)][dneg];
   }
-  // Tables as bytes: row 0's in the low half, row 1's in the high half; then look up.
-  const __m256i tables = _mm256_permute4x64_epi64(_mm256_packus_epi16(table[0], table[1]), 0xD8);
-  const __m256i codes = _mm256_shuffle_epi8(tables, n);
+  const __m256i t = _mm256_set_m128i(_mm_load_si128(reinterpret_cast<const __m128i*>(row_tables[1])),
+                                     _mm_load_si128(reinterpret_cast<const __m128i*>(row_tables[0])));
+  const __m256i codes = _mm256_shuffle_epi8(t, n);
   // Byte pairs (c0, c1) -> c0 | c1 << 4 (first value in the low nibble).
   const __m256i lo = _mm256_and_si256(codes, _mm256_set1_epi16(0x000F));
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), _mm256_set1_epi16(0x00F0));
@@ -277,6 +298,14 @@ void pack_q4_0_block<kBfp8MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* 
 }
 
 #include "convert/bfp_impl.h"
+
+void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) dequant_q8_0(src + b * kQ8_0BlockBytes, dst + b * kQBlock);
+}
+
+void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) dequant_q4_0(src + b * kQ4_0BlockBytes, dst + b * kQBlock);
+}
 
 }  // namespace tessera::convert::avx2
 

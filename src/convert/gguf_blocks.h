@@ -33,8 +33,13 @@ inline void dequant_q4_0_block(const uint8_t* block, float* out) {
   }
 }
 
-// n_blocks consecutive blocks -> n_blocks * 32 floats.
+// n_blocks consecutive blocks -> n_blocks * 32 floats (reference or AVX2 by simd_level(),
+// identical results).
 void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
 void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
+namespace avx2 {  // in bfp_avx2.cpp
+void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
+void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
+}  // namespace avx2
 
 }  // namespace tessera::convert

@@ -1,6 +1,7 @@
 // tile32 relayout: geometry, the portable loops and the dispatcher (tile-device.md).
 #include "convert/tile.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "convert/simd.h"

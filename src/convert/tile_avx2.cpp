@@ -1,5 +1,6 @@
 // The tilize/untilize loops of tile_impl.h compiled for AVX2 (256-bit face-row moves).
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #include "convert/tile.h"

@@ -1,33 +1,38 @@
 // The tilize/untilize loops, compiled twice: once portable (tile.cpp) and once for AVX2
 // (tile_avx2.cpp), where the fixed-size face-row copies become 256-bit moves.
-// Included inside a namespace; needs <cstring> and tile.h.
+// Included inside a namespace; needs <algorithm>, <cstring> and tile.h.
 
-// Walks the source rows in order (streaming reads); each row feeds two face rows of every
-// tile in its band. E = element size in bytes.
+// Within one band of 32 rows, tile after tile: the destination is written strictly in
+// order and each source row contributes 32 contiguous elements (two face rows) per tile.
+// (Row-major order over the band instead writes one face row into each of tiles_w tiles
+// 4 KiB apart, which thrashes the L1 sets.) E = element size in bytes.
 template <int E>
 void tilize_impl(const uint8_t* src, uint8_t* dst, const TileGeom& g) {
   constexpr int64_t kRun = kFaceDim * E;  // bytes of one face row
   const int64_t tile_bytes = kTileElems * E;
+  uint8_t* out = dst;
   for (int64_t s = 0; s < g.outer; ++s) {
     for (int64_t th = 0; th < g.tiles_h; ++th) {
-      uint8_t* band = dst + g.tile_index(s, th, 0) * tile_bytes;
-      for (int64_t r = 0; r < kTileDim; ++r) {
-        int64_t h = th * kTileDim + r;
-        const uint8_t* row = h < g.h ? src + (s * g.h + h) * g.w * E : nullptr;
-        uint8_t* out = band + tile_offset(r, 0) * E;
-        for (int64_t tw = 0; tw < g.tiles_w; ++tw, out += tile_bytes) {
-          for (int half = 0; half < 2; ++half) {
-            uint8_t* o = out + half * kFaceElems * E;
-            int64_t w0 = tw * kTileDim + half * kFaceDim;
-            int64_t n = row ? g.w - w0 : 0;
-            if (n >= kFaceDim) {
-              std::memcpy(o, row + w0 * E, kRun);
-            } else {
-              n = n < 0 ? 0 : n;
-              if (n) std::memcpy(o, row + w0 * E, n * E);
-              std::memset(o + n * E, 0, kRun - n * E);
-            }
+      const int64_t rows = std::min<int64_t>(kTileDim, g.h - th * kTileDim);
+      const uint8_t* band = src + (s * g.h + th * kTileDim) * g.w * E;
+      for (int64_t tw = 0; tw < g.tiles_w; ++tw, out += tile_bytes) {
+        const int64_t w0 = tw * kTileDim;
+        const int64_t n = std::min<int64_t>(kTileDim, g.w - w0);  // valid columns of this tile
+        if (n == kTileDim && rows == kTileDim) {
+          for (int64_t r = 0; r < kTileDim; ++r) {
+            const uint8_t* row = band + (r * g.w + w0) * E;
+            uint8_t* o = out + tile_offset(r, 0) * E;
+            std::memcpy(o, row, kRun);
+            std::memcpy(o + kFaceElems * E, row + kRun, kRun);
           }
+          continue;
+        }
+        std::memset(out, 0, tile_bytes);
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint8_t* row = band + (r * g.w + w0) * E;
+          uint8_t* o = out + tile_offset(r, 0) * E;
+          std::memcpy(o, row, std::min<int64_t>(n, kFaceDim) * E);
+          if (n > kFaceDim) std::memcpy(o + kFaceElems * E, row + kRun, (n - kFaceDim) * E);
         }
       }
     }
@@ -38,20 +43,23 @@ template <int E>
 void untilize_impl(const uint8_t* src, uint8_t* dst, const TileGeom& g) {
   constexpr int64_t kRun = kFaceDim * E;
   const int64_t tile_bytes = kTileElems * E;
+  const uint8_t* in = src;
   for (int64_t s = 0; s < g.outer; ++s) {
     for (int64_t th = 0; th < g.tiles_h; ++th) {
-      const uint8_t* band = src + g.tile_index(s, th, 0) * tile_bytes;
-      for (int64_t r = 0; r < kTileDim; ++r) {
-        int64_t h = th * kTileDim + r;
-        if (h >= g.h) break;
-        uint8_t* row = dst + (s * g.h + h) * g.w * E;
-        const uint8_t* in = band + tile_offset(r, 0) * E;
-        for (int64_t tw = 0; tw < g.tiles_w; ++tw, in += tile_bytes) {
-          for (int half = 0; half < 2; ++half) {
-            int64_t w0 = tw * kTileDim + half * kFaceDim;
-            int64_t n = g.w - w0;
-            if (n >= kFaceDim) std::memcpy(row + w0 * E, in + half * kFaceElems * E, kRun);
-            else if (n > 0) std::memcpy(row + w0 * E, in + half * kFaceElems * E, n * E);
+      const int64_t rows = std::min<int64_t>(kTileDim, g.h - th * kTileDim);
+      uint8_t* band = dst + (s * g.h + th * kTileDim) * g.w * E;
+      for (int64_t tw = 0; tw < g.tiles_w; ++tw, in += tile_bytes) {
+        const int64_t w0 = tw * kTileDim;
+        const int64_t n = std::min<int64_t>(kTileDim, g.w - w0);
+        for (int64_t r = 0; r < rows; ++r) {
+          uint8_t* row = band + (r * g.w + w0) * E;
+          const uint8_t* t = in + tile_offset(r, 0) * E;
+          if (n == kTileDim) {
+            std::memcpy(row, t, kRun);
+            std::memcpy(row + kRun, t + kFaceElems * E, kRun);
+          } else {
+            std::memcpy(row, t, std::min<int64_t>(n, kFaceDim) * E);
+            if (n > kFaceDim) std::memcpy(row + kRun, t + kFaceElems * E, (n - kFaceDim) * E);
           }
         }
       }

@@ -67,26 +67,33 @@ TEST(GgufBlocks, Q4_0NibbleOrderAndOffset) {
 }
 
 TEST(GgufBlocks, DequantizeRowsExactly) {
-  const Shape s{3, 64};
-  auto q8 = random_blocks(6, 34, 1), q4 = random_blocks(6, 18, 2);
-  std::vector<float> f(192);
-  ASSERT_TRUE(convert(Format::row_major(DType::q8_0, s), q8.data(), Format::row_major(DType::f32, s), f.data()).ok());
-  for (int b = 0; b < 6; ++b) {
-    uint16_t dh;
-    std::memcpy(&dh, &q8[b * 34], 2);
-    double d = f16_to_f32(dh);
-    for (int i = 0; i < 32; ++i) ASSERT_EQ(f[b * 32 + i], d * static_cast<int8_t>(q8[b * 34 + 2 + i]));
-  }
-  ASSERT_TRUE(convert(Format::row_major(DType::q4_0, s), q4.data(), Format::row_major(DType::f32, s), f.data()).ok());
-  for (int b = 0; b < 6; ++b) {
-    uint16_t dh;
-    std::memcpy(&dh, &q4[b * 18], 2);
-    double d = f16_to_f32(dh);
-    for (int j = 0; j < 16; ++j) {
-      ASSERT_EQ(f[b * 32 + j], d * ((q4[b * 18 + 2 + j] & 15) - 8));
-      ASSERT_EQ(f[b * 32 + j + 16], d * ((q4[b * 18 + 2 + j] >> 4) - 8));
+  const Shape s{3, 384};  // 36 blocks: the special ones, then random ones
+  auto q8 = random_blocks(36, 34, 1), q4 = random_blocks(36, 18, 2);
+  add_special_blocks(q8, 34);
+  add_special_blocks(q4, 18);
+  testing::for_each_simd_level([&](SimdLevel l) {
+    std::vector<float> f(num_elements(s));
+    ASSERT_TRUE(
+        convert(Format::row_major(DType::q8_0, s), q8.data(), Format::row_major(DType::f32, s), f.data()).ok());
+    for (int b = 0; b < 36; ++b) {
+      uint16_t dh;
+      std::memcpy(&dh, &q8[b * 34], 2);
+      double d = f16_to_f32(dh);
+      for (int i = 0; i < 32; ++i)
+        ASSERT_EQ(f[b * 32 + i], d * static_cast<int8_t>(q8[b * 34 + 2 + i])) << simd_level_name(l) << " block " << b;
     }
-  }
+    ASSERT_TRUE(
+        convert(Format::row_major(DType::q4_0, s), q4.data(), Format::row_major(DType::f32, s), f.data()).ok());
+    for (int b = 0; b < 36; ++b) {
+      uint16_t dh;
+      std::memcpy(&dh, &q4[b * 18], 2);
+      double d = f16_to_f32(dh);
+      for (int j = 0; j < 16; ++j) {
+        ASSERT_EQ(f[b * 32 + j], d * ((q4[b * 18 + 2 + j] & 15) - 8)) << simd_level_name(l) << " block " << b;
+        ASSERT_EQ(f[b * 32 + j + 16], d * ((q4[b * 18 + 2 + j] >> 4) - 8)) << simd_level_name(l) << " block " << b;
+      }
+    }
+  });
   // q8_0 -> bf16 chains dequantize and cast.
   auto p = plan(Format::row_major(DType::q8_0, s), Format::row_major(DType::bf16, s));
   ASSERT_TRUE(p.ok());
