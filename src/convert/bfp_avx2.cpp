@@ -283,6 +283,46 @@ inline void pack_q4_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, ui
   _mm_storel_epi64(reinterpret_cast<__m128i*>(c1), _mm256_extracti128_si256(packed, 1));
 }
 
+// q4_0 -> bfp4_b over whole tensors, tile after tile (the generic loop of bfp_impl.h walks
+// rows and recomputes positions per block; this one writes each 576-byte tile in order).
+template <int W>
+int64_t pack_q4_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop);
+
+template <>
+int64_t pack_q4_0_tiles_w<kBfp4MantBits>(const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad,
+                                         bool stop) {
+  constexpr int64_t kRowBytes = 8, kTileBytes = kBfpExpBytes + kFaceRows * kRowBytes;
+  const int64_t row_stride = g.w / kQBlock * kQ4_0BlockBytes;  // bytes of one GGUF row
+  int64_t n_bad = 0;
+  uint8_t* tile = dst;
+  for (int64_t s = 0; s < g.outer; ++s) {
+    for (int64_t th = 0; th < g.tiles_h; ++th) {
+      const int64_t rows = g.h - th * kTileDim < kTileDim ? g.h - th * kTileDim : kTileDim;
+      const uint8_t* band = src + (s * g.h + th * kTileDim) * row_stride;
+      for (int64_t tw = 0; tw < g.tiles_w; ++tw, tile += kTileBytes) {
+        if (rows < kTileDim) std::memset(tile, 0, kTileBytes);
+        const uint8_t* block = band + tw * kQ4_0BlockBytes;
+        for (int64_t r = 0; r < rows; ++r, block += row_stride) {
+          const int64_t k0 = face_row_of(r, 0), k1 = k0 + kFaceDim;
+          uint8_t e[2];
+          pack_q4_0_block<kBfp4MantBits>(block, tile + kBfpExpBytes + k0 * kRowBytes,
+                                         tile + kBfpExpBytes + k1 * kRowBytes, e);
+          tile[k0] = e[0];
+          tile[k1] = e[1];
+          if ((e[0] == kBfpNonFiniteExp || e[1] == kBfpNonFiniteExp)) [[unlikely]] {
+            const int64_t t = g.tile_index(s, th, tw), h = th * kTileDim + r;
+            for (int half = 0; half < 2; ++half)
+              if (e[half] == kBfpNonFiniteExp && n_bad++ == 0)
+                *bad = {t, half ? k1 : k0, s, h, tw * kTileDim + half * kFaceDim};
+            if (stop) return n_bad;
+          }
+        }
+      }
+    }
+  }
+  return n_bad;
+}
+
 // The other pairings (q8_0 -> bfp4_b, q4_0 -> bfp8_b) dequantize and pack.
 template <>
 void pack_q8_0_block<kBfp4MantBits>(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e) {
