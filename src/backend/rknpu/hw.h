@@ -61,14 +61,11 @@ constexpr double kDramBytesPerSecond = 6.0e9;
 constexpr double kTaskOverheadSeconds = 18e-6;
 // Fixed cost of one job: kernel scheduling, IOMMU/cache maintenance, the completion
 // interrupt and fence signalling.
-constexpr double kJobOverheadSeconds = 120e-6;
+constexpr double kJobOverheadSeconds = 200e-6;
 // Depthwise convolution uses one input channel per output channel, so only a fraction of
 // the MAC array (which multiplies 32 input channels at once) does useful work.
 constexpr double kDepthwiseMacEfficiency = 1.0 / 16.0;
 // int16 processing runs at half the int8 MAC rate (NVDLA: int16 is half of int8).
 constexpr double kInt16MacRateFactor = 0.5;
-// Host-side cost the Mesa-like baseline pays per op for relayout between ops on the CPU
-// (rknpu.md: "CPU-side relayout dominate"), bytes per second of tensor data touched.
-constexpr double kHostRelayoutBytesPerSecond = 1.5e9;
 
 }  // namespace tessera::rknpu

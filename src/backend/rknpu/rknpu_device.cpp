@@ -73,6 +73,8 @@ class RknpuDevice : public Device {
     lo.pack = false;
     auto op = lower_node(g, n, lo);
     if (!op.ok()) return Support::no(op.status().message());
+    if (policy_ == SchedulePolicy::mesa && (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool))
+      return Support::no("the mesa schedule runs pooling on the cpu, as Mesa does");
     // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares).
     double cost = double(op->macs) / double(kMacsPerCycle) / kClockHz + kTaskOverheadSeconds;
     std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->int16 ? " (int16 MACs)" : "") +
