@@ -4,7 +4,9 @@
 // PPU (pooling) semantics in int8/int16/int32, with a modelled time per task and job.
 // The register conventions are those emit.cpp documents (docs/rknpu.md "Register streams").
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <map>
 
 #include "backend/rknpu/hw.h"
@@ -43,7 +45,7 @@ class Memory {
     uint64_t addr = kPageBytes;
     for (const auto& [a, h] : by_addr_) {
       if (a >= addr + bytes) break;
-      addr = std::max<uint64_t>(addr, a + bos_.at(h).bytes.size());
+      addr = std::max<uint64_t>(addr, a + bos_.at(h).size);
     }
     if (addr + bytes > space_)
       return error(StatusCode::out_of_memory, "no room for a ", size, "-byte buffer object in the ", space_ >> 20,
@@ -52,10 +54,15 @@ class Memory {
     info.handle = next_handle_++;
     info.dma_address = static_cast<uint32_t>(addr);
     info.size = bytes;
+    // calloc: the OS hands out zero pages lazily, so a large, sparsely used BO costs
+    // address space here, not memory.
+    uint8_t* mem = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(bytes), 1));
+    if (!mem) return error(StatusCode::out_of_memory, "host memory for a ", bytes, "-byte buffer object");
     Bo& bo = bos_[info.handle];
     bo.addr = info.dma_address;
-    bo.bytes.assign(bytes, 0);
-    info.cpu = bo.bytes.data();
+    bo.bytes.reset(mem);
+    bo.size = bytes;
+    info.cpu = mem;
     by_addr_[addr] = info.handle;
     return info;
   }
@@ -76,16 +83,20 @@ class Memory {
     if (it != by_addr_.begin()) {
       --it;
       Bo& bo = bos_.at(it->second);
-      if (addr >= bo.addr && addr + len <= bo.addr + bo.bytes.size()) return bo.bytes.data() + (addr - bo.addr);
+      if (addr >= bo.addr && addr + len <= bo.addr + bo.size) return bo.bytes.get() + (addr - bo.addr);
     }
     return error(StatusCode::out_of_range, what, ": NPU address 0x", std::hex, addr, std::dec, " (+", len,
                  " bytes) is outside every buffer object");
   }
 
  private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
   struct Bo {
     uint32_t addr = 0;
-    std::vector<uint8_t> bytes;
+    int64_t size = 0;
+    std::unique_ptr<uint8_t, FreeDeleter> bytes;
   };
   uint64_t space_;
   std::map<uint32_t, Bo> bos_;
