@@ -82,13 +82,17 @@ Result<std::vector<Step>> build_chain(const Format& from, const Format& to) {
   }
   if (!(points.back() == to)) points.push_back(to);
 
+  // From each waypoint take the longest hop one rule covers (fused steps such as
+  // recode_tilize skip a staging format).
   std::vector<Step> chain;
-  for (size_t i = 0; i + 1 < points.size(); ++i) {
-    const Format &a = points[i], &b = points[i + 1];
-    if (a == b) continue;
-    const Rule* r = find_rule(a, b);
-    if (!r) return fail("no step from " + fmt_name(a) + " to " + fmt_name(b));
-    chain.push_back({r, a, b});
+  for (size_t i = 0; i + 1 < points.size();) {
+    size_t j = points.size() - 1;
+    const Rule* r = nullptr;
+    for (; j > i; --j)
+      if ((r = find_rule(points[i], points[j]))) break;
+    if (!r) return fail("no step from " + fmt_name(points[i]) + " to " + fmt_name(points[i + 1]));
+    chain.push_back({r, points[i], points[j]});
+    i = j;
   }
   return chain;
 }

@@ -1,4 +1,7 @@
 // Registry rules for tile32 of plain encodings (tile-device.md "Tile layout"): exact.
+#include <algorithm>
+#include <vector>
+
 #include "convert/dtype.h"
 #include "convert/rules.h"
 #include "convert/tile.h"
@@ -22,9 +25,50 @@ Status untilize_run(const Format& from, const uint8_t* src, const Format& to, ui
   return Status::Ok();
 }
 
+// A recode fused with (un)tilize, one band of 32 rows at a time: the band is recoded into
+// a staging buffer that stays in cache, so the tensor is read and written once.
+bool recode_tilize_matches(const Format& from, const Format& to) {
+  return from.layout == Layout::row_major && to.layout == Layout::tile32 && from.encoding != to.encoding &&
+         encoding_is_plain(from.encoding) && encoding_is_plain(to.encoding);
+}
+Status recode_tilize_run(const Format& from, const uint8_t* src, const Format& to, uint8_t* dst, const StepContext&) {
+  const TileGeom g = tile_geom(from.shape);
+  const int in_size = encoding_size(from.encoding), out_size = encoding_size(to.encoding);
+  std::vector<uint8_t> band(kTileDim * g.w * out_size);
+  for (int64_t s = 0; s < g.outer; ++s)
+    for (int64_t th = 0; th < g.tiles_h; ++th) {
+      const int64_t rows = std::min(kTileDim, g.h - th * kTileDim);
+      recode_n(from.encoding, src + (s * g.h + th * kTileDim) * g.w * in_size, to.encoding, band.data(), rows * g.w);
+      TileGeom bg{1, rows, g.w, 1, g.tiles_w};
+      tilize(band.data(), dst + g.tile_index(s, th, 0) * kTileElems * out_size, bg, out_size);
+    }
+  return Status::Ok();
+}
+
+bool untilize_recode_matches(const Format& from, const Format& to) { return recode_tilize_matches(to, from); }
+Status untilize_recode_run(const Format& from, const uint8_t* src, const Format& to, uint8_t* dst, const StepContext&) {
+  const TileGeom g = tile_geom(from.shape);
+  const int in_size = encoding_size(from.encoding), out_size = encoding_size(to.encoding);
+  std::vector<uint8_t> band(kTileDim * g.w * in_size);
+  for (int64_t s = 0; s < g.outer; ++s)
+    for (int64_t th = 0; th < g.tiles_h; ++th) {
+      const int64_t rows = std::min(kTileDim, g.h - th * kTileDim);
+      TileGeom bg{1, rows, g.w, 1, g.tiles_w};
+      untilize(src + g.tile_index(s, th, 0) * kTileElems * in_size, band.data(), bg, in_size);
+      recode_n(from.encoding, band.data(), to.encoding, dst + (s * g.h + th * kTileDim) * g.w * out_size, rows * g.w);
+    }
+  return Status::Ok();
+}
+
+bool recode_exact(const Format& from, const Format& to) { return recode_is_exact(from.encoding, to.encoding); }
+
 constexpr Rule kRules[] = {
     {"tilize", tilize_matches, tilize_run, true, ""},
     {"untilize", untilize_matches, untilize_run, true, ""},
+    {"recode_tilize", recode_tilize_matches, recode_tilize_run, false,
+     "round to nearest even (|err| <= half a unit in the last place of the target), integers saturate", recode_exact},
+    {"untilize_recode", untilize_recode_matches, untilize_recode_run, false,
+     "round to nearest even (|err| <= half a unit in the last place of the target), integers saturate", recode_exact},
 };
 
 }  // namespace

@@ -26,13 +26,15 @@ TEST(Registry, PlansDirectStepsAndChains) {
   EXPECT_EQ(names(rm(DType::f32), rm(DType::f32)), V{"identity"});
   EXPECT_EQ(names(rm(DType::f32), tl(Encoding::f32)), V{"tilize"});
   EXPECT_EQ(names(rm(DType::f32), tl(Encoding::bfp8_b)), V{"pack_bfp"});
-  EXPECT_EQ(names(rm(DType::f32), tl(Encoding::bf16)), (V{"recode", "tilize"}));
-  EXPECT_EQ(names(tl(Encoding::bf16), rm(DType::f32)), (V{"untilize", "recode"}));
+  EXPECT_EQ(names(rm(DType::f32), tl(Encoding::bf16)), V{"recode_tilize"});
+  EXPECT_EQ(names(tl(Encoding::bf16), rm(DType::f32)), V{"untilize_recode"});
   EXPECT_EQ(names(rm(DType::bf16), tl(Encoding::bfp4_b)), (V{"recode", "pack_bfp"}));
   EXPECT_EQ(names(tl(Encoding::bfp8_b), tl(Encoding::bfp4_b)), (V{"unpack_bfp", "pack_bfp"}));
   EXPECT_EQ(names(tl(Encoding::bfp8_b), rm(DType::bf16)), (V{"unpack_bfp", "recode"}));
   EXPECT_EQ(names(rm(DType::q4_0), tl(Encoding::bfp4_b)), V{"pack_gguf_blocks_bfp"});
-  EXPECT_EQ(names(rm(DType::q4_0), tl(Encoding::bf16)), (V{"dequant", "recode", "tilize"}));
+  EXPECT_EQ(names(rm(DType::q4_0), tl(Encoding::bf16)), (V{"dequant", "recode_tilize"}));
+  EXPECT_EQ(names(tl(Encoding::bfp8_b), tl(Encoding::bf16)), (V{"unpack_bfp", "recode_tilize"}));
+  EXPECT_EQ(names(Format::tiled(Encoding::u8, s), Format::tiled(Encoding::i8, s)), (V{"untilize_recode", "tilize"}));
   // Exactness is reported per step.
   auto p = plan(rm(DType::f32), tl(Encoding::bfp8_b));
   ASSERT_TRUE(p.ok());

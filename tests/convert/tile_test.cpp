@@ -97,5 +97,37 @@ TEST(Tile, F32ToBf16TilesChainsAndIsRoundedOnce) {
       EXPECT_EQ(tiles[(w / 32) * 1024 + tile_offset(h, w % 32)], f32_to_bf16(v[h * 50 + w]));
 }
 
+TEST(Tile, FusedRecodeAndTilizeEqualsTheTwoSteps) {
+  // recode_tilize / untilize_recode work band by band; compare with recode then tilize.
+  for (Shape s : {Shape{2, 45, 77}, Shape{33}, Shape{64, 64}}) {
+    auto v = testing::random_floats(num_elements(s), 21, true);
+    for (Encoding e : {Encoding::bf16, Encoding::f16, Encoding::i8, Encoding::i32}) {
+      Format f32 = Format::row_major(DType::f32, s), mid{e, Layout::row_major, s}, t{e, Layout::tile32, s};
+      std::vector<uint8_t> staged(*mid.byte_size()), two(*t.byte_size()), fused(*t.byte_size());
+      ASSERT_TRUE(convert(f32, v.data(), mid, staged.data()).ok());
+      ASSERT_TRUE(convert(mid, staged.data(), t, two.data()).ok());
+      ASSERT_TRUE(convert(f32, v.data(), t, fused.data()).ok());
+      EXPECT_EQ(fused, two) << encoding_name(e) << " " << shape_str(s);
+      std::vector<float> back_two(v.size()), back_fused(v.size());
+      ASSERT_TRUE(convert(mid, staged.data(), f32, back_two.data()).ok());
+      ASSERT_TRUE(convert(t, fused.data(), f32, back_fused.data()).ok());
+      EXPECT_EQ(0, std::memcmp(back_two.data(), back_fused.data(), v.size() * 4)) << encoding_name(e);
+    }
+  }
+}
+
+TEST(Tile, U8ToI8TilesAppliesTheOffsetExactly) {
+  const Shape s{3, 40};
+  auto u = testing::random_bytes(120, 5);
+  Format rm = Format::row_major(DType::u8, s), t{Encoding::i8, Layout::tile32, s};
+  std::vector<uint8_t> tiles(*t.byte_size()), back(u.size());
+  ASSERT_TRUE(convert(rm, u.data(), t, tiles.data()).ok());
+  for (int h = 0; h < 3; ++h)
+    for (int w = 0; w < 40; ++w)
+      ASSERT_EQ(static_cast<int8_t>(tiles[(w / 32) * 1024 + tile_offset(h, w % 32)]), u[h * 40 + w] - 128);
+  ASSERT_TRUE(convert(t, tiles.data(), rm, back.data()).ok());
+  EXPECT_EQ(back, u);
+}
+
 }  // namespace
 }  // namespace tessera::convert
