@@ -324,6 +324,37 @@ TEST(QuantKernels, SoftmaxLogisticTanhWithinOneStep) {
   }
 }
 
+TEST(QuantKernels, ReluRelu6LeakyReluHardSwishWithinOneStep) {
+  for (DType t : {DType::u8, DType::i8}) {
+    QTensor x = random_q({3, 50}, t, 0.06f, t == DType::u8 ? 128 : 0, 55);
+    struct Case {
+      OpKind op;
+      double (*f)(double);
+    };
+    for (const Case& c : {Case{OpKind::relu, [](double v) { return std::max(v, 0.0); }},
+                          Case{OpKind::relu6, [](double v) { return std::min(std::max(v, 0.0), 6.0); }},
+                          Case{OpKind::leaky_relu, [](double v) { return v >= 0 ? v : 0.2 * v; }},
+                          Case{OpKind::hard_swish, [](double v) { return v * std::min(std::max(v + 3, 0.0), 6.0) / 6; }}}) {
+      SCOPED_TRACE(op_name(c.op));
+      const float os = 0.0437f;  // not a simple ratio of the input scale: avoids exact ties
+      const int64_t oz = t == DType::u8 ? 60 : -60;
+      Graph g;
+      TensorId xi = add_input(g, x, "x");
+      auto y = g.add_op(c.op, {xi}, {{"alpha", 0.2}}, "f", t, QuantParams{{os}, {oz}, -1});
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      g.tensor(*y).role = Role::output;
+      g.outputs = {*y};
+      auto got = run(g, {x}, t);
+      std::vector<int32_t> want(150);
+      for (int i = 0; i < 150; ++i) want[i] = quantize(c.f(real(x, i)), os, oz, t);
+      // TFLite rounds twice (SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT):
+      // with a small multiplier such as leaky_relu's alpha path (shift -1) roughly one
+      // small value in ten lands one step from exact rounding, as in TFLite itself.
+      expect_close(got, want, 0.8);
+    }
+  }
+}
+
 TEST(QuantKernels, RequantizeAndConcatWithDifferentParameters) {
   QTensor a = random_q({2, 3}, DType::u8, 0.05f, 128, 61);
   QTensor b = random_q({2, 2}, DType::u8, 0.11f, 90, 62);
