@@ -67,8 +67,20 @@ void add_bench_command(CLI::App& app) {
                times[times.size() / 2] * 1e3, times.back() * 1e3);
     if (modelled.back() > 0)
       fmt::print("device time (modelled, not measured): median {:.3f} ms\n", modelled[modelled.size() / 2] * 1e3);
+    // Device models with several cores: busy time per core in the last run.
+    for (Device* d : session->devices()) {
+      const auto& cores = d->counters().modelled_core_seconds;
+      if (cores.empty()) continue;
+      fmt::print("{} per core (modelled busy time, last run):", d->name());
+      for (size_t c = 0; c < cores.size(); ++c) fmt::print(" core{} {:.3f} ms", c, cores[c] * 1e3);
+      fmt::print("\n");
+    }
     std::vector<std::pair<std::string, std::pair<double, double>>> ops(per_op.begin(), per_op.end());
-    std::sort(ops.begin(), ops.end(), [](auto& x, auto& y) { return x.second.first > y.second.first; });
+    // Sorted by modelled time when the run was modelled, else by measured host time.
+    const bool by_model = modelled.back() > 0;
+    std::sort(ops.begin(), ops.end(), [by_model](auto& x, auto& y) {
+      return by_model ? x.second.second > y.second.second : x.second.first > y.second.first;
+    });
     fmt::print("per-op profile (mean per run, top {}):\n", a->top);
     for (int i = 0; i < a->top && i < static_cast<int>(ops.size()); ++i) {
       fmt::print("  {:>9.3f} ms", ops[i].second.first * 1e3);
