@@ -16,13 +16,6 @@ int bfp_mant_bits(Encoding e) {
   return e == Encoding::bfp8_b ? kBfp8MantBits : e == Encoding::bfp4_b ? kBfp4MantBits : 0;
 }
 
-float bfp_step(int e, int wbits) {
-  // 2^(E - 127 - (W - 1)) has the biased f32 exponent b = E - (W - 1); b <= 0 is an f32
-  // denormal 2^(b - 1 - 126) = 2^-149 * 2^(b + 22) (b >= -6, always representable).
-  int b = e - (wbits - 1);
-  return bits_f32(b > 0 ? static_cast<uint32_t>(b) << 23 : 1u << (b + 22));
-}
-
 namespace ref {
 
 template <int W>

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "convert/tile.h"
 #include "tessera/status.h"
@@ -29,7 +30,15 @@ int bfp_mant_bits(Encoding e);                                 // 7 or 3; 0 if n
 inline int64_t bfp_row_bytes(int wbits) { return wbits == kBfp8MantBits ? 16 : 8; }  // codes of one face row
 inline int64_t bfp_tile_bytes(int wbits) { return kBfpExpBytes + kFaceRows * bfp_row_bytes(wbits); }
 // The value of one code step for exponent E: 2^(E - 127 - (W - 1)) as an exact float.
-float bfp_step(int e, int wbits);
+// The biased f32 exponent is b = E - (W - 1); b <= 0 is an f32 denormal
+// 2^(b - 1 - 126) = 2^-149 * 2^(b + 22) (b >= -6, always representable).
+inline float bfp_step(int e, int wbits) {
+  const int b = e - (wbits - 1);
+  const uint32_t bits = b > 0 ? static_cast<uint32_t>(b) << 23 : 1u << (b + 22);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 // One face row: 16 floats -> codes (16 or 8 bytes); returns E (255 if Inf/NaN present).
 uint8_t pack_face_row(const float* v, uint8_t* codes, int wbits);

@@ -86,19 +86,21 @@ int64_t pack_q4_0_tiles_w(const uint8_t* src, uint8_t* dst, const TileGeom& g, B
   });
 }
 
+// Tile after tile within each band of 32 rows (tiles are read in order; the band's output
+// rows stay in cache), like untilize.
 template <int W>
 void unpack_tiles_w(const uint8_t* src, float* dst, const TileGeom& g) {
   constexpr int64_t kRowBytes = W == kBfp8MantBits ? 16 : 8;
   constexpr int64_t kTileBytes = kBfpExpBytes + kFaceRows * kRowBytes;
   alignas(32) float buf[kFaceDim];
+  const uint8_t* tile = src;
   for (int64_t s = 0; s < g.outer; ++s) {
     for (int64_t th = 0; th < g.tiles_h; ++th) {
-      for (int64_t r = 0; r < kTileDim; ++r) {
-        const int64_t h = th * kTileDim + r;
-        if (h >= g.h) break;
-        float* row = dst + (s * g.h + h) * g.w;
-        for (int64_t tw = 0; tw < g.tiles_w; ++tw) {
-          const uint8_t* tile = src + g.tile_index(s, th, tw) * kTileBytes;
+      const int64_t rows = g.h - th * kTileDim < kTileDim ? g.h - th * kTileDim : kTileDim;
+      float* band = dst + (s * g.h + th * kTileDim) * g.w;
+      for (int64_t tw = 0; tw < g.tiles_w; ++tw, tile += kTileBytes) {
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = band + r * g.w;
           for (int half = 0; half < 2; ++half) {
             const int64_t k = face_row_of(r, half * kFaceDim);
             const int64_t w0 = tw * kTileDim + half * kFaceDim;
