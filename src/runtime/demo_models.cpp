@@ -296,6 +296,10 @@ double agreement_tolerance(const Plan& plan, double output_scale, bool quantized
     int64_t k = 1;
     if (n.op == OpKind::fully_connected) k = g.tensor(n.inputs[1]).shape.back();
     if (n.op == OpKind::matmul) k = g.tensor(n.inputs[0]).shape.back();
+    // The device's own product error on matrix ops (a tile device's math fidelity).
+    if (n.op == OpKind::fully_connected || n.op == OpKind::matmul || n.op == OpKind::conv2d ||
+        n.op == OpKind::depthwise_conv2d)
+      worst += plan.devices[plan.nodes[i].device]->properties().matrix_product_error;
     rel += worst + static_cast<double>(k) * 0x1p-24;
     const Tensor& out = g.tensor(n.outputs[0]);
     if (!moves_only(n.op) && dtype_is_quantized_int(out.dtype) && !out.quant.empty()) ++rounding_nodes;

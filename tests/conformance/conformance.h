@@ -67,7 +67,11 @@ struct CaseRegistrar {
 // row of 16 values, so their error scales with the row); `accum` the summation length.
 //   f32 2^-24 per rounding, f16 2^-11, bf16 2^-8, bfp8_b 2^-6 and bfp4_b 2^-2 of the
 //   row max; integer and GGUF block encodings hold the test's values exactly.
-double tolerance(const std::vector<Encoding>& encodings, double elem, double row_max, int64_t accum);
+// `product_error` is the device's own relative error per product term of a matrix op
+// (DeviceProperties::matrix_product_error, e.g. a tile device's math fidelity); it scales
+// the sum of |terms| (`elem` for dot products).
+double tolerance(const std::vector<Encoding>& encodings, double elem, double row_max, int64_t accum,
+                 double product_error = 0);
 
 // ---- building cases ----
 

@@ -32,7 +32,8 @@ std::pair<Shape, Shape> broadcast_pair(Rng& rng) {
 
 using BinFn = double (*)(double, double);
 
-std::vector<Case> binary_cases(Rng& rng, OpKind op, BinFn f, bool nonzero_b) {
+// `fused_act`: whether the op takes attr activation (TFLite's FLOOR_DIV has none).
+std::vector<Case> binary_cases(Rng& rng, OpKind op, BinFn f, bool nonzero_b, bool fused_act = true) {
   std::vector<Case> cases;
   for (int variant = 0; variant < 4; ++variant) {
     auto [as, bs] = variant == 0 ? std::pair<Shape, Shape>{{3, 5}, {3, 5}} : broadcast_pair(rng);
@@ -41,7 +42,7 @@ std::vector<Case> binary_cases(Rng& rng, OpKind op, BinFn f, bool nonzero_b) {
     auto b = uniform(rng, num_elements(bs), -2, 2);
     if (nonzero_b)
       for (auto& x : b) x = (x < 0 ? -0.5f : 0.5f) + x;  // |b| >= 0.5
-    const std::string act = variant == 3 ? "relu" : "none";
+    const std::string act = variant == 3 && fused_act ? "relu" : "none";
     CaseGraph cg;
     TensorId ai = cg.input_f32("a", as, a);
     // One variant takes b as a weight (a constant operand, as in a bias add).
@@ -79,6 +80,20 @@ TESSERA_CONFORMANCE_CASES(add) { return binary_cases(rng, OpKind::add, [](double
 TESSERA_CONFORMANCE_CASES(sub) { return binary_cases(rng, OpKind::sub, [](double a, double b) { return a - b; }, false); }
 TESSERA_CONFORMANCE_CASES(mul) { return binary_cases(rng, OpKind::mul, [](double a, double b) { return a * b; }, false); }
 TESSERA_CONFORMANCE_CASES(div) { return binary_cases(rng, OpKind::div, [](double a, double b) { return a / b; }, true); }
+// floor_div: f32 (floor of the quotient) and i32 (rounds toward -infinity).
+TESSERA_CONFORMANCE_CASES(floor_div) {
+  auto cases = binary_cases(rng, OpKind::floor_div, [](double a, double b) { return std::floor(a / b); }, true, false);
+  std::vector<int32_t> a(12), b(12);
+  for (auto& x : a) x = static_cast<int32_t>(pick(rng, -1000, 1000));
+  for (auto& x : b) x = static_cast<int32_t>(pick(rng, 1, 50) * (pick(rng, 0, 1) ? 1 : -1));
+  CaseGraph cg;
+  TensorId ai = cg.input("a", {3, 4}, DType::i32, bytes_of(a));
+  TensorId bi = cg.input("b", {3, 4}, DType::i32, bytes_of(b));
+  Case c = cg.finish("floor_div i32", OpKind::floor_div, {ai, bi}, {});
+  for (int i = 0; i < 12; ++i) c.expected.push_back(std::floor(static_cast<double>(a[i]) / b[i]));
+  cases.push_back(std::move(c));
+  return cases;
+}
 TESSERA_CONFORMANCE_CASES(maximum) {
   return binary_cases(rng, OpKind::maximum, [](double a, double b) { return std::max(a, b); }, false);
 }
@@ -138,6 +153,7 @@ TESSERA_CONFORMANCE_CASES(gelu) {
   return erf_form;
 }
 TESSERA_CONFORMANCE_CASES(exp) { return unary_cases(rng, OpKind::exp, [](double x) { return std::exp(x); }, -4, 4); }
+TESSERA_CONFORMANCE_CASES(sqrt) { return unary_cases(rng, OpKind::sqrt, [](double x) { return std::sqrt(x); }, 0.01f, 4); }
 TESSERA_CONFORMANCE_CASES(rsqrt) { return unary_cases(rng, OpKind::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1f, 4); }
 
 // cast: f32 -> i32 (truncates), f32 -> f16, i32 -> f32, u8 -> i32.

@@ -231,6 +231,33 @@ TESSERA_CONFORMANCE_CASES(gather) {
   return cases;
 }
 
+// gather_nd: index tuples of length k select slices x[i0, .., ik-1, ...].
+TESSERA_CONFORMANCE_CASES(gather_nd) {
+  std::vector<Case> cases;
+  for (DType t : kMoveDTypes) {
+    Shape s = random_shape(rng, 3, 1, 5);
+    const int64_t k = pick(rng, 1, 3), n = pick(rng, 1, 5);
+    std::vector<int32_t> idx;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < k; ++d) idx.push_back(static_cast<int32_t>(pick(rng, 0, s[d] - 1)));
+    Values x = random_values(rng, t, num_elements(s));
+    CaseGraph cg;
+    TensorId xi = cg.input("x", s, t, x.bytes, x.quant);
+    TensorId ii = cg.input("idx", {n, k}, DType::i32, bytes_of(idx));
+    Case c = cg.finish("gather_nd " + dt(t) + " " + shape_str(s) + " tuples of " + std::to_string(k), OpKind::gather_nd,
+                       {xi, ii}, {}, std::nullopt, x.quant);
+    auto st = row_major_strides(s);
+    const int64_t slice = k == 3 ? 1 : st[k - 1];  // elements per selected slice
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < k; ++d) off += idx[j * k + d] * st[d];
+      c.expected.insert(c.expected.end(), x.v.begin() + off, x.v.begin() + off + slice);
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 // get_rows from tables in every row dtype.
 TESSERA_CONFORMANCE_CASES(get_rows) {
   std::vector<Case> cases;

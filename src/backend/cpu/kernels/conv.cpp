@@ -14,9 +14,6 @@ namespace tessera::cpu {
 
 namespace {
 
-// Output rows per thread chunk below which a conv stays on one thread.
-constexpr int64_t kMinRowsPerThread = 2;
-
 // x [N,H,W,C], w [OC,KH,KW,IC], bias [OC] -> y [N,OH,OW,OC]; groups = C / IC.
 Status conv2d(KernelContext& c) {
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
@@ -57,7 +54,7 @@ Status conv2d(KernelContext& c) {
       }
     }
   };
-  parallel_rows(c, xs[0] * OH, work, kMinRowsPerThread);
+  parallel_rows(c, xs[0] * OH, work, min_rows_per_chunk(OW * OC * KH * KW * IC));
   return Status::Ok();
 }
 
@@ -94,7 +91,7 @@ Status depthwise_conv2d(KernelContext& c) {
         }
     }
   };
-  parallel_rows(c, xs[0] * OH, work, kMinRowsPerThread);
+  parallel_rows(c, xs[0] * OH, work, min_rows_per_chunk(OW * OC * KH * KW));
   return Status::Ok();
 }
 

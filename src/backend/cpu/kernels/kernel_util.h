@@ -168,6 +168,14 @@ inline float activate(float v, Activation a) {
 
 // ---- threads ----
 
+// Multiply-adds below which a chunk is not worth a thread wake-up (tens of microseconds
+// of scalar work, about what waking a pool thread costs on a loaded machine).
+constexpr int64_t kMinMacsPerChunk = 1 << 15;
+// Rows per chunk for rows of `macs_per_row` multiply-adds each.
+inline int64_t min_rows_per_chunk(int64_t macs_per_row) {
+  return std::max<int64_t>(1, kMinMacsPerChunk / std::max<int64_t>(macs_per_row, 1));
+}
+
 // Runs fn(begin, end) over [0, n) on the context's pool (inline when it has none).
 template <typename F>
 void parallel_rows(const KernelContext& c, int64_t n, F&& fn, int64_t min_chunk) {

@@ -11,9 +11,6 @@ namespace tessera::cpu {
 
 namespace {
 
-// Minimum output channels / rows per thread chunk, so that tiny ops stay on one thread.
-constexpr int64_t kMinRowsPerThread = 8;
-
 // Yields 32-value chunks of one weight row: a pointer into the row for f32, a decoded
 // scratch chunk otherwise.
 class ChunkReader {
@@ -78,7 +75,7 @@ Status fully_connected(KernelContext& c) {
       for (int64_t m = 0; m < m_n; ++m) y[m * oc_n + oc] = activate(acc[m] + (bp ? bp[oc] : 0.0f), act);
     }
   };
-  parallel_rows(c, oc_n, work, kMinRowsPerThread);
+  parallel_rows(c, oc_n, work, min_rows_per_chunk(m_n * ic));
   return Status::Ok();
 }
 
@@ -149,7 +146,7 @@ Status matmul(KernelContext& c) {
       }
     }
   };
-  parallel_rows(c, batches * m_n, work, kMinRowsPerThread);
+  parallel_rows(c, batches * m_n, work, min_rows_per_chunk(n_n * k_n));
   return Status::Ok();
 }
 

@@ -1,0 +1,142 @@
+// CPU reference kernels through a Session: results independent of the thread count, and
+// clear errors for bad indices at run time.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::vector<float> seeded(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TensorId add_input(Graph& g, const std::string& name, Shape s, DType t = DType::f32) {
+  Tensor x;
+  x.name = name;
+  x.shape = std::move(s);
+  x.dtype = t;
+  x.role = Role::input;
+  TensorId id = g.add_tensor(x);
+  g.inputs.push_back(id);
+  return id;
+}
+
+TensorId add_weight(Graph& g, const std::string& name, Shape s, const std::vector<float>& v) {
+  Tensor w;
+  w.name = name;
+  w.shape = std::move(s);
+  w.role = Role::weight;
+  w.data = ConstData::from_vector(bytes_of(v));
+  return g.add_tensor(w);
+}
+
+void set_output(Graph& g, TensorId y) {
+  g.tensor(y).role = Role::output;
+  g.outputs = {y};
+}
+
+Result<std::vector<uint8_t>> run(const Graph& g, const std::vector<std::vector<uint8_t>>& inputs, int threads) {
+  SessionOptions o;
+  o.device_options["threads"] = std::to_string(threads);
+  TS_ASSIGN_OR_RETURN(auto s, Session::create(g, o));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    TS_RETURN_IF_ERROR(s->set_input(i, inputs[i].data(), static_cast<int64_t>(inputs[i].size())));
+  TS_RETURN_IF_ERROR(s->run());
+  return s->output(0);
+}
+
+// conv2d -> depthwise_conv2d -> fully_connected -> matmul, each large enough to be split
+// over threads: the same bits on 1, 2 and 5 threads (each output is summed by one thread,
+// in order).
+TEST(CpuKernels, ThreadCountDoesNotChangeTheBits) {
+  Graph g;
+  TensorId x = add_input(g, "x", {2, 24, 24, 5});
+  TensorId c = *g.add_op(OpKind::conv2d, {x, add_weight(g, "w1", {16, 3, 3, 5}, seeded(16 * 45, 1))},
+                         {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}}, {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}}});
+  TensorId d = *g.add_op(OpKind::depthwise_conv2d, {c, add_weight(g, "w2", {1, 3, 3, 16}, seeded(144, 2))},
+                         {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}}, {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}}});
+  TensorId f = *g.add_op(OpKind::fully_connected, {d, add_weight(g, "w3", {24, 16}, seeded(24 * 16, 3))});
+  TensorId r = *g.add_op(OpKind::reshape, {f}, {{"shape", std::vector<int64_t>{2, 576, 24}}});
+  TensorId m = *g.add_op(OpKind::matmul, {r, add_weight(g, "w4", {24, 7}, seeded(24 * 7, 4))});
+  set_output(g, m);
+  const std::vector<std::vector<uint8_t>> in = {bytes_of(seeded(2 * 24 * 24 * 5, 5))};
+  auto one = run(g, in, 1), two = run(g, in, 2), five = run(g, in, 5);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  ASSERT_TRUE(two.ok() && five.ok());
+  EXPECT_EQ(*one, *two);
+  EXPECT_EQ(*one, *five);
+}
+
+TEST(CpuKernels, GetRowsRejectsAnIdOutsideTheTable) {
+  Graph g;
+  TensorId ids = add_input(g, "ids", {3}, DType::i32);
+  set_output(g, *g.add_op(OpKind::get_rows, {add_weight(g, "table", {4, 2}, seeded(8, 6)), ids}));
+  auto r = run(g, {bytes_of(std::vector<int32_t>{1, 4, 0})}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::out_of_range);
+  EXPECT_NE(r.status().message().find("index 4"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("'ids'"), std::string::npos) << r.status().message();
+}
+
+TEST(CpuKernels, GatherRejectsANegativeIndex) {
+  Graph g;
+  TensorId x = add_input(g, "x", {3, 2});
+  TensorId idx = add_input(g, "idx", {2}, DType::i64);
+  set_output(g, *g.add_op(OpKind::gather, {x, idx}, {{"axis", int64_t{0}}}));
+  auto r = run(g, {bytes_of(seeded(6, 7)), bytes_of(std::vector<int64_t>{0, -1})}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::out_of_range);
+  EXPECT_NE(r.status().message().find("[gather]"), std::string::npos) << r.status().message();
+}
+
+TEST(CpuKernels, ScatterRowsRejectsRowsPastTheState) {
+  Graph g;
+  Tensor st;
+  st.name = "cache";
+  st.shape = {4, 2};
+  st.role = Role::state;
+  TensorId s = g.add_tensor(st);
+  TensorId v = add_input(g, "rows", {2, 2});
+  TensorId pos = add_input(g, "pos", {1}, DType::i32);
+  set_output(g, *g.add_op(OpKind::scatter_rows, {s, v, pos}));
+  auto ok = run(g, {bytes_of(seeded(4, 8)), bytes_of(std::vector<int32_t>{2})}, 1);
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+  auto r = run(g, {bytes_of(seeded(4, 8)), bytes_of(std::vector<int32_t>{3})}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::out_of_range);
+  EXPECT_NE(r.status().message().find("rows [3, 5)"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("'cache'"), std::string::npos) << r.status().message();
+}
+
+TEST(CpuKernels, IntegerDivisionByZeroIsAnError) {
+  Graph g;
+  TensorId a = add_input(g, "a", {3}, DType::i32);
+  TensorId b = add_input(g, "b", {3}, DType::i32);
+  set_output(g, *g.add_op(OpKind::div, {a, b}));
+  auto r = run(g, {bytes_of(std::vector<int32_t>{7, -7, 9}), bytes_of(std::vector<int32_t>{2, 0, 3})}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("division by zero"), std::string::npos) << r.status().message();
+  auto q = run(g, {bytes_of(std::vector<int32_t>{7, -7, 9}), bytes_of(std::vector<int32_t>{2, 2, -3})}, 1);
+  ASSERT_TRUE(q.ok());
+  std::vector<int32_t> y(3);
+  std::memcpy(y.data(), q->data(), 12);
+  EXPECT_EQ(y, (std::vector<int32_t>{3, -3, -3})) << "truncates toward zero";
+}
+
+}  // namespace
+}  // namespace tessera
