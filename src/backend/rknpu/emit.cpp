@@ -59,11 +59,8 @@ void emit_cna_core(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& 
   r.write(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR, a.input + tile.in_row0 * line);
   r.write(R::CNA::DMA_CON1__LINE_STRIDE, line);
   r.write(R::CNA::DMA_CON2__SURF_STRIDE, surf_bytes(op.in_h, op.in_w));
-  int64_t woff = dw ? 0 : tile.oc0 * per_kernel;
-  if (dw) {
-    // Depthwise chunks are whole: the tiling never splits depthwise channels.
-    woff = 0;
-  }
+  // Depthwise weights are never chunked (the tiling keeps all channels in one task).
+  const int64_t woff = dw ? 0 : tile.oc0 * per_kernel;
   r.write(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0, a.weights + woff);
   r.write(R::CNA::OPERATION_ENABLE__OP_EN, 1);
 

@@ -58,6 +58,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     const Node& n = g.nodes()[ni];
     TS_ASSIGN_OR_RETURN(NpuOp op, lower_node(g, n));
     op.nodes = {ni};
+    bool fused = false;
     if (n.op == OpKind::add) {
       // Fuse into the convolution producing one operand, when that conv's output has no
       // other reader and the other operand exists before the conv runs.
@@ -67,26 +68,25 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
         if (it == op_of_output.end() || readers[src] != 1) continue;
         CompiledOp& conv = prog->ops[it->second];
         if (producer[other] >= 0 && producer[other] > conv.op.nodes[0]) continue;
-        NpuOp fused = conv.op;
-        Status s = fuse_add(g, n, ni, fused);
+        NpuOp with_add = conv.op;
+        Status s = fuse_add(g, n, ni, with_add);
         if (!s.ok()) {
           prog->notes.push_back(n.label() + " not fused: " + s.message());
           continue;
         }
-        conv.op = std::move(fused);
+        conv.op = std::move(with_add);
         op_of_output.erase(it);
         op_of_output[n.outputs[0]] = static_cast<int>(&conv - prog->ops.data());
         prog->notes.push_back(n.label() + " fused into " + g.nodes()[conv.op.nodes[0]].label());
-        goto next_node;
+        fused = true;
+        break;
       }
     }
-    {
-      CompiledOp c;
-      c.op = std::move(op);
-      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
-      prog->ops.push_back(std::move(c));
-    }
-  next_node:;
+    if (fused) continue;
+    CompiledOp c;
+    c.op = std::move(op);
+    op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
+    prog->ops.push_back(std::move(c));
   }
   for (auto& c : prog->ops) {
     TS_ASSIGN_OR_RETURN(c.tiling, plan_tiling(c.op, policy));

@@ -44,11 +44,9 @@ Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
   if (!fits(regs::CNA::CBUF_CON1__DATA_ENTRIES, entries))
     return cbuf_error(op, "one input row needs " + std::to_string(entries) + " CBUF entries, above DATA_ENTRIES' " +
                               std::to_string(regs::CNA::CBUF_CON1__DATA_ENTRIES.max()));
-  const int64_t per_kernel = chunk_weight_bytes(op, 1) / (op.type == NpuOpType::depthwise ? 1 : 1);
   if (op.type == NpuOpType::conv && !fits(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL,
                                           op.kh * op.kw * convert::rk_conv_padded_ic(op.in_c) * (op.int16 ? 2 : 1)))
     return cbuf_error(op, "one kernel's weights exceed WEIGHT_BYTES_PER_KERNEL");
-  (void)per_kernel;
 
   const int64_t all = chunk_weight_bytes(op, op.out_c);
   const int64_t resident_banks = ceil_div(all, kCbufBankBytes) + kMesaExtraWeightBanks;
@@ -88,7 +86,6 @@ Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
                               " CBUF data banks (" + std::to_string(data_bytes) + " bytes)");
   int64_t rows = std::max<int64_t>(1, (max_in_rows - op.kh) / op.stride_h + 1);
   rows = std::min(rows, op.out_h);
-  (void)policy;
   // DATAOUT_ATOMICS (22 bits) bounds the output positions of one task.
   while (rows > 1 && !fits(regs::CNA::DATA_SIZE3__DATAOUT_ATOMICS, rows * op.out_w)) rows /= 2;
   if (!fits(regs::CNA::DATA_SIZE3__DATAOUT_ATOMICS, rows * op.out_w))
