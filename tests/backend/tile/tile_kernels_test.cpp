@@ -259,3 +259,25 @@ TEST(TileKernels, ScatterRowsWritesKvCacheRowsInPlace) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace tile_testing;
+
+// activations=bf16: activation tiles hold bfloat16, so values round (to nearest even) at
+// the boundary and after every kernel; relu commutes with that rounding.
+TEST(TileKernels, Bf16ActivationTilesRoundAtEveryStore) {
+  Graph g;
+  TensorId a = add_input(g, "a", {3, 50});
+  TensorId y = *g.add_op(OpKind::relu, {a});
+  mark_output(g, y);
+  auto av = testing::random_floats(150, 40, -3, 3);
+  RunResult r = run_on(g, "tile", {bytes_of(av)}, {{"activations", "bf16"}});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  for (size_t i = 0; i < av.size(); ++i) EXPECT_EQ(r.outputs[0][i], tile::round_bf16(std::max(av[i], 0.0f))) << i;
+  EXPECT_NE(r.session->plan().report(true).find("bf16/tile32 [3,50]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
