@@ -98,3 +98,34 @@ TEST(Registry, ImpossibleConversionsNameBothFormats) {
 
 }  // namespace
 }  // namespace tessera::convert
+
+namespace tessera::convert {
+namespace {
+
+TEST(Registry, EmptyTensorsAndEmptyRegionsConvertToNothing) {
+  for (Shape s : {Shape{0, 5}, Shape{3, 0, 40}, Shape{1, 0, 4, 16}}) {
+    std::vector<float> src(1, 1.0f);
+    std::vector<uint8_t> dst(16, 0xAB);
+    for (Format to : {Format::tiled(Encoding::bf16, s), Format::tiled(Encoding::bfp8_b, s),
+                      Format::row_major(DType::i8, s)}) {
+      auto bytes = to.byte_size();
+      ASSERT_TRUE(bytes.ok());
+      EXPECT_EQ(*bytes, 0) << to.to_string();
+      EXPECT_TRUE(convert(Format::row_major(DType::f32, s), src.data(), to, dst.data()).ok()) << to.to_string();
+    }
+  }
+  // An empty box of rows writes nothing and reads nothing.
+  const Shape s{2, 40, 50};
+  Format t = Format::tiled(Encoding::bfp4_b, s);
+  std::vector<uint8_t> dev(*t.byte_size(), 0x5A);
+  std::vector<float> none(1);
+  Stats st;
+  ASSERT_TRUE(write_region(t, dev.data(), Region::rows(s, 1, 7, 7), Format::row_major(DType::f32, {2, 0, 50}),
+                           none.data(), &st)
+                  .ok());
+  EXPECT_EQ(st.rmw_bytes, 0);
+  EXPECT_EQ(dev, std::vector<uint8_t>(dev.size(), 0x5A));
+}
+
+}  // namespace
+}  // namespace tessera::convert
