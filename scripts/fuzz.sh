@@ -1,44 +1,37 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (every library instrumented for coverage, address
-# and undefined-behaviour checks) into ./build-fuzz and runs each briefly on a seed corpus.
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; CI uses a short run)
-# Crashes are written to build-fuzz/crashes/<target>/ and make the script fail.
+# Builds the libFuzzer targets with clang (address and undefined-behaviour sanitizers) into
+# ./build-fuzz and runs each briefly on a seed corpus.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; a short run suits CI)
+# A crash is saved under build-fuzz/crashes/<target>/ and makes the script fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-30}"
 B=build-fuzz
+SHARED="${TESSERA_SHARED_DIR:-../shared}"
+# Every library is instrumented too (coverage for fuzzers that link the whole library).
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer"
 # The AVX2 conversion files select their instruction set with "#pragma GCC target", which
-# clang ignores; build the fuzzers for the host's AVX2 instead (fuzzing runs on this host).
+# clang ignores; build for the host's AVX2 instead (the fuzzers run on this host).
 if grep -q avx2 /proc/cpuinfo 2>/dev/null; then SAN="$SAN -mavx2 -mfma -mf16c"; fi
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
 
-# Seed corpora, one folder per target.
-seed_gguf() {
-  local dir="$1"
-  mkdir -p "$dir"
-  cmake --build "$B" -j2 --target tessera_cli >/dev/null
-  # A small valid model of each weight type (a real file would make each run slow).
-  for t in f32 q8_0 q4_0; do
-    "$B/tessera" gguf-synth --dim 32 --layers 1 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 8 \
-      --type "$t" "$dir/synth-$t.gguf" >/dev/null
-  done
-}
-
+# run_target NAME SEED_FILE...: builds NAME, seeds its corpus, fuzzes for the time given.
 run_target() {
   local name="$1" corpus="$B/corpus/$1"
+  shift
   cmake --build "$B" -j2 --target "$name"
   mkdir -p "$corpus" "$B/crashes/$name"
-  echo "fuzz: $name for ${SECONDS_PER_TARGET}s"
+  for seed in "$@"; do [ -f "$seed" ] && cp -n "$seed" "$corpus/" || true; done
+  echo "fuzz: $name for ${SECONDS_PER_TARGET}s on $(ls "$corpus" | wc -l) inputs"
   "$B/fuzz/$name" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$B/crashes/$name/" -print_final_stats=1
 }
 
 if [ -f fuzz/gguf_fuzz.cpp ]; then
-  seed_gguf "$B/corpus/gguf_fuzz"
-  run_target gguf_fuzz
+  # Real files that mix f32, f16, q8_0 and q4_0 tensors (the smallest of the fixtures).
+  run_target gguf_fuzz "$SHARED/models/gguf/aidreams260K-Q4_0.gguf" "$SHARED/models/gguf/aidreams260K-Q8_0.gguf"
 fi
 
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
