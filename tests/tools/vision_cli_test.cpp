@@ -1,0 +1,160 @@
+// The vision commands through the real `tessera` binary: classify (labels with and without
+// the background line), segment (mask PNG at the image's size, overlay), pose (CSV), run
+// on the reference inputs, and clear failures for bad arguments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "fixtures.h"
+#include "import/tflite/image.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+class VisionCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exe_ = fs::path(TESSERA_BINARY_DIR) / "tessera";
+    if (!fs::exists(exe_)) GTEST_SKIP() << "the tessera binary is not built (" << exe_ << "): build tessera_cli";
+    dir_ = fs::temp_directory_path() / ("tessera_vision_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  int run(const std::string& args) {
+    std::string cmd = exe_.string() + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
+    int rc = std::system(cmd.c_str());
+    out_ = read_text(path("stdout"));
+    err_ = read_text(path("stderr"));
+    return rc;
+  }
+  static std::string read_text(const std::string& p) {
+    std::ifstream f(p);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  // The data lines of classify's table: "index score label".
+  std::vector<std::string> result_lines() const {
+    std::vector<std::string> lines;
+    std::stringstream ss(out_);
+    std::string line;
+    bool table = false;
+    while (std::getline(ss, line)) {
+      if (line.find("index") != std::string::npos && line.find("label") != std::string::npos) {
+        table = true;
+        continue;
+      }
+      if (line.rfind("latency", 0) == 0) table = false;
+      if (table) lines.push_back(line);
+    }
+    return lines;
+  }
+  fs::path exe_, dir_;
+  std::string out_, err_;
+};
+
+TEST_F(VisionCli, ClassifyGraceHopperWithBothMobileNetV2) {
+  TESSERA_REQUIRE_FIXTURE(image, "images/grace_hopper.bmp");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/imagenet_labels.txt");
+  for (const char* m : {"mobilenet_v2_1.0_224_quant", "tf2_mobilenet_v2_1.0_224_ptq"}) {
+    SCOPED_TRACE(m);
+    TESSERA_REQUIRE_FIXTURE(model, std::string("models/tflite/") + m + ".tflite");
+    ASSERT_EQ(run("classify " + model + " " + image + " --labels " + labels + " --top 3"), 0) << err_;
+    auto lines = result_lines();
+    ASSERT_EQ(lines.size(), 3u) << out_;
+    EXPECT_NE(lines[0].find("653"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("military uniform"), std::string::npos) << lines[0];
+    EXPECT_NE(out_.find("latency:"), std::string::npos);
+  }
+}
+
+TEST_F(VisionCli, LabelsWithBackgroundLineOnA1000ClassModel) {
+  // imagenet_labels.txt has 1001 lines (background first); the NCHW model has 1000
+  // classes, so index 652 must read "military uniform", not "mortarboard"'s neighbour.
+  TESSERA_REQUIRE_FIXTURE(image, "images/grace_hopper.bmp");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/imagenet_labels.txt");
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
+  ASSERT_EQ(run("classify " + model + " " + image + " --labels " + labels + " --top 5"), 0) << err_;
+  bool found = false;
+  for (const auto& l : result_lines())
+    if (l.find(" 652 ") != std::string::npos || l.rfind("   652", 0) == 0) {
+      EXPECT_NE(l.find("military uniform"), std::string::npos) << l;
+      found = true;
+    }
+  EXPECT_TRUE(found) << out_;
+}
+
+TEST_F(VisionCli, SegmentWritesAMaskAtTheImageSizeAndAnOverlay) {
+  TESSERA_REQUIRE_FIXTURE(image, "images/bird_segmentation.bmp");
+  TESSERA_REQUIRE_FIXTURE(mask_ref, "images/bird_segmentation_mask.bmp");
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/deeplabv3_mnv2_dm05_pascal_quant.tflite");
+  ASSERT_EQ(run("segment " + model + " " + image + " --mask-out " + path("m.png") + " --overlay-out " + path("o.png")), 0)
+      << err_;
+  auto mask = tflite::read_image(path("m.png"));
+  auto ref = tflite::read_image(mask_ref);  // gray palette: channel 0 is the class index
+  auto over = tflite::read_image(path("o.png"));
+  ASSERT_TRUE(mask.ok() && ref.ok() && over.ok());
+  ASSERT_EQ(mask->width, ref->width);
+  ASSERT_EQ(mask->height, ref->height);
+  EXPECT_EQ(over->width, ref->width);
+  int64_t equal = 0;
+  const int64_t n = static_cast<int64_t>(mask->width) * mask->height;
+  for (int64_t i = 0; i < n; ++i) equal += mask->pixels[i * 3] == ref->pixels[i * 3];
+  EXPECT_GT(static_cast<double>(equal) / (2 * n - equal), 0.90);
+  EXPECT_NE(out_.find("class   3"), std::string::npos) << out_;
+}
+
+TEST_F(VisionCli, PosePrintsSeventeenKeypointsNearTheReference) {
+  TESSERA_REQUIRE_FIXTURE(image, "images/squat.bmp");
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/movenet_single_pose_lightning_ptq.tflite");
+  TESSERA_REQUIRE_FIXTURE(csv, "models/tflite/movenet_single_pose_lightning_ptq_reference.csv");
+  ASSERT_EQ(run("pose " + model + " " + image + " --overlay-out " + path("p.png")), 0) << err_;
+  EXPECT_TRUE(fs::exists(path("p.png")));
+  std::map<int, std::pair<double, double>> ours;
+  std::stringstream ss(out_);
+  std::string line;
+  std::getline(ss, line);
+  EXPECT_EQ(line, "keypoint,name,x,y,score");
+  while (std::getline(ss, line)) {
+    std::stringstream ls(line);
+    std::string k, name, x, y;
+    std::getline(ls, k, ',');
+    std::getline(ls, name, ',');
+    std::getline(ls, x, ',');
+    std::getline(ls, y, ',');
+    ours[std::stoi(k)] = {std::stod(x), std::stod(y)};
+  }
+  ASSERT_EQ(ours.size(), 17u);
+  std::ifstream f(csv);
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::vector<double> v;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) v.push_back(std::stod(cell));
+    EXPECT_NEAR(ours[static_cast<int>(v[2])].first, v[4], 0.03);
+    EXPECT_NEAR(ours[static_cast<int>(v[2])].second, v[5], 0.03);
+  }
+}
+
+TEST_F(VisionCli, BadImageAndModelFailWithAMessage) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  EXPECT_NE(run("classify " + model + " " + path("missing.png")), 0);
+  EXPECT_NE(err_.find("missing.png"), std::string::npos) << err_;
+  std::ofstream(path("junk.tflite")) << "this is not a model";
+  TESSERA_REQUIRE_FIXTURE(image, "images/cat.bmp");
+  EXPECT_NE(run("classify " + path("junk.tflite") + " " + image), 0);
+  EXPECT_NE(err_.find("not a TFLite file"), std::string::npos) << err_;
+}
+
+}  // namespace
+}  // namespace tessera
