@@ -59,23 +59,42 @@ Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
     t.weights_resident = false;
     if (op.type == NpuOpType::depthwise)
       return cbuf_error(op, "depthwise weights of " + std::to_string(all) + " bytes do not fit the CBUF");
-    // Mesa streams with 7 data + 5 weight banks. Tessera gives the data banks only what
-    // kh input rows need and the rest to weights, so that bigger kernel groups fit.
+    // Mesa streams with 7 data + 5 weight banks. Tessera tries every split that holds kh
+    // input rows and keeps the one with the fewest tasks (each task costs a fixed overhead),
+    // then the fewest output-channel chunks (each chunk re-reads the input).
     const int64_t min_data = std::max<int64_t>(1, ceil_div(op.kh * t.data_row_bytes, kCbufBankBytes));
-    t.data_banks = policy == SchedulePolicy::mesa ? kMesaStreamDataBanks : static_cast<int>(min_data);
-    if (t.data_banks >= kCbufBanks)
+    if (min_data >= kCbufBanks)
       return cbuf_error(op, "one output row needs " + std::to_string(op.kh * t.data_row_bytes) +
                                 " bytes of CBUF input data, leaving no bank for weights");
-    t.weight_banks = kCbufBanks - t.data_banks;
-    const int64_t budget = t.weight_banks * kCbufBankBytes;
-    chunk = 0;
-    while (chunk + kWeightGroupOc <= op.out_c && chunk_weight_bytes(op, chunk + kWeightGroupOc) <= budget)
-      chunk += kWeightGroupOc;
-    if (chunk == 0 && policy == SchedulePolicy::mesa) return plan_tiling(op, SchedulePolicy::tessera);
-    if (chunk == 0)
+    auto chunk_for = [&](int64_t weight_banks) {
+      int64_t c = 0;
+      while (c + kWeightGroupOc <= op.out_c && chunk_weight_bytes(op, c + kWeightGroupOc) <= weight_banks * kCbufBankBytes)
+        c += kWeightGroupOc;
+      return c;
+    };
+    int best_db = -1;
+    int64_t best_tasks = 0, best_chunks = 0;
+    for (int64_t db = min_data; db < kCbufBanks; ++db) {
+      if (policy == SchedulePolicy::mesa && db != kMesaStreamDataBanks) continue;
+      const int64_t c = chunk_for(kCbufBanks - db);
+      if (c == 0) continue;
+      const int64_t in_rows = db * kCbufBankBytes / t.data_row_bytes;
+      const int64_t rows = std::max<int64_t>(1, (in_rows - op.kh) / op.stride_h + 1);
+      const int64_t chunks = ceil_div(op.out_c, c), tasks = chunks * ceil_div(op.out_h, std::min(rows, op.out_h));
+      if (best_db < 0 || tasks < best_tasks || (tasks == best_tasks && chunks < best_chunks)) {
+        best_db = static_cast<int>(db);
+        best_tasks = tasks;
+        best_chunks = chunks;
+      }
+    }
+    if (best_db < 0 && policy == SchedulePolicy::mesa) return plan_tiling(op, SchedulePolicy::tessera);
+    if (best_db < 0)
       return cbuf_error(op, "the weights of one 32-kernel group (" + std::to_string(chunk_weight_bytes(op, kWeightGroupOc)) +
-                                " bytes) exceed the " + std::to_string(t.weight_banks) + " CBUF weight banks left beside " +
-                                std::to_string(t.data_banks) + " data bank(s)");
+                                " bytes) exceed the " + std::to_string(kCbufBanks - min_data) +
+                                " CBUF weight banks left beside " + std::to_string(min_data) + " data bank(s)");
+    t.data_banks = best_db;
+    t.weight_banks = kCbufBanks - best_db;
+    chunk = chunk_for(t.weight_banks);
   }
   // Rows per task: the input rows of a band must fit the data banks.
   const int64_t data_bytes = t.data_banks * kCbufBankBytes;
