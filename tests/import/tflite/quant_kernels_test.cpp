@@ -379,6 +379,47 @@ TEST(QuantKernels, RequantizeAndConcatWithDifferentParameters) {
   expect_close(got, want, 0.8);
 }
 
+TEST(QuantKernels, ResizeBilinearAlignCornersAndHalfPixel) {
+  for (DType t : {DType::u8, DType::i8}) {
+    for (int mode = 0; mode < 3; ++mode) {  // 0: plain, 1: align_corners, 2: half_pixel_centers
+      SCOPED_TRACE(std::string(dtype_name(t)) + " mode " + std::to_string(mode));
+      QTensor x = random_q({1, 4, 5, 2}, t, 0.1f, 0, 91);
+      Graph g;
+      TensorId xi = add_input(g, x, "x");
+      auto y = g.add_op(OpKind::resize_bilinear, {xi},
+                        {{"out_h", int64_t{7}}, {"out_w", int64_t{9}}, {"align_corners", int64_t{mode == 1}},
+                         {"half_pixel_centers", int64_t{mode == 2}}},
+                        "rs", t, x.q);
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      g.tensor(*y).role = Role::output;
+      g.outputs = {*y};
+      auto got = run(g, {x}, t);
+      std::vector<int32_t> want;
+      auto src = [&](int64_t o, int64_t in, int64_t out) {
+        if (mode == 1) return o * static_cast<double>(in - 1) / (out - 1);
+        if (mode == 2) return std::max(0.0, (o + 0.5) * in / out - 0.5);
+        return o * static_cast<double>(in) / out;
+      };
+      for (int64_t oy = 0; oy < 7; ++oy)
+        for (int64_t ox = 0; ox < 9; ++ox)
+          for (int64_t ch = 0; ch < 2; ++ch) {
+            const double fy = src(oy, 4, 7), fx = src(ox, 5, 9);
+            const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
+            const int64_t y1 = std::min<int64_t>(y0 + 1, 3), x1 = std::min<int64_t>(x0 + 1, 4);
+            const double dy = fy - y0, dx = fx - x0;
+            auto at = [&](int64_t yy, int64_t xx) { return static_cast<double>(x.values[(yy * 5 + xx) * 2 + ch]); };
+            const double v = at(y0, x0) * (1 - dy) * (1 - dx) + at(y1, x0) * dy * (1 - dx) + at(y0, x1) * (1 - dy) * dx +
+                             at(y1, x1) * dy * dx;
+            want.push_back(static_cast<int32_t>(std::round(v)));
+          }
+      // u8 follows TFLite's float reference, which truncates: at most one step below.
+      // i8 uses 10-bit fixed-point positions (scale rounded to 1/1024), which moves a few
+      // values that sit near .5 by one step.
+      expect_close(got, want, t == DType::u8 ? 0.4 : 0.9);
+    }
+  }
+}
+
 TEST(QuantKernels, MeanOverSpatialAxes) {
   QTensor x = random_q({1, 5, 4, 3}, DType::i8, 0.04f, -2, 71);
   Graph g;
