@@ -202,18 +202,21 @@ Status fully_connected(KernelContext& c) {
   const uint8_t* x = c.in[0].data;
   const DType xt = c.in[0].dtype(), yt = c.out[0].dtype();
   uint8_t* y = c.out[0].data;
-  parallel_rows(c, rows, [&](int64_t r0, int64_t r1) {
-    std::vector<int16_t> xr(static_cast<size_t>(IC));
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t i = 0; i < IC; ++i) xr[i] = static_cast<int16_t>(q::load(x, xt, r * IC + i) - p.x_zp);
-      for (int64_t o = 0; o < OC; ++o) {
+  // Centred input rows, then one thread per block of output channels (a single-row FC,
+  // the common case, still spreads over the pool).
+  std::vector<int16_t> xc(static_cast<size_t>(rows * IC));
+  for (int64_t i = 0; i < rows * IC; ++i) xc[i] = static_cast<int16_t>(q::load(x, xt, i) - p.x_zp);
+  parallel_rows(c, OC, [&](int64_t o0, int64_t o1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int16_t* xr = xc.data() + r * IC;
+      for (int64_t o = o0; o < o1; ++o) {
         const int16_t* wr = wc.data() + o * IC;
         int32_t acc = 0;
         for (int64_t k = 0; k < IC; ++k) acc += static_cast<int32_t>(wr[k]) * xr[k];
         q::store(y, yt, r * OC + o, finish(acc, o, bias, p));
       }
     }
-  }, 1);
+  }, 16);
   return Status::Ok();
 }
 
