@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <numeric>
 
 #include "fixtures.h"
@@ -171,6 +173,78 @@ TEST(QuantizedThreads, OutputsAreBitIdenticalForAnyThreadCount) {
     auto one = run(*g, input, 1);
     EXPECT_EQ(run(*g, input, 2), one);
     EXPECT_EQ(run(*g, input, 3), one);
+  }
+}
+
+// Where the ±1 steps come from: the first layers of MobileNetV2 computed both ways on the
+// same inputs. CpuRef-style float (dequantize, accumulate in float, one rounding) and
+// TFLite's integer path (two roundings in MultiplyByQuantizedMultiplier) never differ by
+// more than one step, but they do differ on a share of values that depends on the
+// layer's multiplier: measured 12 % and 9 % for ops 1 and 3 (right shifts of 1 and 2),
+// 0.5 % and 0.2 % for ops 0 and 2 (shifts of 6 and 8).
+TEST(ReferenceOutputsExplained, FloatSingleRoundingVsTfliteIntegerPerLayer) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_1.0_224_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(in_path, "reference/mnv2_224_grace.input.bin");
+  auto g = tflite::load_tflite_file(model);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const std::vector<uint8_t> input = testing::read_file(in_path);
+  constexpr int kLayers = 4;
+  std::vector<Node> nodes(g->nodes().begin(), g->nodes().begin() + kLayers);
+  g->tensor(g->outputs[0]).role = Role::activation;
+  g->outputs.clear();
+  for (const Node& n : nodes) {
+    g->tensor(n.outputs[0]).role = Role::output;
+    g->outputs.push_back(n.outputs[0]);
+  }
+  const Graph copy = *g;
+  auto s = Session::create(std::move(*g), SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->set_input(0, input.data(), static_cast<int64_t>(input.size())).ok());
+  ASSERT_TRUE((*s)->run().ok());
+  std::map<TensorId, std::vector<uint8_t>> values{{copy.inputs[0], input}};
+  for (size_t k = 0; k < copy.outputs.size(); ++k) values[copy.outputs[k]] = *(*s)->output(k);
+  for (const Node& n : nodes) {
+    SCOPED_TRACE(n.name);
+    ASSERT_TRUE(n.op == OpKind::conv2d || n.op == OpKind::depthwise_conv2d);
+    const Tensor &X = copy.tensor(n.inputs[0]), &W = copy.tensor(n.inputs[1]), &B = copy.tensor(n.inputs[2]),
+                 &Y = copy.tensor(n.outputs[0]);
+    const auto& xb = values.at(n.inputs[0]);
+    const auto& yb = values.at(n.outputs[0]);
+    const bool dw = n.op == OpKind::depthwise_conv2d;
+    const int64_t H = X.shape[1], Wd = X.shape[2], C = X.shape[3], OH = Y.shape[1], OW = Y.shape[2], OC = Y.shape[3];
+    const int64_t KH = W.shape[1], KW = W.shape[2], st = n.attr_int("stride_h", 1), pt = n.attr_int("pad_top", 0),
+                  pl = n.attr_int("pad_left", 0);
+    const float xs = X.quant.scale[0], ws = W.quant.scale[0], ys = Y.quant.scale[0];
+    const float xz = static_cast<float>(X.quant.zero_point[0]), wz = static_cast<float>(W.quant.zero_point[0]);
+    const float hi = n.attr_str("activation", "none") == "relu6" ? 6.0f : 1e30f;
+    const float lo = n.attr_str("activation", "none") == "none" ? -1e30f : 0.0f;
+    int64_t differ = 0, total = 0;
+    int worst = 0;
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t o = 0; o < OC; ++o) {
+          float acc = 0;
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t iy = oy * st - pt + ky, ix = ox * st - pl + kx;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= Wd) continue;
+              for (int64_t ic = dw ? o : 0; ic < (dw ? o + 1 : C); ++ic) {
+                const float wv = dw ? W.data->data[(ky * KW + kx) * OC + o] : W.data->data[((o * KH + ky) * KW + kx) * C + ic];
+                acc += xs * (xb[(iy * Wd + ix) * C + ic] - xz) * ws * (wv - wz);
+              }
+            }
+          int32_t bias;
+          std::memcpy(&bias, B.data->data + 4 * o, 4);
+          acc = std::min(std::max(acc + bias * B.quant.scale[0], lo), hi);
+          const int q = std::clamp(static_cast<int>(std::round(acc / ys)) + static_cast<int>(Y.quant.zero_point[0]), 0, 255);
+          const int e = std::abs(q - yb[(oy * OW + ox) * OC + o]);
+          worst = std::max(worst, e);
+          differ += e != 0;
+          ++total;
+        }
+    EXPECT_LE(worst, 1);
+    EXPECT_LT(differ, total / 5);
+    RecordProperty(n.name + " differing", std::to_string(differ) + " of " + std::to_string(total));
   }
 }
 
