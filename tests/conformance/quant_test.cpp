@@ -222,14 +222,16 @@ TESSERA_CONFORMANCE_CASES(fully_connected) {
   return cases;
 }
 
-std::vector<Case> qbinary(Rng& rng, OpKind op, double (*f)(double, double)) {
+// `shared`: TFLite's MAXIMUM / MINIMUM require the inputs and the output to share one set
+// of parameters (they compare codes); add / sub / mul rescale each.
+std::vector<Case> qbinary(Rng& rng, OpKind op, double (*f)(double, double), bool shared = false) {
   std::vector<Case> cases;
   for (DType t : {DType::u8, DType::i8}) {
     Shape s = random_shape(rng, 3, 1, 5);
-    QTensor a = random_q(rng, t, num_elements(s), -2, 2), b = random_q(rng, t, s.back(), -1, 3);
+    QTensor a = random_q(rng, t, num_elements(s), -2, 2), b = random_q(rng, t, s.back(), shared ? -2 : -1, shared ? 2 : 3);
     std::vector<double> real;
     for (int64_t i = 0; i < num_elements(s); ++i) real.push_back(f(a.real[i], b.real[i % s.back()]));
-    QuantParams oq = out_params(real, t);
+    QuantParams oq = shared ? a.q : out_params(real, t);
     CaseGraph cg;
     Case c = cg.finish(std::string(op_name(op)) + " " + dtype_name(t) + " quantized", op,
                        {cg.input("a", s, t, a.codes, a.q), cg.input("b", {s.back()}, t, b.codes, b.q)}, {}, t, oq);
@@ -241,6 +243,93 @@ std::vector<Case> qbinary(Rng& rng, OpKind op, double (*f)(double, double)) {
 
 TESSERA_CONFORMANCE_CASES(add) { return qbinary(rng, OpKind::add, [](double a, double b) { return a + b; }); }
 TESSERA_CONFORMANCE_CASES(mul) { return qbinary(rng, OpKind::mul, [](double a, double b) { return a * b; }); }
+TESSERA_CONFORMANCE_CASES(sub) { return qbinary(rng, OpKind::sub, [](double a, double b) { return a - b; }); }
+TESSERA_CONFORMANCE_CASES(maximum) {
+  return qbinary(rng, OpKind::maximum, [](double a, double b) { return std::max(a, b); }, true);
+}
+TESSERA_CONFORMANCE_CASES(minimum) {
+  return qbinary(rng, OpKind::minimum, [](double a, double b) { return std::min(a, b); }, true);
+}
+
+// Quantized unary ops: u8 and i8 inputs, output parameters covering the results.
+std::vector<Case> qunary(Rng& rng, OpKind op, double (*f)(double), std::map<std::string, AttrValue> attrs = {}) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t n = pick(rng, 4, 40);
+    QTensor x = random_q(rng, t, n, -4, 4);
+    std::vector<double> real;
+    for (double v : x.real) real.push_back(f(v));
+    QuantParams oq = out_params(real, t);
+    CaseGraph cg;
+    Case c = cg.finish(std::string(op_name(op)) + " " + dtype_name(t) + " quantized", op, {cg.input("x", {n}, t, x.codes, x.q)},
+                       attrs, t, oq);
+    expect_quantized(c, real, t, oq);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(relu) { return qunary(rng, OpKind::relu, [](double x) { return std::max(x, 0.0); }); }
+TESSERA_CONFORMANCE_CASES(relu6) { return qunary(rng, OpKind::relu6, [](double x) { return std::clamp(x, 0.0, 6.0); }); }
+TESSERA_CONFORMANCE_CASES(leaky_relu) {
+  return qunary(rng, OpKind::leaky_relu, [](double x) { return x >= 0 ? x : 0.25 * x; }, {{"alpha", 0.25}});
+}
+TESSERA_CONFORMANCE_CASES(hard_swish) {
+  return qunary(rng, OpKind::hard_swish, [](double x) { return x * std::clamp(x + 3, 0.0, 6.0) / 6; });
+}
+
+// TFLite fixes u8 tanh's output parameters: scale 1/128, zero point 128.
+TESSERA_CONFORMANCE_CASES(tanh) {
+  std::vector<Case> cases;
+  const int64_t n = pick(rng, 4, 40);
+  QTensor x = random_q(rng, DType::u8, n, -3, 3);
+  std::vector<double> real;
+  for (double v : x.real) real.push_back(std::tanh(v));
+  QuantParams oq;
+  oq.scale = {1.0f / 128.0f};
+  oq.zero_point = {128};
+  CaseGraph cg;
+  Case c = cg.finish("tanh u8 quantized", OpKind::tanh, {cg.input("x", {n}, DType::u8, x.codes, x.q)}, {}, DType::u8, oq);
+  expect_quantized(c, real, DType::u8, oq);
+  cases.push_back(std::move(c));
+  return cases;
+}
+
+// mean over the spatial axes of an NHWC u8 tensor (global average pooling), keep_dims.
+TESSERA_CONFORMANCE_CASES(mean) {
+  std::vector<Case> cases;
+  const int64_t H = pick(rng, 1, 6), W = pick(rng, 1, 6), C = pick(rng, 1, 5);
+  QTensor x = random_q(rng, DType::u8, H * W * C, -1, 3);
+  std::vector<double> real(C, 0.0);
+  for (int64_t i = 0; i < H * W; ++i)
+    for (int64_t ch = 0; ch < C; ++ch) real[ch] += x.real[i * C + ch] / static_cast<double>(H * W);
+  QuantParams oq = out_params(real, DType::u8);
+  CaseGraph cg;
+  Case c = cg.finish("mean u8 quantized", OpKind::mean, {cg.input("x", {1, H, W, C}, DType::u8, x.codes, x.q)},
+                     {{"axes", std::vector<int64_t>{1, 2}}, {"keep_dims", int64_t{1}}}, DType::u8, oq);
+  expect_quantized(c, real, DType::u8, oq);
+  cases.push_back(std::move(c));
+  return cases;
+}
+
+// concat of u8 inputs with different parameters: each is requantized to the output's.
+TESSERA_CONFORMANCE_CASES(concat) {
+  std::vector<Case> cases;
+  const int64_t R = pick(rng, 1, 4), A = pick(rng, 1, 5), B = pick(rng, 1, 5);
+  QTensor a = random_q(rng, DType::u8, R * A, -1, 2), b = random_q(rng, DType::u8, R * B, -3, 1);
+  std::vector<double> real;
+  for (int64_t r = 0; r < R; ++r) {
+    real.insert(real.end(), a.real.begin() + r * A, a.real.begin() + (r + 1) * A);
+    real.insert(real.end(), b.real.begin() + r * B, b.real.begin() + (r + 1) * B);
+  }
+  QuantParams oq = quant_for_range(-3, 2, DType::u8);
+  CaseGraph cg;
+  Case c = cg.finish("concat u8 quantized", OpKind::concat,
+                     {cg.input("a", {R, A}, DType::u8, a.codes, a.q), cg.input("b", {R, B}, DType::u8, b.codes, b.q)},
+                     {{"axis", int64_t{1}}}, DType::u8, oq);
+  expect_quantized(c, real, DType::u8, oq);
+  cases.push_back(std::move(c));
+  return cases;
+}
 
 std::vector<Case> qpool(Rng& rng, bool is_max) {
   std::vector<Case> cases;
