@@ -3,6 +3,15 @@
 
 namespace tessera::cpu {
 
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+
 Status require_f32(const KernelContext& c, std::initializer_list<int> inputs) {
   for (int i : inputs) {
     if (i >= static_cast<int>(c.in.size()) || !c.in[i]) continue;

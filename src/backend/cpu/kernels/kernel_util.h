@@ -78,6 +78,10 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// f16 -> f32 through a table of all 65536 values (256 KiB, built once): the weight-decoding
+// loops of fully_connected / matmul / get_rows read f16 weights and GGUF block scales.
+const float* f16_table();
+
 // ---- GGUF blocks (32 values each) ----
 // q8_0 block: f16 scale d, then 32 x int8 q; value = q * d.
 // q4_0 block: f16 scale d, then 16 bytes; byte j holds element j in its low nibble and
@@ -89,14 +93,14 @@ inline void dequant_block(DType t, const uint8_t* row, int64_t b, float* out) {
     const uint8_t* blk = row + b * kQ8_0BlockBytes;
     uint16_t dh;
     std::memcpy(&dh, blk, 2);
-    float d = f16_to_f32(dh);
+    float d = f16_table()[dh];
     const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
     for (int i = 0; i < kQBlock; ++i) out[i] = static_cast<float>(q[i]) * d;
   } else {
     const uint8_t* blk = row + b * kQ4_0BlockBytes;
     uint16_t dh;
     std::memcpy(&dh, blk, 2);
-    float d = f16_to_f32(dh);
+    float d = f16_table()[dh];
     const uint8_t* q = blk + 2;
     for (int j = 0; j < kQBlock / 2; ++j) {
       out[j] = static_cast<float>((q[j] & 0x0f) - 8) * d;
@@ -126,13 +130,15 @@ inline void load_chunk(DType t, const uint8_t* row, int64_t b, int64_t len, floa
   int64_t i0 = b * kQBlock;
   switch (t) {
     case DType::f32: std::memcpy(out, row + i0 * 4, len * 4); break;
-    case DType::f16:
+    case DType::f16: {
+      const float* table = f16_table();
       for (int64_t i = 0; i < len; ++i) {
         uint16_t h;
         std::memcpy(&h, row + (i0 + i) * 2, 2);
-        out[i] = f16_to_f32(h);
+        out[i] = table[h];
       }
       break;
+    }
     case DType::bf16:
       for (int64_t i = 0; i < len; ++i) {
         uint16_t h;
