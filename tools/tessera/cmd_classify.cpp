@@ -10,6 +10,35 @@
 
 namespace tessera::cli {
 
+void print_classification(const std::string& model, const std::string& image, const std::string& labels_path, int top,
+                          const DeviceArgs& dev) {
+  VisionRun r = run_on_image(model, image, dev);
+  const Graph& g = r.session->graph();
+  const Tensor& out = g.tensor(g.outputs[0]);
+  std::vector<float> scores = output_as_float(*r.session, 0);
+  const int64_t classes = out.shape.empty() ? 1 : out.shape.back();
+  if (static_cast<int64_t>(scores.size()) != classes)
+    take(error(StatusCode::unsupported, "output '", out.name, "' ", shape_str(out.shape),
+               " is not a single row of class scores"));
+  Labels labels;
+  if (!labels_path.empty()) labels = take(Labels::load(labels_path, classes));
+  std::vector<int64_t> order(static_cast<size_t>(classes));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = std::min<int64_t>(top, classes);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t x, int64_t y) {
+    return scores[x] != scores[y] ? scores[x] > scores[y] : x < y;
+  });
+  const Tensor& in = g.tensor(g.inputs[0]);
+  fmt::print("image {} ({}x{}) -> input {} {}\n", image, r.image.width, r.image.height, dtype_name(in.dtype),
+             shape_str(in.shape));
+  fmt::print("{:>6}  {:>8}  {}\n", "index", "score", "label");
+  for (int64_t i = 0; i < k; ++i)
+    fmt::print("{:>6}  {:>8.4f}  {}\n", order[i], scores[order[i]], labels[order[i]]);
+  fmt::print("latency: {:.2f} ms ({} on {}, {} thread{})\n", r.latency_seconds * 1e3,
+             std::filesystem::path(model).filename().string(), dev.device, dev.threads,
+             dev.threads == 1 ? "" : "s");
+}
+
 void add_classify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("classify", "Classify an image (BMP/JPEG/PNG) with an image classification model");
   struct Args {
@@ -23,33 +52,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected)");
   cmd->add_option("--top,-k", a->top, "How many classes to list")->check(CLI::Range(1, 100000));
   a->dev.add_to(cmd);
-  cmd->callback([a] {
-    VisionRun r = run_on_image(a->model, a->image, a->dev);
-    const Graph& g = r.session->graph();
-    const Tensor& out = g.tensor(g.outputs[0]);
-    std::vector<float> scores = output_as_float(*r.session, 0);
-    const int64_t classes = out.shape.empty() ? 1 : out.shape.back();
-    if (static_cast<int64_t>(scores.size()) != classes)
-      take(error(StatusCode::unsupported, "output '", out.name, "' ", shape_str(out.shape),
-                 " is not a single row of class scores"));
-    Labels labels;
-    if (!a->labels.empty()) labels = take(Labels::load(a->labels, classes));
-    std::vector<int64_t> order(static_cast<size_t>(classes));
-    std::iota(order.begin(), order.end(), 0);
-    const int64_t k = std::min<int64_t>(a->top, classes);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t x, int64_t y) {
-      return scores[x] != scores[y] ? scores[x] > scores[y] : x < y;
-    });
-    const Tensor& in = g.tensor(g.inputs[0]);
-    fmt::print("image {} ({}x{}) -> input {} {}\n", a->image, r.image.width, r.image.height, dtype_name(in.dtype),
-               shape_str(in.shape));
-    fmt::print("{:>6}  {:>8}  {}\n", "index", "score", "label");
-    for (int64_t i = 0; i < k; ++i)
-      fmt::print("{:>6}  {:>8.4f}  {}\n", order[i], scores[order[i]], labels[order[i]]);
-    fmt::print("latency: {:.2f} ms ({} on {}, {} thread{})\n", r.latency_seconds * 1e3,
-               std::filesystem::path(a->model).filename().string(), a->dev.device, a->dev.threads,
-               a->dev.threads == 1 ? "" : "s");
-  });
+  cmd->callback([a] { print_classification(a->model, a->image, a->labels, a->top, a->dev); });
 }
 
 }  // namespace tessera::cli

@@ -25,6 +25,11 @@ VisionRun run_on_image(const std::string& model, const std::string& image_path, 
 // converted for f32 / integer outputs.
 std::vector<float> output_as_float(const Session& s, size_t k);
 
+// Classifies `image` with `model` and prints the top-K table (index, dequantized score,
+// label) and the latency: the body of `tessera classify`, reusable by the demo.
+void print_classification(const std::string& model, const std::string& image, const std::string& labels_path, int top,
+                          const DeviceArgs& dev);
+
 // Labels, one per line. `num_classes` decides the offset: a file with one extra line
 // (1001 lines for 1000 classes) starts with a background entry, which is skipped.
 // Returns "" for indices the file does not cover.
