@@ -85,7 +85,7 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
   r.write(R::DPU::DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
   r.write(R::DPU::DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
   r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
-  // BS: bias (table or register), multiplier (table or register), ReLU / ReLU-X.
+  // BS: bias (table or register) and the first multiplier (table or register).
   const bool alu = op.bs_table_used || op.bs_alu_operand != 0 || op.type == NpuOpType::add;
   const bool mul = op.type == NpuOpType::conv || op.type == NpuOpType::depthwise || op.type == NpuOpType::add;
   r.set(R::DPU::BS_CFG__BS_BYPASS, 0)
@@ -93,15 +93,14 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .set(R::DPU::BS_CFG__BS_ALU_SRC, op.bs_table_used ? 1 : 0)
       .set(R::DPU::BS_CFG__BS_ALU_ALGO, kAluAlgoAdd)
       .set(R::DPU::BS_CFG__BS_MUL_BYPASS, mul ? 0 : 1)
-      .set(R::DPU::BS_CFG__BS_RELU_BYPASS, op.relu ? 0 : 1)
-      .set(R::DPU::BS_CFG__BS_RELUX_EN, op.relux ? 1 : 0)
+      .set(R::DPU::BS_CFG__BS_RELU_BYPASS, 1)  // activations clamp at BN, after both multipliers
+      .set(R::DPU::BS_CFG__BS_RELUX_EN, 0)
       .emit();
   r.set_signed(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND, op.bs_alu_operand).emit();
   r.set(R::DPU::BS_MUL_CFG__BS_MUL_SRC, op.bs_table_used ? 1 : 0)
       .set_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND, op.bs_mul.mantissa)
       .set(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE, op.bs_mul.shift)
       .emit();
-  r.set_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT, op.relux_value).emit();
   // BN: the second per-channel multiplier (per-channel convs), then ReLU / ReLU-X.
   r.set(R::DPU::BN_CFG__BN_BYPASS, op.bn_mul ? 0 : 1)
       .set(R::DPU::BN_CFG__BN_ALU_BYPASS, 1)

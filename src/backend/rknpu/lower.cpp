@@ -7,9 +7,9 @@
 // bias' = bias - (in_zp - off) * sum(d) (rknpu.md). Otherwise (uint8 models whose weights
 // span more than 255 around their zero point, which is most of them) the CNA converts each
 // input to int16, a + (off - in_zp) = q - in_zp, and the MAC array runs int16 with int16
-// weights: exact, at half the MAC rate. The DPU then adds the bias (BS ALU), optionally
-// multiplies per channel (BS MUL, per-channel models), clamps (BS ReLU/ReLU-X) and converts
-// the result with a 16-bit mantissa, a shift and the output offset (OUT_CVT).
+// weights: exact, at half the MAC rate. The DPU then adds the bias and multiplies twice
+// (BS, BN: per channel from the table), clamps (BN ReLU/ReLU-X) and divides by 2^k with
+// rounding in OUT_CVT, adding the output offset: TFLite's rounding point, see lower_conv.
 #include "backend/rknpu/lower.h"
 
 #include <algorithm>
@@ -123,6 +123,7 @@ Status check_feature(const Node& n, const Tensor& t, const char* what) {
   if (!quantized8(t)) return no(n, std::string(what) + " '" + t.name + "' is " + dt(t) + ", the NPU runs u8/i8 quantized tensors only");
   if (t.quant.per_axis()) return no(n, std::string(what) + " '" + t.name + "' is quantized per channel; feature maps must be per tensor");
   if (t.shape.size() != 4) return no(n, std::string(what) + " '" + t.name + "' " + dt(t) + " is not a 4-D NHWC feature map");
+  if (t.data) return no(n, std::string(what) + " '" + t.name + "' is a constant, not a feature map");
   const int64_t zp = t.quant.zero_point_at(0);
   if (zp < (t.dtype == DType::u8 ? 0 : -128) || zp > (t.dtype == DType::u8 ? 255 : 127))
     return no(n, std::string(what) + " '" + t.name + "' has zero point " + std::to_string(zp) + " outside its dtype");

@@ -50,14 +50,15 @@ struct NpuOp {
   std::vector<uint8_t> weights;  // rk_conv_weight / rk_dw_weight packed, int8 or int16 elements
   int64_t weight_bytes = 0;      // size of `weights` (known even when not packed)
 
-  // DPU: BS stage. The table holds per output channel {int32 bias, int16 mul, uint8 shift, pad};
-  // per-channel convs append a second block of entries for the BN stage's multiplier.
+  // DPU: BS stage. The table (convs) holds per output channel {int32 bias, int16 mul,
+  // uint8 shift, pad} for BS, then a second block of such entries for BN's multiplier.
   bool bs_table_used = false;
   bool per_channel = false;      // the table's mul/shift are used (per-channel requantization)
   std::vector<uint8_t> bs_table;
   int32_t bs_alu_operand = 0;    // register operand (element-wise add: -zero point)
-  Scale16 bs_mul;                // register multiplier (per-tensor conv: first stage; add: operand scale)
-  // DPU: BN stage (per-channel convs: the second multiplier, from the table's second half).
+  Scale16 bs_mul;                // register multiplier (element-wise add: first operand's scale)
+  // DPU: BN stage (convs: the second multiplier, from the table's second half), then the
+  // activation clamps: ReLU at 0, ReLU-X at bn_relux_value.
   bool bn_mul = false;
   bool bn_relu = false, bn_relux = false;
   int32_t bn_relux_value = 0;
@@ -65,9 +66,6 @@ struct NpuOp {
   // Requantization inputs kept for re-encoding (fusion changes the rounding point): per
   // output channel, M and the largest |accumulator + bias|.
   std::vector<double> req_m, req_vmax;
-  bool relu = false;             // BS ReLU (clamp at 0)
-  bool relux = false;            // BS ReLU-X (clamp at relux_value)
-  int32_t relux_value = 0;
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   int32_t ew_offset = 0;
   Scale16 ew_scale;
