@@ -14,9 +14,8 @@ namespace {
 
 // TFLite schema version 3 is the only one in use since 2018 (schema.fbs: "version 3").
 constexpr uint32_t kSchemaVersion = 3;
-// Largest dimension and element count accepted; far above any real model, low enough that
-// byte sizes cannot overflow int64.
-constexpr int64_t kMaxDim = int64_t{1} << 31;
+// Largest element count accepted; far above any real model, low enough that byte sizes
+// cannot overflow int64 (dimensions themselves are int32 in the schema).
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 // flatbuffers cannot address more than 2 GiB (FLATBUFFERS_MAX_BUFFER_SIZE); larger
 // models keep buffers outside the flatbuffer (Buffer.offset / size).
@@ -114,7 +113,7 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   int64_t elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
-      if (d < 0 || d > kMaxDim)
+      if (d < 0)
         return error(StatusCode::invalid_argument, where, ": dimension ", d, " is out of range");
       t.shape.push_back(d);
       elems *= std::max<int64_t>(d, 1);
