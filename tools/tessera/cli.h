@@ -7,6 +7,7 @@
 
 #include "tessera/graph.h"
 #include "tessera/session.h"
+#include "runtime/llm/generator.h"
 
 namespace tessera::cli {
 
@@ -62,5 +63,8 @@ struct GgufBenchArgs {
   void add_to(CLI::App* cmd);
 };
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs);
+// Generator options from the device flags and `--offload N|all` ("" = the partitioner decides).
+Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
+                                                int64_t batch);
 
 }  // namespace tessera::cli

@@ -9,25 +9,6 @@
 
 namespace tessera::cli {
 
-Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
-  if (text.empty()) return int64_t{-1};
-  if (text == "all") return layers;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (!end || *end || v < 0)
-    return error(StatusCode::invalid_argument, "--offload takes a number of layers or 'all', got '", text, "'");
-  return std::min<int64_t>(v, layers);
-}
-
-Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch) {
-  llm::GeneratorOptions go;
-  TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
-  TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
-  go.batch = batch;
-  return go;
-}
-
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF llama model (streams tokens as produced)");
   struct Args {

@@ -14,8 +14,28 @@
 
 namespace tessera::cli {
 
+namespace {
+// `--offload N|all`: the number of layers (capped at `layers`), or -1 when not given.
+Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
+  if (text.empty()) return int64_t{-1};
+  if (text == "all") return layers;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (!end || *end || v < 0)
+    return error(StatusCode::invalid_argument, "--offload takes a number of layers or 'all', got '", text, "'");
+  return std::min<int64_t>(v, layers);
+}
+
+}  // namespace
+
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch);
+                                                int64_t batch) {
+  llm::GeneratorOptions go;
+  TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
+  TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
+  go.batch = batch;
+  return go;
+}
 
 bool is_gguf_path(const std::string& path) { return std::filesystem::path(path).extension() == ".gguf"; }
 
