@@ -181,6 +181,12 @@ TEST(LlamaReference, GroupedHeadsTiedOutputMatchDoubleForEveryBatching) {
       EXPECT_LT(max_rel_diff(*logits, want[i]), 1e-4) << "batch " << batch << " token " << i;
     }
     EXPECT_EQ((*gen)->position(), static_cast<int64_t>(tokens.size()));
+    // The decode session shares the prompt session's weights and cache (by name): the
+    // device holds one copy of the weights, not two.
+    const Plan& plan = (*gen)->decode_session().plan();
+    const int64_t weights = plan.memory[0].weight_bytes;
+    EXPECT_GT(weights, 0);
+    EXPECT_LT(plan.devices[0]->counters().allocated_bytes, 2 * weights) << "batch " << batch;
   }
 }
 
