@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (GoogleTest programs through CTest). Fixtures are read from
-# ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of skipping.
+# Runs the whole test suite: a short libFuzzer run of the model readers (TFLite, GGUF;
+# clang build in ./build-fuzz), then every GoogleTest program through CTest. Fixtures are
+# read from ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of
+# skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-20}"
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+  ./scripts/fuzz.sh "$FUZZ_SECONDS"
+fi
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2 "$@"
