@@ -9,6 +9,7 @@
 
 #include "backend/cpu/kernel.h"
 #include "cli.h"
+#include "vision.h"
 #include "runtime/demo_models.h"
 
 namespace tessera::cli {
@@ -131,6 +132,22 @@ void add_demo_command(CLI::App& app) {
     ok = demo_model(demo::transformer_block(seed), threads) && ok;
     if (!ok) throw CommandFailed{error(StatusCode::internal, "demo: a device disagreed with the cpu or failed")};
     fmt::print("\nAll devices agree with the cpu within their formats' tolerances.\n");
+    // With the shared fixtures beside the checkout, a real model on a real photo too.
+    if (std::string dir = shared_dir(); !dir.empty()) {
+      const std::string model = dir + "/models/tflite/mobilenet_v2_1.0_224_quant.tflite";
+      const std::string image = dir + "/images/grace_hopper.bmp";
+      const std::string labels = dir + "/labels/imagenet_labels.txt";
+      for (const std::string& device : {std::string("cpu"), std::string("tile"), std::string("rknpu")}) {
+        if (!create_device(device).ok()) continue;
+        fmt::print("\nclassify {} with {} on {}:\n", image, model, device);
+        DeviceArgs dev;
+        dev.device = device;
+        dev.threads = threads;
+        print_classification(model, image, labels, 3, dev);
+      }
+    } else {
+      fmt::print("\n(../shared is absent: skipping the MobileNetV2 classification of grace_hopper.bmp)\n");
+    }
   });
 }
 

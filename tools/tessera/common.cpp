@@ -27,7 +27,8 @@ Result<SessionOptions> DeviceArgs::session_options() const {
 
 std::string shared_dir() {
   std::filesystem::path p(TESSERA_SHARED_DIR);
-  return std::filesystem::is_directory(p) ? p.string() : std::string();
+  std::error_code ec;
+  return std::filesystem::is_directory(p) ? std::filesystem::canonical(p, ec).string() : std::string();
 }
 
 Result<Graph> load_model(const std::string& path) {
