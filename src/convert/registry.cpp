@@ -14,9 +14,8 @@ namespace tessera::convert {
 namespace {
 
 using RuleTable = std::span<const Rule> (*)();
-// Every family of conversions, in match order (first match wins). The RK3588 weight
-// packing adds its table here.
-constexpr RuleTable kFamilies[] = {dtype_rules, tile_rules, bfp_rules, channel_rules};
+// Every family of conversions, in match order (first match wins).
+constexpr RuleTable kFamilies[] = {dtype_rules, tile_rules, bfp_rules, channel_rules, rk_weight_rules};
 
 struct Step {
   const Rule* rule = nullptr;  // null: identity copy

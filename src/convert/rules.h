@@ -36,6 +36,7 @@ std::span<const Rule> dtype_rules();    // dtype_rules.cpp: casts, u8<->i8, GGUF
 std::span<const Rule> tile_rules();     // tile_rules.cpp: tilize / untilize of plain encodings
 std::span<const Rule> bfp_rules();      // bfp_rules.cpp: f32 / q8_0 / q4_0 <-> bfp tiles
 std::span<const Rule> channel_rules();  // channel_rules.cpp: NHWC <-> NC1HWC2, NHWC <-> NCHW
+std::span<const Rule> rk_weight_rules();  // rk_weight_rules.cpp: i8/i16 -> RK3588 packed conv/depthwise weights
 
 // A row-major format of encoding `e` with `shape` (a staging step of a chain).
 inline Format row_major_of(Encoding e, const Shape& shape) { return Format{e, Layout::row_major, shape}; }
