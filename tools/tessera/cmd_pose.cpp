@@ -1,6 +1,7 @@
 // `tessera pose MODEL IMAGE [--overlay-out FILE.png]`: single-person pose estimation
 // (MoveNet-style output [1, 1, 17, 3] of (y, x, score), coordinates normalised to the
 // input). Prints the 17 COCO keypoints as CSV on stdout; optionally draws the skeleton.
+#include <cstdio>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,6 +48,7 @@ void add_pose_command(CLI::App& app) {
     fmt::print("keypoint,name,x,y,score\n");
     for (int k = 0; k < kKeypoints; ++k)
       fmt::print("{},{},{:.6f},{:.6f},{:.6f}\n", k, kNames[k], v[k * 3 + 1], v[k * 3], v[k * 3 + 2]);
+    std::fflush(stdout);  // the CSV on stdout comes before the notes on stderr
     fmt::print(stderr, "latency: {:.2f} ms\n", r.latency_seconds * 1e3);
     if (a->overlay_out.empty()) return;
     tflite::Image over = r.image;
