@@ -9,10 +9,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libflatbuffers-dev flatbuffers-compiler      # TFLite models (schema compiled at build time)
   libcli11-dev                                 # command-line parsing
-  nlohmann-json3-dev                           # JSON output
   libfmt-dev                                   # formatting
   libstb-dev                                   # image decoding and writing (BMP, JPEG, PNG)
-  libhwy-dev                                   # SIMD with run-time dispatch
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
 )
