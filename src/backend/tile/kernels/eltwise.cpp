@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/tile/kernel.h"
+#include "ops/unary_math.h"
 
 namespace tessera::tile {
 
@@ -63,35 +64,10 @@ Status unary(KernelContext& c, F f) {
   return c.io.store(0, x);
 }
 
-float logistic_f(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-// The tanh form of gelu (attr approximate=1): sqrt(2/pi) and 0.044715 (Hendrycks & Gimpel 2016).
-constexpr float kGeluTanhScale = 0.7978845608028654f;
-constexpr float kGeluTanhCubic = 0.044715f;
-// TensorFlow's default leaky_relu slope when the attribute is absent (as the cpu kernel).
-constexpr double kLeakyReluDefaultAlpha = 0.2;
-
-Status relu(KernelContext& c) { return unary(c, [](float x) { return std::max(x, 0.0f); }); }
-Status relu6(KernelContext& c) { return unary(c, [](float x) { return std::min(std::max(x, 0.0f), 6.0f); }); }
-Status leaky_relu(KernelContext& c) {
-  float alpha = static_cast<float>(c.n.attr_float("alpha", kLeakyReluDefaultAlpha));
-  return unary(c, [alpha](float x) { return x >= 0 ? x : alpha * x; });
+// The vector engine's unary ops: the scalar formula comes from ops/unary_math.h.
+Status unary_op(KernelContext& c) {
+  return ops::with_unary_fn(c.n, [&](auto f) { return unary(c, f); });
 }
-Status logistic(KernelContext& c) { return unary(c, logistic_f); }
-Status tanh_k(KernelContext& c) { return unary(c, [](float x) { return std::tanh(x); }); }
-Status hard_swish(KernelContext& c) {
-  return unary(c, [](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
-}
-Status silu(KernelContext& c) { return unary(c, [](float x) { return x * logistic_f(x); }); }
-Status gelu(KernelContext& c) {
-  if (c.n.attr_int("approximate", 0) != 0)
-    return unary(c, [](float x) {
-      return 0.5f * x * (1.0f + std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
-    });
-  return unary(c, [](float x) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); });
-}
-Status exp_k(KernelContext& c) { return unary(c, [](float x) { return std::exp(x); }); }
-Status rsqrt(KernelContext& c) { return unary(c, [](float x) { return 1.0f / std::sqrt(x); }); }
-Status sqrt_k(KernelContext& c) { return unary(c, [](float x) { return std::sqrt(x); }); }
 
 KernelWork unary_work(const Graph& g, const Node& n) {
   return {0, static_cast<double>(tiles_of(g.tensor(n.outputs[0]).shape))};
@@ -107,11 +83,9 @@ void add_eltwise_kernels(std::vector<TileKernel>& k) {
                         {OpKind::floor_div, floor_div},
                         {OpKind::maximum, maximum}, {OpKind::minimum, minimum}})
     k.push_back({op, 0, 0, binary_check, fn, binary_work});
-  for (auto [op, fn] : {Entry{OpKind::relu, relu}, {OpKind::relu6, relu6}, {OpKind::leaky_relu, leaky_relu},
-                        {OpKind::logistic, logistic}, {OpKind::tanh, tanh_k}, {OpKind::hard_swish, hard_swish},
-                        {OpKind::silu, silu}, {OpKind::gelu, gelu}, {OpKind::exp, exp_k}, {OpKind::rsqrt, rsqrt},
-                        {OpKind::sqrt, sqrt_k}})
-    k.push_back({op, 0, 0, nullptr, fn, unary_work});
+  for (OpKind op : {OpKind::relu, OpKind::relu6, OpKind::leaky_relu, OpKind::logistic, OpKind::tanh,
+                    OpKind::hard_swish, OpKind::silu, OpKind::gelu, OpKind::exp, OpKind::rsqrt, OpKind::sqrt})
+    k.push_back({op, 0, 0, nullptr, unary_op, unary_work});
 }
 
 }  // namespace tessera::tile

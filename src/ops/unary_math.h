@@ -1,0 +1,51 @@
+// The scalar definition of every float unary op, in one place: the cpu reference kernels
+// and the device models' vector engines take their math from here, so a formula exists
+// once. with_unary_fn(n, apply) calls apply(f) with f: float -> float for node n's op (its
+// attributes read from n) and returns what apply returns.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/graph.h"
+
+namespace tessera::ops {
+
+// sqrt(2 / pi), the constant of the tanh approximation of GELU (Hendrycks & Gimpel 2016).
+constexpr float kGeluTanhScale = 0.7978845608028654f;
+// The cubic coefficient of the same approximation.
+constexpr float kGeluTanhCubic = 0.044715f;
+// TensorFlow's default slope for tf.nn.leaky_relu, used when the attribute is absent.
+constexpr double kLeakyReluDefaultAlpha = 0.2;
+
+inline float logistic_value(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+template <typename Apply>
+Status with_unary_fn(const Node& n, Apply&& apply) {
+  switch (n.op) {
+    case OpKind::relu: return apply([](float x) { return std::max(x, 0.0f); });
+    case OpKind::relu6: return apply([](float x) { return std::min(std::max(x, 0.0f), 6.0f); });
+    case OpKind::leaky_relu: {
+      float alpha = static_cast<float>(n.attr_float("alpha", kLeakyReluDefaultAlpha));
+      return apply([alpha](float x) { return x >= 0 ? x : alpha * x; });
+    }
+    case OpKind::logistic: return apply(logistic_value);
+    case OpKind::tanh: return apply([](float x) { return std::tanh(x); });
+    case OpKind::hard_swish:
+      return apply([](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
+    case OpKind::silu: return apply([](float x) { return x * logistic_value(x); });
+    case OpKind::gelu:
+      if (n.attr_int("approximate", 0) != 0)
+        return apply([](float x) {
+          return 0.5f * x * (1.0f + std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
+        });
+      return apply([](float x) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); });
+    case OpKind::exp: return apply([](float x) { return std::exp(x); });
+    case OpKind::rsqrt: return apply([](float x) { return 1.0f / std::sqrt(x); });
+    case OpKind::sqrt: return apply([](float x) { return std::sqrt(x); });
+    default:
+      return error(StatusCode::internal, "[", op_name(n.op), "] is not a float unary op");
+  }
+}
+
+}  // namespace tessera::ops
