@@ -25,7 +25,8 @@ run_target() {
   mkdir -p "$corpus" "$B/crashes/$name"
   for seed in "$@"; do [ -f "$seed" ] && cp -n "$seed" "$corpus/" || true; done
   echo "fuzz: $name for ${SECONDS_PER_TARGET}s on $(ls "$corpus" | wc -l) inputs"
-  "$B/fuzz/$name" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+  # A fixed seed makes a run repeatable: a slower machine explores a prefix of the same inputs.
+  "$B/fuzz/$name" "$corpus" -seed="${TESSERA_FUZZ_SEED:-1}" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$B/crashes/$name/" -print_final_stats=1
 }
 
