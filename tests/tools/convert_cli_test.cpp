@@ -14,49 +14,16 @@
 #include <unistd.h>
 
 #include "tessera/convert.h"
+#include "tools/cli_fixture.h"
 
 namespace tessera {
 namespace {
 
-namespace fs = std::filesystem;
 
-class ConvertCli : public ::testing::Test {
+class ConvertCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    exe_ = fs::path(TESSERA_BINARY_DIR) / "tessera";
-    if (!fs::exists(exe_)) GTEST_SKIP() << "the tessera binary is not built (" << exe_ << "): build tessera_cli";
-    dir_ = fs::temp_directory_path() / ("tessera_convert_cli_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // Runs `tessera convert ARGS`; returns the exit status and fills err_ with stderr.
-  int run(const std::string& args) {
-    std::string cmd = exe_.string() + " convert " + args + " >" + path("stdout") + " 2>" + path("stderr");
-    int rc = std::system(cmd.c_str());
-    err_ = read_text(path("stderr"));
-    out_ = read_text(path("stdout"));
-    return rc;
-  }
-  static std::string read_text(const std::string& p) {
-    std::ifstream f(p);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
-  std::vector<uint8_t> read_bytes(const std::string& name) const {
-    std::ifstream f(path(name), std::ios::binary);
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
-  template <typename T>
-  void write(const std::string& name, const std::vector<T>& v) const {
-    std::ofstream f(path(name), std::ios::binary);
-    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  }
-
-  fs::path exe_, dir_;
-  std::string err_, out_;
+  // Runs `tessera convert ARGS`.
+  int run(const std::string& args) { return CliTest::run("convert " + args); }
 };
 
 std::vector<float> random_values(size_t n, uint32_t seed) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
+#include "tools/cli_fixture.h"
 #include "import/tflite/image.h"
 
 namespace tessera {
@@ -19,29 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class VisionCli : public ::testing::Test {
+class VisionCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    exe_ = fs::path(TESSERA_BINARY_DIR) / "tessera";
-    if (!fs::exists(exe_)) GTEST_SKIP() << "the tessera binary is not built (" << exe_ << "): build tessera_cli";
-    dir_ = fs::temp_directory_path() / ("tessera_vision_cli_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  int run(const std::string& args) {
-    std::string cmd = exe_.string() + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
-    int rc = std::system(cmd.c_str());
-    out_ = read_text(path("stdout"));
-    err_ = read_text(path("stderr"));
-    return rc;
-  }
-  static std::string read_text(const std::string& p) {
-    std::ifstream f(p);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
   // The data lines of classify's table: "index score label".
   std::vector<std::string> result_lines() const {
     std::vector<std::string> lines;
@@ -58,8 +38,6 @@ class VisionCli : public ::testing::Test {
     }
     return lines;
   }
-  fs::path exe_, dir_;
-  std::string out_, err_;
 };
 
 TEST_F(VisionCli, ClassifyGraceHopperWithBothMobileNetV2) {
