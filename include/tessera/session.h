@@ -74,6 +74,7 @@ class Session {
   std::vector<std::vector<Allocation>> arenas_;      // per device, per arena
   std::vector<Placement> placements_;               // per tensor of plan_.graph
   RunProfile profile_;
+  std::vector<uint8_t> staging_;  // host bytes a transfer passes through; sized in prepare()
 };
 
 }  // namespace tessera

@@ -111,6 +111,11 @@ Status Session::prepare(const Session* share) {
   }
   for (const Step& st : steps_) {
     if (st.transfer) {
+      // Transfers stage through one host buffer, sized here so that run() allocates nothing.
+      for (int i : st.nodes) {
+        TS_ASSIGN_OR_RETURN(int64_t hb, g.tensor(g.nodes()[i].inputs[0]).host_bytes());
+        if (static_cast<size_t>(hb) > staging_.size()) staging_.resize(static_cast<size_t>(hb));
+      }
       programs_.push_back(nullptr);
       continue;
     }
@@ -186,7 +191,7 @@ Status Session::run() {
         TensorId src = n.inputs[0], dst = n.outputs[0];
         const Tensor& t = g.tensor(src);
         TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
-        std::vector<uint8_t> host(hb);
+        std::vector<uint8_t>& host = staging_;
         Device* sd = plan_.devices[plan_.tensors[src].device];
         Device* dd = plan_.devices[plan_.tensors[dst].device];
         TS_RETURN_IF_ERROR(sd->read(placements_[src], Region::whole(), HostView{host.data(), t.host_format()})
