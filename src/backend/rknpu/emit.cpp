@@ -93,7 +93,7 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .set(R::DPU::BS_CFG__BS_ALU_SRC, op.bs_table_used ? 1 : 0)
       .set(R::DPU::BS_CFG__BS_ALU_ALGO, kAluAlgoAdd)
       .set(R::DPU::BS_CFG__BS_MUL_BYPASS, mul ? 0 : 1)
-      .set(R::DPU::BS_CFG__BS_RELU_BYPASS, 1)  // activations clamp at BN, after both multipliers
+      .set(R::DPU::BS_CFG__BS_RELU_BYPASS, op.bs_relu ? 0 : 1)  // activations clamp at BN, after both multipliers
       .set(R::DPU::BS_CFG__BS_RELUX_EN, 0)
       .emit();
   r.set_signed(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND, op.bs_alu_operand).emit();
@@ -101,9 +101,13 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .set_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND, op.bs_mul.mantissa)
       .set(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE, op.bs_mul.shift)
       .emit();
-  // BN: the second per-channel multiplier (per-channel convs), then ReLU / ReLU-X.
-  r.set(R::DPU::BN_CFG__BN_BYPASS, op.bn_mul ? 0 : 1)
-      .set(R::DPU::BN_CFG__BN_ALU_BYPASS, 1)
+  // BN: the per-channel rounding offset (ALU, per-channel convs) and the second per-channel
+  // multiplier, then ReLU / ReLU-X.
+  const bool bn = op.bn_mul || op.bn_alu;
+  r.set(R::DPU::BN_CFG__BN_BYPASS, bn ? 0 : 1)
+      .set(R::DPU::BN_CFG__BN_ALU_BYPASS, op.bn_alu ? 0 : 1)
+      .set(R::DPU::BN_CFG__BN_ALU_SRC, op.bn_alu ? 1 : 0)
+      .set(R::DPU::BN_CFG__BN_ALU_ALGO, kAluAlgoAdd)
       .set(R::DPU::BN_CFG__BN_MUL_BYPASS, op.bn_mul ? 0 : 1)
       .set(R::DPU::BN_CFG__BN_RELU_BYPASS, op.bn_relu ? 0 : 1)
       .set(R::DPU::BN_CFG__BN_RELUX_EN, op.bn_relux ? 1 : 0)
@@ -144,9 +148,11 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
   uint32_t use = op.bs_table_used ? 3u : 0u;
   r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, use);
   if (use) r.write(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR, a.bs + tile.oc0 * kBsEntryBytes);
-  // NRDMA_DATA_USE: bit 1 = the BN table (after the BS entries) supplies the multiplier.
-  r.write(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE, op.bn_mul ? 2u : 0u);
-  if (op.bn_mul) r.write(R::DPU_RDMA::RDMA_BN_BASE_ADDR__BN_BASE_ADDR, a.bs + (op.out_c + tile.oc0) * kBsEntryBytes);
+  // NRDMA_DATA_USE: the BN table (after the BS entries) supplies the ALU operand (bit 0)
+  // and the multiplier (bit 1).
+  const uint32_t bn_use = (op.bn_alu ? 1u : 0u) | (op.bn_mul ? 2u : 0u);
+  r.write(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE, bn_use);
+  if (bn_use) r.write(R::DPU_RDMA::RDMA_BN_BASE_ADDR__BN_BASE_ADDR, a.bs + (op.out_c + tile.oc0) * kBsEntryBytes);
   r.set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE, ew ? 0 : 1).set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DATA_SIZE, 0).emit();
   if (ew) {
     r.write(R::DPU_RDMA::RDMA_EW_BASE_ADDR__EW_BASE_ADDR, a.ew + out_off);

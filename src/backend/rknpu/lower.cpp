@@ -45,8 +45,20 @@ int tflite_shift(double m) {
 
 // Fills the multiplier halves of the BS and BN table entries so that BN produces
 // round(acc * M * 2^k) per channel (the bias halves are already in place).
+//
+// Per-channel rounding threshold. TFLite rounds each channel at its own shift k_c:
+// rdiv(round(r), k_c) with r = acc * M * 2^k_c, which for r >= 0 equals
+// floor(r / 2^k_c + 1/2 + 2^-(k_c+1)): a single rounding whose threshold sits 2^-(k_c+1)
+// output steps below one half (and symmetrically for r < 0). With the common k > k_c the
+// DPU's threshold sits only 2^-(k+1) below, so values in between round the other way. When
+// the layer clamps negative outputs away (ReLU, or a zero point at the dtype's minimum),
+// only r >= 0 matters and a constant per-channel offset D = 2^(k-k_c-1) - 1/2 (in units of
+// 2^-k steps, added by the BN ALU before BN's rounding) moves the threshold exactly to
+// TFLite's. Linear layers keep D = 0: the offset TFLite applies has the sign of r, and an
+// ALU constant cannot follow the sign.
 Status encode_requant(NpuOp& op, int k) {
   const int64_t oc = op.out_c;
+  op.bn_alu = false;
   for (int64_t c = 0; c < oc; ++c) {
     auto pr = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), op.req_vmax[c],
                                 static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max()),
@@ -60,6 +72,13 @@ Status encode_requant(NpuOp& op, int k) {
     m = static_cast<int16_t>(pr->second.mantissa);
     std::memcpy(e + 4, &m, 2);
     e[6] = static_cast<uint8_t>(pr->second.shift);
+    int32_t alu = 0;
+    if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
+      const double d = std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5;  // units of 2^-k output steps
+      alu = static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
+    }
+    std::memcpy(e, &alu, 4);
+    op.bn_alu = op.bn_alu || alu != 0;
   }
   return Status::Ok();
 }
@@ -234,7 +253,8 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   // is round(acc * M * 2^k) (A searched so that A*B represents M * 2^k to ~26 bits, beyond
   // one 16-bit mantissa), and OUT_CVT divides by 2^k rounding half away from zero. ReLU and
   // ReLU6 clamp at the BN stage (units of out_scale / 2^k). Per-channel models take A, B
-  // from the table (per channel) with one common k, the largest of the channels'.
+  // from the table (per channel) with one common k, the largest of the channels', and the
+  // BN ALU moves each channel's rounding threshold to TFLite's (encode_requant).
   op.bs_table_used = true;
   op.bn_mul = true;
   op.bs_table.assign(static_cast<size_t>(2 * oc * kBsEntryBytes), 0);  // BS entries, then BN entries
@@ -264,8 +284,13 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   if (!fits(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, k)) return no(n, "output shift " + std::to_string(k) + " exceeds OUT_CVT_SHIFT");
   for (int64_t c = 0; c < oc; ++c) {
     op.req_m.push_back(multiplier(c));
+    op.req_shift.push_back(tflite_shift(multiplier(c)));
     op.req_vmax.push_back(abs_w[c] * amax + std::abs(double(folded[c])));
     put_bs_entry(op.bs_table, c, folded[c], Scale16{});
+  }
+  {
+    const std::string act = n.attr_str("activation", "none");
+    op.negatives_clamped = act == "relu" || act == "relu6" || out_zp == (y.dtype == DType::u8 ? 0 : -128);
   }
   if (opts.pack) TS_RETURN_IF_ERROR(encode_requant(op, k));
   op.out_scale = {1, k};
@@ -437,6 +462,45 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
     }
   }();
   return r;
+}
+
+Result<std::pair<NpuOp, NpuOp>> split_by_sign(const NpuOp& op) {
+  if (op.type != NpuOpType::conv && op.type != NpuOpType::depthwise) return error(StatusCode::unsupported, "not a convolution");
+  if (!op.per_channel || op.negatives_clamped) return error(StatusCode::unsupported, "no per-channel rounding of negative values");
+  if (op.ew_input != kNoTensor || op.bs_table.empty()) return error(StatusCode::unsupported, "already has an EW operand or no table");
+  const int k = op.out_scale.shift;
+  // The positive part comes back as (stored + 128) * 2^k through the 16-bit EW scale.
+  if (k > 15) return error(StatusCode::unsupported, "output shift ", k, " leaves no EW scale for the positive part");
+  // A channel rounding at k_c = 0 (M >= 1/2) with k > 0 would offset the other pass by a
+  // whole half step.
+  for (int kc : op.req_shift)
+    if (kc == 0 && k > 0) return error(StatusCode::unsupported, "a channel's multiplier is >= 1/2");
+  std::pair<NpuOp, NpuOp> parts{op, op};
+  NpuOp& pos = parts.first;
+  pos.negatives_clamped = true;
+  TS_RETURN_IF_ERROR(encode_requant(pos, k));
+  pos.bn_relu = true;
+  pos.out_offset = -128;  // stores max(out - zp, 0) - 128: 0..255 steps
+  pos.label += " [positive pass]";
+  NpuOp& neg = parts.second;
+  neg.negatives_clamped = true;
+  neg.bs_table = pos.bs_table;
+  neg.bn_alu = pos.bn_alu;
+  for (int64_t e = 0; e < 2 * op.out_c; ++e) {  // BS and BN multipliers negated
+    uint8_t* p = neg.bs_table.data() + e * kBsEntryBytes + 4;
+    int16_t m;
+    std::memcpy(&m, p, 2);
+    m = static_cast<int16_t>(-m);
+    std::memcpy(p, &m, 2);
+  }
+  neg.bs_relu = true;
+  neg.bn_relu = neg.bn_relux = false;
+  neg.ew_input = op.output;
+  neg.ew_offset = 128;
+  neg.ew_scale = Scale16{1 << k, 0};
+  neg.ew_relu = neg.ew_relux = false;
+  neg.label += " [negative pass + merge]";
+  return parts;
 }
 
 Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {

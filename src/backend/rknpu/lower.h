@@ -55,17 +55,23 @@ struct NpuOp {
   bool bs_table_used = false;
   bool per_channel = false;      // the table's mul/shift are used (per-channel requantization)
   std::vector<uint8_t> bs_table;
+  bool bs_relu = false;          // clamp at 0 after the BS multiplier (sign-split negative pass)
   int32_t bs_alu_operand = 0;    // register operand (element-wise add: -zero point)
   Scale16 bs_mul;                // register multiplier (element-wise add: first operand's scale)
-  // DPU: BN stage (convs: the second multiplier, from the table's second half), then the
-  // activation clamps: ReLU at 0, ReLU-X at bn_relux_value.
+  // DPU: BN stage (convs: the second multiplier, from the table's second half; per-channel
+  // convs also add the table's int32 to move each channel's rounding threshold to TFLite's,
+  // see lower.cpp encode_requant), then the activation clamps: ReLU at 0, ReLU-X at
+  // bn_relux_value.
+  bool bn_alu = false;
   bool bn_mul = false;
   bool bn_relu = false, bn_relux = false;
   int32_t bn_relux_value = 0;
   double ew_unit = 0;            // real value of one unit entering the EW stage (per-tensor conv)
   // Requantization inputs kept for re-encoding (fusion changes the rounding point): per
-  // output channel, M and the largest |accumulator + bias|.
+  // output channel, M, the largest |accumulator + bias| and TFLite's right shift for M.
   std::vector<double> req_m, req_vmax;
+  std::vector<int> req_shift;
+  bool negatives_clamped = false;  // outputs below zero are clamped away (ReLU, or zp at the dtype's minimum)
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   int32_t ew_offset = 0;
   Scale16 ew_scale;
@@ -91,6 +97,17 @@ struct LowerOptions {
 // Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
 // cannot run it, shown by `tessera inspect`.
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts = {});
+
+// Splits a per-channel convolution without an activation (a "linear" layer, whose negative
+// outputs matter) into two passes that together round every channel exactly as TFLite:
+//  - positive pass: the conv with a ReLU, writing max(out - zp, 0) - 128 to the output;
+//  - negative pass: the conv with its BS/BN multipliers negated and a ReLU after BS (so it
+//    sees -r for r < 0 and 0 otherwise), adding the positive pass back from the output
+//    buffer through the EW stage, in place, and writing the final output.
+// Each pass only rounds values of one sign, where the BN ALU offset reproduces TFLite's
+// per-channel threshold (encode_requant). Costs the conv's MACs twice. Error (unsupported)
+// with the reason when the op does not need or cannot take the split.
+Result<std::pair<NpuOp, NpuOp>> split_by_sign(const NpuOp& op);
 
 // Fuses the element-wise add `add` (reading conv output `op.output` and `other`) into the
 // conv `op` as its DPU EW stage; error (unsupported) with the reason when it cannot.

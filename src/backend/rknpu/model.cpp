@@ -290,16 +290,21 @@ class Executor {
       table = p;
       t.dram_bytes += oc_ * kBsEntryBytes;
     }
-    // BN: per-channel multiplier from the NRDMA table (the only BN use modelled).
+    // BN: ALU (add) and multiplier, each from a register or the NRDMA table, as in BS.
     const bool bn = !r_.get(R::DPU::BN_CFG__BN_BYPASS);
-    const bool bn_mul = bn && !r_.get(R::DPU::BN_CFG__BN_MUL_BYPASS);
+    const bool bn_alu = bn && !r_.get(R::DPU::BN_CFG__BN_ALU_BYPASS), bn_mul = bn && !r_.get(R::DPU::BN_CFG__BN_MUL_BYPASS);
     const bool bn_relu = bn && !r_.get(R::DPU::BN_CFG__BN_RELU_BYPASS), bn_relux = bn && r_.get(R::DPU::BN_CFG__BN_RELUX_EN);
     const int32_t bn_relux_v = r_.get_signed(R::DPU::BN_RELUX_CMP_VALUE__BN_RELUX_CMP_DAT);
-    if (bn && !r_.get(R::DPU::BN_CFG__BN_ALU_BYPASS)) return error(StatusCode::unsupported, "BN ALU is not modelled");
+    if (bn_alu && r_.get(R::DPU::BN_CFG__BN_ALU_ALGO) != kAluAlgoAdd)
+      return error(StatusCode::unsupported, "BN ALU algorithm ", r_.get(R::DPU::BN_CFG__BN_ALU_ALGO), " is not modelled");
+    if (bn_mul && !r_.get(R::DPU::BN_MUL_CFG__BN_MUL_SRC)) return error(StatusCode::unsupported, "BN multiplier from a register is not modelled");
+    const uint32_t bn_use = r_.get(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE);
+    const bool bn_alu_table = bn_alu && r_.get(R::DPU::BN_CFG__BN_ALU_SRC);
+    if ((bn_alu_table && !(bn_use & 1u)) || (bn_mul && !(bn_use & 2u)))
+      return error(StatusCode::invalid_argument, "BN reads its operands from memory but NRDMA does not fetch them");
+    const int32_t bn_alu_reg = r_.get_signed(R::DPU::BN_ALU_CFG__BN_ALU_OPERAND);
     const uint8_t* bn_table = nullptr;
-    if (bn_mul) {
-      if (!r_.get(R::DPU::BN_MUL_CFG__BN_MUL_SRC) || !(r_.get(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE) & 2u))
-        return error(StatusCode::unsupported, "BN multiplier from a register is not modelled");
+    if (bn_alu_table || bn_mul) {
       TS_ASSIGN_OR_RETURN(uint8_t * p, m_.translate(r_.get(R::DPU_RDMA::RDMA_BN_BASE_ADDR__BN_BASE_ADDR), oc_ * kBsEntryBytes, "BN table"));
       bn_table = p;
       t.dram_bytes += oc_ * kBsEntryBytes;
@@ -340,9 +345,10 @@ class Executor {
           shift = e[6];
         }
       }
-      int32_t bn_m = 1;
+      int32_t bn_a = bn_alu_reg, bn_m = 1;
       int bn_s = 0;
-      if (bn_table) {
+      if (bn_alu_table) std::memcpy(&bn_a, bn_table + c * kBsEntryBytes, 4);
+      if (bn_mul) {
         int16_t m16;
         std::memcpy(&m16, bn_table + c * kBsEntryBytes + 4, 2);
         bn_m = m16;
@@ -355,6 +361,7 @@ class Executor {
           if (bs_mul) v = scale_round(v, mul, shift);
           if (bs_relu) v = std::max(v, 0);
           if (bs_relux) v = std::min(v, relux);
+          if (bn_alu) v = sat32(int64_t(v) + bn_a);
           if (bn_mul) v = scale_round(v, bn_m, bn_s);
           if (bn_relu) v = std::max(v, 0);
           if (bn_relux) v = std::min(v, bn_relux_v);

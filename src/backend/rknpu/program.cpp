@@ -38,7 +38,8 @@ Result<BoInfo> upload(Transport* t, const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
-Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy) {
+Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
+                                                      Rounding rounding) {
   const Graph& g = *seg.graph;
   auto prog = std::make_unique<RknpuProgram>(t);
   prog->graph = &g;
@@ -83,6 +84,20 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       }
     }
     if (fused) continue;
+    if (op.per_channel && !op.negatives_clamped && rounding == Rounding::fast) {
+      prog->notes.push_back(n.label() + " rounds negative outputs at a common shift (rounding=fast)");
+    } else if (op.per_channel && !op.negatives_clamped) {
+      // Linear per-channel conv: two passes round every channel exactly (lower.h).
+      auto parts = split_by_sign(op);
+      if (parts.ok()) {
+        CompiledOp pos;
+        pos.op = std::move(parts->first);
+        prog->ops.push_back(std::move(pos));
+        op = std::move(parts->second);
+      } else {
+        prog->notes.push_back(n.label() + " rounds negative outputs at a common shift: " + parts.status().message());
+      }
+    }
     CompiledOp c;
     c.op = std::move(op);
     op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
@@ -109,6 +124,8 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     if (policy == SchedulePolicy::tessera) {
       auto it = job_of_tensor.find(c.op.input);
       if (it != job_of_tensor.end() && prog->jobs[it->second].tasks.back().first + 1 == static_cast<int>(i)) job = it->second;
+      // The negative pass of a sign-split conv follows its positive pass (same buffers).
+      if (c.op.ew_input == c.op.output && i > 0) job = job_of_tensor.at(prog->ops[i - 1].op.output);
     }
     if (job < 0) {
       job = static_cast<int>(prog->jobs.size());

@@ -50,8 +50,14 @@ class RknpuProgram : public Program {
   Transport* transport_;
 };
 
+// How per-channel convolutions without an activation round their negative outputs:
+// `exact` splits them into two passes (lower.h split_by_sign: TFLite's rounding, twice the
+// MACs); `fast` runs one pass rounding at the layer's common shift (within one step).
+enum class Rounding : uint8_t { exact, fast };
+
 // Compiles a segment for `policy`; weights and tables are uploaded through `t`.
-Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy);
+Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
+                                                      Rounding rounding = Rounding::exact);
 
 // Builds (or reuses) the command buffers for the BOs in `bo_of` (tensor -> BO) and returns
 // the jobs to submit.

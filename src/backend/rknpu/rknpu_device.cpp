@@ -30,10 +30,10 @@ bool is_feature_map(const Tensor& t) {
 
 class RknpuDevice : public Device {
  public:
-  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy)
-      : Device(make_props(*t, policy)), transport_(std::move(t)), policy_(policy) {}
+  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding)
+      : Device(make_props(*t, policy, rounding)), transport_(std::move(t)), policy_(policy), rounding_(rounding) {}
 
-  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy) {
+  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding) {
     DeviceProperties p;
     p.name = "rknpu";
     p.description = t.modelled() ? "Rockchip RK3588 NPU (device model: register streams executed, time modelled)"
@@ -47,6 +47,7 @@ class RknpuDevice : public Device {
     p.regions = kRegionWhole;
     p.extra = {{"transport", t.name()},
                {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
+               {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes)" : "fast"},
                {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights"},
                {"cbuf", "12 banks x 32 KiB per core"},
                {"address space", "32-bit, one buffer object per tensor"}};
@@ -132,7 +133,7 @@ class RknpuDevice : public Device {
           return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
                        f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
       }
-    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_));
+    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_));
     return std::unique_ptr<Program>(std::move(prog));
   }
 
@@ -179,6 +180,7 @@ class RknpuDevice : public Device {
  private:
   std::unique_ptr<Transport> transport_;
   SchedulePolicy policy_;
+  Rounding rounding_;
   std::map<uint32_t, BoInfo> bos_;
 };
 
@@ -196,6 +198,12 @@ DeviceInfo rknpu_device_info() {
       else if (it->second != "tessera")
         return error(StatusCode::invalid_argument, "rknpu: schedule must be 'tessera' or 'mesa', got '", it->second, "'");
     }
+    rknpu::Rounding rounding = rknpu::Rounding::exact;
+    if (auto it = opts.find("rounding"); it != opts.end()) {
+      if (it->second == "fast") rounding = rknpu::Rounding::fast;
+      else if (it->second != "exact")
+        return error(StatusCode::invalid_argument, "rknpu: rounding must be 'exact' or 'fast', got '", it->second, "'");
+    }
     std::string transport = "model";
     if (auto it = opts.find("transport"); it != opts.end()) transport = it->second;
     std::unique_ptr<rknpu::Transport> t;
@@ -208,7 +216,7 @@ DeviceInfo rknpu_device_info() {
     } else {
       return error(StatusCode::invalid_argument, "rknpu: transport must be 'model' or 'rocket', got '", transport, "'");
     }
-    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy));
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding));
   };
   return info;
 }

@@ -1,0 +1,87 @@
+// Per-channel requantization on the rknpu device model against the cpu's TFLite-exact
+// kernels. TFLite rounds every output channel at its own shift k_c; the DPU has one output
+// shift per task. The compiler moves each channel's rounding threshold to TFLite's with a
+// BN ALU offset (lower.cpp encode_requant), which is exact for values of one sign; layers
+// without an activation are split into a positive and a negative pass (split_by_sign) under
+// the default rounding=exact. rounding=fast keeps one pass and rounds negative outputs at
+// the common shift. What remains in exact mode are near-ties that the DPU's two 16-bit
+// multipliers (about 26 bits together) cannot resolve like TFLite's 31-bit multiplier.
+#include <gtest/gtest.h>
+
+#include "backend/rknpu/rknpu_test_util.h"
+
+namespace tessera::rknpu_test {
+namespace {
+
+struct Case {
+  int64_t size, k, channels;
+  bool depthwise;
+  const char* activation;
+};
+
+struct Totals {
+  int64_t values = 0, exact = 0;
+  int max_diff = 0;
+  double modelled = 0;
+};
+
+Totals run_cases(const std::vector<Case>& cases, const char* rounding) {
+  Totals t;
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    ConvSpec s;
+    s.h = s.w = c.size;
+    s.ic = s.oc = c.channels;
+    s.k = c.k;
+    s.depthwise = c.depthwise;
+    s.activation = c.activation;
+    s.dtype = DType::i8;
+    s.per_channel = true;
+    s.seed = seed++;
+    std::vector<uint8_t> input;
+    Graph g = build_conv(s, input);
+    Compare r = run_and_compare(g, input, {{"rounding", rounding}});
+    EXPECT_TRUE(r.error.empty()) << s.label() << ": " << r.error;
+    EXPECT_TRUE(r.all_on_npu) << s.label() << ": " << r.fallback;
+    t.values += r.n;
+    t.exact += r.exact;
+    t.max_diff = std::max(t.max_diff, r.max_diff);
+    t.modelled += r.modelled_seconds;
+  }
+  return t;
+}
+
+const std::vector<Case> kLinear = {{28, 1, 96, false, "none"}, {14, 3, 64, false, "none"}, {28, 3, 96, true, "none"}};
+const std::vector<Case> kRelu6 = {{28, 1, 96, false, "relu6"}, {14, 3, 64, false, "relu6"}, {28, 3, 96, true, "relu6"}};
+
+void print(const char* what, const Totals& t) {
+  std::printf("[rknpu per-channel] %s: %lld values, %lld differ (max %d), modelled %.3f ms\n", what,
+              static_cast<long long>(t.values), static_cast<long long>(t.values - t.exact), t.max_diff, t.modelled * 1e3);
+}
+
+TEST(RknpuPerChannelRounding, LinearLayersAreExactInTwoPasses) {
+  Totals exact = run_cases(kLinear, "exact"), fast = run_cases(kLinear, "fast");
+  print("linear, rounding=exact", exact);
+  print("linear, rounding=fast", fast);
+  EXPECT_LE(exact.max_diff, 1);
+  EXPECT_LE(fast.max_diff, 1);
+  // Near-ties only: at most one value in 100,000 (measured: none in these cases).
+  EXPECT_LE((exact.values - exact.exact) * 100'000, exact.values);
+  // One pass rounds negatives at the common shift: measurably more differences.
+  EXPECT_GT(fast.values - fast.exact, 10 * (exact.values - exact.exact));
+  // The second pass is modelled: it costs time.
+  EXPECT_GT(exact.modelled, fast.modelled * 1.1);
+}
+
+TEST(RknpuPerChannelRounding, ClampedLayersAreExactInOnePass) {
+  Totals exact = run_cases(kRelu6, "exact"), fast = run_cases(kRelu6, "fast");
+  print("relu6, rounding=exact", exact);
+  EXPECT_LE(exact.max_diff, 1);
+  EXPECT_LE((exact.values - exact.exact) * 100'000, exact.values);
+  // Nothing to split: both settings compile the same single pass.
+  EXPECT_EQ(exact.exact, fast.exact);
+  EXPECT_DOUBLE_EQ(exact.modelled, fast.modelled);
+}
+
+}  // namespace
+}  // namespace tessera::rknpu_test
