@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
 
 #include "fixtures.h"
 #include "import/tflite/image.h"
@@ -74,13 +77,14 @@ std::vector<uint8_t> run_once(Session& s, const std::vector<uint8_t>& input) {
 struct ReferenceCase {
   const char* name;
   const char* model;
-  // Whether the case must stay within kTolerance of the peer. nchw_grace does not: its
-  // input is a plain int8 conversion the model was not calibrated for (shared/README.md:
-  // "use it for arithmetic only"), activations saturate, and its output is 1000 raw logits
-  // of a fully connected layer with no softmax, so the DPU's single-step rounding
-  // differences (99.95% of the first conv's values match exactly) grow to tens of steps.
-  // The test reports its deviation and checks placement only; docs/rknpu.md lists it as a
-  // known gap.
+  // Whether the case must stay within kTolerance of the peer. nchw_grace does not: the
+  // peer fills PAD borders with raw 0 where TFLite uses the zero point (its output is not
+  // TFLite's; tests/import/tflite), and the model turns five one-step near-tie roundings
+  // among 1.2 M values of one early conv into 11 steps of its logits
+  // (RknpuNchwGrace.AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps), so only bit-identical
+  // arithmetic stays within +-2 end to end. Its ops are checked one by one instead
+  // (RknpuNchwGrace.EachOpAloneMatchesTheCpu); here the deviation is reported and the
+  // placement checked. docs/rknpu.md lists it as a known gap.
   bool within_tolerance;
 };
 
@@ -159,6 +163,149 @@ TEST_P(RknpuClassify, GraceHopperIsMilitaryUniform) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RknpuClassify,
                          ::testing::Values("mobilenet_v2_1.0_224_quant.tflite", "tf2_mobilenet_v2_1.0_224_ptq.tflite"));
+
+// nchw_grace, op by op: each conv, depthwise and add of the int8 per-channel NCHW
+// MobileNetV2 runs alone on the NPU with the cpu's inputs, so that errors cannot compound.
+// Convolutions round like TFLite except at near-ties (values within about 2^-20 of a
+// rounding boundary, where TFLite's 31-bit multiplier and the DPU's two 16-bit ones
+// disagree); element-wise adds convert their second operand with the EW stage's 16-bit
+// multiplier and differ on a few values per ten thousand.
+struct Values {
+  Graph graph;
+  std::map<TensorId, std::vector<uint8_t>> of;  // every node output and the input, cpu
+};
+
+Values cpu_values(const std::string& model, const std::vector<uint8_t>& input) {
+  Values v;
+  auto g = tflite::load_tflite_file(model);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (!g.ok()) return v;
+  v.graph = *g;
+  Graph all = *g;
+  all.outputs.clear();
+  for (const Node& n : all.nodes()) {
+    all.outputs.push_back(n.outputs[0]);
+    all.tensor(n.outputs[0]).role = Role::output;
+  }
+  auto s = Session::create(all, SessionOptions{});
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return v;
+  EXPECT_TRUE((*s)->set_input(0, input.data(), static_cast<int64_t>(input.size())).ok());
+  EXPECT_TRUE((*s)->run().ok());
+  for (size_t i = 0; i < all.outputs.size(); ++i) v.of[all.outputs[i]] = *(*s)->output(i);
+  v.of[g->inputs[0]] = input;
+  return v;
+}
+
+// The nodes [first, end) of `g` as a graph whose inputs are the tensors they read from
+// earlier nodes (or the model input), run on `device` with `values`; returns output 0 (the
+// last node's output, or the model output when the range reaches the end).
+std::vector<uint8_t> run_nodes(const Graph& g, size_t first, size_t end, const std::map<TensorId, std::vector<uint8_t>>& values,
+                               const std::string& device) {
+  Graph b;
+  for (const Tensor& t : g.tensors()) {
+    b.add_tensor(t);
+    if (t.role == Role::input || t.role == Role::output) b.tensor(b.tensors().size() - 1).role = Role::activation;
+  }
+  std::set<TensorId> produced;
+  for (size_t i = first; i < end; ++i) {
+    const Node& n = g.nodes()[i];
+    for (TensorId in : n.inputs)
+      if (in != kNoTensor && !g.tensor(in).data && !produced.count(in) &&
+          std::find(b.inputs.begin(), b.inputs.end(), in) == b.inputs.end()) {
+        b.inputs.push_back(in);
+        b.tensor(in).role = Role::input;
+      }
+    produced.insert(n.outputs[0]);
+    b.nodes().push_back(n);
+  }
+  const TensorId out = g.nodes()[end - 1].outputs[0];
+  b.outputs = {out};
+  b.tensor(out).role = Role::output;
+  SessionOptions so;
+  so.device = device;
+  auto s = Session::create(std::move(b), so);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  for (size_t i = 0; i < (*s)->graph().inputs.size(); ++i) {
+    const auto& v = values.at((*s)->graph().inputs[i]);
+    EXPECT_TRUE((*s)->set_input(i, v.data(), static_cast<int64_t>(v.size())).ok());
+  }
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  auto o = (*s)->output(0);
+  return o.ok() ? *o : std::vector<uint8_t>{};
+}
+
+TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
+  TESSERA_REQUIRE_FIXTURE(in_path, "reference/nchw_grace.input.bin");
+  Values v = cpu_values(model, testing::read_file(in_path));
+  ASSERT_FALSE(v.of.empty());
+  int64_t conv_values = 0, conv_differ = 0, add_values = 0, add_differ = 0;
+  int max_diff = 0;
+  for (size_t i = 0; i < v.graph.nodes().size(); ++i) {
+    const Node& n = v.graph.nodes()[i];
+    const bool conv = n.op == OpKind::conv2d || n.op == OpKind::depthwise_conv2d;
+    if (!conv && n.op != OpKind::add) continue;
+    auto npu = run_nodes(v.graph, i, i + 1, v.of, "rknpu");
+    const auto& cpu = v.of.at(n.outputs[0]);
+    ASSERT_EQ(npu.size(), cpu.size()) << n.label();
+    int64_t differ = 0;
+    for (size_t j = 0; j < cpu.size(); ++j) {
+      const int d = std::abs(int(int8_t(npu[j])) - int(int8_t(cpu[j])));
+      max_diff = std::max(max_diff, d);
+      differ += d != 0;
+    }
+    (conv ? conv_values : add_values) += static_cast<int64_t>(cpu.size());
+    (conv ? conv_differ : add_differ) += differ;
+  }
+  std::printf("[rknpu] nchw_grace op by op: convolutions %lld of %lld values differ, adds %lld of %lld, max %d\n",
+              static_cast<long long>(conv_differ), static_cast<long long>(conv_values), static_cast<long long>(add_differ),
+              static_cast<long long>(add_values), max_diff);
+  EXPECT_LE(max_diff, 1);
+  EXPECT_LE(conv_differ * 100'000, conv_values);  // near-ties only
+  EXPECT_LE(add_differ * 1'000, add_values);
+}
+
+// Why nchw_grace is not held to +-2 of the peer: besides the peer's different PAD border
+// (tests/import/tflite/reference_test.cpp), this model amplifies the DPU's rare near-tie
+// roundings. Shown by feeding the cpu, from the first expansion conv on, that conv's NPU
+// output, which differs from the cpu's in a handful of its 1.2 M values by one step: the
+// logits then move by several steps, although every later op is the cpu's own.
+TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
+  TESSERA_REQUIRE_FIXTURE(in_path, "reference/nchw_grace.input.bin");
+  Values v = cpu_values(model, testing::read_file(in_path));
+  ASSERT_FALSE(v.of.empty());
+  const size_t end = v.graph.nodes().size();
+  const auto& logits = v.of.at(v.graph.outputs[0]);
+  // The first conv whose NPU output differs from the cpu's.
+  for (size_t cut = 0; cut < end; ++cut) {
+    const Node& n = v.graph.nodes()[cut];
+    if (n.op != OpKind::conv2d && n.op != OpKind::depthwise_conv2d) continue;
+    auto npu = run_nodes(v.graph, cut, cut + 1, v.of, "rknpu");
+    const auto& cpu = v.of.at(n.outputs[0]);
+    ASSERT_EQ(npu.size(), cpu.size());
+    int64_t differ = 0;
+    for (size_t j = 0; j < cpu.size(); ++j) differ += npu[j] != cpu[j];
+    if (differ == 0) continue;
+    ASSERT_EQ(run_nodes(v.graph, cut + 1, end, v.of, "cpu"), logits) << "the tail alone reproduces the whole";
+    auto values = v.of;
+    values[n.outputs[0]] = npu;
+    auto moved = run_nodes(v.graph, cut + 1, end, values, "cpu");
+    ASSERT_EQ(moved.size(), logits.size());
+    int d = 0;
+    for (size_t k = 0; k < logits.size(); ++k) d = std::max(d, std::abs(int(int8_t(moved[k])) - int(int8_t(logits[k]))));
+    std::printf("[rknpu] nchw_grace: %lld of %zu values of %s differ by one step; the cpu continuing from them ends %d steps "
+                "from its own logits\n",
+                static_cast<long long>(differ), cpu.size(), n.label().c_str(), d);
+    EXPECT_LE(differ * 100'000, static_cast<int64_t>(cpu.size()));
+    EXPECT_GT(d, kTolerance);
+    return;
+  }
+  FAIL() << "no convolution differs on the NPU; the end-to-end gap should then be gone";
+}
 
 // MobileNetV1 1.0 224 runs with every convolution on the NPU, matches the cpu within two
 // steps, and its modelled time is reported for Mesa's schedule and Tessera's.
