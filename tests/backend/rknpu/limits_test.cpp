@@ -275,6 +275,14 @@ TEST(RknpuLimits, DeviceOptions) {
   ASSERT_FALSE(bad2.ok());
   auto mesa = create_device("rknpu", {{"schedule", "mesa"}});
   ASSERT_TRUE(mesa.ok());
+  auto bad3 = create_device("rknpu", {{"rounding", "approximate"}});
+  ASSERT_FALSE(bad3.ok());
+  EXPECT_NE(bad3.status().message().find("rounding must be 'exact' or 'fast'"), std::string::npos);
+  auto fast = create_device("rknpu", {{"rounding", "fast"}});
+  ASSERT_TRUE(fast.ok());
+  bool listed = false;
+  for (const auto& [key, value] : (*fast)->properties().extra) listed = listed || (key == "rounding" && value == "fast");
+  EXPECT_TRUE(listed) << "`tessera devices` shows the rounding setting";
 }
 
 }  // namespace
