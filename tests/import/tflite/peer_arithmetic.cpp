@@ -19,7 +19,7 @@ Status fail(const Node& n, const std::string& what) {
 bool is_q8(const Tensor& t) { return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty(); }
 
 int stored(const std::vector<uint8_t>& bytes, DType dtype, int64_t i) {
-  return dtype == DType::i8 ? static_cast<int8_t>(bytes[static_cast<size_t>(i)]) : bytes[static_cast<size_t>(i)];
+  return dtype == DType::i8 ? static_cast<int8_t>(bytes[i]) : bytes[i];
 }
 
 // The peer's dequantize: the integer difference converted to float, times the scale.
@@ -43,12 +43,12 @@ std::vector<float> decode_all(const Tensor& t, const std::vector<uint8_t>& bytes
   std::vector<float> out(static_cast<size_t>(n));
   int64_t inner = 1, dim = 1;
   if (t.quant.per_axis()) {
-    dim = t.shape[static_cast<size_t>(t.quant.axis)];
+    dim = t.shape[t.quant.axis];
     for (size_t d = static_cast<size_t>(t.quant.axis) + 1; d < t.shape.size(); ++d) inner *= t.shape[d];
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t c = (i / inner) % dim;
-    out[static_cast<size_t>(i)] = decode(stored(bytes, t.dtype, i), t.quant.scale_at(c), t.quant.zero_point_at(c));
+    out[i] = decode(stored(bytes, t.dtype, i), t.quant.scale_at(c), t.quant.zero_point_at(c));
   }
   return out;
 }
@@ -65,7 +65,7 @@ Result<std::vector<float>> decode_bias(const Graph& g, const Node& n, int64_t ch
   for (int64_t c = 0; c < channels; ++c) {
     int32_t v;
     std::memcpy(&v, b.data->data + 4 * c, 4);
-    bias[static_cast<size_t>(c)] = static_cast<float>(v) * b.quant.scale_at(c);
+    bias[c] = static_cast<float>(v) * b.quant.scale_at(c);
   }
   return bias;
 }
@@ -118,8 +118,8 @@ Status convolution(const Graph& g, const Node& n, TensorValues& values) {
     for (int64_t ic = 0; ic < (depthwise ? 1 : IC); ++ic)
       for (int64_t k = 0; k < KH * KW; ++k) {
         const int64_t tap = ic * KH * KW + k;
-        wk[static_cast<size_t>(tap * OC + o)] =
-            depthwise ? w[static_cast<size_t>(k * OC + o)] : w[static_cast<size_t>((o * KH * KW + k) * IC + ic)];
+        wk[tap * OC + o] =
+            depthwise ? w[k * OC + o] : w[(o * KH * KW + k) * IC + ic];
       }
   std::vector<uint8_t> out(static_cast<size_t>(yt.elements()));
   std::vector<float> acc(static_cast<size_t>(OC)), xin(static_cast<size_t>(OC));
@@ -134,21 +134,21 @@ Status convolution(const Graph& g, const Node& n, TensorValues& values) {
             for (int64_t kx = 0; kx < KW; ++kx) {
               const int64_t ix = ox * sw + kx * dw - pl;
               if (ix < 0 || ix >= W) continue;
-              const float* wrow = &wk[static_cast<size_t>(((ic * KH + ky) * KW + kx) * OC)];
-              const float* xrow = &x[static_cast<size_t>(((b * H + iy) * W + ix) * IC)];
+              const float* wrow = &wk[((ic * KH + ky) * KW + kx) * OC];
+              const float* xrow = &x[((b * H + iy) * W + ix) * IC];
               if (depthwise) {
-                for (int64_t o = 0; o < OC; ++o) xin[static_cast<size_t>(o)] = xrow[o / M];
+                for (int64_t o = 0; o < OC; ++o) xin[o] = xrow[o / M];
                 for (int64_t o = 0; o < OC; ++o)
-                  acc[static_cast<size_t>(o)] = madd<kFused>(wrow[o], xin[static_cast<size_t>(o)], acc[static_cast<size_t>(o)]);
+                  acc[o] = madd<kFused>(wrow[o], xin[o], acc[o]);
               } else {
                 const float xv = xrow[ic];
                 for (int64_t o = 0; o < OC; ++o)
-                  acc[static_cast<size_t>(o)] = madd<kFused>(wrow[o], xv, acc[static_cast<size_t>(o)]);
+                  acc[o] = madd<kFused>(wrow[o], xv, acc[o]);
               }
             }
           }
-        uint8_t* dst = &out[static_cast<size_t>(((b * OH + oy) * OW + ox) * OC)];
-        for (int64_t o = 0; o < OC; ++o) dst[o] = encode(acc[static_cast<size_t>(o)] + bias[static_cast<size_t>(o)], yt);
+        uint8_t* dst = &out[((b * OH + oy) * OW + ox) * OC];
+        for (int64_t o = 0; o < OC; ++o) dst[o] = encode(acc[o] + bias[o], yt);
       }
   TS_RETURN_IF_ERROR(activate(n, yt, out));
   values[n.outputs[0]] = std::move(out);
@@ -167,18 +167,18 @@ Status fully_connected(const Graph& g, const Node& n, TensorValues& values) {
   TS_ASSIGN_OR_RETURN(const std::vector<float> bias, decode_bias(g, n, OC));
   std::vector<float> wk(static_cast<size_t>(K * OC));  // [K][OC]
   for (int64_t o = 0; o < OC; ++o)
-    for (int64_t k = 0; k < K; ++k) wk[static_cast<size_t>(k * OC + o)] = w[static_cast<size_t>(o * K + k)];
+    for (int64_t k = 0; k < K; ++k) wk[k * OC + o] = w[o * K + k];
   std::vector<uint8_t> out(static_cast<size_t>(R * OC));
   std::vector<float> acc(static_cast<size_t>(OC));
   for (int64_t r = 0; r < R; ++r) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t k = 0; k < K; ++k) {
-      const float xv = x[static_cast<size_t>(r * K + k)];
-      const float* wrow = &wk[static_cast<size_t>(k * OC)];
-      for (int64_t o = 0; o < OC; ++o) acc[static_cast<size_t>(o)] = madd<kFused>(wrow[o], xv, acc[static_cast<size_t>(o)]);
+      const float xv = x[r * K + k];
+      const float* wrow = &wk[k * OC];
+      for (int64_t o = 0; o < OC; ++o) acc[o] = madd<kFused>(wrow[o], xv, acc[o]);
     }
     for (int64_t o = 0; o < OC; ++o)
-      out[static_cast<size_t>(r * OC + o)] = encode(acc[static_cast<size_t>(o)] + bias[static_cast<size_t>(o)], yt);
+      out[r * OC + o] = encode(acc[o] + bias[o], yt);
   }
   TS_RETURN_IF_ERROR(activate(n, yt, out));
   values[n.outputs[0]] = std::move(out);
@@ -204,10 +204,10 @@ Status average_pool(const Graph& g, const Node& n, TensorValues& values) {
           const int64_t ye = std::min(y1, H), xe = std::min(x1, W);
           float sum = 0.0f;
           for (int64_t iy = y0; iy < ye; ++iy)
-            for (int64_t ix = x0; ix < xe; ++ix) sum += x[static_cast<size_t>(((b * H + iy) * W + ix) * C + c)];
+            for (int64_t ix = x0; ix < xe; ++ix) sum += x[((b * H + iy) * W + ix) * C + c];
           const int64_t cells = (ye - y0) * (xe - x0);
           const float result = cells > 0 ? sum / static_cast<float>(cells) : 0.0f;
-          out[static_cast<size_t>(((b * OH + oy) * OW + ox) * C + c)] = encode(result, yt);
+          out[((b * OH + oy) * OW + ox) * C + c] = encode(result, yt);
         }
   TS_RETURN_IF_ERROR(activate(n, yt, out));
   values[n.outputs[0]] = std::move(out);
@@ -219,20 +219,20 @@ Status mean(const Graph& g, const Node& n, TensorValues& values) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
   const int64_t rank = static_cast<int64_t>(xt.shape.size());
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : n.attr_ints("axes")) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  for (int64_t a : n.attr_ints("axes")) reduced[a < 0 ? a + rank : a] = true;
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   std::vector<float> sum(static_cast<size_t>(yt.elements()), 0.0f);
   int64_t count = 1;
   for (int64_t d = 0; d < rank; ++d)
-    if (reduced[static_cast<size_t>(d)]) count *= xt.shape[static_cast<size_t>(d)];
+    if (reduced[d]) count *= xt.shape[d];
   std::vector<int64_t> index(static_cast<size_t>(rank), 0);
   for (int64_t i = 0; i < xt.elements(); ++i) {
     int64_t o = 0;
     for (int64_t d = 0; d < rank; ++d)
-      if (!reduced[static_cast<size_t>(d)]) o = o * xt.shape[static_cast<size_t>(d)] + index[static_cast<size_t>(d)];
-    sum[static_cast<size_t>(o)] += x[static_cast<size_t>(i)];
-    for (int64_t d = rank - 1; d >= 0 && ++index[static_cast<size_t>(d)] == xt.shape[static_cast<size_t>(d)]; --d)
-      index[static_cast<size_t>(d)] = 0;
+      if (!reduced[d]) o = o * xt.shape[d] + index[d];
+    sum[o] += x[i];
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == xt.shape[d]; --d)
+      index[d] = 0;
   }
   std::vector<uint8_t> out(sum.size());
   for (size_t o = 0; o < sum.size(); ++o) out[o] = encode(sum[o] / static_cast<float>(count), yt);
@@ -251,12 +251,12 @@ Status softmax(const Graph& g, const Node& n, TensorValues& values) {
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   std::vector<uint8_t> out(x.size());
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = &x[static_cast<size_t>(r * D)];
+    const float* row = &x[r * D];
     float mx = std::numeric_limits<float>::lowest();
     for (int64_t i = 0; i < D; ++i) mx = std::max(mx, row[i]);
     float sum = 0.0f;
     for (int64_t i = 0; i < D; ++i) sum += std::exp((row[i] - mx) * beta);
-    for (int64_t i = 0; i < D; ++i) out[static_cast<size_t>(r * D + i)] = encode(std::exp((row[i] - mx) * beta) / sum, yt);
+    for (int64_t i = 0; i < D; ++i) out[r * D + i] = encode(std::exp((row[i] - mx) * beta) / sum, yt);
   }
   values[n.outputs[0]] = std::move(out);
   return Status::Ok();
@@ -293,10 +293,10 @@ Status transpose(const Graph& g, const Node& n, TensorValues& values) {
   std::vector<int64_t> index(rank, 0);
   for (int64_t j = 0; j < yt.elements(); ++j) {
     int64_t i = 0;
-    for (size_t d = 0; d < rank; ++d) i += index[d] * xs[static_cast<size_t>(perm[d])];
-    out[static_cast<size_t>(j)] = x[static_cast<size_t>(i)];
-    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0 && ++index[static_cast<size_t>(d)] == yt.shape[static_cast<size_t>(d)]; --d)
-      index[static_cast<size_t>(d)] = 0;
+    for (size_t d = 0; d < rank; ++d) i += index[d] * xs[perm[d]];
+    out[j] = x[i];
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0 && ++index[d] == yt.shape[d]; --d)
+      index[d] = 0;
   }
   values[n.outputs[0]] = std::move(out);
   return Status::Ok();
@@ -330,9 +330,9 @@ Status pad(const Graph& g, const Node& n, TensorValues& values, const PeerOption
   for (int64_t i = 0; i < xt.elements(); ++i) {
     int64_t j = 0;
     for (size_t d = 0; d < rank; ++d) j += (index[d] + pads[2 * d]) * ys[d];
-    out[static_cast<size_t>(j)] = encode(x[static_cast<size_t>(i)], yt);
-    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0 && ++index[static_cast<size_t>(d)] == xt.shape[static_cast<size_t>(d)]; --d)
-      index[static_cast<size_t>(d)] = 0;
+    out[j] = encode(x[i], yt);
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0 && ++index[d] == xt.shape[d]; --d)
+      index[d] = 0;
   }
   values[n.outputs[0]] = std::move(out);
   return Status::Ok();

@@ -21,13 +21,14 @@
 //   sum of std::exp((x - max) * beta) in order, then exp(...) / sum. QUANTIZE of an integer
 //   input: decode, encode. RESHAPE and TRANSPOSE move the stored bytes.
 // - PAD of a quantized tensor fills the border with the stored value 0, not the zero point
-//   (the parser left the pad value at its default of 0, and the pad kernel writes that value
-//   unscaled). A PAD feeding a CONV_2D is folded into the convolution's own padding by the
+//   (that version's parser left the pad value at its default of 0, later ones set the zero
+//   point, and the pad kernel writes the value unscaled). A PAD feeding a CONV_2D is folded into the convolution's own padding by the
 //   graph optimizer, and so acts as padding with real 0 (the zero point). Both are options.
 //
 // The emulation is plain C++ compiled with floating-point contraction off; whether the
 // multiply-add of the accumulation is fused (one rounding, as an aarch64 compiler emits it)
-// is an explicit option.
+// is an explicit option. The defaults are the choices that reproduce the reference outputs
+// byte for byte (tests/import/tflite/peer_arithmetic_test.cpp).
 #pragma once
 
 #include <cstdint>

@@ -25,8 +25,9 @@
 //    - mnv1_128_cat, 14 scores: 28 of 31 nodes disagree locally; score 186 is moved by the
 //      first CONV_2D alone, the others by 5 to 16 nodes whose changes mostly alternate
 //      +1/-1 (the pattern of a score next to a rounding boundary, flipped by each upstream
-//      disagreement); 283 and 286, the two cats, end at -2 and +2. mnv2_224_grace, 3 scores: 51 of 66 nodes disagree; 13 to 33 nodes move each.
-//      tf2mnv2_224_grace, 7 scores: 53 of 68 nodes; 9 to 39 nodes each, single changes of
+//      disagreement); 283 and 286, the two cats, end at -2 and +2.
+//    - mnv2_224_grace, 3 scores: 51 of 66 nodes disagree; 13 to 33 nodes move each.
+//    - tf2mnv2_224_grace, 7 scores: 53 of 68 nodes; 9 to 39 nodes each, single changes of
 //      up to 13 steps that cancel to a net one step.
 //    - nchw_grace: the PAD border is the dominant cause (PadBorderValueIsTheDominantCause:
 //      983 scores differ by up to 83 steps, 17057 in all; with the peer's border on the cpu
@@ -275,7 +276,8 @@ std::string multiplier_shifts(const Graph& g, const Node& n) {
     lo = std::min(lo, -e);
     hi = std::max(hi, -e);
   }
-  return lo == hi ? ", right shift " + std::to_string(lo) : ", right shifts " + std::to_string(lo) + ".." + std::to_string(hi);
+  if (lo == hi) return ", right shift " + std::to_string(lo);
+  return ", right shifts " + std::to_string(lo) + ".." + std::to_string(hi);
 }
 
 // "#L op 'name': k of n differ (max m, right shift s)" for every node that disagrees.
@@ -409,8 +411,8 @@ TEST(PeerArithmeticNchw, PadBorderValueIsTheDominantCause) {
     EXPECT_EQ(d.size(), r.differ) << r.what;
     EXPECT_EQ(max_step(r.a, r.b, DType::i8), r.max) << r.what;
     EXPECT_EQ(sum, r.sum) << r.what;
-    RecordProperty(r.what, std::to_string(d.size()) + " of 1000 differ, max " + std::to_string(max_step(r.a, r.b, DType::i8)) +
-                               " steps, sum " + std::to_string(sum) + " steps");
+    RecordProperty(r.what, std::to_string(d.size()) + " of 1000 differ, max " +
+                               std::to_string(max_step(r.a, r.b, DType::i8)) + " steps, sum " + std::to_string(sum));
   }
 }
 
