@@ -157,23 +157,36 @@ Status check_feature(const Node& n, const Tensor& t, const char* what) {
   return Status::Ok();
 }
 
-Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts) {
-  const bool dw = n.op == OpKind::depthwise_conv2d;
+// The tensors of a convolution as the NPU sees them: x [1,H,W,IC], w [OC,KH,KW,IC] (conv) or
+// [1,KH,KW,C] (depthwise), y [1,OH,OW,OC]; a fully connected node passes 4-D views of its
+// rank-2 tensors. `fc`: TFLite's fully connected, whose per-tensor multiplier is always the
+// legacy float product.
+struct ConvTensors {
+  const Tensor& x;
+  const Tensor& w;
+  const Tensor* b;  // i32 [OC] or null
+  const Tensor& y;
+  bool depthwise = false;
+  bool fc = false;
+};
+
+Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const LowerOptions& opts) {
+  const bool dw = t.depthwise;
   NpuOp op;
   op.type = dw ? NpuOpType::depthwise : NpuOpType::conv;
   op.nodes = {};
   op.label = n.label();
-  const Tensor& x = g.tensor(n.inputs[0]);
-  const Tensor& w = g.tensor(n.inputs[1]);
-  const Tensor& y = g.tensor(n.outputs[0]);
+  const Tensor& x = t.x;
+  const Tensor& w = t.w;
+  const Tensor& y = t.y;
   TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
   TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
   if (x.dtype != y.dtype) return no(n, "input and output dtypes differ");
   if (!quantized8(w) || !w.data) return no(n, "weights '" + w.name + "' are not constant u8/i8 quantized (" + dt(w) + ")");
   if (w.dtype != x.dtype && !(x.dtype == DType::i8)) return no(n, "u8 input with " + std::string(dtype_name(w.dtype)) + " weights");
-  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+  const bool has_bias = t.b != nullptr;
   if (has_bias) {
-    const Tensor& b = g.tensor(n.inputs[2]);
+    const Tensor& b = *t.b;
     if (b.dtype != DType::i32 || !b.data) return no(n, "bias '" + b.name + "' is not a constant i32 tensor");
   }
   if (n.attr_int("dilation_h", 1) != 1 || n.attr_int("dilation_w", 1) != 1)
@@ -258,7 +271,7 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   op.bs_table_used = true;
   op.bn_mul = true;
   op.bs_table.assign(static_cast<size_t>(2 * oc * kBsEntryBytes), 0);  // BS entries, then BN entries
-  const int32_t* bias = has_bias ? reinterpret_cast<const int32_t*>(g.tensor(n.inputs[2]).data->data) : nullptr;
+  const int32_t* bias = has_bias ? reinterpret_cast<const int32_t*>(t.b->data->data) : nullptr;
   const double amax = op.int16 ? 255.0 : 128.0;  // largest |input| the MAC array sees
   std::vector<int32_t> folded(oc);
   std::vector<double> abs_w(oc, 0.0);
@@ -272,7 +285,8 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   }
   auto multiplier = [&](int64_t c) {
     const float ws = w.quant.scale_at(op.per_channel ? c : 0);
-    const bool legacy = x.dtype == DType::u8 && !op.per_channel;  // TFLite's GetQuantizedConvolutionMultipler
+    // TFLite's GetQuantizedConvolutionMultipler: u8 convs and every per-tensor fully connected.
+    const bool legacy = (x.dtype == DType::u8 || t.fc) && !op.per_channel;
     return legacy ? double(float(si) * ws) / double(float(so)) : double(float(si)) * double(ws) / double(float(so));
   };
   int k = 0;
@@ -300,6 +314,37 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   if (!opts.pack) op.bs_table.clear();
   TS_RETURN_IF_ERROR(check_tiling(op).status());
   return op;
+}
+
+Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts) {
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+  return lower_conv_tensors(n,
+                            ConvTensors{g.tensor(n.inputs[0]), g.tensor(n.inputs[1]),
+                                        has_bias ? &g.tensor(n.inputs[2]) : nullptr, g.tensor(n.outputs[0]),
+                                        n.op == OpKind::depthwise_conv2d, false},
+                            opts);
+}
+
+// Fully connected with one row, x [1, IC] -> y [1, OC], as a 1x1 conv over [1,1,1,IC]. The
+// rank-2 activations are stored as plain int8 rows (native_format), which is exactly the
+// NC1HWC2 form of a 1x1 feature map: channel c at byte c. The CNA reads and the DPU writes
+// whole 16-channel groups; the bytes past C belong to the buffer's page padding, and the
+// weights of those input channels are zero.
+Result<NpuOp> lower_fc(const Graph& g, const Node& n, const LowerOptions& opts) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& w = g.tensor(n.inputs[1]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  if (w.shape.size() != 2) return no(n, "weights " + dt(w) + " are not [OC, IC]");
+  const int64_t oc = w.shape[0], ic = w.shape[1];
+  if (x.shape.size() != 2 || x.shape[0] != 1 || x.shape[1] != ic)
+    return no(n, "input " + dt(x) + " is not one row [1, " + std::to_string(ic) + "] (the NPU path runs batch 1)");
+  if (y.shape.size() != 2 || y.shape[0] != 1 || y.shape[1] != oc) return no(n, "output " + dt(y) + " is not [1, " + std::to_string(oc) + "]");
+  Tensor xv = x, wv = w, yv = y;
+  xv.shape = {1, 1, 1, ic};
+  wv.shape = {oc, 1, 1, ic};
+  yv.shape = {1, 1, 1, oc};
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+  return lower_conv_tensors(n, ConvTensors{xv, wv, has_bias ? &g.tensor(n.inputs[2]) : nullptr, yv, false, true}, opts);
 }
 
 // Element-wise add of two feature maps of the same shape: both operands are brought to a
@@ -454,10 +499,7 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::add: return lower_add(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
-      case OpKind::fully_connected:
-        return error(StatusCode::unsupported,
-                     "fully_connected reads rank-2 activations, which have no NC1HWC2 form here (a 1x1 conv over a "
-                     "4-D input runs on the NPU)");
+      case OpKind::fully_connected: return lower_fc(g, n, opts);
       default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
     }
   }();
