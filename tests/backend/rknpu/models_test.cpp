@@ -9,11 +9,11 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <set>
 
 #include "fixtures.h"
 #include "import/tflite/image.h"
 #include "import/tflite/tflite_importer.h"
+#include "subgraph.h"
 #include "tessera/session.h"
 
 namespace tessera {
@@ -197,44 +197,15 @@ Values cpu_values(const std::string& model, const std::vector<uint8_t>& input) {
   return v;
 }
 
-// The nodes [first, end) of `g` as a graph whose inputs are the tensors they read from
-// earlier nodes (or the model input), run on `device` with `values`; returns output 0 (the
-// last node's output, or the model output when the range reaches the end).
+// Output 0 of nodes [first, end) of `g` run on `device` (tests/subgraph.h): the last node's
+// output.
 std::vector<uint8_t> run_nodes(const Graph& g, size_t first, size_t end, const std::map<TensorId, std::vector<uint8_t>>& values,
                                const std::string& device) {
-  Graph b;
-  for (const Tensor& t : g.tensors()) {
-    b.add_tensor(t);
-    if (t.role == Role::input || t.role == Role::output) b.tensor(b.tensors().size() - 1).role = Role::activation;
-  }
-  std::set<TensorId> produced;
-  for (size_t i = first; i < end; ++i) {
-    const Node& n = g.nodes()[i];
-    for (TensorId in : n.inputs)
-      if (in != kNoTensor && !g.tensor(in).data && !produced.count(in) &&
-          std::find(b.inputs.begin(), b.inputs.end(), in) == b.inputs.end()) {
-        b.inputs.push_back(in);
-        b.tensor(in).role = Role::input;
-      }
-    produced.insert(n.outputs[0]);
-    b.nodes().push_back(n);
-  }
-  const TensorId out = g.nodes()[end - 1].outputs[0];
-  b.outputs = {out};
-  b.tensor(out).role = Role::output;
   SessionOptions so;
   so.device = device;
-  auto s = Session::create(std::move(b), so);
-  EXPECT_TRUE(s.ok()) << s.status().to_string();
-  if (!s.ok()) return {};
-  for (size_t i = 0; i < (*s)->graph().inputs.size(); ++i) {
-    const auto& v = values.at((*s)->graph().inputs[i]);
-    EXPECT_TRUE((*s)->set_input(i, v.data(), static_cast<int64_t>(v.size())).ok());
-  }
-  Status st = (*s)->run();
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  auto o = (*s)->output(0);
-  return o.ok() ? *o : std::vector<uint8_t>{};
+  auto out = testing::run_nodes(g, first, end, values, {g.nodes()[end - 1].outputs[0]}, so);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? (*out)[0] : std::vector<uint8_t>{};
 }
 
 TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {

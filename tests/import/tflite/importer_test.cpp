@@ -171,7 +171,9 @@ TEST_F(CorruptModel, RandomByteFlipsNeverCrash) {
     size_t at = rng() % b.size();
     b[at] ^= static_cast<uint8_t>(1 + rng() % 255);
     auto g = load_bytes(b);
-    if (!g.ok()) EXPECT_FALSE(g.status().message().empty());
+    if (!g.ok()) {
+      EXPECT_FALSE(g.status().message().empty());
+    }
   }
 }
 
