@@ -26,7 +26,8 @@ constexpr int kNumEncodings = 13;
 enum class Layout : uint8_t {
   row_major,       // dense, last dim fastest (NHWC for 4-D feature maps)
   tile32,          // [..., H, W]: each HxW slice padded to 32x32 tiles of four 16x16 faces
-  nc1hwc2,         // NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = zero point
+  nc1hwc2,         // NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = zero point;
+                   // rank 2 [rows, C] is laid out as [1, 1, rows, C] (nc1hwc2_nhwc)
   rk_conv_weight,  // RK3588 packed conv weights, logical [OC, KH, KW, IC]
   rk_dw_weight,    // RK3588 packed depthwise weights, logical [1, KH, KW, C]
   nchw,            // NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W]
@@ -79,5 +80,10 @@ struct Format {
 
   bool operator==(const Format&) const = default;
 };
+
+// The [N, H, W, C] shape an nc1hwc2 tensor is laid out by: rank 4 as is; rank 2 [rows, C]
+// as one line of `rows` pixels, [1, 1, rows, C] (a fully connected layer's activations).
+// Other ranks are returned unchanged (and have no nc1hwc2 form).
+Shape nc1hwc2_nhwc(const Shape& s);
 
 }  // namespace tessera

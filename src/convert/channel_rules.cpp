@@ -9,7 +9,10 @@ namespace tessera::convert {
 
 namespace {
 
-Nhwc nhwc_of(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
+Nhwc nhwc_of(const Shape& shape) {
+  const Shape s = nc1hwc2_nhwc(shape);  // rank 2 [rows, C]: one line of pixels
+  return {s[0], s[1], s[2], s[3]};
+}
 
 bool is_offset_pair(Encoding a, Encoding b) {
   return (a == Encoding::u8 && b == Encoding::i8) || (a == Encoding::i8 && b == Encoding::u8);

@@ -203,8 +203,14 @@ void bfp_read(const Format& whole, const uint8_t* src, const Box3& b, float* val
 // fn(line pointer offset in elements, channel range [lo, hi) inside the line, offset of
 // the first of them in the region buffer, full line covered).
 template <typename Fn>
-void for_each_line(const Format& whole, const Region& r, Fn&& fn) {
-  const Shape& s = whole.shape;
+void for_each_line(const Format& whole, const Region& region, Fn&& fn) {
+  // Rank 2 [rows, C] is the line [1, 1, rows, C] (format.h nc1hwc2_nhwc).
+  const Shape s = nc1hwc2_nhwc(whole.shape);
+  Region r = region;
+  if (whole.shape.size() == 2) {
+    r.begin = {0, 0, region.begin[0], region.begin[1]};
+    r.end = {1, 1, region.end[0], region.end[1]};
+  }
   const int64_t c2 = whole.c2, C1 = (s[3] + c2 - 1) / c2;
   const Shape ext = r.extent(s);
   for (int64_t n = r.begin[0]; n < r.end[0]; ++n)

@@ -97,6 +97,11 @@ bool encoding_is_block(Encoding e) {
   return e == Encoding::q8_0 || e == Encoding::q4_0 || e == Encoding::bfp8_b || e == Encoding::bfp4_b;
 }
 
+Shape nc1hwc2_nhwc(const Shape& s) {
+  if (s.size() == 2) return {1, 1, s[0], s[1]};
+  return s;
+}
+
 Shape Format::padded_shape() const {
   switch (layout) {
     case Layout::row_major: return shape;
@@ -105,9 +110,11 @@ Shape Format::padded_shape() const {
       tile_dims(shape, outer, h, w);
       return {outer * round_up(h, kTileDim), round_up(w, kTileDim)};
     }
-    case Layout::nc1hwc2:
-      if (shape.size() != 4) return shape;
-      return {shape[0], ceil_div(shape[3], c2), shape[1], shape[2], c2};
+    case Layout::nc1hwc2: {
+      if (shape.size() != 4 && shape.size() != 2) return shape;
+      const Shape v = nc1hwc2_nhwc(shape);
+      return {v[0], ceil_div(v[3], c2), v[1], v[2], c2};
+    }
     case Layout::rk_conv_weight:
       // [OCp, KH, KW, ICp]: OC rounded up to even, IC to 16 (IC <= 16) or a multiple of 32;
       // stored in 32x32 channel blocks, the last ones partial (src/convert/rk_weights.h).
@@ -147,6 +154,10 @@ Result<int64_t> Format::byte_size() const {
     case Layout::nchw:
     case Layout::rk_conv_weight:
     case Layout::rk_dw_weight: {
+      if (layout == Layout::nc1hwc2 && shape.size() == 2) {
+        if (ei.bytes == 0) return error(StatusCode::unsupported, "encoding ", ei.name, " has no nc1hwc2 form");
+        return num_elements(padded_shape()) * ei.bytes;
+      }
       if (shape.size() != 4)
         return error(StatusCode::invalid_argument, "layout ", layout_name(layout), " needs a rank-4 shape, got ",
                      shape_str(shape));

@@ -22,7 +22,7 @@ const OpInfo kOps[] = {
 
 // An OpKind outside ops.def (a corrupt or hand-made node) reads as "unknown" with no
 // valid input count, so that checks reject it instead of indexing past the table.
-static bool known(OpKind k) { return static_cast<int>(k) >= 0 && static_cast<int>(k) < kNumOps; }
+static bool known(OpKind k) { return static_cast<unsigned>(k) < static_cast<unsigned>(kNumOps); }
 const char* op_name(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].name : "unknown"; }
 int op_min_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].min_in : 0; }
 int op_max_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].max_in : -1; }

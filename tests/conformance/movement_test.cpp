@@ -102,7 +102,9 @@ TESSERA_CONFORMANCE_CASES(concat) {
       s[axis] = pick(rng, 1, 4);
       vals.push_back(random_values(rng, t, num_elements(s)));
       shapes.push_back(s);
-      in.push_back(cg.input("x" + std::to_string(p), s, t, vals.back().bytes));
+      std::string name = "x";
+      name += std::to_string(p);
+      in.push_back(cg.input(name, s, t, vals.back().bytes));
     }
     Case c = cg.finish("concat " + dt(t) + " " + std::to_string(parts) + " inputs axis " + std::to_string(axis),
                        OpKind::concat, in, {{"axis", axis}});

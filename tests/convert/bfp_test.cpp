@@ -161,8 +161,9 @@ TEST(Bfp, PaddingIsZeroAndRoundTripOfDecodedValuesIsExact) {
     const int wbits = bfp_mant_bits(e);
     const uint8_t* tile1 = tiles.data() + bfp_tile_bytes(wbits);
     const uint8_t* row0 = tile1 + 64 + 16 * bfp_row_bytes(wbits);  // face 1, row 0
-    if (wbits == kBfp8MantBits)
+    if (wbits == kBfp8MantBits) {
       for (int i = 2; i < 16; ++i) EXPECT_EQ(row0[i], 0) << i;
+    }
   }
 }
 

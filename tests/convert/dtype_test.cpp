@@ -53,7 +53,9 @@ TEST(Dtype, F32ToF16RoundsToNearestEven) {
     uint16_t h = f32_to_f16(x);
     double want = round_to_format(x, 10, -14, 15);
     ASSERT_EQ(f16_to_f32(h), static_cast<float>(want)) << "x = " << x;
-    if (want == 0) ASSERT_EQ(h >> 15, bits_of(x) >> 31) << "sign of zero for " << x;
+    if (want == 0) {
+      ASSERT_EQ(h >> 15, bits_of(x) >> 31) << "sign of zero for " << x;
+    }
   }
   EXPECT_EQ(f32_to_f16(std::nanf("")), kF16NaN);
   EXPECT_EQ(f32_to_f16(-std::nanf("")), kF16NaN);

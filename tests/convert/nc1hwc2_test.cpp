@@ -32,6 +32,40 @@ TEST(Nc1hwc2, ElementsAndPaddingFollowTheSpec) {
   EXPECT_EQ(back, v);
 }
 
+// Rank 2 [rows, C] (a fully connected layer's activations) is the line [1, 1, rows, C]:
+// [ceil(C/16)][rows][16], with the u8 offset and the padded channels as for feature maps,
+// and partial row regions touch only their lines.
+TEST(Nc1hwc2, RowsAreOneLineOfPixels) {
+  const Shape s{3, 20};
+  auto v = testing::random_bytes(num_elements(s), 9);
+  Format to{Encoding::i8, Layout::nc1hwc2, s};
+  to.pad_value = 5 - 128;  // u8 zero point 5 stored as i8
+  EXPECT_EQ(to.padded_shape(), (Shape{1, 2, 1, 3, 16}));
+  std::vector<uint8_t> out(*to.byte_size(), 0x11);
+  ASSERT_EQ(out.size(), 2u * 3 * 16);
+  ASSERT_TRUE(convert(Format::row_major(DType::u8, s), v.data(), to, out.data()).ok());
+  for (int c1 = 0; c1 < 2; ++c1)
+    for (int r = 0; r < 3; ++r)
+      for (int c2 = 0; c2 < 16; ++c2) {
+        const int c = c1 * 16 + c2;
+        const uint8_t want = c < 20 ? static_cast<uint8_t>(v[r * 20 + c] ^ 0x80) : static_cast<uint8_t>(5 - 128);
+        ASSERT_EQ(out[(c1 * 3 + r) * 16 + c2], want) << r << "," << c;
+      }
+  std::vector<uint8_t> back(v.size());
+  ASSERT_TRUE(convert(to, out.data(), Format::row_major(DType::u8, s), back.data()).ok());
+  EXPECT_EQ(back, v);
+  // Row 1 rewritten through a region: rows 0 and 2 keep their bytes.
+  auto row = testing::random_bytes(20, 10);
+  const std::vector<uint8_t> before = out;
+  ASSERT_TRUE(write_region(to, out.data(), Region::rows(s, 0, 1, 2), Format::row_major(DType::u8, {1, 20}), row.data()).ok());
+  std::vector<uint8_t> got(20);
+  ASSERT_TRUE(read_region(to, out.data(), Region::rows(s, 0, 1, 2), Format::row_major(DType::u8, {1, 20}), got.data()).ok());
+  EXPECT_EQ(got, row);
+  for (int c1 = 0; c1 < 2; ++c1)
+    for (int r : {0, 2})
+      for (int c2 = 0; c2 < 16; ++c2) ASSERT_EQ(out[(c1 * 3 + r) * 16 + c2], before[(c1 * 3 + r) * 16 + c2]);
+}
+
 TEST(Nc1hwc2, U8NhwcToI8BlocksAppliesTheOffset) {
   const Shape s{1, 4, 3, 3};  // an RGB image: one block of 16 with 13 padded channels
   auto v = testing::random_bytes(num_elements(s), 2);

@@ -325,24 +325,23 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
                             opts);
 }
 
-// Fully connected with one row, x [1, IC] -> y [1, OC], as a 1x1 conv over [1,1,1,IC]. The
-// rank-2 activations are stored as plain int8 rows (native_format), which is exactly the
-// NC1HWC2 form of a 1x1 feature map: channel c at byte c. The CNA reads and the DPU writes
-// whole 16-channel groups; the bytes past C belong to the buffer's page padding, and the
-// weights of those input channels are zero.
+// Fully connected, x [N, IC] -> y [N, OC], as a 1x1 conv over the line of N pixels
+// [1, 1, N, IC]: rank-2 activations are stored in NC1HWC2 as that line (format.h
+// nc1hwc2_nhwc), so the rows become the conv's width.
 Result<NpuOp> lower_fc(const Graph& g, const Node& n, const LowerOptions& opts) {
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& w = g.tensor(n.inputs[1]);
   const Tensor& y = g.tensor(n.outputs[0]);
   if (w.shape.size() != 2) return no(n, "weights " + dt(w) + " are not [OC, IC]");
   const int64_t oc = w.shape[0], ic = w.shape[1];
-  if (x.shape.size() != 2 || x.shape[0] != 1 || x.shape[1] != ic)
-    return no(n, "input " + dt(x) + " is not one row [1, " + std::to_string(ic) + "] (the NPU path runs batch 1)");
-  if (y.shape.size() != 2 || y.shape[0] != 1 || y.shape[1] != oc) return no(n, "output " + dt(y) + " is not [1, " + std::to_string(oc) + "]");
+  if (x.shape.size() != 2 || x.shape[1] != ic)
+    return no(n, "input " + dt(x) + " is not rows [N, " + std::to_string(ic) + "] (TFLite flattens; the NPU path takes rank 2)");
+  const int64_t rows = x.shape[0];
+  if (y.shape != Shape{rows, oc}) return no(n, "output " + dt(y) + " is not [" + std::to_string(rows) + ", " + std::to_string(oc) + "]");
   Tensor xv = x, wv = w, yv = y;
-  xv.shape = {1, 1, 1, ic};
+  xv.shape = nc1hwc2_nhwc(x.shape);
   wv.shape = {oc, 1, 1, ic};
-  yv.shape = {1, 1, 1, oc};
+  yv.shape = nc1hwc2_nhwc(y.shape);
   const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
   return lower_conv_tensors(n, ConvTensors{xv, wv, has_bias ? &g.tensor(n.inputs[2]) : nullptr, yv, false, true}, opts);
 }

@@ -28,9 +28,10 @@ bool is_feature_map(const Tensor& t) {
          t.shape[0] == 1 && !t.data;
 }
 
-bool is_row(const Tensor& t) {
+// Rows [N, C] of a fully connected layer: one line of N pixels in NC1HWC2 (format.h).
+bool is_rows(const Tensor& t) {
   return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty() && !t.quant.per_axis() && t.shape.size() == 2 &&
-         t.shape[0] == 1 && !t.data;
+         !t.data;
 }
 
 class RknpuDevice : public Device {
@@ -62,15 +63,12 @@ class RknpuDevice : public Device {
  protected:
   std::optional<Format> do_native_format(const Graph& g, TensorId id) const override {
     const Tensor& t = g.tensor(id);
-    if (is_feature_map(t)) {
+    if (is_feature_map(t) || is_rows(t)) {
       Format f{Encoding::i8, Layout::nc1hwc2, t.shape};
       f.c2 = kC2;
       f.pad_value = t.quant.zero_point_at(0) - (t.dtype == DType::u8 ? kU8Offset : 0);
       return f;
     }
-    // One-row activations of a fully connected node, [1, C]: plain int8 bytes, the NC1HWC2
-    // form of a 1x1 feature map (lower.cpp lower_fc).
-    if (is_row(t)) return Format{Encoding::i8, Layout::row_major, t.shape};
     // Constants (weights, biases) keep their logical form here; each compiled program packs
     // its own copy into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
     if (t.role == Role::weight && t.data) return t.host_format();
@@ -137,11 +135,9 @@ class RknpuDevice : public Device {
       for (TensorId id : seg.graph->nodes()[i].inputs) {
         auto f = seg.formats.find(id);
         const Tensor& t = seg.graph->tensor(id);
-        const bool row = is_row(t) && f != seg.formats.end() && f->second.layout == Layout::row_major &&
-                         f->second.encoding == Encoding::i8;
-        if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2 && !row)
+        if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2)
           return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
-                       f->second.to_string(), "; the NPU reads NC1HWC2 feature maps (or i8 rows for fully connected)");
+                       f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
       }
     TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_));
     return std::unique_ptr<Program>(std::move(prog));

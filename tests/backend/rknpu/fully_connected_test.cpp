@@ -1,7 +1,7 @@
-// Fully connected on the rknpu device model, lowered as a 1x1 conv over a 1x1 feature map
+// Fully connected on the rknpu device model, lowered as a 1x1 conv whose width is the rows
 // (lower.cpp lower_fc), against the cpu's TFLite-exact kernel: u8 per-tensor and i8
-// per-channel weights, output counts that are not multiples of 16, activations; batches
-// above one fall back with the reason.
+// per-channel weights, output counts that are not multiples of 16, activations, several
+// rows; more rows than the CNA's width limit fall back with the reason.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -96,14 +96,22 @@ TEST(RknpuFullyConnected, OneRowRunsOnTheNpuLikeTheCpu) {
   EXPECT_GE(exact * 1000, values * 999);
 }
 
-TEST(RknpuFullyConnected, SeveralRowsFallBackWithTheReason) {
+// Rows become the conv's width: a batch of rows runs as one line of pixels; more rows than
+// the CNA's 2047-pixel width fall back with the reason.
+TEST(RknpuFullyConnected, RowsAreTheWidthUpToTheCnaLimit) {
   std::vector<uint8_t> input;
-  Graph g = build_fc({2, 32, 8, DType::i8, false, "none", 5}, input);
+  Graph g = build_fc({7, 48, 40, DType::u8, false, "relu6", 5}, input);
   Compare r = run_and_compare(g, input);
   ASSERT_TRUE(r.error.empty()) << r.error;
-  EXPECT_FALSE(r.all_on_npu);
-  EXPECT_NE(r.fallback.find("not one row"), std::string::npos) << r.fallback;
-  EXPECT_EQ(r.max_diff, 0);  // the cpu ran it
+  EXPECT_TRUE(r.all_on_npu) << r.fallback;
+  EXPECT_LE(r.max_diff, 1);
+  EXPECT_EQ(r.n, 7 * 40);
+  Graph wide = build_fc({2048, 16, 8, DType::i8, false, "none", 6}, input);
+  Compare w = run_and_compare(wide, input);
+  ASSERT_TRUE(w.error.empty()) << w.error;
+  EXPECT_FALSE(w.all_on_npu);
+  EXPECT_NE(w.fallback.find("2047"), std::string::npos) << w.fallback;
+  EXPECT_EQ(w.max_diff, 0);  // the cpu ran it
 }
 
 TEST(RknpuFullyConnected, HelloWorldRunsEntirelyOnTheNpu) {

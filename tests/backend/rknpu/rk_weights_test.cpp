@@ -43,7 +43,9 @@ TEST(RkWeights, ConvBlocksOf32x32WithPartialLastBlocks) {
           EXPECT_EQ(int8_t((*packed)[k]), d[((o * 3 + y) * 3 + x) * 40 + i]);
         }
   for (size_t k = 0; k < hit.size(); ++k)
-    if (!hit[k]) EXPECT_EQ((*packed)[k], 0) << k;
+    if (!hit[k]) {
+      EXPECT_EQ((*packed)[k], 0) << k;
+    }
 }
 
 TEST(RkWeights, SmallInputChannelsPadTo16AndOddOutputsToEven) {

@@ -70,7 +70,9 @@ TEST(GgufProbe, MutationsGiveStatusesNotCrashes) {
       }
       Status s = probe_gguf(b.data(), b.size());
       (s.ok() ? ok : failed)++;
-      if (!s.ok()) EXPECT_FALSE(s.message().empty());
+      if (!s.ok()) {
+        EXPECT_FALSE(s.message().empty());
+      }
     }
   }
   // Both outcomes occur: mutations inside strings and weights still load; others are refused.
