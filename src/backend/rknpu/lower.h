@@ -85,6 +85,7 @@ struct NpuOp {
   int32_t recip_w = 0, recip_h = 0;
 
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
+  int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
 };
 
 // Per-channel bias/scale table entry size in bytes (int32 bias, int16 mul, uint8 shift, pad).

@@ -85,7 +85,8 @@ class RknpuDevice : public Device {
     // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares).
     double cost = double(op->macs) / double(kMacsPerCycle) / kClockHz + kTaskOverheadSeconds;
     std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->int16 ? " (int16 MACs)" : "") +
-                       (op->per_channel ? " (per-channel scales)" : "");
+                       (op->per_channel ? " (per-channel scales)" : "") +
+                       (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     return Support::yes(cost, note);
   }
 

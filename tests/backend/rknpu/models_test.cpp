@@ -168,8 +168,8 @@ INSTANTIATE_TEST_SUITE_P(Models, RknpuClassify,
 // MobileNetV2 runs alone on the NPU with the cpu's inputs, so that errors cannot compound.
 // Convolutions round like TFLite except at near-ties (values within about 2^-20 of a
 // rounding boundary, where TFLite's 31-bit multiplier and the DPU's two 16-bit ones
-// disagree); element-wise adds convert their second operand with the EW stage's 16-bit
-// multiplier and differ on a few values per ten thousand.
+// disagree); element-wise adds use three 16-bit multipliers chosen against TFLite's ADD on
+// every pair of input codes (lower.cpp encode_add) and differ on a few values per 100,000.
 struct Values {
   Graph graph;
   std::map<TensorId, std::vector<uint8_t>> of;  // every node output and the input, cpu
@@ -236,7 +236,7 @@ TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
               static_cast<long long>(add_values), max_diff);
   EXPECT_LE(max_diff, 1);
   EXPECT_LE(conv_differ * 100'000, conv_values);  // near-ties only
-  EXPECT_LE(add_differ * 1'000, add_values);
+  EXPECT_LE(add_differ * 10'000, add_values);
 }
 
 // Why nchw_grace is not held to +-2 of the peer: besides the peer's different PAD border
