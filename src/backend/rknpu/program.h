@@ -50,9 +50,11 @@ class RknpuProgram : public Program {
   Transport* transport_;
 };
 
-// How per-channel convolutions without an activation round their negative outputs:
-// `exact` splits them into two passes (lower.h split_by_sign: TFLite's rounding, twice the
-// MACs); `fast` runs one pass rounding at the layer's common shift (within one step).
+// How closely the NPU follows TFLite's rounding. `exact`: per-channel convolutions without
+// an activation run in two passes (lower.h split_by_sign: TFLite's rounding, twice the
+// MACs), and adds stay separate element-wise tasks instead of fusing into their conv.
+// `fast`: one pass rounding negatives at the layer's common shift, and adds fused into the
+// producing conv's EW stage (each within one step, a little less often exact).
 enum class Rounding : uint8_t { exact, fast };
 
 // Compiles a segment for `policy`; weights and tables are uploaded through `t`.

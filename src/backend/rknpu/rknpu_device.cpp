@@ -53,7 +53,8 @@ class RknpuDevice : public Device {
     p.regions = kRegionWhole;
     p.extra = {{"transport", t.name()},
                {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
-               {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes)" : "fast"},
+               {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes, adds unfused)"
+                                                    : "fast (one pass, adds fused into convs)"},
                {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights"},
                {"cbuf", "12 banks x 32 KiB per core"},
                {"address space", "32-bit, one buffer object per tensor"}};

@@ -20,7 +20,7 @@ struct GridResult {
   int max_diff = 0;
 };
 
-void run_grid(bool depthwise, bool residual, GridResult& res) {
+void run_grid(bool depthwise, bool residual, GridResult& res, const DeviceOptions& opts = {}) {
   const int64_t sizes[] = {3, 5, 8, 80, 112};
   const int64_t kernels[] = {1, 3, 5};
   const int64_t channels[] = {1, 32, 120, 128, 256};
@@ -57,7 +57,7 @@ void run_grid(bool depthwise, bool residual, GridResult& res) {
             }
             std::vector<uint8_t> input;
             Graph g = build_conv(s, input);
-            Compare r = run_and_compare(g, input);
+            Compare r = run_and_compare(g, input, opts);
             ASSERT_TRUE(r.error.empty()) << s.label() << ": " << r.error;
             // The only grid points allowed off the NPU are those whose int16 weights of one
             // 32-kernel group cannot fit the CBUF (a hardware limit, checked by name).
@@ -94,12 +94,23 @@ TEST(RknpuConformance, DepthwiseGrid) {
   EXPECT_GT(r.exact, r.values * 8 / 10);
 }
 
+// rounding=fast fuses the add into the conv's EW stage (as Mesa does); the conv then
+// rounds with one 16-bit multiplier.
 TEST(RknpuConformance, ConvWithFusedAddGrid) {
   GridResult r;
-  run_grid(false, true, r);
-  report("conv + add", r);
+  run_grid(false, true, r, {{"rounding", "fast"}});
+  report("conv + fused add (rounding=fast)", r);
   EXPECT_GT(r.cases, 10);
   EXPECT_GT(r.exact, r.values * 7 / 10);
+}
+
+// The default rounding=exact keeps the add a separate element-wise task.
+TEST(RknpuConformance, ConvThenAddGrid) {
+  GridResult r;
+  run_grid(false, true, r);
+  report("conv, then add (rounding=exact)", r);
+  EXPECT_GT(r.cases, 10);
+  EXPECT_GE(r.exact * 10'000, r.values * 9'999);  // near-ties only
 }
 
 }  // namespace
