@@ -5,6 +5,8 @@
 // for a parameter of Tessera's timing model (calibrated in docs/rknpu.md).
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 
 namespace tessera::rknpu {
@@ -44,6 +46,20 @@ constexpr uint32_t kAluAlgoAdd = 2;             // add
 constexpr uint32_t kPoolMethodAverage = 0;      // PPU POOLING_METHOD
 constexpr uint32_t kPoolMethodMax = 1;
 constexpr uint32_t kRecipFractionBits = 16;     // PPU RECIP_KERNEL_*: 1/k in 0.16 fixed point (17-bit field)
+
+// ---- the DPU's arithmetic, as the device model reads it (docs/rknpu.md) ----
+inline int32_t sat32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX)); }
+// round(v * m / 2^s), rounding half away from zero (CVT_ROUND), then saturated to int32:
+// every DPU multiplier stage (BS, BN, EW converter, OUT_CVT). The compiler uses it too when
+// it checks an encoding against TFLite (lower.cpp encode_add).
+inline int32_t scale_round(int64_t v, int64_t m, int s) {
+  int64_t p = v * m;
+  if (s > 0) {
+    const int64_t half = int64_t{1} << (s - 1);
+    p = p >= 0 ? (p + half) >> s : -((-p + half) >> s);
+  }
+  return sat32(p);
+}
 
 // ---- the compiler's policy ----
 // Mesa reserves one weight bank more than the weights need (Mesa's choice).

@@ -357,20 +357,14 @@ struct AddEncoding {
   int64_t exact_pairs = 0;  // input code pairs (of 65,536) on which it equals TFLite's ADD
 };
 
-// One value of the DPU pipeline for an add: stored codes qa, qb (int8, u8 offset by 0x80).
-int64_t dpu_add(const AddEncoding& e, int32_t a_in, int32_t b_in, int32_t out_offset) {
-  auto scale = [](int64_t v, const Scale16& m) {
-    int64_t p = v * m.mantissa;
-    if (m.shift > 0) {
-      const int64_t half = int64_t{1} << (m.shift - 1);
-      p = p >= 0 ? (p + half) >> m.shift : -((-p + half) >> m.shift);
-    }
-    return p;
-  };
-  int64_t v = scale(a_in, e.a) + scale(b_in, e.b);
-  if (e.relu) v = std::max<int64_t>(v, 0);
-  if (e.relux) v = std::min<int64_t>(v, e.relux_value);
-  return std::clamp<int64_t>(scale(v, e.out) + out_offset, -128, 127);
+// One output code of the DPU pipeline for an add (as the device model computes it), from the
+// operands after their ALU offsets: BS scales the first, the EW converter the second, then
+// ReLU / ReLU-X, OUT_CVT and the output offset, saturated to int8.
+int32_t dpu_add(const AddEncoding& e, int32_t a_in, int32_t b_in, int32_t out_offset) {
+  int32_t v = sat32(int64_t(scale_round(a_in, e.a.mantissa, e.a.shift)) + scale_round(b_in, e.b.mantissa, e.b.shift));
+  if (e.relu) v = std::max(v, 0);
+  if (e.relux) v = std::min(v, e.relux_value);
+  return std::clamp<int32_t>(scale_round(v, e.out.mantissa, e.out.shift) + out_offset, -128, 127);
 }
 
 // Chooses the encoding that agrees with TFLite's ADD (add.cc: both operands rescaled to

@@ -21,19 +21,6 @@ namespace {
 namespace R = regs;
 constexpr int64_t kAddrUnit = 16;
 
-int32_t sat32(int64_t v) {
-  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
-}
-// round(v * m / 2^s), rounding half away from zero (the model's reading of the DPU's
-// CVT_ROUND; docs/rknpu.md), then saturated to int32.
-int32_t scale_round(int64_t v, int64_t m, int s) {
-  int64_t p = v * m;
-  if (s > 0) {
-    const int64_t half = int64_t{1} << (s - 1);
-    p = p >= 0 ? (p + half) >> s : -((-p + half) >> s);
-  }
-  return sat32(p);
-}
 
 class Memory {
  public:
