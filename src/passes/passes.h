@@ -13,8 +13,10 @@ struct PassContext {
 
 // Removes nodes whose outputs nobody uses; checks the graph.
 Status canonicalize(PassContext& c);
-// Folds a following relu/relu6 into conv2d / depthwise_conv2d / fully_connected / add.
-Status fuse_activations(PassContext& c);
+// Folds a spatial PAD into the conv2d / depthwise_conv2d that alone reads it (when it fills
+// with what the conv's padding means), and a following relu/relu6 into conv2d /
+// depthwise_conv2d / fully_connected / add.
+Status fuse(PassContext& c);
 // Chooses a device for every node: the pinned or preferred device when it supports the
 // node, otherwise the cpu (recording each refusal's reason).
 Status partition(PassContext& c);

@@ -17,7 +17,7 @@ struct PassEntry {
 };
 constexpr PassEntry kPipeline[] = {
     {"canonicalize", passes::canonicalize},
-    {"fuse", passes::fuse_activations},
+    {"fuse", passes::fuse},
     {"partition", passes::partition},
     {"formats", passes::choose_formats},
     {"transfers", passes::insert_transfers},

@@ -178,29 +178,34 @@ TESSERA_CONFORMANCE_CASES(strided_slice) {
   return cases;
 }
 
-// pad: floats with attr value, quantized u8 with its zero point.
+// pad: floats with attr value; quantized with the zero point (PAD), or with attr value in
+// stored units when given (PADV2's constant_values).
 TESSERA_CONFORMANCE_CASES(pad) {
   std::vector<Case> cases;
-  for (DType t : kMoveDTypes) {
-    Shape s = random_shape(rng, 3, 1, 4);
-    std::vector<int64_t> p(6);
-    for (auto& v : p) v = pick(rng, 0, 2);
-    Values x = random_values(rng, t, num_elements(s));
-    const double value = dtype_is_float(t) ? 1.5 : 7.0;
-    const double fill = x.quant.empty() ? value : static_cast<double>(x.quant.zero_point_at(0));
-    CaseGraph cg;
-    Case c = cg.finish("pad " + dt(t) + " " + shape_str(s) + " paddings " + shape_str(p), OpKind::pad,
-                       {cg.input("x", s, t, x.bytes, x.quant)}, {{"paddings", p}, {"value", value}}, std::nullopt, x.quant);
-    Shape os = {s[0] + p[0] + p[1], s[1] + p[2] + p[3], s[2] + p[4] + p[5]};
-    for (int64_t i = 0; i < os[0]; ++i)
-      for (int64_t j = 0; j < os[1]; ++j)
-        for (int64_t k = 0; k < os[2]; ++k) {
-          const int64_t a = i - p[0], b = j - p[2], cc = k - p[4];
-          const bool inside = a >= 0 && a < s[0] && b >= 0 && b < s[1] && cc >= 0 && cc < s[2];
-          c.expected.push_back(inside ? x.v[(a * s[1] + b) * s[2] + cc] : fill);
-        }
-    cases.push_back(std::move(c));
-  }
+  for (DType t : kMoveDTypes)
+    for (bool with_value : {true, false}) {
+      if (!with_value && dtype_is_float(t)) continue;
+      Shape s = random_shape(rng, 3, 1, 4);
+      std::vector<int64_t> p(6);
+      for (auto& v : p) v = pick(rng, 0, 2);
+      Values x = random_values(rng, t, num_elements(s));
+      const double value = dtype_is_float(t) ? 1.5 : 7.0;
+      const double fill = with_value ? value : static_cast<double>(x.quant.zero_point_at(0));
+      std::map<std::string, AttrValue> attrs{{"paddings", p}};
+      if (with_value) attrs["value"] = value;
+      CaseGraph cg;
+      Case c = cg.finish("pad " + dt(t) + " " + shape_str(s) + " paddings " + shape_str(p) + (with_value ? " value" : " zero point"),
+                         OpKind::pad, {cg.input("x", s, t, x.bytes, x.quant)}, attrs, std::nullopt, x.quant);
+      Shape os = {s[0] + p[0] + p[1], s[1] + p[2] + p[3], s[2] + p[4] + p[5]};
+      for (int64_t i = 0; i < os[0]; ++i)
+        for (int64_t j = 0; j < os[1]; ++j)
+          for (int64_t k = 0; k < os[2]; ++k) {
+            const int64_t a = i - p[0], b = j - p[2], cc = k - p[4];
+            const bool inside = a >= 0 && a < s[0] && b >= 0 && b < s[1] && cc >= 0 && cc < s[2];
+            c.expected.push_back(inside ? x.v[(a * s[1] + b) * s[2] + cc] : fill);
+          }
+      cases.push_back(std::move(c));
+    }
   return cases;
 }
 

@@ -136,12 +136,14 @@ Status store_scalar(const Node& n, DType t, double v, uint8_t* dst) {
   return Status::Ok();
 }
 
-// Pads with the output's zero point when it is quantized, otherwise with attr value (0).
+// Pads with attr value (stored units: TFLite PADV2's constant_values) when given, otherwise
+// with the output's zero point when it is quantized (TFLite pad.cc), otherwise with 0.
 Status pad(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
   const QuantParams& q = !c.out[0].t->quant.empty() ? c.out[0].t->quant : c.in[0].t->quant;
-  double fill = q.empty() ? c.n.attr_float("value", 0.0) : static_cast<double>(q.zero_point_at(0));
+  const double zero = q.empty() ? 0.0 : static_cast<double>(q.zero_point_at(0));
+  const double fill = c.n.attr_float("value", zero);
   uint8_t fill_bytes[8];
   TS_RETURN_IF_ERROR(store_scalar(c.n, c.out[0].dtype(), fill, fill_bytes));
   for (int64_t i = 0, n = c.out[0].elements(); i < n; ++i) std::memcpy(c.out[0].data + i * es, fill_bytes, es);
