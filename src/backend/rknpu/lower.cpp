@@ -375,23 +375,17 @@ int32_t dpu_add(const AddEncoding& e, int32_t a_in, int32_t b_in, int32_t out_of
 // cannot reproduce TFLite's 31-bit ones on every pair; the best leaves a few dozen pairs
 // (of 65,536) one step off, two to five times fewer than the plain nearest encoding.
 Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb, const Tensor& ty) {
-  constexpr int kLeftShift = 20;  // add.cc: left_shift for 8-bit operands
   const float sa = ta.quant.scale_at(0), sb = tb.quant.scale_at(0), so = ty.quant.scale_at(0);
   const int32_t za = static_cast<int32_t>(ta.quant.zero_point_at(0)), zb = static_cast<int32_t>(tb.quant.zero_point_at(0)),
                 zo = static_cast<int32_t>(ty.quant.zero_point_at(0));
-  const double twice_max = static_cast<double>(2 * std::max(sa, sb));
-  const cpu::q::Multiplier m1 = cpu::q::quantize_multiplier(sa / twice_max), m2 = cpu::q::quantize_multiplier(sb / twice_max),
-                           mo = cpu::q::quantize_multiplier(twice_max / static_cast<double>((1 << kLeftShift) * so));
+  const cpu::q::AddRescale tflite = cpu::q::add_rescale(sa, za, sb, zb, so, zo);
   const cpu::q::Range range = cpu::q::activation_range(n.attr_str("activation", "none"), ty.dtype, so, zo);
   const int32_t off = storage_offset(ta.dtype), lo = ta.dtype == DType::u8 ? 0 : -128;
   // TFLite's output code (stored form) for every pair of input codes.
   std::vector<int8_t> want(256 * 256);
   for (int32_t i = 0; i < 256; ++i)
-    for (int32_t k = 0; k < 256; ++k) {
-      const int32_t v1 = cpu::q::multiply((lo + i - za) * (1 << kLeftShift), m1);
-      const int32_t v2 = cpu::q::multiply((lo + k - zb) * (1 << kLeftShift), m2);
-      want[i * 256 + k] = static_cast<int8_t>(cpu::q::clamp(cpu::q::multiply(v1 + v2, mo) + zo, range.lo, range.hi) - off);
-    }
+    for (int32_t k = 0; k < 256; ++k)
+      want[i * 256 + k] = static_cast<int8_t>(cpu::q::clamp(cpu::q::add_codes(tflite, lo + i, lo + k), range.lo, range.hi) - off);
   // A 16-bit unsigned mantissa in [2^15, 2^16) (signed [2^14, 2^15) for BS), rounded `dir`.
   auto mantissa = [](double m, int bits, int dir, int max_shift) -> std::optional<Scale16> {
     int e = 0;

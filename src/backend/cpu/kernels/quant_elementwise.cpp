@@ -61,22 +61,14 @@ Status check_binary(const KernelContext& c) {
 // ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands).
 Status add_sub(KernelContext& c, bool subtract) {
   TS_RETURN_IF_ERROR(check_binary(c));
-  constexpr int kLeftShift = 20;  // add.cc: data->left_shift = 20 for uint8/int8
-  const float s1 = scale_of(c.in[0]), s2 = scale_of(c.in[1]), so = scale_of(c.out[0]);
-  const double twice_max = static_cast<double>(2 * std::max(s1, s2));
-  const q::Multiplier m1 = q::quantize_multiplier(s1 / twice_max);
-  const q::Multiplier m2 = q::quantize_multiplier(s2 / twice_max);
-  const q::Multiplier mo = q::quantize_multiplier(twice_max / static_cast<double>((1 << kLeftShift) * so));
-  const int32_t z1 = zp_of(c.in[0]), z2 = zp_of(c.in[1]), zo = zp_of(c.out[0]);
+  const q::AddRescale p = q::add_rescale(scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.in[1]), zp_of(c.in[1]),
+                                         scale_of(c.out[0]), zp_of(c.out[0]));
   const DType t = c.out[0].dtype();
-  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, scale_of(c.out[0]), zp_of(c.out[0]));
   const uint8_t *a = c.in[0].data, *b = c.in[1].data;
   uint8_t* y = c.out[0].data;
   for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
-    const int32_t v1 = q::multiply((q::load(a, t, ia) - z1) * (1 << kLeftShift), m1);
-    const int32_t v2 = q::multiply((q::load(b, t, ib) - z2) * (1 << kLeftShift), m2);
-    const int32_t raw = q::multiply(subtract ? v1 - v2 : v1 + v2, mo) + zo;
-    q::store(y, t, iy, q::clamp(raw, r.lo, r.hi));
+    q::store(y, t, iy, q::clamp(q::add_codes(p, q::load(a, t, ia), q::load(b, t, ib), subtract), r.lo, r.hi));
   });
   return Status::Ok();
 }

@@ -110,6 +110,26 @@ inline void store(uint8_t* p, DType t, int64_t i, int32_t v) {
 }
 inline int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return std::min(std::max(v, lo), hi); }
 
+// TFLite's quantized ADD / SUB of 8-bit operands (add.cc, sub.cc): both operands, less
+// their zero points, are shifted left by 20 and rescaled to units of twice the larger input
+// scale with Q31 multipliers, summed (or subtracted) and rescaled to the output, which
+// adds its zero point. The caller clamps to the activation range.
+struct AddRescale {
+  static constexpr int kLeftShift = 20;  // add.cc: left_shift for uint8 / int8
+  Multiplier m1, m2, mo;
+  int32_t z1 = 0, z2 = 0, zo = 0;
+};
+inline AddRescale add_rescale(float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo) {
+  const double twice_max = static_cast<double>(2 * std::max(s1, s2));
+  return {quantize_multiplier(s1 / twice_max), quantize_multiplier(s2 / twice_max),
+          quantize_multiplier(twice_max / static_cast<double>((1 << AddRescale::kLeftShift) * so)), z1, z2, zo};
+}
+inline int32_t add_codes(const AddRescale& p, int32_t a, int32_t b, bool subtract = false) {
+  const int32_t v1 = multiply((a - p.z1) * (1 << AddRescale::kLeftShift), p.m1);
+  const int32_t v2 = multiply((b - p.z2) * (1 << AddRescale::kLeftShift), p.m2);
+  return multiply(subtract ? v1 - v2 : v1 + v2, p.mo) + p.zo;
+}
+
 // Checks that tensor `t` is a per-tensor quantized u8 / i8 (or i16 when allowed) tensor.
 Status require_per_tensor(const Node& n, const Tensor& t, bool allow_i16 = false);
 
