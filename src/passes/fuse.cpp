@@ -7,6 +7,8 @@
 // - A relu / relu6 that is the only reader of a conv, depthwise conv, fully connected or add
 //   output (float path) becomes that op's `activation` attribute. Quantized graphs from
 //   TFLite arrive with activations already fused.
+#include <algorithm>
+
 #include "passes/passes.h"
 
 namespace tessera::passes {
@@ -27,6 +29,14 @@ std::vector<int> count_readers(const Graph& g) {
   return readers;
 }
 
+// Removes the nodes marked in `drop`, keeping the order of the others.
+void erase_nodes(Graph& g, const std::vector<bool>& drop) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(g.nodes()[i]));
+  g.nodes() = std::move(kept);
+}
+
 // Whether pad node `p` fills with the value a conv's own padding stands for.
 bool fills_like_conv_padding(const Graph& g, const Node& p) {
   const Tensor& x = g.tensor(p.inputs[0]);
@@ -39,7 +49,7 @@ bool fills_like_conv_padding(const Graph& g, const Node& p) {
 }
 
 void fold_pads(Graph& g) {
-  std::vector<int> readers = count_readers(g);
+  const std::vector<int> readers = count_readers(g);
   std::vector<int> reader_of(g.tensors().size(), -1);
   for (size_t i = 0; i < g.nodes().size(); ++i)
     for (TensorId in : g.nodes()[i].inputs)
@@ -54,6 +64,7 @@ void fold_pads(Graph& g) {
     if ((conv.op != OpKind::conv2d && conv.op != OpKind::depthwise_conv2d) || conv.inputs[0] != t) continue;
     const std::vector<int64_t> pads = p.attr_ints("paddings");  // [N, H, W, C] x (before, after)
     if (pads.size() != 8 || pads[0] || pads[1] || pads[6] || pads[7]) continue;
+    if (std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; })) continue;
     if (!fills_like_conv_padding(g, p)) continue;
     conv.inputs[0] = p.inputs[0];
     conv.attrs["pad_top"] = conv.attr_int("pad_top", 0) + pads[2];
@@ -62,21 +73,14 @@ void fold_pads(Graph& g) {
     conv.attrs["pad_right"] = conv.attr_int("pad_right", 0) + pads[5];
     drop[i] = true;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(g.nodes()[i]));
-  g.nodes() = std::move(kept);
+  erase_nodes(g, drop);
 }
 
-Status fuse_activations(PassContext& c) {
-  Graph& g = c.plan.graph;
-  std::vector<int> readers(g.tensors().size(), 0), producer(g.tensors().size(), -1);
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    for (TensorId in : g.nodes()[i].inputs)
-      if (in != kNoTensor) readers[in]++;
+void fold_activations(Graph& g) {
+  const std::vector<int> readers = count_readers(g);
+  std::vector<int> producer(g.tensors().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
     for (TensorId o : g.nodes()[i].outputs) producer[o] = static_cast<int>(i);
-  }
-  for (TensorId o : g.outputs) readers[o]++;
   std::vector<bool> drop(g.nodes().size(), false);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     Node& act = g.nodes()[i];
@@ -94,18 +98,15 @@ Status fuse_activations(PassContext& c) {
     prod.outputs[0] = act.outputs[0];
     drop[i] = true;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(g.nodes()[i]));
-  g.nodes() = std::move(kept);
-  return Status::Ok();
+  erase_nodes(g, drop);
 }
 
 }  // namespace
 
 Status fuse(PassContext& c) {
   fold_pads(c.plan.graph);
-  return fuse_activations(c);
+  fold_activations(c.plan.graph);
+  return Status::Ok();
 }
 
 }  // namespace tessera::passes
