@@ -114,6 +114,26 @@ TEST(RknpuFullyConnected, RowsAreTheWidthUpToTheCnaLimit) {
   EXPECT_EQ(w.max_diff, 0);  // the cpu ran it
 }
 
+// An input of rank 3 (TFLite flattens it) is not rows [N, IC]: the cpu runs it, and says why.
+TEST(RknpuFullyConnected, InputsThatAreNotRowsFallBackWithTheReason) {
+  std::vector<uint8_t> input;
+  Graph g = build_fc({6, 16, 8, DType::i8, false, "none", 7}, input);
+  Tensor& x = g.tensor(g.inputs[0]);
+  x.shape = {2, 3, 16};
+  auto y = g.add_op(OpKind::fully_connected, {g.inputs[0], g.nodes()[0].inputs[1], g.nodes()[0].inputs[2]},
+                    {{"activation", std::string("none")}}, "fc3", DType::i8, g.tensor(g.outputs[0]).quant);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  g.tensor(g.outputs[0]).role = Role::activation;
+  g.nodes().erase(g.nodes().begin());
+  g.outputs = {*y};
+  g.tensor(*y).role = Role::output;
+  Compare r = run_and_compare(g, input);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_FALSE(r.all_on_npu);
+  EXPECT_NE(r.fallback.find("is not rows [N, 16]"), std::string::npos) << r.fallback;
+  EXPECT_EQ(r.max_diff, 0);
+}
+
 TEST(RknpuFullyConnected, HelloWorldRunsEntirelyOnTheNpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/hello_world_int8.tflite");
   auto g = tflite::load_tflite_file(model);
