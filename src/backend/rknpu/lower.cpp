@@ -16,7 +16,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/regcmd.h"
@@ -374,7 +377,7 @@ int32_t dpu_add(const AddEncoding& e, int32_t a_in, int32_t b_in, int32_t out_of
 // the three 16-bit multipliers rounded down, to nearest or up. Three 16-bit multipliers
 // cannot reproduce TFLite's 31-bit ones on every pair; the best leaves a few dozen pairs
 // (of 65,536) one step off, two to five times fewer than the plain nearest encoding.
-Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb, const Tensor& ty) {
+Result<AddEncoding> search_add_encoding(const Node& n, const Tensor& ta, const Tensor& tb, const Tensor& ty) {
   const float sa = ta.quant.scale_at(0), sb = tb.quant.scale_at(0), so = ty.quant.scale_at(0);
   const int32_t za = static_cast<int32_t>(ta.quant.zero_point_at(0)), zb = static_cast<int32_t>(tb.quant.zero_point_at(0)),
                 zo = static_cast<int32_t>(ty.quant.zero_point_at(0));
@@ -386,15 +389,12 @@ Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb
   for (int32_t i = 0; i < 256; ++i)
     for (int32_t k = 0; k < 256; ++k)
       want[i * 256 + k] = static_cast<int8_t>(cpu::q::clamp(cpu::q::add_codes(tflite, lo + i, lo + k), range.lo, range.hi) - off);
-  // A 16-bit unsigned mantissa in [2^15, 2^16) (signed [2^14, 2^15) for BS), rounded `dir`.
+  // A 16-bit unsigned mantissa in [2^15, 2^16) (signed [2^14, 2^15) for BS), rounded `dir`,
+  // with no bits given up to the shift field.
   auto mantissa = [](double m, int bits, int dir, int max_shift) -> std::optional<Scale16> {
-    int e = 0;
-    const double f = std::frexp(m, &e) * std::ldexp(1.0, bits);
-    int64_t x = dir < 0 ? static_cast<int64_t>(std::floor(f)) : dir > 0 ? static_cast<int64_t>(std::ceil(f)) : std::llround(f);
-    int shift = bits - e;
-    if (x >= (int64_t{1} << bits)) x >>= 1, --shift;
-    if (shift < 0 || shift > max_shift) return std::nullopt;
-    return Scale16{static_cast<int32_t>(x), shift};
+    const Scale16 s = split_mantissa(m, bits, dir);
+    if (s.shift < 0 || s.shift > max_shift) return std::nullopt;
+    return s;
   };
   const int32_t a_off = off - za, b_off = off - zb, out_off = zo - storage_offset(ty.dtype);
   AddEncoding best;
@@ -423,6 +423,25 @@ Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb
   }
   if (best_bad == std::numeric_limits<int64_t>::max()) return no(n, "operand scales cannot be encoded (ratio out of range)");
   return best;
+}
+
+// The search above (tens of millions of DPU evaluations) depends only on the operands' and
+// the output's quantization, the dtypes and the activation; supports() and compile() both
+// lower every add, and models repeat the same quantization, so its results are kept.
+Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb, const Tensor& ty) {
+  using Key = std::tuple<float, int64_t, float, int64_t, float, int64_t, DType, DType, std::string>;
+  static std::mutex mu;
+  static std::map<Key, AddEncoding> found;
+  const Key key{ta.quant.scale_at(0), ta.quant.zero_point_at(0), tb.quant.scale_at(0), tb.quant.zero_point_at(0),
+                ty.quant.scale_at(0), ty.quant.zero_point_at(0), ta.dtype, ty.dtype, n.attr_str("activation", "none")};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = found.find(key); it != found.end()) return it->second;
+  }
+  TS_ASSIGN_OR_RETURN(AddEncoding e, search_add_encoding(n, ta, tb, ty));
+  std::lock_guard<std::mutex> lock(mu);
+  found.emplace(key, e);
+  return e;
 }
 
 // Element-wise add of two feature maps of the same shape: both operands are brought to a
@@ -518,16 +537,20 @@ const char* npu_op_type_name(NpuOpType t) {
   return "?";
 }
 
+Scale16 split_mantissa(double m, int bits, int dir) {
+  int e = 0;
+  const double f = std::ldexp(std::frexp(m, &e), bits);  // m = f * 2^(e - bits), f in [2^(bits-1), 2^bits)
+  int64_t mant = dir < 0 ? static_cast<int64_t>(std::floor(f)) : dir > 0 ? static_cast<int64_t>(std::ceil(f)) : std::llround(f);
+  int shift = bits - e;
+  if (mant == (int64_t{1} << bits)) mant >>= 1, --shift;  // rounded up to 2^bits
+  return Scale16{static_cast<int32_t>(mant), shift};
+}
+
 Result<Scale16> encode_scale16(double m, int max_shift) {
   if (!(m > 0) || !std::isfinite(m)) return error(StatusCode::unsupported, "multiplier ", m, " is not positive");
-  int e = 0;
-  double f = std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1)
-  int64_t mant = std::llround(f * double(1 << kMantissaBits));
-  if (mant == (int64_t{1} << kMantissaBits)) {
-    mant >>= 1;
-    ++e;
-  }
-  int shift = kMantissaBits - e;
+  const Scale16 s = split_mantissa(m, kMantissaBits, 0);
+  int64_t mant = s.mantissa;
+  int shift = s.shift;
   // Too small a multiplier for the shift field: lose mantissa bits instead.
   while (shift > max_shift && mant > 0) {
     mant = (mant + 1) >> 1;

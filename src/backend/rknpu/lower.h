@@ -21,7 +21,12 @@ struct Scale16 {
   int32_t mantissa = 1;
   int32_t shift = 0;
 };
-// Encodes `m` (> 0); error if it cannot be represented with shift in [0, max_shift].
+// m (> 0, finite) = mantissa * 2^-shift with mantissa in [2^(bits-1), 2^bits), rounded down
+// (dir < 0), to nearest (0) or up (> 0); shift unbounded (the caller checks its field).
+Scale16 split_mantissa(double m, int bits, int dir);
+// Encodes `m` (> 0) with a 15-bit mantissa (a signed 16-bit field) rounded to nearest, giving up mantissa
+// bits when the shift would exceed max_shift; error if it cannot be represented with shift
+// in [0, max_shift].
 Result<Scale16> encode_scale16(double m, int max_shift);
 // Splits `m` over two multipliers applied in sequence with a rounding shift between them,
 // m ~ A * 2^-s1 * B * 2^-s2, keeping |v| * A / 2^s1 < 2^30 for |v| <= vmax. Candidates A

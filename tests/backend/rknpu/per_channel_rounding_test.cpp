@@ -8,6 +8,7 @@
 // multipliers (about 26 bits together) cannot resolve like TFLite's 31-bit multiplier.
 #include <gtest/gtest.h>
 
+#include "backend/rknpu/lower.h"
 #include "backend/rknpu/rknpu_test_util.h"
 
 namespace tessera::rknpu_test {
@@ -81,6 +82,43 @@ TEST(RknpuPerChannelRounding, ClampedLayersAreExactInOnePass) {
   // Nothing to split: both settings compile the same single pass.
   EXPECT_EQ(exact.exact, fast.exact);
   EXPECT_DOUBLE_EQ(exact.modelled, fast.modelled);
+}
+
+// The two refusals of split_by_sign, each tripped by an output scale: the layer then runs
+// in one pass (rounding negatives at the common shift, within one step) and says why.
+TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
+  struct Refusal {
+    float out_scale;  // weight scales are 0.002 * (1 + c % 7), the input's 0.02
+    const char* reason;
+  };
+  // 4.0: M = 1e-5 .. 7e-5, the common shift 16 exceeds what the EW scale can restore.
+  // 0.0005: channels with c % 7 == 6 have M = 0.56 >= 1/2 (shift 0) while others shift 3.
+  for (const Refusal& rf : {Refusal{4.0f, "output shift 16 leaves no EW scale"}, Refusal{0.0005f, "multiplier is >= 1/2"}}) {
+    ConvSpec s;
+    s.h = s.w = 10;
+    s.ic = s.oc = 32;
+    s.k = 3;
+    s.dtype = DType::i8;
+    s.per_channel = true;
+    s.seed = 77;
+    std::vector<uint8_t> input;
+    Graph g = build_conv(s, input);
+    g.tensor(g.outputs[0]).quant = QuantParams{{rf.out_scale}, {3}};
+    auto op = rknpu::lower_node(g, g.nodes()[0]);
+    ASSERT_TRUE(op.ok()) << op.status().to_string();
+    auto parts = rknpu::split_by_sign(*op);
+    ASSERT_FALSE(parts.ok()) << rf.reason;
+    EXPECT_NE(parts.status().message().find(rf.reason), std::string::npos) << parts.status().message();
+    Compare exact = run_and_compare(g, input, {{"rounding", "exact"}}), fast = run_and_compare(g, input, {{"rounding", "fast"}});
+    ASSERT_TRUE(exact.error.empty()) << exact.error;
+    EXPECT_TRUE(exact.all_on_npu) << exact.fallback;
+    EXPECT_LE(exact.max_diff, 1) << rf.reason;
+    // One pass under either setting: the same values and the same modelled time.
+    EXPECT_EQ(exact.exact, fast.exact) << rf.reason;
+    EXPECT_DOUBLE_EQ(exact.modelled_seconds, fast.modelled_seconds) << rf.reason;
+    std::printf("[rknpu per-channel] unsplit (%s): %lld of %lld values differ\n", rf.reason,
+                static_cast<long long>(exact.n - exact.exact), static_cast<long long>(exact.n));
+  }
 }
 
 }  // namespace
