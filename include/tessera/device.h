@@ -99,7 +99,8 @@ struct Counters {
   int64_t allocations = 0;       // currently live allocations
   int64_t executes = 0;
   std::vector<NodeTime> last_nodes;  // per node, from the last execute()
-  std::vector<double> modelled_core_seconds;  // device models with several cores: busy time per core, last execute()
+  std::vector<double> modelled_core_seconds;  // device models with several cores: busy time per core, all executes
+  double modelled_clock_seconds = 0;  // device models whose sessions share one modelled clock: when its last work ends
 };
 
 // Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).

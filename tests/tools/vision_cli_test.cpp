@@ -55,6 +55,22 @@ TEST_F(VisionCli, ClassifyGraceHopperWithBothMobileNetV2) {
   }
 }
 
+// bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread
+// over the three cores (modelled); refused where there is no multi-core device model.
+TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  ASSERT_EQ(run("bench " + model + " --device rknpu -r 2 --streams 3 --top 1"), 0) << err_;
+  EXPECT_NE(out_.find("core0 1."), std::string::npos) << out_;  // one stream: core 0 only
+  EXPECT_NE(out_.find("core1 0.000 ms core2 0.000 ms"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("3 streams (modelled, not measured)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("3.00x one stream's"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("core0 100% core1 100% core2 100%"), std::string::npos) << out_;
+  ASSERT_EQ(run("bench " + model + " --device rknpu -r 3 --streams 4 --top 0"), 0) << err_;
+  EXPECT_NE(out_.find("3.00x one stream's"), std::string::npos) << "four streams share three cores: " << out_;
+  EXPECT_NE(run("bench " + model + " -r 1 --streams 2"), 0);
+  EXPECT_NE(err_.find("--streams needs a device model with several cores"), std::string::npos) << err_;
+}
+
 TEST_F(VisionCli, LabelsWithBackgroundLineOnA1000ClassModel) {
   // imagenet_labels.txt has 1001 lines (background first); the NCHW model has 1000
   // classes, so index 652 must read "military uniform", not "mortarboard"'s neighbour.

@@ -9,6 +9,53 @@
 
 namespace tessera::cli {
 
+namespace {
+
+// Random seeded inputs (never all zeros) for every input of `s`.
+void fill_random_inputs(Session& s) {
+  std::mt19937 rng(1234);
+  for (size_t i = 0; i < s.graph().inputs.size(); ++i) {
+    const Tensor& t = s.graph().tensor(s.graph().inputs[i]);
+    std::vector<uint8_t> bytes(take(t.host_bytes()));
+    if (t.dtype == DType::f32) {
+      std::uniform_real_distribution<float> d(-1, 1);
+      for (size_t k = 0; k + 4 <= bytes.size(); k += 4) {
+        float v = d(rng);
+        std::memcpy(&bytes[k], &v, 4);
+      }
+    } else {
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    }
+    take(s.set_input(i, bytes.data(), static_cast<int64_t>(bytes.size())));
+  }
+}
+
+// A multi-core device model's clock and per-core busy time, read between runs.
+struct ModelClock {
+  double clock = 0;
+  std::vector<double> cores;
+  static ModelClock read(const Device* d) {
+    if (!d) return {};
+    return {d->counters().modelled_clock_seconds, d->counters().modelled_core_seconds};
+  }
+  ModelClock since(const ModelClock& earlier) const {
+    ModelClock r{clock - earlier.clock, cores};
+    for (size_t c = 0; c < r.cores.size() && c < earlier.cores.size(); ++c) r.cores[c] -= earlier.cores[c];
+    return r;
+  }
+  // Per core: busy ms per run (runs > 0), or the busy share of the clock (runs == 0).
+  void print(const std::string& what, int runs) const {
+    fmt::print("{}", what);
+    for (size_t c = 0; c < cores.size(); ++c) {
+      if (runs > 0) fmt::print(" core{} {:.3f} ms", c, cores[c] / runs * 1e3);
+      else fmt::print(" core{} {:.0f}%", c, clock > 0 ? 100 * cores[c] / clock : 0.0);
+    }
+    fmt::print("\n");
+  }
+};
+
+}  // namespace
+
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure a model's latency (random seeded inputs) and per-op profile");
   struct Args {
@@ -16,6 +63,7 @@ void add_bench_command(CLI::App& app) {
     int runs = 10;
     int warmup = 1;
     int top = 15;
+    int streams = 1;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -23,29 +71,28 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--runs,-r", a->runs, "Timed runs")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->warmup, "Untimed warm-up runs")->check(CLI::Range(0, 1000));
   cmd->add_option("--top", a->top, "Ops to list in the profile")->check(CLI::Range(0, 100000));
+  cmd->add_option("--streams", a->streams,
+                  "Multi-core device models: then run N sessions at once (one scheduler entity each) and report the "
+                  "modelled throughput against one stream")
+      ->check(CLI::Range(1, 16));
   a->dev.add_to(cmd);
   auto llm_args = std::make_shared<GgufBenchArgs>();
   llm_args->add_to(cmd);
   cmd->callback([a, llm_args, cmd] {
     if (is_gguf_path(a->model)) return bench_gguf(a->model, a->dev, *llm_args, cmd->count("--runs") ? a->runs : 3);
     Graph g = take(load_model(a->model));
+    const Graph copy = a->streams > 1 ? g : Graph{};
     auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
-    std::mt19937 rng(1234);
-    for (size_t i = 0; i < session->graph().inputs.size(); ++i) {
-      const Tensor& t = session->graph().tensor(session->graph().inputs[i]);
-      std::vector<uint8_t> bytes(take(t.host_bytes()));
-      if (t.dtype == DType::f32) {
-        std::uniform_real_distribution<float> d(-1, 1);
-        for (size_t k = 0; k + 4 <= bytes.size(); k += 4) {
-          float v = d(rng);
-          std::memcpy(&bytes[k], &v, 4);
-        }
-      } else {
-        for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-      }
-      take(session->set_input(i, bytes.data(), static_cast<int64_t>(bytes.size())));
-    }
+    fill_random_inputs(*session);
+    // The multi-core device model the session runs on, if any (its clock and cores).
+    Device* model = nullptr;
+    for (Device* d : session->devices())
+      if (d->properties().is_model && d->properties().cores > 1) model = d;
+    if (a->streams > 1 && !model)
+      take(error(StatusCode::invalid_argument, "bench: --streams needs a device model with several cores (rknpu); '",
+                 a->dev.device, "' has none"));
     for (int i = 0; i < a->warmup; ++i) take(session->run());
+    const ModelClock before = ModelClock::read(model);
     std::vector<double> times, modelled;
     std::map<std::string, std::pair<double, double>> per_op;  // op -> (host, modelled)
     for (int i = 0; i < a->runs; ++i) {
@@ -59,6 +106,7 @@ void add_bench_command(CLI::App& app) {
         e.second += n.modelled_seconds > 0 ? n.modelled_seconds / a->runs : 0;
       }
     }
+    const ModelClock one = ModelClock::read(model).since(before);
     std::sort(times.begin(), times.end());
     std::sort(modelled.begin(), modelled.end());
     fmt::print("{} on {} ({} thread{}), {} runs\n", a->model, a->dev.device, a->dev.threads,
@@ -67,13 +115,31 @@ void add_bench_command(CLI::App& app) {
                times[times.size() / 2] * 1e3, times.back() * 1e3);
     if (modelled.back() > 0)
       fmt::print("device time (modelled, not measured): median {:.3f} ms\n", modelled[modelled.size() / 2] * 1e3);
-    // Device models with several cores: busy time per core in the last run.
-    for (Device* d : session->devices()) {
-      const auto& cores = d->counters().modelled_core_seconds;
-      if (cores.empty()) continue;
-      fmt::print("{} per core (modelled busy time, last run):", d->name());
-      for (size_t c = 0; c < cores.size(); ++c) fmt::print(" core{} {:.3f} ms", c, cores[c] * 1e3);
-      fmt::print("\n");
+    if (model) one.print(model->name() + " per core (modelled busy time, mean per run):", a->runs);
+    if (a->streams > 1) {
+      // N sessions on the same device, each its own scheduler entity, run round-robin as N
+      // host threads would. Entities opened now start at the clock's end, so the window
+      // [start, end of the last run] holds all of their work and only theirs (no warm-up:
+      // modelled time has none).
+      const ModelClock start = ModelClock::read(model);
+      std::vector<std::unique_ptr<Session>> streams;
+      for (int k = 0; k < a->streams; ++k) {
+        streams.push_back(take(Session::create(copy, take(a->dev.session_options()), session.get())));
+        fill_random_inputs(*streams.back());
+      }
+      std::vector<double> latency;
+      for (int i = 0; i < a->runs; ++i)
+        for (auto& s : streams) {
+          take(s->run());
+          latency.push_back(s->profile().modelled_seconds);
+        }
+      const ModelClock many = ModelClock::read(model).since(start);
+      std::sort(latency.begin(), latency.end());
+      const double rate1 = a->runs / one.clock, rate_n = double(a->runs) * a->streams / many.clock;
+      fmt::print("{} streams (modelled, not measured): {:.1f} inferences/s, {:.2f}x one stream's {:.1f}/s in this run; "
+                 "latency median {:.3f} ms, max {:.3f} ms\n",
+                 a->streams, rate_n, rate_n / rate1, rate1, latency[latency.size() / 2] * 1e3, latency.back() * 1e3);
+      many.print(fmt::format("{} streams per core (modelled busy share of the clock):", a->streams), 0);
     }
     std::vector<std::pair<std::string, std::pair<double, double>>> ops(per_op.begin(), per_op.end());
     // Sorted by modelled time when the run was modelled, else by measured host time.

@@ -21,6 +21,9 @@ constexpr int64_t kCbufEntryBytes = 128;
 constexpr uint64_t kAddressSpace = uint64_t{1} << 32;  // 32-bit device addresses
 constexpr int64_t kPageBytes = 4096;            // buffers are page-aligned IOMMU mappings
 
+// The kernel abandons a job that runs longer than this (rknpu.md "Kernel interface").
+constexpr double kJobTimeoutSeconds = 0.5;
+
 // ---- data formats (rknpu.md "Data formats") ----
 constexpr int64_t kC2 = 16;                     // NC1HWC2 channel block for int8
 constexpr int64_t kWeightGroupOc = 32;          // conv weights: 32 output channels ...

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <map>
+#include <vector>
 
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
@@ -417,42 +418,91 @@ class Executor {
   std::vector<int32_t> acc_;  // [oc][oh][ow]
 };
 
+// The kernel's scheduling, as the model keeps it on one modelled clock shared by every
+// entity (rknpu.md "Kernel interface"; the mainline driver gives each open file one
+// drm_sched entity over the three cores' schedulers):
+//  - an entity's jobs run in submission order, one at a time; a submit's jobs stay on one
+//    core (the entity leaves a core only when idle), chosen as the least loaded: the first
+//    idle core, else the one free earliest;
+//  - implicit fences: a job waits for the last job that wrote any BO it reads or writes
+//    (only writers attach fences, so reads never delay writes);
+//  - the host waits for each submit, so an entity's next submit is issued when its previous
+//    one ends; a new entity starts at the clock's current end.
+// Submits are placed in the order they are made: a later submit never takes a core slot
+// before an earlier one's jobs (the real scheduler may interleave entities on one core).
+class Timeline {
+ public:
+  int open_entity() {
+    entity_ready_.push_back(end_);
+    return static_cast<int>(entity_ready_.size()) - 1;
+  }
+
+  // Places a submit of jobs with the given durations; fills the timing's clock fields.
+  void place(int entity, const std::vector<JobDesc>& jobs, const std::vector<double>& durations, SubmitTiming& st) {
+    st.start = entity_ready_[entity];
+    // drm_sched_pick_best: the first core with the fewest queued jobs, i.e. the first idle
+    // core when one is, else (here) the one free earliest.
+    int core = static_cast<int>(std::min_element(core_free_.begin(), core_free_.end()) - core_free_.begin());
+    for (int c = kCores - 1; c >= 0; --c)
+      if (core_free_[c] <= st.start) core = c;
+    double t = st.start;
+    st.core_busy.assign(kCores, 0.0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      double ready = std::max(t, core_free_[core]);
+      for (const auto* list : {&jobs[j].in_bos, &jobs[j].out_bos})
+        for (uint32_t h : *list)
+          if (auto it = last_write_.find(h); it != last_write_.end()) ready = std::max(ready, it->second);
+      JobTiming& jt = st.jobs[j];
+      jt.core = core;
+      jt.start = ready - st.start;
+      jt.end = jt.start + durations[j];
+      t = st.start + jt.end;
+      core_free_[core] = t;
+      st.core_busy[core] += durations[j];
+      for (uint32_t h : jobs[j].out_bos) last_write_[h] = t;
+    }
+    st.end = t;
+    st.seconds = st.end - st.start;
+    entity_ready_[entity] = t;
+    end_ = std::max(end_, t);
+  }
+
+  void forget(uint32_t handle) { last_write_.erase(handle); }
+  int entities() const { return static_cast<int>(entity_ready_.size()); }
+
+ private:
+  std::vector<double> entity_ready_{0.0};  // entity 0: the transport's own
+  std::vector<double> core_free_ = std::vector<double>(kCores, 0.0);
+  std::map<uint32_t, double> last_write_;  // BO handle -> end of the last job writing it
+  double end_ = 0;
+};
+
 class ModelTransport : public Transport {
  public:
   explicit ModelTransport(uint64_t space) : mem_(space) {}
   std::string name() const override { return "model"; }
   Result<BoInfo> create_bo(int64_t size) override { return mem_.create(size); }
-  Status destroy_bo(uint32_t h) override { return mem_.destroy(h); }
+  Status destroy_bo(uint32_t h) override {
+    TS_RETURN_IF_ERROR(mem_.destroy(h));
+    timeline_.forget(h);
+    return Status::Ok();
+  }
   Status prep_bo(uint32_t h) override { return check(h); }
   Status fini_bo(uint32_t h) override { return check(h); }
   bool modelled() const override { return true; }
+  int open_entity() override { return timeline_.open_entity(); }
 
-  Result<SubmitTiming> submit(const std::vector<JobDesc>& jobs) override {
+  Result<SubmitTiming> submit(int entity, const std::vector<JobDesc>& jobs) override {
+    if (entity < 0 || entity >= timeline_.entities())
+      return error(StatusCode::invalid_argument, "unknown scheduler entity ", entity);
     SubmitTiming st;
-    st.core_busy.assign(kCores, 0.0);
-    std::vector<double> core_free(kCores, 0.0);
+    std::vector<double> durations;
     for (size_t j = 0; j < jobs.size(); ++j) {
       const JobDesc& job = jobs[j];
+      if (job.tasks.empty()) return error(StatusCode::invalid_argument, "job ", j, " has no tasks (the kernel rejects it)");
       for (uint32_t h : job.in_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
       for (uint32_t h : job.out_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
-      // Implicit fences (as the kernel's scheduler): wait for earlier jobs that write what
-      // this job reads or writes, and for earlier readers of what it writes.
-      double ready = 0;
-      for (size_t k = 0; k < j; ++k) {
-        auto hits = [](const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-          for (uint32_t x : a)
-            for (uint32_t y : b)
-              if (x == y) return true;
-          return false;
-        };
-        const JobDesc& p = jobs[k];
-        if (hits(job.in_bos, p.out_bos) || hits(job.out_bos, p.out_bos) || hits(job.out_bos, p.in_bos))
-          ready = std::max(ready, st.jobs[k].end);
-      }
-      int core = static_cast<int>(std::min_element(core_free.begin(), core_free.end()) - core_free.begin());
       JobTiming jt;
-      jt.core = core;
-      jt.start = std::max(ready, core_free[core]);
       double t = kJobOverheadSeconds;
       for (size_t k = 0; k < job.tasks.size(); ++k) {
         const TaskDesc& td = job.tasks[k];
@@ -469,12 +519,10 @@ class ModelTransport : public Transport {
         t += tt->seconds;
         jt.tasks.push_back(*tt);
       }
-      jt.end = jt.start + t;
-      core_free[core] = jt.end;
-      st.core_busy[core] += t;
-      st.seconds = std::max(st.seconds, jt.end);
+      durations.push_back(t);
       st.jobs.push_back(std::move(jt));
     }
+    timeline_.place(entity, jobs, durations, st);
     return st;
   }
 
@@ -483,6 +531,7 @@ class ModelTransport : public Transport {
     return mem_.exists(h) ? Status::Ok() : error(StatusCode::invalid_argument, "unknown buffer object handle ", h);
   }
   Memory mem_;
+  Timeline timeline_;
 };
 
 }  // namespace

@@ -117,25 +117,23 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     c.op.weights.clear();
     c.op.weights.shrink_to_fit();
   }
-  // Jobs. Mesa: one job per op. Tessera: an op joins the job whose last op produced its
-  // input (a chain runs as one job on one core: one job overhead, in-order tasks);
-  // independent chains become separate jobs that the scheduler spreads over the cores.
-  std::map<TensorId, int> job_of_tensor;
+  // Jobs. The kernel runs one entity's jobs one at a time on one core, so a job boundary
+  // only adds the job's overhead: Tessera puts the segment's tasks, in execution order, in
+  // one job, starting another only when the job's estimated time would pass a fifth of the
+  // kernel's per-job timeout. Mesa makes one job per op.
+  double job_estimate = 0;
   for (size_t i = 0; i < prog->ops.size(); ++i) {
     const CompiledOp& c = prog->ops[i];
-    int job = -1;
-    if (policy == SchedulePolicy::tessera) {
-      auto it = job_of_tensor.find(c.op.input);
-      if (it != job_of_tensor.end() && prog->jobs[it->second].tasks.back().first + 1 == static_cast<int>(i)) job = it->second;
-      // The negative pass of a sign-split conv follows its positive pass (same buffers).
-      if (c.op.ew_input == c.op.output && i > 0) job = job_of_tensor.at(prog->ops[i - 1].op.output);
-    }
-    if (job < 0) {
-      job = static_cast<int>(prog->jobs.size());
+    const double estimate = double(c.op.macs) / (double(kMacsPerCycle) * kClockHz) /
+                                (c.op.int16 ? kInt16MacRateFactor : 1.0) /
+                                (c.op.type == NpuOpType::depthwise ? kDepthwiseMacEfficiency : 1.0) +
+                            double(c.tiling.tiles.size()) * kTaskOverheadSeconds;
+    if (policy == SchedulePolicy::mesa || prog->jobs.empty() || job_estimate + estimate > kJobTimeoutSeconds / 5) {
       prog->jobs.emplace_back();
+      job_estimate = 0;
     }
-    for (size_t k = 0; k < c.tiling.tiles.size(); ++k) prog->jobs[job].tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
-    job_of_tensor[c.op.output] = job;
+    job_estimate += estimate;
+    for (size_t k = 0; k < c.tiling.tiles.size(); ++k) prog->jobs.back().tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
   }
   return prog;
 }

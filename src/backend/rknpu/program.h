@@ -39,6 +39,7 @@ class RknpuProgram : public Program {
   std::vector<JobPlan> jobs;
   SchedulePolicy policy = SchedulePolicy::tessera;
   std::vector<std::string> notes;  // fusion decisions, for dumps
+  int entity = 0;                  // the transport's scheduler entity its jobs are submitted to
 
   // Built for one set of addresses (re-built when the bindings move).
   std::vector<uint32_t> bound_signature;

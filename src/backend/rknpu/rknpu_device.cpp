@@ -2,6 +2,7 @@
 // in int8 NC1HWC2 buffer objects (one per tensor, 32-bit NPU addresses); conv, depthwise,
 // add and pooling nodes compile to register command streams that run on the device model
 // (default) or, through the rocket transport, on a board.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -142,6 +143,11 @@ class RknpuDevice : public Device {
                        f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
       }
     TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_));
+    // One scheduler entity per session (its programs share the session's graph): a session's
+    // segments run in order, while sessions sharing this device can use other cores.
+    auto [it, fresh] = entity_of_graph_.try_emplace(seg.graph, 0);
+    if (fresh && entity_of_graph_.size() > 1) it->second = transport_->open_entity();
+    prog->entity = it->second;
     return std::unique_ptr<Program>(std::move(prog));
   }
 
@@ -156,7 +162,7 @@ class RknpuDevice : public Device {
     }
     TS_RETURN_IF_ERROR(bind_program(p, transport_.get(), bo_of));
     auto t0 = std::chrono::steady_clock::now();
-    TS_ASSIGN_OR_RETURN(SubmitTiming st, transport_->submit(p.job_descs));
+    TS_ASSIGN_OR_RETURN(SubmitTiming st, transport_->submit(p.entity, p.job_descs));
     double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (dump_enabled()) TS_RETURN_IF_ERROR(dump_program(p, bo_of, transport_.get(), counters_.executes));
     // Per node: the modelled time of its op's tasks, with each job's overhead charged to
@@ -180,7 +186,9 @@ class RknpuDevice : public Device {
     }
     if (transport_->modelled()) {
       counters_.modelled_seconds += st.seconds;
-      counters_.modelled_core_seconds = st.core_busy;
+      counters_.modelled_core_seconds.resize(st.core_busy.size());
+      for (size_t c = 0; c < st.core_busy.size(); ++c) counters_.modelled_core_seconds[c] += st.core_busy[c];
+      counters_.modelled_clock_seconds = std::max(counters_.modelled_clock_seconds, st.end);
     }
     return Status::Ok();
   }
@@ -190,6 +198,7 @@ class RknpuDevice : public Device {
   SchedulePolicy policy_;
   Rounding rounding_;
   std::map<uint32_t, BoInfo> bos_;
+  std::map<const Graph*, int> entity_of_graph_;  // session (by its plan's graph) -> scheduler entity
 };
 
 }  // namespace

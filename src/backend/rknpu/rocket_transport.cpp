@@ -113,7 +113,12 @@ class RocketTransport : public Transport {
     return r < 0 ? sys_error("FINI_BO", r, node_) : Status::Ok();
   }
 
-  Result<SubmitTiming> submit(const std::vector<JobDesc>& jobs) override {
+  // One open file: one scheduler entity, so every session's jobs run one at a time.
+  // Opening a file per entity would need the BOs shared between files (PRIME), not done.
+  int open_entity() override { return 0; }
+
+  Result<SubmitTiming> submit(int entity, const std::vector<JobDesc>& jobs) override {
+    if (entity != 0) return error(StatusCode::invalid_argument, "rocket: unknown scheduler entity ", entity);
     // The kernel reads these arrays during the ioctl; they live until it returns.
     std::vector<std::vector<uapi::Task>> tasks(jobs.size());
     std::vector<uapi::Job> js(jobs.size());

@@ -45,13 +45,14 @@ struct TaskTiming {
 };
 struct JobTiming {
   int core = -1;
-  double start = 0, end = 0;  // seconds from the submit
+  double start = 0, end = 0;  // seconds from the submit's start
   std::vector<TaskTiming> tasks;
 };
 struct SubmitTiming {
-  double seconds = 0;                // makespan
+  double seconds = 0;                // from issue to the last job's end (rocket: measured)
+  double start = 0, end = 0;         // device model: on its clock, shared by all entities
   std::vector<JobTiming> jobs;
-  std::vector<double> core_busy;     // per core
+  std::vector<double> core_busy;     // per core, this submit
 };
 
 class Transport {
@@ -63,8 +64,15 @@ class Transport {
   // CPU ownership: prep before the CPU reads or writes, fini before the NPU uses it again.
   virtual Status prep_bo(uint32_t handle) = 0;
   virtual Status fini_bo(uint32_t handle) = 0;
-  // Runs the jobs (in dependency order of their BOs) and waits for them to finish.
-  virtual Result<SubmitTiming> submit(const std::vector<JobDesc>& jobs) = 0;
+  // Scheduler entities: the kernel gives each open file of the device one, and runs an
+  // entity's jobs in submission order, one at a time, on one core (the entity moves to the
+  // least loaded core only when idle). Jobs of different entities run at once on different
+  // cores. Entity 0 is the transport's own; open_entity() adds one (the rocket transport
+  // has one open file, so it returns 0: see docs/rknpu.md).
+  virtual int open_entity() = 0;
+  // Runs the jobs on `entity`, each after the jobs that wrote a BO it reads or writes
+  // (the kernel's implicit fences), and waits for them to finish.
+  virtual Result<SubmitTiming> submit(int entity, const std::vector<JobDesc>& jobs) = 0;
   // Whether submit() reports modelled time.
   virtual bool modelled() const = 0;
 };

@@ -233,13 +233,13 @@ TEST(RknpuLimits, DecoderRejectsForeignTargetsAndTheModelIncompleteTasks) {
   rknpu::JobDesc job;
   job.tasks.push_back({bo->dma_address, static_cast<uint32_t>(r.entries().size())});
   job.in_bos = {bo->handle};
-  auto st = t->submit({job});
+  auto st = t->submit(0, {job});
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("job 0 task 0: convolution task without the DPU"), std::string::npos)
       << st.status().message();
   // A command buffer address outside every buffer object.
   job.tasks[0].regcmd = bo->dma_address + 0x100000;
-  auto st2 = t->submit({job});
+  auto st2 = t->submit(0, {job});
   ASSERT_FALSE(st2.ok());
   EXPECT_NE(st2.status().message().find("outside every buffer object"), std::string::npos) << st2.status().message();
 }

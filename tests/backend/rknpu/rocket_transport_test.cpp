@@ -136,7 +136,7 @@ TEST(RocketTransport, BuffersPrepFiniSubmitAndWait) {
   job.tasks = {{a->dma_address, 40}, {a->dma_address + 384, 48}};
   job.in_bos = {a->handle};
   job.out_bos = {b->handle};
-  auto st = (*t)->submit({job, job});
+  auto st = (*t)->submit(0, {job, job});
   ASSERT_TRUE(st.ok()) << st.status().to_string();
   ASSERT_EQ(k->submitted.size(), 2u);
   EXPECT_EQ(k->submitted[0].tasks.size(), 2u);
@@ -151,7 +151,7 @@ TEST(RocketTransport, BuffersPrepFiniSubmitAndWait) {
   EXPECT_EQ(*(it + 1), "prep " + std::to_string(b->handle) + " timeout 500000000");
   // Errors from the kernel come back with the call's name; a timeout says what it waited for.
   k->fail_next = -EINVAL;
-  auto bad = (*t)->submit({job});
+  auto bad = (*t)->submit(0, {job});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("SUBMIT"), std::string::npos) << bad.status().message();
   k->fail_next = -ETIMEDOUT;
