@@ -72,6 +72,15 @@ TEST(RknpuLimits, WidthAbove2047) {
   expect_fallback(conv_note(s), "must be <= 2047");
 }
 
+TEST(RknpuLimits, ChannelsAbove8192) {
+  // A 1x1 depthwise conv over 8208 channels: the DPU's channel count field has 13 bits.
+  ConvSpec s;
+  s.h = s.w = 1, s.ic = s.oc = 8208, s.k = 1, s.depthwise = true;
+  expect_fallback(conv_note(s), "has 8208 channels, above the DPU's 8192");
+  s.ic = s.oc = 8192;
+  EXPECT_EQ(conv_note(s).rfind("rknpu", 0), 0u) << conv_note(s);
+}
+
 TEST(RknpuLimits, DilationAndDepthMultiplier) {
   ConvSpec s;
   s.h = s.w = 8, s.ic = s.oc = 4, s.k = 1;

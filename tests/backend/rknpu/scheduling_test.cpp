@@ -11,6 +11,7 @@
 #include "backend/rknpu/emit.h"
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
+#include "backend/rknpu/program.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
@@ -188,6 +189,53 @@ TEST(RknpuScheduling, SessionsSharingTheDeviceRunOnOtherCores) {
   EXPECT_DOUBLE_EQ(busy[2], 0.0);
   // Both sessions compute the same thing.
   EXPECT_EQ(*(*first)->output(0), *(*second)->output(0));
+}
+
+// Tessera's schedule puts a segment in one job, but starts another before the estimated
+// time passes a fifth of the kernel's 500 ms job timeout (compile only: nothing runs).
+TEST(RknpuScheduling, JobsSplitBeforeAFifthOfTheKernelTimeout) {
+  // Four 3x3 convs 224x224x256 -> 256, int8 MACs: 29.6 G MACs, about 29 ms each.
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, 224, 224, 256};
+  x.dtype = DType::u8;
+  x.quant = {{0.02f}, {128}};
+  x.role = Role::input;
+  TensorId cur = g.add_tensor(x);
+  g.inputs = {cur};
+  std::mt19937 rng(9);
+  for (int i = 0; i < 4; ++i) {
+    TensorId w = add_const(g, "w" + std::to_string(i), {256, 3, 3, 256}, DType::u8, {{0.004f}, {128}},
+                           random_codes(256 * 9 * 256, rng, 28, 227));  // within +-100: int8 MACs
+    std::vector<uint8_t> bias(256 * 4, 0);
+    TensorId b = add_const(g, "b" + std::to_string(i), {256}, DType::i32, {{0.02f * 0.004f}, {0}}, bias);
+    auto y = g.add_op(OpKind::conv2d, {cur, w, b},
+                      {{"stride_h", int64_t{1}}, {"stride_w", int64_t{1}}, {"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}},
+                       {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}}, {"activation", std::string("relu")}},
+                      "conv" + std::to_string(i), DType::u8, QuantParams{{0.05f}, {0}});
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    cur = *y;
+  }
+  g.outputs = {cur};
+  Segment seg;
+  seg.graph = &g;
+  seg.nodes = {0, 1, 2, 3};
+  auto t = rknpu::make_model_transport(rknpu::kAddressSpace);
+  auto prog = rknpu::compile_segment(seg, t.get(), rknpu::SchedulePolicy::tessera);
+  ASSERT_TRUE(prog.ok()) << prog.status().to_string();
+  for (const auto& op : (*prog)->ops) ASSERT_FALSE(op.op.int16) << "the test means int8 MACs";
+  // Each conv: 29 ms of MACs plus the overheads of its hundreds of tasks (the weights
+  // stream in output-channel chunks), about 40 ms: two per job.
+  std::printf("[rknpu] 4 convs: %s; tasks per op %zu\n", (*prog)->describe().c_str(), (*prog)->ops[0].tiling.tiles.size());
+  ASSERT_EQ((*prog)->jobs.size(), 2u) << (*prog)->describe();
+  EXPECT_EQ((*prog)->jobs[0].tasks.front().first, 0);
+  EXPECT_EQ((*prog)->jobs[0].tasks.back().first, 1);
+  EXPECT_EQ((*prog)->jobs[1].tasks.front().first, 2) << "jobs split between ops";
+  EXPECT_EQ((*prog)->jobs[1].tasks.back().first, 3);
+  auto mesa = rknpu::compile_segment(seg, t.get(), rknpu::SchedulePolicy::mesa);
+  ASSERT_TRUE(mesa.ok()) << mesa.status().to_string();
+  EXPECT_EQ((*mesa)->jobs.size(), 4u) << "Mesa: one job per op";
 }
 
 }  // namespace
