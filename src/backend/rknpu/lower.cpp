@@ -175,6 +175,19 @@ struct ConvTensors {
   bool fc = false;
 };
 
+// Weights [A, KH, KW, B] (conv: A = OC, B = IC; depthwise: A = 1, B = C) dilated by
+// (dh, dw) -> the kernel they span, [A, (KH-1)*dh+1, (KW-1)*dw+1, B], zero between taps.
+std::vector<int32_t> expand_dilated(const std::vector<int32_t>& d, const Shape& s, int64_t dh, int64_t dw) {
+  const int64_t a = s[0], kh = s[1], kw = s[2], b = s[3];
+  const int64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
+  std::vector<int32_t> e(static_cast<size_t>(a * eh * ew * b), 0);
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        std::copy_n(d.begin() + ((i * kh + y) * kw + x) * b, b, e.begin() + ((i * eh + y * dh) * ew + x * dw) * b);
+  return e;
+}
+
 Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const LowerOptions& opts) {
   const bool dw = t.depthwise;
   NpuOp op;
@@ -194,22 +207,27 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     const Tensor& b = *t.b;
     if (b.dtype != DType::i32 || !b.data) return no(n, "bias '" + b.name + "' is not a constant i32 tensor");
   }
-  if (n.attr_int("dilation_h", 1) != 1 || n.attr_int("dilation_w", 1) != 1)
-    return no(n, "dilation " + std::to_string(n.attr_int("dilation_h", 1)) + "x" + std::to_string(n.attr_int("dilation_w", 1)) +
-                     " is not lowered (dilation 1 only, as Mesa)");
+  const int64_t dil_h = n.attr_int("dilation_h", 1), dil_w = n.attr_int("dilation_w", 1);
+  if (dil_h < 1 || dil_w < 1) return no(n, "dilation " + std::to_string(dil_h) + "x" + std::to_string(dil_w));
   if (dw && n.attr_int("depth_multiplier", 1) != 1) return no(n, "depth_multiplier != 1");
 
   op.input = n.inputs[0];
   op.output = n.outputs[0];
   op.in_h = x.shape[1], op.in_w = x.shape[2], op.in_c = x.shape[3];
   op.out_h = y.shape[1], op.out_w = y.shape[2], op.out_c = y.shape[3];
-  op.kh = w.shape[1], op.kw = w.shape[2];
+  // A dilated kernel runs as the kernel it spans, (k - 1) * dilation + 1, with zero weights
+  // between the taps (expand_dilated): the same sums, exactly, for the MACs of the span.
+  // The CNA's atrous fields are not used: their encoding is not documented.
+  op.kh = (w.shape[1] - 1) * dil_h + 1, op.kw = (w.shape[2] - 1) * dil_w + 1;
   op.stride_h = n.attr_int("stride_h", 1), op.stride_w = n.attr_int("stride_w", 1);
   op.pad_top = n.attr_int("pad_top", 0), op.pad_left = n.attr_int("pad_left", 0);
   // Field limits (register database; rknpu.md): kernel <= 31, stride <= 7, top/left pad <= 15.
   if (!fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH, op.kw) || !fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT, op.kh))
-    return no(n, "kernel " + std::to_string(op.kh) + "x" + std::to_string(op.kw) + " exceeds the CNA's " +
-                     std::to_string(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH.max()));
+    return no(n, "kernel " + std::to_string(op.kh) + "x" + std::to_string(op.kw) +
+                     (dil_h > 1 || dil_w > 1 ? " (" + std::to_string(w.shape[1]) + "x" + std::to_string(w.shape[2]) + " dilated " +
+                                                   std::to_string(dil_h) + "x" + std::to_string(dil_w) + ")"
+                                             : std::string()) +
+                     " exceeds the CNA's " + std::to_string(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH.max()));
   if (!fits(regs::CNA::CONV_CON3__CONV_X_STRIDE, op.stride_w) || !fits(regs::CNA::CONV_CON3__CONV_Y_STRIDE, op.stride_h) ||
       op.stride_w < 1 || op.stride_h < 1)
     return no(n, "stride " + std::to_string(op.stride_h) + "x" + std::to_string(op.stride_w) + " outside 1.." +
@@ -226,23 +244,26 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   const int64_t in_zp = x.quant.zero_point_at(0), out_zp = y.quant.zero_point_at(0);
   const double si = x.quant.scale_at(0), so = y.quant.scale_at(0);
   const int64_t oc = op.out_c;
-  const int64_t per_oc = dw ? op.kh * op.kw : op.kh * op.kw * op.in_c;  // weights per output channel
+  const int64_t per_oc = dw ? op.kh * op.kw : op.kh * op.kw * op.in_c;  // weights per output channel (spanned kernel)
+  const int64_t taps = w.shape[1] * w.shape[2] * (dw ? 1 : op.in_c);     // the same, as stored (before dilation)
   if (w.quant.per_axis() && static_cast<int64_t>(w.quant.scale.size()) != oc)
     return no(n, "weights quantized along an axis with " + std::to_string(w.quant.scale.size()) + " scales for " +
                      std::to_string(oc) + " channels");
   op.per_channel = w.quant.per_axis();
-  // d = w - w_zp; the channel of element i is i / per_oc (conv, [OC,KH,KW,IC]) or i % C (dw).
+  // d = w - w_zp; the channel of element i is i / taps (conv, [OC,KH,KW,IC]) or i % C (dw).
   std::vector<int32_t> d = const_values(w);
   std::vector<int64_t> dsum(oc, 0);
   bool fits8 = true;
   for (size_t i = 0; i < d.size(); ++i) {
-    int64_t c = dw ? static_cast<int64_t>(i) % oc : static_cast<int64_t>(i) / per_oc;
+    int64_t c = dw ? static_cast<int64_t>(i) % oc : static_cast<int64_t>(i) / taps;
     d[i] -= static_cast<int32_t>(w.quant.zero_point_at(op.per_channel ? c : 0));
     fits8 = fits8 && d[i] >= -128 && d[i] <= 127;
     dsum[c] += d[i];
   }
   op.int16 = !fits8;
   const int eb = op.int16 ? 2 : 1;
+  const Shape wshape = dil_h > 1 || dil_w > 1 ? Shape{w.shape[0], op.kh, op.kw, w.shape[3]} : w.shape;
+  if (wshape != w.shape) d = expand_dilated(d, w.shape, dil_h, dil_w);
   if (op.int16) {
     op.cvt_offset = off_in - static_cast<int32_t>(in_zp);  // a + cvt_offset = q - in_zp
     op.pad_value = 0;                                      // padding applies after the conversion
@@ -250,17 +271,17 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     op.pad_value = static_cast<int32_t>(in_zp) - off_in;   // padding holds the input zero point
   }
   if (dw) {
-    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_dw_geometry(w.shape));
+    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_dw_geometry(wshape));
     op.weight_bytes = geo.elements() * eb;
     if (opts.pack) {
-      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_dw_weights(w.shape, d, eb));
+      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_dw_weights(wshape, d, eb));
     }
   } else {
     if (w.shape[3] != op.in_c) return no(n, "weights input channels differ from the input's");
-    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_conv_geometry(w.shape));
+    TS_ASSIGN_OR_RETURN(auto geo, convert::rk_conv_geometry(wshape));
     op.weight_bytes = geo.elements() * eb;
     if (opts.pack) {
-      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_conv_weights(w.shape, d, eb));
+      TS_ASSIGN_OR_RETURN(op.weights, convert::pack_rk_conv_weights(wshape, d, eb));
     }
   }
   op.macs = op.out_h * op.out_w * oc * per_oc;

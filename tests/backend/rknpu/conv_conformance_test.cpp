@@ -94,6 +94,50 @@ TEST(RknpuConformance, DepthwiseGrid) {
   EXPECT_GT(r.exact, r.values * 8 / 10);
 }
 
+// Dilated kernels run as the kernel they span with zero weights between the taps: exact
+// wherever the undilated grid is. (DeepLab's atrous depthwise layers are 3x3 dilated 2.)
+TEST(RknpuConformance, DilatedGrid) {
+  GridResult r;
+  uint32_t seed = 3000;
+  int index = 0;
+  for (bool depthwise : {false, true})
+    for (int64_t size : {9, 33})
+      for (int64_t k : {3, 5})
+        for (int64_t dilation : {2, 4})
+          for (int64_t stride : {1, 2})
+            for (bool same : {true, false}) {
+              ConvSpec s;
+              s.h = s.w = size;
+              s.ic = s.oc = depthwise ? 96 : 24;
+              s.k = k, s.dilation = dilation, s.stride = stride, s.same = same, s.depthwise = depthwise;
+              s.seed = seed++;
+              if (!same && size < s.span()) continue;
+              ++index;
+              s.narrow_weights = index % 3 == 1;
+              if (index % 3 == 2) s.dtype = DType::i8, s.per_channel = true;
+              if (index % 4 == 0) s.activation = "relu6";
+              std::vector<uint8_t> input;
+              Graph g = build_conv(s, input);
+              Compare c = run_and_compare(g, input);
+              ASSERT_TRUE(c.error.empty()) << s.label() << ": " << c.error;
+              // The span's zero weights count against the CBUF like any others: the int16
+              // 5x5 dilated 4 (17x17) conv's 32-kernel group exceeds the weight banks.
+              if (!c.all_on_npu) {
+                EXPECT_NE(c.fallback.find("CBUF weight banks"), std::string::npos) << s.label() << ": " << c.fallback;
+                r.fallbacks++;
+              }
+              EXPECT_LE(c.max_diff, 1) << s.label();
+              r.cases++;
+              r.values += c.n;
+              r.exact += c.exact;
+              r.max_diff = std::max(r.max_diff, c.max_diff);
+            }
+  report("dilated conv and depthwise", r);
+  EXPECT_GT(r.cases, 40);
+  EXPECT_LE(r.fallbacks, 4);
+  EXPECT_GE(r.exact * 10'000, r.values * 9'999);  // near-ties only
+}
+
 // rounding=fast fuses the add into the conv's EW stage (as Mesa does); the conv then
 // rounds with one 16-bit multiplier.
 TEST(RknpuConformance, ConvWithFusedAddGrid) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/rknpu/hw.h"
+#include "backend/rknpu/lower.h"
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "backend/rknpu/transport.h"
@@ -81,10 +82,24 @@ TEST(RknpuLimits, ChannelsAbove8192) {
   EXPECT_EQ(conv_note(s).rfind("rknpu", 0), 0u) << conv_note(s);
 }
 
-TEST(RknpuLimits, DilationAndDepthMultiplier) {
+TEST(RknpuLimits, DilatedKernelSpanAbove31) {
+  // A dilated kernel runs as the kernel it spans, which must fit the CNA's 5-bit field.
   ConvSpec s;
-  s.h = s.w = 8, s.ic = s.oc = 4, s.k = 1;
-  expect_fallback(conv_note(s, {{"dilation_h", int64_t{2}}, {"dilation_w", int64_t{2}}}), "dilation 2x2");
+  s.h = s.w = 40, s.ic = s.oc = 4, s.k = 3, s.same = false, s.dilation = 16;
+  expect_fallback(conv_note(s), "kernel 33x33 (3x3 dilated 16x16) exceeds the CNA's 31");
+  s.dilation = 15;
+  EXPECT_EQ(conv_note(s).rfind("rknpu: npu conv", 0), 0u) << conv_note(s);
+}
+
+TEST(RknpuLimits, DepthMultiplierAbove1) {
+  ConvSpec s;
+  s.h = s.w = 8, s.ic = s.oc = 4, s.k = 3, s.depthwise = true;
+  std::vector<uint8_t> input;
+  Graph g = build_conv(s, input);
+  g.nodes()[0].attrs["depth_multiplier"] = int64_t{2};
+  auto op = rknpu::lower_node(g, g.nodes()[0]);
+  ASSERT_FALSE(op.ok());
+  EXPECT_NE(op.status().message().find("depth_multiplier != 1"), std::string::npos) << op.status().message();
 }
 
 TEST(RknpuLimits, UnsupportedActivation) {

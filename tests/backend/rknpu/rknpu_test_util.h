@@ -18,6 +18,7 @@ namespace tessera::rknpu_test {
 
 struct ConvSpec {
   int64_t h = 8, w = 8, ic = 16, oc = 16, k = 3, stride = 1;
+  int64_t dilation = 1;  // the kernel spans (k - 1) * dilation + 1
   bool same = true;
   bool depthwise = false;
   DType dtype = DType::u8;
@@ -27,12 +28,13 @@ struct ConvSpec {
   bool residual_add = false;  // add the input... (requires ic == oc, stride 1, same)
   uint32_t seed = 1;
 
-  int64_t out_h() const { return same ? (h + stride - 1) / stride : (h - k) / stride + 1; }
-  int64_t out_w() const { return same ? (w + stride - 1) / stride : (w - k) / stride + 1; }
+  int64_t span() const { return (k - 1) * dilation + 1; }
+  int64_t out_h() const { return same ? (h + stride - 1) / stride : (h - span()) / stride + 1; }
+  int64_t out_w() const { return same ? (w + stride - 1) / stride : (w - span()) / stride + 1; }
   int64_t macs() const { return out_h() * out_w() * oc * k * k * (depthwise ? 1 : ic); }
   std::string label() const {
     return std::string(depthwise ? "dw" : "conv") + " " + std::to_string(h) + "x" + std::to_string(w) + "x" +
-           std::to_string(ic) + "->" + std::to_string(oc) + " k" + std::to_string(k) + " s" + std::to_string(stride) +
+           std::to_string(ic) + "->" + std::to_string(oc) + " k" + std::to_string(k) + (dilation > 1 ? " d" + std::to_string(dilation) : "") + " s" + std::to_string(stride) +
            (same ? " SAME" : " VALID") + " " + dtype_name(dtype) + (per_channel ? " per-channel" : "") +
            (narrow_weights ? " narrow" : "") + (activation != "none" ? " " + activation : "") +
            (residual_add ? " +add" : "");
@@ -104,11 +106,12 @@ inline Graph build_conv(const ConvSpec& s, std::vector<uint8_t>& input) {
   std::memcpy(bbytes.data(), bias.data(), bbytes.size());
   TensorId bi = add_const(g, "b", {oc}, DType::i32, bq, bbytes);
   const int64_t oh = s.out_h(), ow = s.out_w();
-  int64_t pad_h = std::max<int64_t>((oh - 1) * s.stride + s.k - s.h, 0), pad_w = std::max<int64_t>((ow - 1) * s.stride + s.k - s.w, 0);
+  int64_t pad_h = std::max<int64_t>((oh - 1) * s.stride + s.span() - s.h, 0), pad_w = std::max<int64_t>((ow - 1) * s.stride + s.span() - s.w, 0);
   std::map<std::string, AttrValue> attrs = {{"stride_h", s.stride}, {"stride_w", s.stride},
                                              {"pad_top", pad_h / 2}, {"pad_bottom", pad_h - pad_h / 2},
                                              {"pad_left", pad_w / 2}, {"pad_right", pad_w - pad_w / 2},
-                                             {"activation", s.activation}};
+                                             {"activation", s.activation},
+                                             {"dilation_h", s.dilation}, {"dilation_w", s.dilation}};
   if (s.depthwise) attrs["depth_multiplier"] = int64_t{1};
   // Output range from the exact results in double.
   double lo = 1e30, hi = -1e30;
@@ -120,7 +123,7 @@ inline Graph build_conv(const ConvSpec& s, std::vector<uint8_t>& input) {
         double acc = bias[c] * double(bq.scale[c]);
         for (int64_t ky = 0; ky < s.k; ++ky)
           for (int64_t kx = 0; kx < s.k; ++kx) {
-            int64_t iy = y * s.stride - pad_h / 2 + ky, ix = xx * s.stride - pad_w / 2 + kx;
+            int64_t iy = y * s.stride - pad_h / 2 + ky * s.dilation, ix = xx * s.stride - pad_w / 2 + kx * s.dilation;
             if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
             for (int64_t i = 0; i < (s.depthwise ? 1 : s.ic); ++i) {
               int64_t ch = s.depthwise ? c : i;
