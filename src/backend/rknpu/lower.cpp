@@ -83,6 +83,27 @@ Status encode_requant(NpuOp& op, int k) {
       alu = static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
     }
     std::memcpy(e, &alu, 4);
+    if (op.req_zero_weights.size() == static_cast<size_t>(oc) && op.req_zero_weights[c]) {
+      // Every input gives this channel the accumulator 0 + bias: its one value, through the
+      // DPU's stages (BS add and multiply, BN add and multiply, OUT_CVT), must be TFLite's.
+      // The channel has no other value, so any BS mantissa that gets it there is exact.
+      const int32_t b = op.req_bias[c];
+      const int32_t want = cpu::q::multiply(b, cpu::q::quantize_multiplier(op.req_m[c]));
+      auto dpu = [&](int32_t a) {
+        const int32_t bs = scale_round(b, a, pr->first.shift);
+        return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k);
+      };
+      int32_t a = pr->first.mantissa;
+      for (int32_t step = 1; dpu(a) != want && step <= 64; ++step) {
+        const int32_t cand = pr->first.mantissa + (step % 2 ? (step + 1) / 2 : -step / 2);
+        if (cand > 0 && cand < (1 << kMantissaBits) && dpu(cand) == want) a = cand;
+      }
+      if (dpu(a) != want)
+        return error(StatusCode::unsupported, "channel ", c, " (all weights zero) requantizes its bias ", b, " to ", dpu(a),
+                     ", TFLite to ", want);
+      m = static_cast<int16_t>(a);
+      std::memcpy(op.bs_table.data() + c * kBsEntryBytes + 4, &m, 2);
+    }
     op.bn_alu = op.bn_alu || alu != 0;
   }
   return Status::Ok();
@@ -254,11 +275,13 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   std::vector<int32_t> d = const_values(w);
   std::vector<int64_t> dsum(oc, 0);
   bool fits8 = true;
+  op.req_zero_weights.assign(static_cast<size_t>(oc), true);
   for (size_t i = 0; i < d.size(); ++i) {
     int64_t c = dw ? static_cast<int64_t>(i) % oc : static_cast<int64_t>(i) / taps;
     d[i] -= static_cast<int32_t>(w.quant.zero_point_at(op.per_channel ? c : 0));
     fits8 = fits8 && d[i] >= -128 && d[i] <= 127;
     dsum[c] += d[i];
+    if (d[i] != 0) op.req_zero_weights[c] = false;
   }
   op.int16 = !fits8;
   const int eb = op.int16 ? 2 : 1;
@@ -315,24 +338,32 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     const bool legacy = (x.dtype == DType::u8 || t.fc) && !op.per_channel;
     return legacy ? double(float(si) * ws) / double(float(so)) : double(float(si)) * double(ws) / double(float(so));
   };
-  int k = 0;
+  // The common output shift: the largest channel shift, over the channels with weights.
+  // A channel whose weights are all zero outputs a constant (its bias requantized), often
+  // with a placeholder scale (TFLite converters write 1e-6) whose shift would push the other
+  // channels' M * 2^k past the 16-bit multipliers; encode_requant checks its constant.
+  int k = 0, k_all = 0;
   for (int64_t c = 0; c < (op.per_channel ? oc : 1); ++c) {
     auto s1 = encode_scale16(multiplier(c), kOutShiftMax);
     if (!s1.ok()) return no(n, "scale of channel " + std::to_string(c) + ": " + s1.status().message());
-    k = std::max(k, tflite_shift(multiplier(c)));
+    k_all = std::max(k_all, tflite_shift(multiplier(c)));
+    if (!op.per_channel || !op.req_zero_weights[c]) k = std::max(k, tflite_shift(multiplier(c)));
   }
+  if (std::all_of(op.req_zero_weights.begin(), op.req_zero_weights.end(), [](bool z) { return z; })) k = k_all;
   if (!fits(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, k)) return no(n, "output shift " + std::to_string(k) + " exceeds OUT_CVT_SHIFT");
   for (int64_t c = 0; c < oc; ++c) {
     op.req_m.push_back(multiplier(c));
     op.req_shift.push_back(tflite_shift(multiplier(c)));
     op.req_vmax.push_back(abs_w[c] * amax + std::abs(double(folded[c])));
+    op.req_bias.push_back(folded[c]);
     put_bs_entry(op.bs_table, c, folded[c], Scale16{});
   }
   {
     const std::string act = n.attr_str("activation", "none");
     op.negatives_clamped = act == "relu" || act == "relu6" || out_zp == (y.dtype == DType::u8 ? 0 : -128);
   }
-  if (opts.pack) TS_RETURN_IF_ERROR(encode_requant(op, k));
+  // Encoded whether or not packing is asked: supports() must refuse what compile() would.
+  TS_RETURN_IF_ERROR(encode_requant(op, k));
   op.out_scale = {1, k};
   TS_RETURN_IF_ERROR(lower_activation(n, y, so * std::ldexp(1.0, -k), op.bn_relu, op.bn_relux, op.bn_relux_value));
   op.ew_unit = op.per_channel ? 0.0 : so * std::ldexp(1.0, -k);

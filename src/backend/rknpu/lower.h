@@ -76,6 +76,8 @@ struct NpuOp {
   // output channel, M, the largest |accumulator + bias| and TFLite's right shift for M.
   std::vector<double> req_m, req_vmax;
   std::vector<int> req_shift;
+  std::vector<int32_t> req_bias;        // per output channel: the bias (zero point folded in)
+  std::vector<bool> req_zero_weights;   // per output channel: all weights equal their zero point
   bool negatives_clamped = false;  // outputs below zero are clamped away (ReLU, or zp at the dtype's minimum)
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   int32_t ew_offset = 0;

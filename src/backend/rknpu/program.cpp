@@ -57,7 +57,9 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
   for (int ni : seg.nodes) {
     const Node& n = g.nodes()[ni];
-    TS_ASSIGN_OR_RETURN(NpuOp op, lower_node(g, n));
+    auto lowered = lower_node(g, n);
+    if (!lowered.ok()) return lowered.status().with_context(n.label());
+    NpuOp op = std::move(*lowered);
     op.nodes = {ni};
     bool fused = false;
     if (n.op == OpKind::add && rounding == Rounding::fast) {

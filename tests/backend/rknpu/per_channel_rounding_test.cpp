@@ -121,5 +121,46 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
   }
 }
 
+// Channels whose weights are all zero output a constant, their bias requantized; converters
+// give them a placeholder scale (1e-6 in MoveNet; 2e-7 here: 70,000 times below the largest
+// live scale, as in MoveNet), whose tiny multiplier must not set the common output
+// shift (the other channels' multipliers would no longer fit 16 bits). Each such channel's
+// constant is checked against TFLite when compiled.
+TEST(RknpuPerChannelRounding, ChannelsWithAllZeroWeightsAreConstants) {
+  for (const char* activation : {"none", "relu6"}) {
+    ConvSpec s;
+    s.h = s.w = 12;
+    s.ic = s.oc = 32;
+    s.k = 3;
+    s.dtype = DType::i8;
+    s.per_channel = true;
+    s.activation = activation;
+    s.seed = 91;
+    std::vector<uint8_t> input;
+    Graph g = build_conv(s, input);
+    const Node& conv = g.nodes()[0];
+    Tensor& w = g.tensor(conv.inputs[1]);
+    Tensor& b = g.tensor(conv.inputs[2]);
+    std::vector<uint8_t> wbytes(w.data->data, w.data->data + w.data->size);
+    std::vector<uint8_t> bbytes(b.data->data, b.data->data + b.data->size);
+    const int64_t taps = 3 * 3 * s.ic;
+    std::mt19937 rng(5);
+    for (int64_t c : {3, 7, 11, 19, 28}) {
+      std::fill(wbytes.begin() + c * taps, wbytes.begin() + (c + 1) * taps, 0);
+      w.quant.scale[c] = 2e-7f;
+      b.quant.scale[c] = 0.02f * 2e-7f;
+      // Real biases of -0.88 .. +0.88 (tens of output steps), in units of 4e-9.
+      const int32_t bias = static_cast<int32_t>(std::uniform_int_distribution<int>(-220'000'000, 220'000'000)(rng));
+      std::memcpy(bbytes.data() + c * 4, &bias, 4);
+    }
+    w.data = ConstData::from_vector(std::move(wbytes));
+    b.data = ConstData::from_vector(std::move(bbytes));
+    Compare r = run_and_compare(g, input);
+    ASSERT_TRUE(r.error.empty()) << activation << ": " << r.error;
+    EXPECT_TRUE(r.all_on_npu) << activation << ": " << r.fallback;
+    EXPECT_EQ(r.exact, r.n) << activation << ": max diff " << r.max_diff;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::rknpu_test
