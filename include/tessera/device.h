@@ -101,6 +101,7 @@ struct Counters {
   std::vector<NodeTime> last_nodes;  // per node, from the last execute()
   std::vector<double> modelled_core_seconds;  // device models with several cores: busy time per core, all executes
   double modelled_clock_seconds = 0;  // device models whose sessions share one modelled clock: when its last work ends
+  int64_t modelled_dram_bytes = 0;     // device models: DRAM traffic of all executes, as modelled
 };
 
 // Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).

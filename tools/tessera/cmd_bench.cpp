@@ -34,12 +34,13 @@ void fill_random_inputs(Session& s) {
 struct ModelClock {
   double clock = 0;
   std::vector<double> cores;
+  int64_t dram_bytes = 0;
   static ModelClock read(const Device* d) {
     if (!d) return {};
-    return {d->counters().modelled_clock_seconds, d->counters().modelled_core_seconds};
+    return {d->counters().modelled_clock_seconds, d->counters().modelled_core_seconds, d->counters().modelled_dram_bytes};
   }
   ModelClock since(const ModelClock& earlier) const {
-    ModelClock r{clock - earlier.clock, cores};
+    ModelClock r{clock - earlier.clock, cores, dram_bytes - earlier.dram_bytes};
     for (size_t c = 0; c < r.cores.size() && c < earlier.cores.size(); ++c) r.cores[c] -= earlier.cores[c];
     return r;
   }
@@ -115,7 +116,11 @@ void add_bench_command(CLI::App& app) {
                times[times.size() / 2] * 1e3, times.back() * 1e3);
     if (modelled.back() > 0)
       fmt::print("device time (modelled, not measured): median {:.3f} ms\n", modelled[modelled.size() / 2] * 1e3);
-    if (model) one.print(model->name() + " per core (modelled busy time, mean per run):", a->runs);
+    if (model) {
+      one.print(model->name() + " per core (modelled busy time, mean per run):", a->runs);
+      fmt::print("{} DRAM (modelled): {:.2f} MB per run, {:.2f} GB/s\n", model->name(), one.dram_bytes / 1e6 / a->runs,
+                 one.clock > 0 ? one.dram_bytes / one.clock / 1e9 : 0.0);
+    }
     if (a->streams > 1) {
       // N sessions on the same device, each its own scheduler entity, run round-robin as N
       // host threads would. Entities opened now start at the clock's end, so the window
@@ -140,6 +145,8 @@ void add_bench_command(CLI::App& app) {
                  "latency median {:.3f} ms, max {:.3f} ms\n",
                  a->streams, rate_n, rate_n / rate1, rate1, latency[latency.size() / 2] * 1e3, latency.back() * 1e3);
       many.print(fmt::format("{} streams per core (modelled busy share of the clock):", a->streams), 0);
+      fmt::print("{} streams DRAM (modelled): {:.2f} GB/s (bandwidth is modelled per core; a limit shared by the cores is not)\n",
+                 a->streams, many.clock > 0 ? many.dram_bytes / many.clock / 1e9 : 0.0);
     }
     std::vector<std::pair<std::string, std::pair<double, double>>> ops(per_op.begin(), per_op.end());
     // Sorted by modelled time when the run was modelled, else by measured host time.

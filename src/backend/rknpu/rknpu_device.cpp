@@ -189,6 +189,8 @@ class RknpuDevice : public Device {
       counters_.modelled_core_seconds.resize(st.core_busy.size());
       for (size_t c = 0; c < st.core_busy.size(); ++c) counters_.modelled_core_seconds[c] += st.core_busy[c];
       counters_.modelled_clock_seconds = std::max(counters_.modelled_clock_seconds, st.end);
+      for (const JobTiming& jt : st.jobs)
+        for (const TaskTiming& tt : jt.tasks) counters_.modelled_dram_bytes += tt.dram_bytes;
     }
     return Status::Ok();
   }
