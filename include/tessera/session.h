@@ -56,6 +56,9 @@ class Session {
   Status read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const;
 
   const RunProfile& profile() const { return profile_; }
+  // One line per compiled segment whose program describes itself: device, nodes, summary
+  // (rknpu: NPU ops, tasks and jobs). For `tessera inspect`.
+  std::vector<std::string> program_summaries() const;
 
  private:
   Session() = default;

@@ -134,6 +134,19 @@ Status Session::prepare(const Session* share) {
   return Status::Ok();
 }
 
+std::vector<std::string> Session::program_summaries() const {
+  std::vector<std::string> lines;
+  for (size_t s = 0; s < steps_.size() && s < programs_.size(); ++s) {
+    if (!programs_[s]) continue;
+    const std::string d = programs_[s]->describe();
+    if (d.empty()) continue;
+    const Step& st = steps_[s];
+    lines.push_back(plan_.devices[st.device]->name() + " nodes #" + std::to_string(st.nodes.front()) + "..#" +
+                    std::to_string(st.nodes.back()) + ": " + d);
+  }
+  return lines;
+}
+
 Status Session::set_input(size_t index, const void* data, int64_t bytes) {
   const Graph& g = plan_.graph;
   if (index >= g.inputs.size())

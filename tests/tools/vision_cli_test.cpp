@@ -55,6 +55,19 @@ TEST_F(VisionCli, ClassifyGraceHopperWithBothMobileNetV2) {
   }
 }
 
+// inspect lists the compiled programs: the NPU segment as one job (Tessera's schedule) or
+// one job per op (Mesa's).
+TEST_F(VisionCli, InspectShowsTheCompiledNpuPrograms) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  ASSERT_EQ(run("inspect " + model + " --device rknpu --brief"), 0) << err_;
+  EXPECT_NE(out_.find("compiled programs:"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("rknpu nodes #0..#"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("tasks in 1 job (tessera schedule)"), std::string::npos) << out_;
+  ASSERT_EQ(run("inspect " + model + " --device rknpu --device-opt schedule=mesa --brief"), 0) << err_;
+  EXPECT_NE(out_.find("NPU ops"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("jobs (mesa schedule)"), std::string::npos) << out_;
+}
+
 // bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread
 // over the three cores (modelled); refused where there is no multi-core device model.
 TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {
@@ -65,6 +78,7 @@ TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {
   EXPECT_NE(out_.find("3 streams (modelled, not measured)"), std::string::npos) << out_;
   EXPECT_NE(out_.find("3.00x one stream's"), std::string::npos) << out_;
   EXPECT_NE(out_.find("core0 100% core1 100% core2 100%"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("3 streams DRAM (modelled): "), std::string::npos) << out_;
   ASSERT_EQ(run("bench " + model + " --device rknpu -r 3 --streams 4 --top 0"), 0) << err_;
   EXPECT_NE(out_.find("3.00x one stream's"), std::string::npos) << "four streams share three cores: " << out_;
   EXPECT_NE(run("bench " + model + " -r 1 --streams 2"), 0);

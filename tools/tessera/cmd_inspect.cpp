@@ -29,6 +29,11 @@ void add_inspect_command(CLI::App& app) {
     SessionOptions so = take(dev->session_options());
     auto session = take(Session::create(std::move(g), so));
     fmt::print("{}", session->plan().report(!*brief));
+    const auto programs = session->program_summaries();
+    if (!programs.empty()) {
+      fmt::print("compiled programs:\n");
+      for (const auto& line : programs) fmt::print("  {}\n", line);
+    }
   });
 }
 

@@ -49,7 +49,7 @@ struct CpuProgram : Program {
   const Graph* graph = nullptr;
   std::vector<int> nodes;
   std::vector<KernelFn> kernels;
-  std::string describe() const override { return std::to_string(nodes.size()) + " cpu kernels"; }
+  std::string describe() const override { return std::to_string(nodes.size()) + (nodes.size() == 1 ? " cpu kernel" : " cpu kernels"); }
 };
 
 class CpuDevice : public Device {

@@ -21,7 +21,9 @@ std::string RknpuProgram::describe() const {
   size_t tasks = 0;
   for (const auto& j : jobs) tasks += j.tasks.size();
   std::ostringstream os;
-  os << ops.size() << " NPU ops, " << tasks << " tasks in " << jobs.size() << " jobs ("
+  auto plural = [](size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  os << plural(ops.size(), "NPU op", "NPU ops") << ", " << plural(tasks, "task", "tasks") << " in "
+     << plural(jobs.size(), "job", "jobs") << " ("
      << (policy == SchedulePolicy::mesa ? "mesa" : "tessera") << " schedule)";
   return os.str();
 }

@@ -119,7 +119,7 @@ struct TileProgram : Program {
   std::vector<int> nodes;
   std::vector<const TileKernel*> kernels;
   std::vector<KernelWork> work;
-  std::string describe() const override { return std::to_string(nodes.size()) + " tile kernels"; }
+  std::string describe() const override { return std::to_string(nodes.size()) + (nodes.size() == 1 ? " tile kernel" : " tile kernels"); }
 };
 
 class TileDevice;

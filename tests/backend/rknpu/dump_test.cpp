@@ -74,7 +74,7 @@ TEST(RknpuDump, IndexRecordsAddFusionByRoundingSetting) {
   }
   EXPECT_EQ(index[0].rfind("2 NPU ops", 0), 0u) << index[0];
   EXPECT_EQ(index[0].find("fused into"), std::string::npos) << index[0];
-  EXPECT_EQ(index[1].rfind("1 NPU ops", 0), 0u) << index[1];
+  EXPECT_EQ(index[1].rfind("1 NPU op,", 0), 0u) << index[1];
   EXPECT_NE(index[1].find("fused into"), std::string::npos) << index[1];
   EXPECT_LT(modelled[1], modelled[0]) << "fusion saves a task and a round trip through DRAM";
 }
