@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (address and undefined-behaviour sanitizers) into
-# ./build-fuzz and runs each briefly on a seed corpus.
+# ./build-fuzz and runs each briefly on a seed corpus: the GGUF and TFLite readers, and the
+# rknpu device model's register-stream decoder and executor.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; a short run suits CI)
 # A crash is saved under build-fuzz/crashes/<target>/ and makes the script fail.
 set -euo pipefail
@@ -9,7 +10,7 @@ SECONDS_PER_TARGET="${1:-30}"
 B=build-fuzz
 SHARED="${TESSERA_SHARED_DIR:-../shared}"
 # Every library is instrumented too (coverage for fuzzers that link the whole library).
-SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer"
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # The AVX2 conversion files select their instruction set with "#pragma GCC target", which
 # clang ignores; build for the host's AVX2 instead (the fuzzers run on this host).
 if grep -q avx2 /proc/cpuinfo 2>/dev/null; then SAN="$SAN -mavx2 -mfma -mf16c"; fi
@@ -51,4 +52,12 @@ seed_tflite() {
 if [ -f fuzz/tflite_fuzz.cpp ]; then
   seed_tflite "$B/corpus/tflite_fuzz"
   run_target tflite_fuzz
+fi
+
+# The rknpu register streams: the target builds its own valid tasks and mutates them; the
+# seeds pick each task once (byte 0) with no rewrite.
+if [ -f fuzz/rknpu_regcmd_fuzz.cpp ] && [ -f "$SHARED/hardware/rknpu-registers.xml" ]; then
+  mkdir -p "$B/corpus/rknpu_regcmd_fuzz"
+  for i in 0 1 2 3; do printf "\\x0$i" > "$B/corpus/rknpu_regcmd_fuzz/task$i"; done
+  run_target rknpu_regcmd_fuzz
 fi

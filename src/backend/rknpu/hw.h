@@ -55,11 +55,14 @@ inline int32_t sat32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t
 // round(v * m / 2^s), rounding half away from zero (CVT_ROUND), then saturated to int32:
 // every DPU multiplier stage (BS, BN, EW converter, OUT_CVT). The compiler uses it too when
 // it checks an encoding against TFLite (lower.cpp encode_add).
+// Shifts of 64 and more (the OUT_CVT field has 12 bits) leave 0: |v * m| < 2^63.
 inline int32_t scale_round(int64_t v, int64_t m, int s) {
-  int64_t p = v * m;
+  int64_t p = v * m;  // |v| <= 2^31, |m| <= 2^31 (register fields)
   if (s > 0) {
-    const int64_t half = int64_t{1} << (s - 1);
-    p = p >= 0 ? (p + half) >> s : -((-p + half) >> s);
+    if (s > 63) return 0;
+    const uint64_t mag = p < 0 ? uint64_t{0} - static_cast<uint64_t>(p) : static_cast<uint64_t>(p);
+    const uint64_t r = (mag + (uint64_t{1} << (s - 1))) >> s;
+    p = p < 0 ? -static_cast<int64_t>(r) : static_cast<int64_t>(r);
   }
   return sat32(p);
 }

@@ -101,8 +101,15 @@ struct Cube {
   }
 };
 
+// The bytes of an NC1HWC2 cube at `addr`, which must lie in one BO. Lines and surfaces must
+// not overlap (line >= w * 16, surf >= h * line when there are several surfaces): the model
+// does not define aliasing strides, and they would let a small BO stand for a huge cube.
 Result<Cube> map_cube(Memory& m, uint64_t addr, int64_t channels, int64_t h, int64_t w, int64_t line, int64_t surf,
                       const char* what) {
+  if (channels < 1 || h < 1 || w < 1) return error(StatusCode::invalid_argument, what, ": empty cube");
+  if ((h > 1 && line < w * kC2) || (channels > kC2 && surf < h * line))
+    return error(StatusCode::invalid_argument, what, ": line stride ", line, " / surface stride ", surf,
+                 " overlap a ", channels, "x", h, "x", w, " cube");
   int64_t len = ((channels + kC2 - 1) / kC2 - 1) * surf + (h - 1) * line + w * kC2;
   TS_ASSIGN_OR_RETURN(uint8_t * p, m.translate(addr, len, what));
   return Cube{p, line, surf};
@@ -157,6 +164,8 @@ class Executor {
     if (sx == 0 || sy == 0 || kw == 0 || kh == 0 || in_w == 0 || in_h == 0)
       return error(StatusCode::invalid_argument, "zero stride, kernel or input size");
     if (dw && ic != oc_) return error(StatusCode::invalid_argument, "depthwise with ", ic, " inputs and ", oc_, " outputs");
+    // The output cube must fit its BO before any work is done for it (post_process writes it).
+    TS_RETURN_IF_ERROR(map_destination().status());
     const bool bypass = r_.get(R::CNA::CVT_CON0__CVT_BYPASS);
     const int32_t cvt_off = r_.get_signed(R::CNA::CVT_CON1__CVT_OFFSET0);
     const int32_t cvt_scale = static_cast<int32_t>(r_.get(R::CNA::CVT_CON1__CVT_SCALE0));
@@ -177,6 +186,9 @@ class Executor {
     const int64_t wbytes = r_.get(R::CNA::WEIGHT_SIZE0__WEIGHT_BYTES);
     TS_ASSIGN_OR_RETURN(uint8_t * wp, m_.translate(r_.get(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0), wbytes, "CNA weights"));
     const int64_t wic = dw ? 1 : ic;
+    if (oc_ * kh * kw * wic * eb > wbytes)
+      return error(StatusCode::invalid_argument, "WEIGHT_BYTES ", wbytes, " hold fewer than the ", oc_, "x", kh, "x", kw, "x", wic,
+                   " weights");
     std::vector<int32_t> w(static_cast<size_t>(oc_ * kh * kw * wic));
     auto elem = [&](int64_t index) -> Result<int32_t> {
       if ((index + 1) * eb > wbytes) return error(StatusCode::out_of_range, "weight index beyond WEIGHT_BYTES");
@@ -235,6 +247,12 @@ class Executor {
     return Status::Ok();
   }
 
+  // The DPU's destination cube, oc_ x oh_ x ow_ at DST_BASE_ADDR.
+  Result<Cube> map_destination() {
+    const int64_t surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
+    return map_cube(m_, r_.get(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR), oc_, oh_, ow_, ow_ * kC2, surf, "DPU destination");
+  }
+
   // DPU_RDMA main operand (element-wise tasks): the int8 cube becomes the DPU's input.
   Status read_mrdma(TaskTiming& t) {
     if (!r_.get(R::DPU::FEATURE_MODE_CFG__FLYING_MODE) || r_.get(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE) ||
@@ -261,8 +279,8 @@ class Executor {
       return error(StatusCode::invalid_argument, "DPU cube size differs from its source");
     if (r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION) != kPrecisionInt8)
       return error(StatusCode::unsupported, "DPU output precision ", r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION), " is not modelled");
-    const int64_t line = ow_ * kC2, surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
-    TS_ASSIGN_OR_RETURN(Cube dst, map_cube(m_, r_.get(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR), oc_, oh_, ow_, line, surf, "DPU destination"));
+    const int64_t line = ow_ * kC2;
+    TS_ASSIGN_OR_RETURN(Cube dst, map_destination());
     const bool bs = !r_.get(R::DPU::BS_CFG__BS_BYPASS);
     const bool bs_alu = bs && !r_.get(R::DPU::BS_CFG__BS_ALU_BYPASS), bs_mul = bs && !r_.get(R::DPU::BS_CFG__BS_MUL_BYPASS);
     const bool bs_relu = bs && !r_.get(R::DPU::BS_CFG__BS_RELU_BYPASS), bs_relux = bs && r_.get(R::DPU::BS_CFG__BS_RELUX_EN);

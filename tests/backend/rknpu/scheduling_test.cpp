@@ -12,6 +12,7 @@
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/program.h"
+#include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
@@ -33,8 +34,9 @@ Result<BoInfo> upload(Transport& t, const std::vector<uint8_t>& bytes) {
 // A 3x3 conv 8x8x16 -> 8x8x16 compiled once; job() emits it between any two feature-map BOs.
 class TinyConv {
  public:
-  explicit TinyConv(Transport& t) : t_(t) {
+  explicit TinyConv(Transport& t, int64_t channels = 16) : t_(t), channels_(channels) {
     ConvSpec s;
+    s.ic = s.oc = channels;
     std::vector<uint8_t> input;
     g_ = build_conv(s, input);
     auto op = rknpu::lower_node(g_, g_.nodes()[0]);
@@ -46,17 +48,19 @@ class TinyConv {
     weights_ = *upload(t, op_.weights);
     bs_ = *upload(t, op_.bs_table);
   }
-  int64_t map_bytes() const { return 16 * 8 * 8; }  // NC1HWC2 [1][8][8][16]
+  int64_t map_bytes() const { return (channels_ + 15) / 16 * 16 * 8 * 8; }  // NC1HWC2 [C1][8][8][16]
   BoInfo feature_map() { return *upload(t_, std::vector<uint8_t>(static_cast<size_t>(map_bytes()), 0x21)); }
 
-  // One job reading `in` and writing `out`, its tasks chained in a fresh command buffer BO.
-  JobDesc job(const BoInfo& in, const BoInfo& out) {
+  // One job reading `in` and writing `out`, its tasks chained in a fresh command buffer BO;
+  // `patch` may rewrite each task's entries first.
+  JobDesc job(const BoInfo& in, const BoInfo& out, void (*patch)(std::vector<uint64_t>&) = nullptr) {
     rknpu::OpAddresses a{in.dma_address, out.dma_address, 0, weights_.dma_address, bs_.dma_address};
     std::vector<std::vector<uint64_t>> tasks;
     size_t total = 0;
     for (size_t k = 0; k < tiling_.tiles.size(); ++k) {
       auto e = rknpu::emit_task(op_, tiling_, tiling_.tiles[k], a, k > 0);
       EXPECT_TRUE(e.ok()) << e.status().to_string();
+      if (patch) patch(*e);
       total += rknpu::chained_size(e->size());
       tasks.push_back(*e);
     }
@@ -80,6 +84,7 @@ class TinyConv {
 
  private:
   Transport& t_;
+  int64_t channels_;
   Graph g_;
   rknpu::NpuOp op_;
   rknpu::Tiling tiling_;
@@ -137,6 +142,38 @@ TEST(RknpuScheduling, EntitiesRunAtOnceAndFencesOrderThem) {
   EXPECT_DOUBLE_EQ(d->start + d->jobs[0].start, std::min(a->end, b->end));
   EXPECT_EQ(d->jobs[0].core, a->end <= b->end ? 0 : 1);
   EXPECT_DOUBLE_EQ(d->seconds, d->end - d->start);
+}
+
+// Streams that would make the model alias surfaces or read weights past WEIGHT_BYTES are
+// errors before any work is done (a small BO must not stand for a huge cube); the fuzzer
+// (fuzz/rknpu_regcmd_fuzz.cpp) covers the rest of the decoder and executor.
+void set_register(std::vector<uint64_t>& e, const rknpu::regs::Field& f, uint32_t field_value) {
+  for (uint64_t& x : e) {
+    rknpu::Entry d = rknpu::decode_entry(x);
+    if (d.reg != f.reg) continue;
+    const uint32_t mask = static_cast<uint32_t>(f.max()) << f.low;
+    x = rknpu::encode_entry(d.target, (d.value & ~mask) | (field_value << f.low), d.reg);
+  }
+}
+
+TEST(RknpuModel, RejectsAliasingStridesAndShortWeights) {
+  auto t = rknpu::make_model_transport(rknpu::kAddressSpace);
+  TinyConv conv(*t, 48);  // three surfaces
+  BoInfo x = conv.feature_map(), y = conv.feature_map();
+  ASSERT_TRUE(t->submit(0, {conv.job(x, y)}).ok());
+  auto surf0 = t->submit(0, {conv.job(x, y, [](std::vector<uint64_t>& e) {
+                           set_register(e, rknpu::regs::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, 0);
+                         })});
+  ASSERT_FALSE(surf0.ok());
+  EXPECT_NE(surf0.status().message().find("DPU destination: line stride 128 / surface stride 0 overlap a 48x8x8 cube"),
+            std::string::npos)
+      << surf0.status().message();
+  auto short_w = t->submit(0, {conv.job(x, y, [](std::vector<uint64_t>& e) {
+                             set_register(e, rknpu::regs::CNA::WEIGHT_SIZE0__WEIGHT_BYTES, 100);
+                           })});
+  ASSERT_FALSE(short_w.ok());
+  EXPECT_NE(short_w.status().message().find("WEIGHT_BYTES 100 hold fewer than the 48x3x3x48 weights"), std::string::npos)
+      << short_w.status().message();
 }
 
 TEST(RknpuScheduling, BadSubmitsAreErrors) {

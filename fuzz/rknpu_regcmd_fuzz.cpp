@@ -1,0 +1,161 @@
+// libFuzzer target for the rknpu device model: its register-stream decoder and executor.
+// The input rewrites the stream of a valid task that the compiler emits (a 3x3 conv, a
+// depthwise conv, an element-wise add or a max pool over 8x8x16 feature maps), so that the
+// mutations start from streams that reach every block. Whatever the stream, submit() must
+// return a Status: no crash, no access outside the buffer objects, no unbounded work
+// (scripts/fuzz.sh runs it).
+//
+// Input: byte 0 picks the task; then records of 7 bytes (op, entry index u16, value u32):
+//   op % 4 == 0  the entry's 32-bit value
+//   op % 4 == 1  the entry's register offset (low 16 bits of value)
+//   op % 4 == 2  the entry's target (low 16 bits of value)
+//   op % 4 == 3  a new entry appended: target op >> 2, offset index, value
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "backend/rknpu/emit.h"
+#include "backend/rknpu/hw.h"
+#include "backend/rknpu/lower.h"
+#include "backend/rknpu/tiling.h"
+#include "backend/rknpu/transport.h"
+#include "tessera/graph.h"
+
+namespace {
+
+using namespace tessera;
+
+TensorId feature(Graph& g, const char* name, int64_t c) {
+  Tensor t;
+  t.name = name;
+  t.shape = {1, 8, 8, c};
+  t.dtype = DType::u8;
+  t.quant = {{0.02f}, {120}};
+  t.role = Role::input;
+  return g.add_tensor(t);
+}
+
+TensorId constant(Graph& g, const char* name, Shape s, DType dt, QuantParams q, uint32_t seed) {
+  Tensor t;
+  t.name = name;
+  t.shape = s;
+  t.dtype = dt;
+  t.quant = q;
+  t.role = Role::weight;
+  std::vector<uint8_t> bytes(static_cast<size_t>(t.elements() * (dt == DType::i32 ? 4 : 1)));
+  for (auto& b : bytes) b = static_cast<uint8_t>((seed = seed * 1103515245u + 12345u) >> 16);
+  if (dt == DType::i32)
+    for (size_t i = 0; i < bytes.size(); i += 4) bytes[i + 2] = bytes[i + 3] = 0;  // small biases
+  t.data = ConstData::from_vector(std::move(bytes));
+  return g.add_tensor(t);
+}
+
+struct Baseline {
+  std::vector<uint64_t> entries;  // one task, chained (no next task)
+};
+
+struct World {
+  std::unique_ptr<rknpu::Transport> t = rknpu::make_model_transport(rknpu::kAddressSpace);
+  std::vector<rknpu::BoInfo> maps;      // input, second operand, output feature maps
+  std::vector<std::vector<uint8_t>> initial;
+  rknpu::BoInfo regcmd;
+  std::vector<uint32_t> handles;
+  std::vector<Baseline> tasks;
+
+  World() {
+    for (int i = 0; i < 3; ++i) {
+      maps.push_back(*t->create_bo(8 * 8 * 16));
+      std::vector<uint8_t> bytes(static_cast<size_t>(maps.back().size));
+      for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<uint8_t>(k * 37 + i);
+      std::memcpy(maps.back().cpu, bytes.data(), bytes.size());
+      initial.push_back(std::move(bytes));
+      handles.push_back(maps.back().handle);
+    }
+    regcmd = *t->create_bo(64 * 1024);
+    handles.push_back(regcmd.handle);
+    QuantParams wq{{0.005f}, {128}}, bq{{0.0001f}, {0}}, yq{{0.05f}, {100}};
+    const std::map<std::string, AttrValue> conv_attrs = {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}},
+                                                         {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}},
+                                                         {"activation", std::string("relu6")}};
+    {  // conv 3x3 16 -> 16
+      Graph g;
+      TensorId x = feature(g, "x", 16);
+      TensorId w = constant(g, "w", {16, 3, 3, 16}, DType::u8, wq, 1);
+      TensorId b = constant(g, "b", {16}, DType::i32, bq, 2);
+      add(g, g.add_op(OpKind::conv2d, {x, w, b}, conv_attrs, "conv", DType::u8, yq));
+    }
+    {  // depthwise 3x3
+      Graph g;
+      TensorId x = feature(g, "x", 16);
+      TensorId w = constant(g, "w", {1, 3, 3, 16}, DType::u8, wq, 3);
+      TensorId b = constant(g, "b", {16}, DType::i32, bq, 4);
+      auto attrs = conv_attrs;
+      attrs["depth_multiplier"] = int64_t{1};
+      add(g, g.add_op(OpKind::depthwise_conv2d, {x, w, b}, attrs, "dw", DType::u8, yq));
+    }
+    {  // element-wise add
+      Graph g;
+      TensorId a = feature(g, "a", 16), b = feature(g, "b", 16);
+      add(g, g.add_op(OpKind::add, {a, b}, {}, "add", DType::u8, yq));
+    }
+    {  // max pool 2x2 stride 2
+      Graph g;
+      TensorId x = feature(g, "x", 16);
+      add(g, g.add_op(OpKind::max_pool2d, {x},
+                      {{"filter_h", int64_t{2}}, {"filter_w", int64_t{2}}, {"stride_h", int64_t{2}}, {"stride_w", int64_t{2}}},
+                      "pool", DType::u8, QuantParams{{0.02f}, {120}}));
+    }
+  }
+
+  // Compiles node 0 of `g` (output `y`) for the first tile, addresses on the world's BOs.
+  void add(Graph& g, Result<TensorId> y) {
+    if (!y.ok()) return;
+    auto op = rknpu::lower_node(g, g.nodes()[0]);
+    if (!op.ok()) return;
+    auto tiling = rknpu::plan_tiling(*op, rknpu::SchedulePolicy::tessera);
+    if (!tiling.ok() || tiling->tiles.empty()) return;
+    rknpu::OpAddresses a{maps[0].dma_address, maps[2].dma_address, maps[1].dma_address, 0, 0};
+    if (!op->weights.empty()) a.weights = upload(op->weights);
+    if (!op->bs_table.empty()) a.bs = upload(op->bs_table);
+    auto e = rknpu::emit_task(*op, *tiling, tiling->tiles[0], a, false);
+    if (!e.ok() || !rknpu::append_chain(*e, 0, 0).ok()) return;
+    tasks.push_back({std::move(*e)});
+  }
+
+  uint32_t upload(const std::vector<uint8_t>& bytes) {
+    rknpu::BoInfo bo = *t->create_bo(static_cast<int64_t>(bytes.size()));
+    std::memcpy(bo.cpu, bytes.data(), bytes.size());
+    handles.push_back(bo.handle);
+    return bo.dma_address;
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static World w;
+  if (w.tasks.empty() || size < 1) return 0;
+  std::vector<uint64_t> e = w.tasks[data[0] % w.tasks.size()].entries;
+  for (size_t p = 1; p + 7 <= size && e.size() < 4096; p += 7) {
+    const uint8_t op = data[p];
+    const uint16_t index = static_cast<uint16_t>(data[p + 1] | data[p + 2] << 8);
+    uint32_t value;
+    std::memcpy(&value, data + p + 3, 4);
+    uint64_t& x = e[index % e.size()];
+    switch (op % 4) {
+      case 0: x = (x & ~(uint64_t{0xFFFFFFFF} << 16)) | uint64_t{value} << 16; break;
+      case 1: x = (x & ~uint64_t{0xFFFF}) | (value & 0xFFFF); break;
+      case 2: x = (x & ~(uint64_t{0xFFFF} << 48)) | uint64_t{value & 0xFFFF} << 48; break;
+      default: e.push_back(uint64_t{static_cast<uint8_t>(op >> 2)} << 48 | uint64_t{value} << 16 | index); break;
+    }
+  }
+  for (size_t i = 0; i < w.maps.size(); ++i) std::memcpy(w.maps[i].cpu, w.initial[i].data(), w.initial[i].size());
+  std::memcpy(w.regcmd.cpu, e.data(), e.size() * 8);
+  rknpu::JobDesc job;
+  job.tasks.push_back({w.regcmd.dma_address, static_cast<uint32_t>(e.size())});
+  job.in_bos = w.handles;
+  (void)w.t->submit(0, {job});
+  return 0;
+}
