@@ -145,7 +145,7 @@ void add_bench_command(CLI::App& app) {
                  "latency median {:.3f} ms, max {:.3f} ms\n",
                  a->streams, rate_n, rate_n / rate1, rate1, latency[latency.size() / 2] * 1e3, latency.back() * 1e3);
       many.print(fmt::format("{} streams per core (modelled busy share of the clock):", a->streams), 0);
-      fmt::print("{} streams DRAM (modelled): {:.2f} GB/s (bandwidth is modelled per core; a limit shared by the cores is not)\n",
+      fmt::print("{} streams DRAM (modelled): {:.2f} GB/s\n",
                  a->streams, many.clock > 0 ? many.dram_bytes / many.clock / 1e9 : 0.0);
     }
     std::vector<std::pair<std::string, std::pair<double, double>>> ops(per_op.begin(), per_op.end());

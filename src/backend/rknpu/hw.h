@@ -79,6 +79,9 @@ constexpr int kMesaStreamWeightBanks = 5;
 // DRAM bandwidth one core sees for its DMA (LPDDR4x/5 on RK3588 boards peaks near 17 GB/s
 // for the whole SoC; a core's NVDLA-style DMA gets a fraction of it).
 constexpr double kDramBytesPerSecond = 6.0e9;
+// The SoC's DRAM bandwidth, which the three cores share when all are busy (LPDDR4x/5 on
+// RK3588 boards: about 17 GB/s at peak).
+constexpr double kSocDramBytesPerSecond = 17.0e9;
 // Fixed cost of one task: the PC fetching ~130 register writes, block setup and drain.
 constexpr double kTaskOverheadSeconds = 18e-6;
 // Fixed cost of one job: kernel scheduling, IOMMU/cache maintenance, the completion

@@ -136,9 +136,7 @@ class Executor {
     }
     if (ppu) TS_RETURN_IF_ERROR(pool(t));
     if (!cna && !dpu && !ppu) return error(StatusCode::invalid_argument, "task enables no block");
-    t.dram_seconds = double(t.dram_bytes) / kDramBytesPerSecond;
-    t.seconds = kTaskOverheadSeconds + std::max(t.mac_seconds, t.dram_seconds);
-    return t;
+    return t;  // MAC time and DRAM bytes; the timeline gives the DRAM time (Timeline::place)
   }
 
  private:
@@ -455,8 +453,11 @@ class Timeline {
     return static_cast<int>(entity_ready_.size()) - 1;
   }
 
-  // Places a submit of jobs with the given durations; fills the timing's clock fields.
-  void place(int entity, const std::vector<JobDesc>& jobs, const std::vector<double>& durations, SubmitTiming& st) {
+  // Places a submit of jobs whose tasks' MAC time and DRAM bytes are in st.jobs; fills in
+  // each task's DRAM time and time and the clock fields. A task's DRAM bandwidth is the
+  // core's own, or an equal share of the SoC's when more cores than that allows are busy
+  // as its job starts (kSocDramBytesPerSecond).
+  void place(int entity, const std::vector<JobDesc>& jobs, SubmitTiming& st) {
     st.start = entity_ready_[entity];
     // drm_sched_pick_best: the first core with the fewest queued jobs, i.e. the first idle
     // core when one is, else (here) the one free earliest.
@@ -471,12 +472,21 @@ class Timeline {
         for (uint32_t h : *list)
           if (auto it = last_write_.find(h); it != last_write_.end()) ready = std::max(ready, it->second);
       JobTiming& jt = st.jobs[j];
+      int busy = 1;
+      for (int c = 0; c < kCores; ++c) busy += c != core && core_free_[c] > ready;
+      const double bandwidth = std::min(kDramBytesPerSecond, kSocDramBytesPerSecond / busy);
+      double duration = kJobOverheadSeconds;
+      for (TaskTiming& tt : jt.tasks) {
+        tt.dram_seconds = double(tt.dram_bytes) / bandwidth;
+        tt.seconds = kTaskOverheadSeconds + std::max(tt.mac_seconds, tt.dram_seconds);
+        duration += tt.seconds;
+      }
       jt.core = core;
       jt.start = ready - st.start;
-      jt.end = jt.start + durations[j];
+      jt.end = jt.start + duration;
       t = st.start + jt.end;
       core_free_[core] = t;
-      st.core_busy[core] += durations[j];
+      st.core_busy[core] += duration;
       for (uint32_t h : jobs[j].out_bos) last_write_[h] = t;
     }
     st.end = t;
@@ -514,14 +524,12 @@ class ModelTransport : public Transport {
     if (entity < 0 || entity >= timeline_.entities())
       return error(StatusCode::invalid_argument, "unknown scheduler entity ", entity);
     SubmitTiming st;
-    std::vector<double> durations;
     for (size_t j = 0; j < jobs.size(); ++j) {
       const JobDesc& job = jobs[j];
       if (job.tasks.empty()) return error(StatusCode::invalid_argument, "job ", j, " has no tasks (the kernel rejects it)");
       for (uint32_t h : job.in_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
       for (uint32_t h : job.out_bos) TS_RETURN_IF_ERROR(check(h).with_context("job " + std::to_string(j)));
       JobTiming jt;
-      double t = kJobOverheadSeconds;
       for (size_t k = 0; k < job.tasks.size(); ++k) {
         const TaskDesc& td = job.tasks[k];
         std::string where = "job " + std::to_string(j) + " task " + std::to_string(k);
@@ -534,13 +542,11 @@ class ModelTransport : public Transport {
         Executor ex(mem_, *rf);
         auto tt = ex.run();
         if (!tt.ok()) return tt.status().with_context(where);
-        t += tt->seconds;
         jt.tasks.push_back(*tt);
       }
-      durations.push_back(t);
       st.jobs.push_back(std::move(jt));
     }
-    timeline_.place(entity, jobs, durations, st);
+    timeline_.place(entity, jobs, st);
     return st;
   }
 

@@ -176,6 +176,30 @@ TEST(RknpuModel, RejectsAliasingStridesAndShortWeights) {
       << short_w.status().message();
 }
 
+// DRAM: a core's DMA gets kDramBytesPerSecond, but three busy cores share the SoC's
+// kSocDramBytesPerSecond.
+TEST(RknpuScheduling, ThreeBusyCoresShareTheSocDram) {
+  auto t = rknpu::make_model_transport(rknpu::kAddressSpace);
+  TinyConv conv(*t);
+  const int e1 = t->open_entity(), e2 = t->open_entity();
+  std::vector<SubmitTiming> st;
+  for (int e : {0, e1, e2}) {
+    BoInfo x = conv.feature_map(), y = conv.feature_map();
+    auto r = t->submit(e, {conv.job(x, y)});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    st.push_back(*r);
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(st[i].jobs[0].core, i);
+    EXPECT_DOUBLE_EQ(st[i].start + st[i].jobs[0].start, 0.0) << "all three start at once";
+    const auto& task = st[i].jobs[0].tasks[0];
+    ASSERT_GT(task.dram_bytes, 0);
+    const double bandwidth = i < 2 ? rknpu::kDramBytesPerSecond : rknpu::kSocDramBytesPerSecond / 3;
+    EXPECT_DOUBLE_EQ(task.dram_seconds, double(task.dram_bytes) / bandwidth) << "entity " << i;
+    EXPECT_DOUBLE_EQ(task.seconds, rknpu::kTaskOverheadSeconds + std::max(task.mac_seconds, task.dram_seconds));
+  }
+}
+
 TEST(RknpuScheduling, BadSubmitsAreErrors) {
   auto t = rknpu::make_model_transport(rknpu::kAddressSpace);
   TinyConv conv(*t);
