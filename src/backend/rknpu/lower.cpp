@@ -230,7 +230,6 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   }
   const int64_t dil_h = n.attr_int("dilation_h", 1), dil_w = n.attr_int("dilation_w", 1);
   if (dil_h < 1 || dil_w < 1) return no(n, "dilation " + std::to_string(dil_h) + "x" + std::to_string(dil_w));
-  if (dw && n.attr_int("depth_multiplier", 1) != 1) return no(n, "depth_multiplier != 1");
 
   op.input = n.inputs[0];
   op.output = n.outputs[0];
@@ -373,13 +372,45 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   return op;
 }
 
+// The largest input channel count for which a depthwise conv with a depth multiplier runs
+// as a regular conv: its block-diagonal weights cost C times the depthwise MACs, which the
+// regular conv's full MAC array (depthwise uses 1/16 of it, kDepthwiseMacEfficiency) repays
+// up to 16 channels.
+constexpr int64_t kMultiplierMaxChannels = 16;
+
+// A depthwise conv with depth multiplier m over C channels (weights [1, KH, KW, C*m], output
+// channel c*m + j reading input channel c) as the regular conv with weights
+// [C*m, KH, KW, C] that are zero (the zero point) off the block diagonal. Exact.
+Result<Tensor> multiplier_as_conv(const Node& n, const Tensor& x, const Tensor& w, int64_t m) {
+  const int64_t c = x.shape[3], kh = w.shape[1], kw = w.shape[2], oc = c * m;
+  if (c > kMultiplierMaxChannels)
+    return no(n, "depth multiplier " + std::to_string(m) + " on " + std::to_string(c) + " channels (as a conv up to " +
+                     std::to_string(kMultiplierMaxChannels) + ")");
+  if (!quantized8(w) || !w.data || w.data->size != oc * kh * kw) return no(n, "weights '" + w.name + "' are not constant u8/i8");
+  Tensor e = w;
+  e.shape = {oc, kh, kw, c};
+  std::vector<uint8_t> bytes(static_cast<size_t>(oc * kh * kw * c));
+  for (int64_t o = 0; o < oc; ++o) {
+    const auto zp = static_cast<uint8_t>(w.quant.zero_point_at(w.quant.per_axis() ? o : 0));
+    for (int64_t t = 0; t < kh * kw; ++t)
+      for (int64_t i = 0; i < c; ++i) bytes[static_cast<size_t>((o * kh * kw + t) * c + i)] = i == o / m ? w.data->data[t * oc + o] : zp;
+  }
+  e.data = ConstData::from_vector(std::move(bytes));
+  if (e.quant.per_axis()) e.quant.axis = 0;
+  return e;
+}
+
 Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts) {
   const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
-  return lower_conv_tensors(n,
-                            ConvTensors{g.tensor(n.inputs[0]), g.tensor(n.inputs[1]),
-                                        has_bias ? &g.tensor(n.inputs[2]) : nullptr, g.tensor(n.outputs[0]),
-                                        n.op == OpKind::depthwise_conv2d, false},
-                            opts);
+  const Tensor* b = has_bias ? &g.tensor(n.inputs[2]) : nullptr;
+  const Tensor &x = g.tensor(n.inputs[0]), &w = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
+  const int64_t m = n.attr_int("depth_multiplier", 1);
+  if (n.op == OpKind::depthwise_conv2d && m != 1) {
+    if (m < 1 || x.shape.size() != 4 || w.shape.size() != 4) return no(n, "depth multiplier " + std::to_string(m));
+    TS_ASSIGN_OR_RETURN(Tensor e, multiplier_as_conv(n, x, w, m));
+    return lower_conv_tensors(n, ConvTensors{x, e, b, y, false, false}, opts);
+  }
+  return lower_conv_tensors(n, ConvTensors{x, w, b, y, n.op == OpKind::depthwise_conv2d, false}, opts);
 }
 
 // Fully connected, x [N, IC] -> y [N, OC], as a 1x1 conv over the line of N pixels

@@ -138,6 +138,28 @@ TEST(RknpuConformance, DilatedGrid) {
   EXPECT_GE(r.exact * 10'000, r.values * 9'999);  // near-ties only
 }
 
+// A depth multiplier runs as a regular conv with block-diagonal weights (up to 16 input
+// channels): exact against the cpu's depthwise kernel. person_detect's first layer is the
+// 1-channel, multiplier-8 case.
+TEST(RknpuConformance, DepthMultiplierAsBlockDiagonalConv) {
+  int64_t values = 0, exact = 0;
+  uint32_t seed = 4000;
+  for (auto [c, m] : {std::pair<int64_t, int64_t>{1, 8}, {3, 4}, {16, 2}})
+    for (bool per_channel : {false, true}) {
+      std::vector<uint8_t> input;
+      Graph g = build_depthwise_multiplier(c, m, per_channel ? DType::i8 : DType::u8, per_channel, seed++, &input);
+      Compare r = run_and_compare(g, input);
+      ASSERT_TRUE(r.error.empty()) << c << "x" << m << ": " << r.error;
+      EXPECT_TRUE(r.all_on_npu) << c << "x" << m << ": " << r.fallback;
+      EXPECT_LE(r.max_diff, 1) << c << "x" << m;
+      values += r.n;
+      exact += r.exact;
+    }
+  std::printf("[rknpu] depth multiplier as conv: %lld values, %lld exact\n", static_cast<long long>(values),
+              static_cast<long long>(exact));
+  EXPECT_GE(exact * 10'000, values * 9'999);  // near-ties only
+}
+
 // rounding=fast fuses the add into the conv's EW stage (as Mesa does); the conv then
 // rounds with one 16-bit multiplier.
 TEST(RknpuConformance, ConvWithFusedAddGrid) {

@@ -91,15 +91,16 @@ TEST(RknpuLimits, DilatedKernelSpanAbove31) {
   EXPECT_EQ(conv_note(s).rfind("rknpu: npu conv", 0), 0u) << conv_note(s);
 }
 
-TEST(RknpuLimits, DepthMultiplierAbove1) {
-  ConvSpec s;
-  s.h = s.w = 8, s.ic = s.oc = 4, s.k = 3, s.depthwise = true;
-  std::vector<uint8_t> input;
-  Graph g = build_conv(s, input);
-  g.nodes()[0].attrs["depth_multiplier"] = int64_t{2};
-  auto op = rknpu::lower_node(g, g.nodes()[0]);
-  ASSERT_FALSE(op.ok());
-  EXPECT_NE(op.status().message().find("depth_multiplier != 1"), std::string::npos) << op.status().message();
+// A depthwise conv with a depth multiplier runs as a regular conv with block-diagonal
+// weights up to 16 input channels (conv_conformance_test.cpp checks the values); beyond, it
+// falls back with the reason.
+TEST(RknpuLimits, DepthMultiplierAbove16Channels) {
+  for (int64_t c : {16, 17}) {
+    Graph g = build_depthwise_multiplier(c, 2, DType::u8, false, 5);
+    const std::string note = note_of(g, OpKind::depthwise_conv2d);
+    if (c == 16) EXPECT_EQ(note.rfind("rknpu: npu conv", 0), 0u) << note;
+    else expect_fallback(note, "depth multiplier 2 on 17 channels (as a conv up to 16)");
+  }
 }
 
 TEST(RknpuLimits, UnsupportedActivation) {

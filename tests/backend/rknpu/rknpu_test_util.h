@@ -156,6 +156,68 @@ inline Graph build_conv(const ConvSpec& s, std::vector<uint8_t>& input) {
   return g;
 }
 
+// A 3x3 SAME depthwise conv over [1, 10, 10, c] with depth multiplier m (weights
+// [1, 3, 3, c*m]: output channel c*m + j reads input channel c), relu6; u8 per tensor or
+// i8 per channel. The output scale covers the exact results' range, computed in double.
+inline Graph build_depthwise_multiplier(int64_t c, int64_t m, DType dtype, bool per_channel, uint32_t seed,
+                                        std::vector<uint8_t>* input_out = nullptr) {
+  std::mt19937 rng(seed);
+  const bool u8 = dtype == DType::u8;
+  const int64_t h = 10, w = 10, k = 3, oc = c * m;
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, h, w, c};
+  x.dtype = dtype;
+  x.quant = {{0.02f}, {u8 ? 120 : -8}};
+  x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  std::vector<uint8_t> input = random_codes(static_cast<size_t>(h * w * c), rng, u8 ? 0 : -128, u8 ? 255 : 127);
+  QuantParams wq;
+  if (per_channel) {
+    for (int64_t o = 0; o < oc; ++o) wq.scale.push_back(0.003f * (1.0f + float(o % 5))), wq.zero_point.push_back(0);
+    wq.axis = 3;
+  } else {
+    wq = {{0.004f}, {u8 ? 130 : 0}};
+  }
+  std::vector<uint8_t> wbytes = random_codes(static_cast<size_t>(k * k * oc), rng, u8 ? 0 : -127, u8 ? 255 : 127);
+  TensorId wi = add_const(g, "w", {1, k, k, oc}, dtype, wq, wbytes);
+  std::vector<int32_t> bias(static_cast<size_t>(oc));
+  for (auto& b : bias) b = static_cast<int32_t>(int(rng() % 2001) - 1000);
+  QuantParams bq;
+  for (int64_t o = 0; o < oc; ++o) bq.scale.push_back(0.02f * wq.scale_at(per_channel ? o : 0)), bq.zero_point.push_back(0);
+  std::vector<uint8_t> bbytes(static_cast<size_t>(oc * 4));
+  std::memcpy(bbytes.data(), bias.data(), bbytes.size());
+  TensorId bi = add_const(g, "b", {oc}, DType::i32, bq, bbytes);
+  double lo = 0, hi = 0.05;
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t xx = 0; xx < w; ++xx)
+      for (int64_t o = 0; o < oc; ++o) {
+        double acc = bias[o] * double(bq.scale[o]);
+        for (int64_t ky = 0; ky < k; ++ky)
+          for (int64_t kx = 0; kx < k; ++kx) {
+            const int64_t iy = y - 1 + ky, ix = xx - 1 + kx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            const size_t xi8 = static_cast<size_t>((iy * w + ix) * c + o / m), wi8 = static_cast<size_t>((ky * k + kx) * oc + o);
+            const int code = u8 ? input[xi8] : int(int8_t(input[xi8]));
+            const int wc = u8 ? wbytes[wi8] : int(int8_t(wbytes[wi8]));
+            acc += 0.02 * (code - (u8 ? 120 : -8)) * wq.scale_at(per_channel ? o : 0) * (wc - wq.zero_point_at(per_channel ? o : 0));
+          }
+        hi = std::max(hi, std::min(acc, 6.0));
+      }
+  const float oscale = static_cast<float>((hi - lo) / 255.0);
+  auto y = g.add_op(OpKind::depthwise_conv2d, {xi, wi, bi},
+                    {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}}, {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}},
+                     {"depth_multiplier", m}, {"activation", std::string("relu6")}},
+                    "dw", dtype, QuantParams{{oscale}, {u8 ? 0 : -128}});
+  EXPECT_TRUE(y.ok()) << y.status().to_string();
+  g.tensor(*y).role = Role::output;
+  g.inputs = {xi};
+  g.outputs = {*y};
+  if (input_out) *input_out = std::move(input);
+  return g;
+}
+
 struct Compare {
   int64_t n = 0, exact = 0;
   int max_diff = 0;
