@@ -13,6 +13,7 @@
 #include "backend/rknpu/lower.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -644,27 +645,33 @@ Result<Scale16> encode_scale16(double m, int max_shift) {
   return Scale16{static_cast<int32_t>(mant), shift};
 }
 
+namespace {
+// 2^e for e in [-1022, 1023], exactly (as std::ldexp(1.0, e), without the library call).
+double pow2(int e) { return std::bit_cast<double>(static_cast<uint64_t>(1023 + e) << 52); }
+// The exponent std::frexp gives a positive normal x (x = f * 2^e, f in [0.5, 1)).
+int frexp_exponent(double x) { return static_cast<int>((std::bit_cast<uint64_t>(x) >> 52) & 0x7FF) - 1022; }
+}  // namespace
+
 Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int max_shift2) {
   TS_RETURN_IF_ERROR(encode_scale16(m, max_shift2).status());
   ScalePair best{};
   double best_err = 1e300;
-  const int s1_base = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(vmax, 1.0)))) + kMantissaBits - 30);
-  for (int32_t a = (1 << kMantissaBits) - 1; a >= (1 << kMantissaBits) - kPairSearch; --a) {
-    // s1 keeps |v| * A / 2^s1 inside the 31-bit datapath.
-    const int s1 = s1_base;
-    if (s1 > max_shift1) break;
-    const double r = m * std::ldexp(1.0, s1) / a;  // what B * 2^-s2 must be
-    int e = 0;
-    std::frexp(r, &e);
-    int s2 = kMantissaBits - e;
-    if (s2 < 0) continue;
-    s2 = std::min(s2, max_shift2);
-    const int64_t b = std::llround(std::ldexp(r, s2));
-    if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
-    const double err = std::abs(double(a) * double(b) * std::ldexp(1.0, -(s1 + s2)) - m);
-    if (err < best_err) {
-      best_err = err;
-      best = {Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}};
+  // s1 keeps |v| * A / 2^s1 inside the 31-bit datapath.
+  const int s1 = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(vmax, 1.0)))) + kMantissaBits - 30);
+  if (s1 <= max_shift1) {
+    const double target = m * pow2(s1);  // A * B * 2^-s2 must come near it
+    for (int32_t a = (1 << kMantissaBits) - 1; a >= (1 << kMantissaBits) - kPairSearch; --a) {
+      const double r = target / a;  // what B * 2^-s2 must be
+      int s2 = kMantissaBits - frexp_exponent(r);
+      if (s2 < 0) continue;
+      s2 = std::min(s2, max_shift2);
+      const int64_t b = std::llround(r * pow2(s2));
+      if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
+      const double err = std::abs(double(a) * double(b) * pow2(-(s1 + s2)) - m);
+      if (err < best_err) {
+        best_err = err;
+        best = {Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}};
+      }
     }
   }
   if (best_err == 1e300) return error(StatusCode::unsupported, "multiplier ", m, " cannot be split over two 16-bit stages");
