@@ -68,6 +68,17 @@ TEST_F(VisionCli, InspectShowsTheCompiledNpuPrograms) {
   EXPECT_NE(out_.find("jobs (mesa schedule)"), std::string::npos) << out_;
 }
 
+// On a device model the latency line also gives the modelled device time, so that the
+// host time of the simulation is not read as the NPU's.
+TEST_F(VisionCli, ClassifyOnADeviceModelSaysWhichTimeIsModelled) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/cat.bmp");
+  ASSERT_EQ(run("classify " + model + " " + image + " --device rknpu --top 1"), 0) << err_;
+  EXPECT_NE(out_.find("on rknpu, 1 thread); device time 1.126 ms (modelled, not measured"), std::string::npos) << out_;
+  ASSERT_EQ(run("classify " + model + " " + image + " --top 1"), 0) << err_;
+  EXPECT_EQ(out_.find("modelled"), std::string::npos) << out_;
+}
+
 // bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread
 // over the three cores (modelled); refused where there is no multi-core device model.
 TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {

@@ -34,9 +34,7 @@ void print_classification(const std::string& model, const std::string& image, co
   fmt::print("{:>6}  {:>8}  {}\n", "index", "score", "label");
   for (int64_t i = 0; i < k; ++i)
     fmt::print("{:>6}  {:>8.4f}  {}\n", order[i], scores[order[i]], labels[order[i]]);
-  fmt::print("latency: {:.2f} ms ({} on {}, {} thread{})\n", r.latency_seconds * 1e3,
-             std::filesystem::path(model).filename().string(), dev.device, dev.threads,
-             dev.threads == 1 ? "" : "s");
+  fmt::print("{}\n", latency_line(r, model, dev));
 }
 
 void add_classify_command(CLI::App& app) {

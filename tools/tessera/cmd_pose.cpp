@@ -49,7 +49,7 @@ void add_pose_command(CLI::App& app) {
     for (int k = 0; k < kKeypoints; ++k)
       fmt::print("{},{},{:.6f},{:.6f},{:.6f}\n", k, kNames[k], v[k * 3 + 1], v[k * 3], v[k * 3 + 2]);
     std::fflush(stdout);  // the CSV on stdout comes before the notes on stderr
-    fmt::print(stderr, "latency: {:.2f} ms\n", r.latency_seconds * 1e3);
+    fmt::print(stderr, "{}\n", latency_line(r, a->model, a->dev));
     if (a->overlay_out.empty()) return;
     tflite::Image over = r.image;
     const float w = static_cast<float>(over.width), h = static_cast<float>(over.height);

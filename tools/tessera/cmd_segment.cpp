@@ -111,8 +111,7 @@ void add_segment_command(CLI::App& app) {
       take(tflite::write_png(a->overlay_out, over));
       fmt::print("wrote overlay {}\n", a->overlay_out);
     }
-    fmt::print("latency: {:.2f} ms ({} on {}, {} thread{})\n", r.latency_seconds * 1e3, a->model, a->dev.device,
-               a->dev.threads, a->dev.threads == 1 ? "" : "s");
+    fmt::print("{}\n", latency_line(r, a->model, a->dev));
   });
 }
 

@@ -1,7 +1,10 @@
 #include "vision.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace tessera::cli {
@@ -19,6 +22,17 @@ VisionRun run_on_image(const std::string& model, const std::string& image_path, 
   take(r.session->run());
   r.latency_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+std::string latency_line(const VisionRun& r, const std::string& model, const DeviceArgs& dev) {
+  std::string line = fmt::format("latency: {:.2f} ms ({} on {}, {} thread{})", r.latency_seconds * 1e3,
+                                 std::filesystem::path(model).filename().string(), dev.device, dev.threads,
+                                 dev.threads == 1 ? "" : "s");
+  const double modelled = r.session->profile().modelled_seconds;
+  if (modelled > 0)
+    line += fmt::format("; device time {:.3f} ms (modelled, not measured: the host time above runs the device model)",
+                        modelled * 1e3);
+  return line;
 }
 
 std::vector<float> output_as_float(const Session& s, size_t k) {

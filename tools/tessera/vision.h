@@ -21,6 +21,10 @@ struct VisionRun {
 // dtype, layout) and runs once. Throws CommandFailed on error.
 VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev);
 
+// "latency: 12.34 ms (model on device, 1 thread)", and for a device model also the
+// modelled device time, since the host time then measures the simulation.
+std::string latency_line(const VisionRun& r, const std::string& model, const DeviceArgs& dev);
+
 // Output `k` as floats: dequantized (scale * (q - zero_point)) for quantized outputs,
 // converted for f32 / integer outputs.
 std::vector<float> output_as_float(const Session& s, size_t k);
