@@ -9,9 +9,9 @@
 namespace tessera::rknpu_test {
 namespace {
 
-// Grid points whose MAC count exceeds this are left out to keep the suite fast; the
-// largest ones (112x112x256 with 5x5 kernels: 20 GMAC) would take minutes on the model.
-constexpr int64_t kMaxMacs = 40'000'000;
+// Grid points whose MAC count exceeds this are left out to keep the suite near a minute;
+// the largest ones (112x112x256 with 5x5 kernels: 20 GMAC) would take minutes on the model.
+constexpr int64_t kMaxMacs = 400'000'000;
 constexpr int kTolerance = 2;  // quantized steps (rknpu.md)
 
 struct GridResult {
