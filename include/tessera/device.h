@@ -30,6 +30,10 @@ struct DeviceProperties {
   bool sub_allocation = false;       // one allocation may hold several tensors at offsets
   int cores = 1;                     // cores / queues work can be spread over
   uint32_t regions = kRegionWhole;   // RegionSupport bits accepted by write()/read()
+  // Compiled programs pack and hold the constants they read (the rknpu's weight blocks and
+  // DPU tables): the plan allocates and uploads no copy of a constant all of whose readers
+  // run on this device, and Program::device_bytes() counts what the program holds.
+  bool program_owns_constants = false;
   std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
   // Relative error bound of one product term of matmul / fully_connected / conv2d /
   // depthwise_conv2d from the device's arithmetic itself (operand truncation by math
@@ -73,6 +77,8 @@ class Program {
  public:
   virtual ~Program() = default;
   virtual std::string describe() const { return {}; }
+  // Device memory the program itself holds (packed constants), beyond the plan's allocations.
+  virtual int64_t device_bytes() const { return 0; }
 };
 
 // Placements of every tensor a program reads or writes.

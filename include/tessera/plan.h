@@ -34,6 +34,7 @@ struct TensorPlacement {
   int last_use = -1;     // last node index reading it (INT_MAX for outputs/state)
   TensorId alias = kNoTensor;  // shares the storage of this tensor (scatter_rows output)
   bool resident = false;       // weight or state: allocated once, outside the arenas
+  bool in_program = false;     // a constant the device's compiled program holds: no allocation
 };
 
 struct DeviceMemoryPlan {
@@ -43,6 +44,7 @@ struct DeviceMemoryPlan {
   int64_t activation_peak = 0;       // peak of live activations (sum of arenas)
   int64_t logical_activation_bytes = 0;  // the same tensors' host bytes, for comparison
   int64_t allocations = 0;           // number of allocations the plan makes
+  int64_t program_constants = 0;     // constants left to the device's compiled programs
   int64_t peak_bytes() const { return weight_bytes + state_bytes + activation_peak; }
 };
 

@@ -1,5 +1,7 @@
 // Pass: choose formats. Every tensor gets a home device (its producer's, or for weights,
-// inputs and state the device of its first reader) and that device's native format.
+// inputs and state the device of its first reader) and that device's native format. A
+// constant whose readers all run on a device whose programs hold their own constants
+// (DeviceProperties::program_owns_constants) is left to those programs: no allocation.
 #include "passes/passes.h"
 
 namespace tessera::passes {
@@ -23,10 +25,18 @@ Status choose_formats(PassContext& c) {
       out.device = p.tensors[n.inputs[0]].device;
     }
   }
+  // Constants read by nodes of more than one device.
+  std::vector<bool> shared_constant(g.tensors().size(), false);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (TensorId in : g.nodes()[i].inputs)
+      if (in != kNoTensor && g.tensor(in).data && p.tensors[in].device != p.nodes[i].device) shared_constant[in] = true;
   for (const Tensor& t : g.tensors()) {
     TensorPlacement& tp = p.tensors[t.id];
     if (tp.device < 0) tp.device = fallback;  // unused tensor (e.g. an ignored input)
     tp.resident = t.role == Role::weight || t.role == Role::state;
+    tp.in_program = t.role == Role::weight && t.data && !shared_constant[t.id] &&
+                    p.devices[tp.device]->properties().program_owns_constants;
+    if (tp.in_program) tp.resident = false;
     Device* d = p.devices[tp.device];
     auto f = d->native_format(g, t.id);
     if (!f && tp.device != fallback) {

@@ -49,6 +49,10 @@ Status plan_memory(PassContext& c) {
     for (const Tensor& t : g.tensors()) {
       TensorPlacement& tp = p.tensors[t.id];
       if (tp.device != static_cast<int>(d) || tp.alias != kNoTensor) continue;
+      if (tp.in_program) {  // held by the device's compiled program (Program::device_bytes)
+        mp.program_constants++;
+        continue;
+      }
       if (tp.first_use == -1 && tp.last_use == -1 && !tp.resident && t.role != Role::input) continue;  // unused
       // The device's own footprint for the format (page padding, bank rounding).
       TS_ASSIGN_OR_RETURN(tp.bytes, p.devices[d]->allocation_bytes(tp.format));

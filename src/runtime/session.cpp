@@ -1,6 +1,8 @@
 // Session: plan, compile and upload once; then bind inputs, run segments, read outputs.
 #include "tessera/session.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <map>
 
@@ -70,7 +72,7 @@ Status Session::prepare(const Session* share) {
   placements_.resize(g.tensors().size());
   for (const Tensor& t : g.tensors()) {
     const TensorPlacement& tp = plan_.tensors[t.id];
-    if (tp.device < 0 || tp.alias != kNoTensor) continue;
+    if (tp.device < 0 || tp.alias != kNoTensor || tp.in_program) continue;
     Device* dev = plan_.devices[tp.device];
     Placement pl;
     pl.format = tp.format;
@@ -141,8 +143,12 @@ std::vector<std::string> Session::program_summaries() const {
     const std::string d = programs_[s]->describe();
     if (d.empty()) continue;
     const Step& st = steps_[s];
-    lines.push_back(plan_.devices[st.device]->name() + " nodes #" + std::to_string(st.nodes.front()) + "..#" +
-                    std::to_string(st.nodes.back()) + ": " + d);
+    std::string line = plan_.devices[st.device]->name() + " nodes #" + std::to_string(st.nodes.front()) + "..#" +
+                       std::to_string(st.nodes.back()) + ": " + d;
+    if (const int64_t held = programs_[s]->device_bytes(); held > 0)
+      line += held >= (int64_t{1} << 20) ? fmt::format("; holds {:.2f} MiB of packed constants", held / 1048576.0)
+                                         : fmt::format("; holds {:.1f} KiB of packed constants", held / 1024.0);
+    lines.push_back(line);
   }
   return lines;
 }
@@ -221,7 +227,7 @@ Status Session::run() {
     Bindings b;
     for (int i : st.nodes) {
       for (TensorId id : g.nodes()[i].inputs)
-        if (id != kNoTensor) b.placements[id] = placements_[id];
+        if (id != kNoTensor && !plan_.tensors[id].in_program) b.placements[id] = placements_[id];
       for (TensorId id : g.nodes()[i].outputs) b.placements[id] = placements_[id];
     }
     double modelled_before = dev->counters().modelled_seconds;

@@ -17,6 +17,12 @@ RknpuProgram::~RknpuProgram() {
   if (regcmd.handle) (void)transport_->destroy_bo(regcmd.handle);
 }
 
+int64_t RknpuProgram::device_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& c : ops) bytes += c.weights.size + c.bs.size;
+  return bytes;
+}
+
 std::string RknpuProgram::describe() const {
   size_t tasks = 0;
   for (const auto& j : jobs) tasks += j.tasks.size();

@@ -32,6 +32,7 @@ class RknpuProgram : public Program {
   RknpuProgram(Transport* t) : transport_(t) {}
   ~RknpuProgram() override;
   std::string describe() const override;
+  int64_t device_bytes() const override;  // the packed weight and table BOs
 
   const Graph* graph = nullptr;
   std::vector<int> nodes;          // the segment's nodes

@@ -52,6 +52,7 @@ class RknpuDevice : public Device {
     p.sub_allocation = false;
     p.cores = kCores;
     p.regions = kRegionWhole;
+    p.program_owns_constants = true;  // programs pack weights and DPU tables into their own BOs
     p.extra = {{"transport", t.name()},
                {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
                {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes, adds unfused)"
@@ -71,8 +72,9 @@ class RknpuDevice : public Device {
       f.pad_value = t.quant.zero_point_at(0) - (t.dtype == DType::u8 ? kU8Offset : 0);
       return f;
     }
-    // Constants (weights, biases) keep their logical form here; each compiled program packs
-    // its own copy into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
+    // Constants (weights, biases) keep their logical form here, for the plan's report: the
+    // plan allocates no copy of them (program_owns_constants), each compiled program packs
+    // its own into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
     if (t.role == Role::weight && t.data) return t.host_format();
     return std::nullopt;
   }
