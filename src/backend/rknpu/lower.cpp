@@ -481,8 +481,12 @@ Result<AddEncoding> search_add_encoding(const Node& n, const Tensor& ta, const T
     return s;
   };
   const int32_t a_off = off - za, b_off = off - zb, out_off = zo - storage_offset(ty.dtype);
-  AddEncoding best;
-  int64_t best_bad = std::numeric_limits<int64_t>::max();
+  // The candidates in their order of preference (the first of the best wins)...
+  struct Candidate {
+    AddEncoding e;
+    bool nearest;  // all three multipliers rounded to nearest
+  };
+  std::vector<Candidate> candidates;
   for (int j = 6; j <= 24; ++j) {
     const double unit = std::max(sa, sb) * std::ldexp(1.0, -j);
     AddEncoding e;
@@ -494,16 +498,33 @@ Result<AddEncoding> search_add_encoding(const Node& n, const Tensor& ta, const T
                mo16 = mantissa(unit / so, kMantissaBits + 1, dout, kOutShiftMax);
           if (!ma || !mb || !mo16) continue;
           e.a = *ma, e.b = *mb, e.out = *mo16;
-          int64_t bad = 0;
-          for (int32_t i = 0; i < 256 && bad < best_bad; ++i)
-            for (int32_t k = 0; k < 256; ++k)
-              bad += dpu_add(e, lo + i - off + a_off, lo + k - off + b_off, out_off) != want[i * 256 + k];
-          if (bad < best_bad) {
-            best_bad = bad;
-            best = e;
-            best.exact_pairs = 256 * 256 - bad;
-          }
+          candidates.push_back({e, da == 0 && db == 0 && dout == 0});
         }
+  }
+  // ...checked nearest-rounded first, so that a good count is known early and most of the
+  // others stop after a few rows; a later-preferred candidate must beat the best count, an
+  // earlier-preferred one only match it, which picks the same encoding as checking in order.
+  std::vector<size_t> order;
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (candidates[c].nearest) order.push_back(c);
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (!candidates[c].nearest) order.push_back(c);
+  AddEncoding best;
+  int64_t best_bad = std::numeric_limits<int64_t>::max();
+  size_t best_index = candidates.size();
+  for (size_t c : order) {
+    const AddEncoding& e = candidates[c].e;
+    const int64_t stop = c < best_index ? best_bad : best_bad - 1;  // more than this loses
+    int64_t bad = 0;
+    for (int32_t i = 0; i < 256 && bad <= stop; ++i)
+      for (int32_t k = 0; k < 256; ++k)
+        bad += dpu_add(e, lo + i - off + a_off, lo + k - off + b_off, out_off) != want[i * 256 + k];
+    if (bad <= stop) {
+      best_bad = bad;
+      best_index = c;
+      best = e;
+      best.exact_pairs = 256 * 256 - bad;
+    }
   }
   if (best_bad == std::numeric_limits<int64_t>::max()) return no(n, "operand scales cannot be encoded (ratio out of range)");
   return best;
