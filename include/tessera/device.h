@@ -29,6 +29,9 @@ struct DeviceProperties {
   int64_t alignment_bytes = 1;       // alignment of allocations and of offsets inside them
   bool sub_allocation = false;       // one allocation may hold several tensors at offsets
   int cores = 1;                     // cores / queues work can be spread over
+  // A device model whose sessions share one modelled clock over its cores: it fills
+  // Counters::modelled_clock_seconds, modelled_core_seconds and modelled_dram_bytes.
+  bool shared_clock = false;
   uint32_t regions = kRegionWhole;   // RegionSupport bits accepted by write()/read()
   // Compiled programs pack and hold the constants they read (the rknpu's weight blocks and
   // DPU tables): the plan allocates and uploads no copy of a constant all of whose readers
@@ -105,7 +108,7 @@ struct Counters {
   int64_t allocations = 0;       // currently live allocations
   int64_t executes = 0;
   std::vector<NodeTime> last_nodes;  // per node, from the last execute()
-  std::vector<double> modelled_core_seconds;  // device models with several cores: busy time per core, all executes
+  std::vector<double> modelled_core_seconds;  // shared-clock device models: busy time per core, all executes
   double modelled_clock_seconds = 0;  // device models whose sessions share one modelled clock: when its last work ends
   int64_t modelled_dram_bytes = 0;     // device models: DRAM traffic of all executes, as modelled
 };

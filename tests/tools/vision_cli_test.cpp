@@ -99,8 +99,15 @@ TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {
   EXPECT_NE(out_.find("3 streams DRAM (modelled): "), std::string::npos) << out_;
   ASSERT_EQ(run("bench " + model + " --device rknpu -r 3 --streams 4 --top 0"), 0) << err_;
   EXPECT_NEAR(ratio(), three, 0.02) << "four streams share three cores: " << out_;
-  EXPECT_NE(run("bench " + model + " -r 1 --streams 2"), 0);
-  EXPECT_NE(err_.find("--streams needs a device model with several cores"), std::string::npos) << err_;
+  for (const char* device : {"cpu", "tile"}) {
+    EXPECT_NE(run("bench " + model + " -r 1 --streams 2 --device " + device), 0) << device;
+    EXPECT_NE(err_.find("--streams needs a device model whose sessions share a modelled clock"), std::string::npos)
+        << err_;
+  }
+  // Devices without a shared clock print no per-core or DRAM lines.
+  ASSERT_EQ(run("bench " + model + " -r 1 --top 0 --device tile"), 0) << err_;
+  EXPECT_EQ(out_.find("per core"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("DRAM"), std::string::npos) << out_;
 }
 
 TEST_F(VisionCli, LabelsWithBackgroundLineOnA1000ClassModel) {

@@ -85,13 +85,14 @@ void add_bench_command(CLI::App& app) {
     const Graph copy = a->streams > 1 ? g : Graph{};
     auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
     fill_random_inputs(*session);
-    // The multi-core device model the session runs on, if any (its clock and cores).
+    // The device model with a clock shared by sessions the session runs on, if any.
     Device* model = nullptr;
     for (Device* d : session->devices())
-      if (d->properties().is_model && d->properties().cores > 1) model = d;
+      if (d->properties().shared_clock) model = d;
     if (a->streams > 1 && !model)
-      take(error(StatusCode::invalid_argument, "bench: --streams needs a device model with several cores (rknpu); '",
-                 a->dev.device, "' has none"));
+      take(error(StatusCode::invalid_argument,
+                 "bench: --streams needs a device model whose sessions share a modelled clock over several cores "
+                 "(rknpu); '", a->dev.device, "' has none"));
     for (int i = 0; i < a->warmup; ++i) take(session->run());
     const ModelClock before = ModelClock::read(model);
     std::vector<double> times, modelled;

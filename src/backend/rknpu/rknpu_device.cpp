@@ -51,6 +51,7 @@ class RknpuDevice : public Device {
     p.alignment_bytes = kPageBytes;
     p.sub_allocation = false;
     p.cores = kCores;
+    p.shared_clock = t.modelled();
     p.regions = kRegionWhole;
     p.program_owns_constants = true;  // programs pack weights and DPU tables into their own BOs
     p.extra = {{"transport", t.name()},
