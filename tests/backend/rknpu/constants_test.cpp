@@ -9,12 +9,6 @@
 namespace tessera::rknpu_test {
 namespace {
 
-int device_index(const Plan& p, const std::string& name) {
-  for (size_t d = 0; d < p.devices.size(); ++d)
-    if (p.devices[d]->name() == name) return static_cast<int>(d);
-  return -1;
-}
-
 TEST(RknpuConstants, ProgramsHoldTheConstantsThePlanDoesNotAllocate) {
   ConvSpec s;
   s.h = s.w = 12, s.ic = s.oc = 32;

@@ -218,6 +218,13 @@ inline Graph build_depthwise_multiplier(int64_t c, int64_t m, DType dtype, bool 
   return g;
 }
 
+// The index in `p.devices` of the device named `name`, or -1.
+inline int device_index(const Plan& p, const std::string& name) {
+  for (size_t d = 0; d < p.devices.size(); ++d)
+    if (p.devices[d]->name() == name) return static_cast<int>(d);
+  return -1;
+}
+
 struct Compare {
   int64_t n = 0, exact = 0;
   int max_diff = 0;

@@ -227,10 +227,9 @@ TEST(RknpuScheduling, SessionsSharingTheDeviceRunOnOtherCores) {
   ASSERT_TRUE(first.ok()) << first.status().to_string();
   auto second = Session::create(g, so, first->get());
   ASSERT_TRUE(second.ok()) << second.status().to_string();
-  Device* d = nullptr;
-  for (Device* dev : (*first)->devices())
-    if (dev->name() == "rknpu") d = dev;
-  ASSERT_NE(d, nullptr);
+  const int npu = device_index((*first)->plan(), "rknpu");
+  ASSERT_GE(npu, 0);
+  Device* d = (*first)->devices()[npu];
   const auto& shared = (*second)->devices();
   ASSERT_NE(std::find(shared.begin(), shared.end(), d), shared.end()) << "shared device";
   for (auto* sess : {first->get(), second->get()}) ASSERT_TRUE(sess->set_input(0, input.data(), int64_t(input.size())).ok());
