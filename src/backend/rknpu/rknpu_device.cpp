@@ -24,16 +24,15 @@ namespace {
 // Capacity: the 32-bit NPU address space less page 0, which is never mapped.
 constexpr int64_t kCapacity = static_cast<int64_t>(kAddressSpace) - kPageBytes;
 
-bool is_feature_map(const Tensor& t) {
-  return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty() && !t.quant.per_axis() && t.shape.size() == 4 &&
-         t.shape[0] == 1 && !t.data;
+// A u8/i8 per-tensor quantized activation (not a constant).
+bool quantized_activation(const Tensor& t) {
+  return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty() && !t.quant.per_axis() && !t.data;
 }
 
+bool is_feature_map(const Tensor& t) { return quantized_activation(t) && t.shape.size() == 4 && t.shape[0] == 1; }
+
 // Rows [N, C] of a fully connected layer: one line of N pixels in NC1HWC2 (format.h).
-bool is_rows(const Tensor& t) {
-  return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty() && !t.quant.per_axis() && t.shape.size() == 2 &&
-         !t.data;
-}
+bool is_rows(const Tensor& t) { return quantized_activation(t) && t.shape.size() == 2; }
 
 class RknpuDevice : public Device {
  public:
