@@ -181,21 +181,9 @@ Result<std::vector<std::vector<uint8_t>>> local_cpu_outputs(const Graph& g, cons
     h.tensor(out).role = Role::output;
     h.outputs.push_back(out);
   }
-  const std::vector<TensorId> inputs = h.inputs;
   SessionOptions o;
   o.device_options["threads"] = "2";
-  TS_ASSIGN_OR_RETURN(auto s, Session::create(std::move(h), o));
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const auto& v = given.at(inputs[k]);
-    TS_RETURN_IF_ERROR(s->set_input(k, v.data(), static_cast<int64_t>(v.size())));
-  }
-  TS_RETURN_IF_ERROR(s->run());
-  std::vector<std::vector<uint8_t>> out;
-  for (size_t k = 0; k < stage_begin.size(); ++k) {
-    TS_ASSIGN_OR_RETURN(auto v, s->output(k));
-    out.push_back(std::move(v));
-  }
-  return out;
+  return testing::run_graph(std::move(h), given, o);
 }
 
 // P_L for every L, from the last node back. `cpu` is the graph the cpu device runs (nodes
