@@ -154,6 +154,12 @@ TEST(RocketTransport, BuffersPrepFiniSubmitAndWait) {
   auto bad = (*t)->submit(0, {job});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("SUBMIT"), std::string::npos) << bad.status().message();
+  // One open file is one scheduler entity: opening another gives the same, and any other
+  // entity is an error, not a silent submit.
+  EXPECT_EQ((*t)->open_entity(), 0);
+  auto other = (*t)->submit(1, {job});
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("unknown scheduler entity 1"), std::string::npos) << other.status().message();
   k->fail_next = -ETIMEDOUT;
   Status late = (*t)->prep_bo(b->handle);
   ASSERT_FALSE(late.ok());

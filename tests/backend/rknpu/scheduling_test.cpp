@@ -156,6 +156,19 @@ void set_register(std::vector<uint64_t>& e, const rknpu::regs::Field& f, uint32_
   }
 }
 
+// The DPU's scale-and-round for any shift its fields hold (OUT_CVT has 12 bits): rounding
+// half away from zero, and 0 once the shift passes the product's 63 bits.
+TEST(RknpuModel, ScaleRoundForEveryShift) {
+  EXPECT_EQ(rknpu::scale_round(5, 3, 1), 8);     // 15 / 2 = 7.5 -> 8
+  EXPECT_EQ(rknpu::scale_round(-5, 3, 1), -8);   // away from zero
+  EXPECT_EQ(rknpu::scale_round(-5, 3, 2), -4);   // -3.75
+  EXPECT_EQ(rknpu::scale_round(INT32_MIN, INT32_MIN, 62), 1);  // 2^62 / 2^62
+  EXPECT_EQ(rknpu::scale_round(INT32_MIN, INT32_MIN, 63), 1);  // exactly one half: rounds up
+  EXPECT_EQ(rknpu::scale_round(INT32_MIN, INT32_MIN, 64), 0);
+  EXPECT_EQ(rknpu::scale_round(INT32_MAX, 32767, 4095), 0);
+  EXPECT_EQ(rknpu::scale_round(INT32_MAX, 2, 0), INT32_MAX);  // saturated
+}
+
 TEST(RknpuModel, RejectsAliasingStridesAndShortWeights) {
   auto t = rknpu::make_model_transport(rknpu::kAddressSpace);
   TinyConv conv(*t, 48);  // three surfaces
