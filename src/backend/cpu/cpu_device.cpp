@@ -49,6 +49,7 @@ struct CpuProgram : Program {
   const Graph* graph = nullptr;
   std::vector<int> nodes;
   std::vector<KernelFn> kernels;
+  std::vector<std::unique_ptr<PreparedKernel>> prepared;  // per node; nullptr where none
   std::string describe() const override { return std::to_string(nodes.size()) + (nodes.size() == 1 ? " cpu kernel" : " cpu kernels"); }
 };
 
@@ -143,8 +144,15 @@ class CpuDevice : public Device {
       if (!fn)
         return error(StatusCode::unsupported, "[", op_name(n.op), "] ", n.label(), ": no cpu kernel for input dtype ",
                      dtype_name(seg.graph->tensor(n.inputs[0]).dtype));
+      std::unique_ptr<PreparedKernel> prep;
+      if (PrepareFn pf = kernel_table().find_prepare(n.op, kernel_kind(*seg.graph, n))) {
+        auto r = pf(*seg.graph, n);
+        if (!r.ok()) return r.status().with_context("[" + std::string(op_name(n.op)) + "] " + n.label());
+        prep = std::move(r).value();
+      }
       prog->nodes.push_back(i);
       prog->kernels.push_back(fn);
+      prog->prepared.push_back(std::move(prep));
     }
     prog->graph = seg.graph;
     return std::unique_ptr<Program>(std::move(prog));
@@ -163,7 +171,7 @@ class CpuDevice : public Device {
     };
     for (size_t k = 0; k < prog.nodes.size(); ++k) {
       const Node& n = g.nodes()[prog.nodes[k]];
-      KernelContext ctx{g, n, {}, {}, &pool_};
+      KernelContext ctx{g, n, {}, {}, &pool_, prog.prepared[k].get()};
       for (TensorId id : n.inputs) {
         TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
         ctx.in.push_back(r);

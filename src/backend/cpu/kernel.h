@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "tessera/graph.h"
@@ -26,15 +27,27 @@ struct TensorRef {
   explicit operator bool() const { return data != nullptr; }
 };
 
+// What a kernel works out once per node at compile time (weights packed for its
+// micro-kernels, requantization multipliers, scratch sizes) and reads on every run.
+// Constant inputs are in Graph::tensor(id).data at compile time.
+struct PreparedKernel {
+  virtual ~PreparedKernel() = default;
+};
+
 struct KernelContext {
   const Graph& g;
   const Node& n;
   std::vector<TensorRef> in;
   std::vector<TensorRef> out;
   ThreadPool* pool = nullptr;  // for kernels that split work over threads
+  const PreparedKernel* prepared = nullptr;  // what the kernel's PrepareFn made; nullptr if none
 };
 
 using KernelFn = Status (*)(KernelContext&);
+// (optional) Runs once per node when the cpu compiles a segment; returns nullptr when the
+// node takes no prepared path (the kernel then works from its inputs alone). An error
+// fails the compile with the node named.
+using PrepareFn = Result<std::unique_ptr<PreparedKernel>> (*)(const Graph&, const Node&);
 
 // Which numeric path a node takes: `quant` when its first input is a u8/i8/i16 tensor with
 // quantization parameters (TFLite semantics), `plain` otherwise.
@@ -44,12 +57,17 @@ KernelKind kernel_kind(const Graph& g, const Node& n);
 // op x kind -> kernel. Filled by the register_* functions of the kernel family files.
 class KernelTable {
  public:
-  void add(OpKind op, KernelKind kind, KernelFn fn) { fns_[index(op, kind)] = fn; }
+  void add(OpKind op, KernelKind kind, KernelFn fn, PrepareFn prepare = nullptr) {
+    fns_[index(op, kind)] = fn;
+    prepares_[index(op, kind)] = prepare;
+  }
   KernelFn find(OpKind op, KernelKind kind) const { return fns_[index(op, kind)]; }
+  PrepareFn find_prepare(OpKind op, KernelKind kind) const { return prepares_[index(op, kind)]; }
 
  private:
   static size_t index(OpKind op, KernelKind kind) { return static_cast<size_t>(op) * 2 + static_cast<size_t>(kind); }
   std::vector<KernelFn> fns_ = std::vector<KernelFn>(kNumOps * 2, nullptr);
+  std::vector<PrepareFn> prepares_ = std::vector<PrepareFn>(kNumOps * 2, nullptr);
 };
 
 // The table with every CPU kernel, built once.
