@@ -55,10 +55,10 @@ struct CpuProgram : Program {
 
 class CpuDevice : public Device {
  public:
-  CpuDevice(int threads)
-      : Device(make_props(threads)), pool_(threads) {}
+  CpuDevice(int threads, bool packed)
+      : Device(make_props(threads, packed)), pool_(threads), packed_(packed) {}
 
-  static DeviceProperties make_props(int threads) {
+  static DeviceProperties make_props(int threads, bool packed) {
     DeviceProperties p;
     p.name = "cpu";
     p.description = "host CPU, reference kernels (the oracle for every other device)";
@@ -68,7 +68,10 @@ class CpuDevice : public Device {
     p.sub_allocation = true;
     p.cores = threads;
     p.regions = kRegionWhole | kRegionRows | kRegionBox;
-    p.extra = {{"threads", std::to_string(threads)}, {"formats", "row-major, every logical dtype"}};
+    p.extra = {{"threads", std::to_string(threads)},
+               {"kernels", packed ? "packed (weights packed at compile, SIMD micro-kernels; same bytes as the reference)"
+                                  : "reference"},
+               {"formats", "row-major, every logical dtype"}};
     return p;
   }
 
@@ -145,7 +148,8 @@ class CpuDevice : public Device {
         return error(StatusCode::unsupported, "[", op_name(n.op), "] ", n.label(), ": no cpu kernel for input dtype ",
                      dtype_name(seg.graph->tensor(n.inputs[0]).dtype));
       std::unique_ptr<PreparedKernel> prep;
-      if (PrepareFn pf = kernel_table().find_prepare(n.op, kernel_kind(*seg.graph, n))) {
+      PrepareFn pf = packed_ ? kernel_table().find_prepare(n.op, kernel_kind(*seg.graph, n)) : nullptr;
+      if (pf) {
         auto r = pf(*seg.graph, n);
         if (!r.ok()) return r.status().with_context("[" + std::string(op_name(n.op)) + "] " + n.label());
         prep = std::move(r).value();
@@ -190,6 +194,7 @@ class CpuDevice : public Device {
 
  private:
   ThreadPool pool_;
+  bool packed_ = true;  // run the kernels' prepared (packed) paths; false: reference kernels only
   std::map<uint64_t, uint8_t*> buffers_;
   uint64_t next_handle_ = 1;
 };
@@ -203,6 +208,12 @@ DeviceInfo cpu_device_info() {
   info.summary = "host CPU with the reference kernels";
   info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
     int threads = 1;
+    bool packed = true;
+    if (auto it = opts.find("kernels"); it != opts.end()) {
+      if (it->second != "packed" && it->second != "reference")
+        return error(StatusCode::invalid_argument, "cpu: kernels must be packed or reference, got '", it->second, "'");
+      packed = it->second == "packed";
+    }
     if (auto it = opts.find("threads"); it != opts.end()) {
       char* end = nullptr;
       long v = std::strtol(it->second.c_str(), &end, 10);
@@ -210,7 +221,7 @@ DeviceInfo cpu_device_info() {
         return error(StatusCode::invalid_argument, "cpu: threads must be 1..256, got '", it->second, "'");
       threads = static_cast<int>(v);
     }
-    return std::unique_ptr<Device>(new cpu::CpuDevice(threads));
+    return std::unique_ptr<Device>(new cpu::CpuDevice(threads, packed));
   };
   return info;
 }

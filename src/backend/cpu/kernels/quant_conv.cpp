@@ -16,38 +16,28 @@
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"
-#include "backend/cpu/kernels/quant_math.h"
+#include "backend/cpu/kernels/quant_conv.h"
 
 namespace tessera::cpu {
 
 namespace {
 
-struct ConvQuant {
-  int32_t x_zp = 0, y_zp = 0;
-  std::vector<int32_t> w_zp;            // per output channel
-  std::vector<q::Multiplier> mult;      // per output channel
-  q::Range range{};
-};
-
 bool is_8bit(DType t) { return t == DType::u8 || t == DType::i8; }
 
-// Multipliers and zero points of a conv-like node; `oc` output channels, weights
-// quantized along `axis` when per-channel. `float_product` selects TFLite's legacy form.
-Result<ConvQuant> conv_quant(const KernelContext& c, int64_t oc, bool float_product) {
-  const Tensor& x = *c.in[0].t;
-  const Tensor& w = *c.in[1].t;
-  const Tensor& y = *c.out[0].t;
+}  // namespace
+
+Result<ConvQuant> conv_quant(const Node& n, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                             int64_t oc, bool float_product) {
   for (const Tensor* t : {&x, &w, &y})
     if (!is_8bit(t->dtype) || t->quant.empty())
-      return kernel_error(c.n, "tensor '" + t->name + "' must be u8/i8 with quantization parameters, got " +
-                                   dtype_name(t->dtype));
+      return kernel_error(n, "tensor '" + t->name + "' must be u8/i8 with quantization parameters, got " +
+                                 dtype_name(t->dtype));
   if (x.quant.per_axis() || y.quant.per_axis())
-    return kernel_error(c.n, "per-axis quantization of activations is not supported");
+    return kernel_error(n, "per-axis quantization of activations is not supported");
   if (w.quant.per_axis() && static_cast<int64_t>(w.quant.scale.size()) != oc)
-    return kernel_error(c.n, "filter '" + w.name + "' has " + std::to_string(w.quant.scale.size()) +
-                                 " scales for " + std::to_string(oc) + " output channels");
-  if (c.in.size() > 2 && c.in[2] && c.in[2].dtype() != DType::i32)
-    return kernel_error(c.n, "bias must be i32");
+    return kernel_error(n, "filter '" + w.name + "' has " + std::to_string(w.quant.scale.size()) +
+                               " scales for " + std::to_string(oc) + " output channels");
+  if (bias && bias->dtype != DType::i32) return kernel_error(n, "bias must be i32");
   ConvQuant p;
   p.x_zp = static_cast<int32_t>(x.quant.zero_point_at(0));
   p.y_zp = static_cast<int32_t>(y.quant.zero_point_at(0));
@@ -62,8 +52,16 @@ Result<ConvQuant> conv_quant(const KernelContext& c, int64_t oc, bool float_prod
                          : static_cast<double>(in_s) * static_cast<double>(w_s) / static_cast<double>(out_s);
     p.mult[o] = q::quantize_multiplier(real);
   }
-  p.range = q::activation_range(c.n.attr_str("activation", "none"), y.dtype, out_s, p.y_zp);
+  p.range = q::activation_range(n.attr_str("activation", "none"), y.dtype, out_s, p.y_zp);
   return p;
+}
+
+namespace {
+
+// The context's operands as conv_quant takes them.
+Result<ConvQuant> conv_quant_of(const KernelContext& c, int64_t oc, bool float_product) {
+  const Tensor* bias = c.in.size() > 2 && c.in[2] ? c.in[2].t : nullptr;
+  return conv_quant(c.n, *c.in[0].t, *c.in[1].t, bias, *c.out[0].t, oc, float_product);
 }
 
 // Weights minus their zero point as int16: [rows, k] row-major (rows = output channels,
@@ -90,12 +88,12 @@ std::vector<int16_t> centred_input(const KernelContext& c, int32_t zp) {
   return out;
 }
 
-inline int32_t finish(int64_t acc64, int64_t o, const int32_t* bias, const ConvQuant& p) {
-  int32_t acc = static_cast<int32_t>(acc64) + (bias ? bias[o] : 0);
-  return q::clamp(q::multiply(acc, p.mult[o]) + p.y_zp, p.range.lo, p.range.hi);
+inline int32_t finish(int32_t acc, int64_t o, const int32_t* bias, const ConvQuant& p) {
+  return conv_requantize(acc, o, bias, p);
 }
 
 Status conv2d(KernelContext& c) {
+  if (c.prepared) return run_packed_conv(c);
   const Shape& xs = c.in[0].shape();
   const Shape& ws = c.in[1].shape();
   const Shape& ys = c.out[0].shape();
@@ -103,7 +101,7 @@ Status conv2d(KernelContext& c) {
   const int64_t OC = ws[0], KH = ws[1], KW = ws[2], IC = ws[3];
   const int64_t OH = ys[1], OW = ys[2];
   if (IC != C) return kernel_error(c.n, "grouped convolution is not supported by the quantized kernel");
-  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant(c, OC, c.in[0].dtype() == DType::u8));
+  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant_of(c, OC, c.in[0].dtype() == DType::u8));
   const Window win = window_of(c.n, KH, KW);
   const int64_t K = KH * KW * IC;
   std::vector<int16_t> wc = centred_weights(c.in[1], OC, K, p, false);
@@ -143,6 +141,7 @@ Status conv2d(KernelContext& c) {
 }
 
 Status depthwise_conv2d(KernelContext& c) {
+  if (c.prepared) return run_packed_conv(c);
   const Shape& xs = c.in[0].shape();
   const Shape& ws = c.in[1].shape();
   const Shape& ys = c.out[0].shape();
@@ -150,7 +149,7 @@ Status depthwise_conv2d(KernelContext& c) {
   const int64_t KH = ws[1], KW = ws[2], OC = ws[3];
   const int64_t M = OC / C;
   const int64_t OH = ys[1], OW = ys[2];
-  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant(c, OC, c.in[0].dtype() == DType::u8));
+  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant_of(c, OC, c.in[0].dtype() == DType::u8));
   const Window win = window_of(c.n, KH, KW);
   // Filter [1, KH, KW, OC]: row per tap, zero point per output channel (column).
   std::vector<int16_t> wc = centred_weights(c.in[1], KH * KW, OC, p, true);
@@ -191,12 +190,13 @@ Status depthwise_conv2d(KernelContext& c) {
 }
 
 Status fully_connected(KernelContext& c) {
+  if (c.prepared) return run_packed_conv(c);
   const Shape& ws = c.in[1].shape();
   const int64_t OC = ws[0], IC = ws[1];
   const int64_t rows = c.in[0].elements() / IC;
   // TFLite's fully connected takes the legacy float product for per-tensor weights of
   // both u8 and int8 models.
-  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant(c, OC, true));
+  TS_ASSIGN_OR_RETURN(ConvQuant p, conv_quant_of(c, OC, true));
   std::vector<int16_t> wc = centred_weights(c.in[1], OC, IC, p, false);
   const int32_t* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<int32_t>() : nullptr;
   const uint8_t* x = c.in[0].data;
@@ -223,9 +223,9 @@ Status fully_connected(KernelContext& c) {
 }  // namespace
 
 void register_quant_conv_kernels(KernelTable& t) {
-  t.add(OpKind::conv2d, KernelKind::quant, conv2d);
-  t.add(OpKind::depthwise_conv2d, KernelKind::quant, depthwise_conv2d);
-  t.add(OpKind::fully_connected, KernelKind::quant, fully_connected);
+  t.add(OpKind::conv2d, KernelKind::quant, conv2d, prepare_packed_conv2d);
+  t.add(OpKind::depthwise_conv2d, KernelKind::quant, depthwise_conv2d, prepare_packed_depthwise);
+  t.add(OpKind::fully_connected, KernelKind::quant, fully_connected, prepare_packed_fully_connected);
 }
 
 }  // namespace tessera::cpu

@@ -68,6 +68,16 @@ inline int32_t multiply(int32_t x, int32_t multiplier, int shift) {
 }
 inline int32_t multiply(int32_t x, const Multiplier& m) { return multiply(x, m.multiplier, m.shift); }
 
+// The single-rounding form of MultiplyByQuantizedMultiplier (TFLite built with
+// TFLITE_SINGLE_ROUNDING, and ruy's per-channel output stage): one product, one rounding,
+// half rounded up: (x * multiplier + 2^(30 - shift)) >> (31 - shift), kept to 32 bits.
+inline int32_t multiply_single_round(int32_t x, int32_t multiplier, int shift) {
+  const int total_shift = 31 - shift;
+  const int64_t round = int64_t{1} << (total_shift - 1);
+  const int64_t r = (static_cast<int64_t>(x) * multiplier + round) >> total_shift;
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(r)));
+}
+
 // The value range of a quantized dtype.
 inline int32_t qmin(DType t) { return t == DType::u8 ? 0 : t == DType::i8 ? -128 : -32768; }
 inline int32_t qmax(DType t) { return t == DType::u8 ? 255 : t == DType::i8 ? 127 : 32767; }

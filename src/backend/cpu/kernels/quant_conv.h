@@ -1,0 +1,44 @@
+// Quantization parameters of TFLite's conv2d, depthwise_conv2d and fully_connected, shared
+// by the reference kernels (quant_conv.cpp) and the packed fast path (quant_conv_fast.cpp)
+// so that both requantize with the same multipliers, rounding and clamp range.
+#pragma once
+
+#include <vector>
+
+#include "backend/cpu/kernels/quant_math.h"
+
+namespace tessera::cpu {
+
+struct ConvQuant {
+  int32_t x_zp = 0, y_zp = 0;
+  std::vector<int32_t> w_zp;        // per output channel
+  std::vector<q::Multiplier> mult;  // per output channel
+  q::Range range{};
+  // Requantize with q::multiply_single_round instead of the double-rounding q::multiply.
+  bool single_round = false;
+};
+
+// Multipliers and zero points of a conv-like node `n` with input x, filter w, output y,
+// `oc` output channels (weights quantized along the channel axis when per-channel),
+// `bias` the optional i32 bias tensor. `float_product` selects TFLite's legacy form of
+// the multiplier for per-tensor weights: double(float(in_s * w_s)) / out_s.
+Result<ConvQuant> conv_quant(const Node& n, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                             int64_t oc, bool float_product);
+
+// Requantizes one accumulator of output channel o as TFLite does.
+inline int32_t conv_requantize(int32_t acc, int64_t o, const int32_t* bias, const ConvQuant& p) {
+  acc += bias ? bias[o] : 0;
+  const q::Multiplier& m = p.mult[o];
+  const int32_t v = p.single_round ? q::multiply_single_round(acc, m.multiplier, m.shift) : q::multiply(acc, m);
+  return q::clamp(v + p.y_zp, p.range.lo, p.range.hi);
+}
+
+// The packed fast path (quant_conv_fast.cpp): PrepareFns that pack a node's constant
+// weights (nullptr when they are not constants, or for shapes the path does not take:
+// grouped conv, depth multiplier), and the kernel that runs a prepared node.
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_conv2d(const Graph& g, const Node& n);
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_depthwise(const Graph& g, const Node& n);
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_fully_connected(const Graph& g, const Node& n);
+Status run_packed_conv(KernelContext& c);
+
+}  // namespace tessera::cpu

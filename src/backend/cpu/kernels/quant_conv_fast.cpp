@@ -1,0 +1,317 @@
+// The packed fast path of the quantized conv2d, depthwise_conv2d and fully_connected
+// kernels. Everything that depends only on the node is done once at compile time
+// (PrepareFn): weights centred and packed into the micro-kernels' panels, bias and
+// requantization parameters per output channel. A run centres the input into int16
+// (im2col for windows larger than 1x1), then calls the micro-kernels of ukernels/qconv.h.
+//
+// Results are byte-identical to the reference kernels in quant_conv.cpp: the same int32
+// sums (every product exact in int32, sums independent of order), then the same
+// requantization (conv_quant). Work is split over output rows (and output-channel panels
+// when rows are few); each output value is computed by one thread, so results do not
+// depend on the thread count.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "backend/cpu/kernels/quant_conv.h"
+#include "backend/cpu/ukernels/qconv.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+using uk::kPanel;
+
+// Bytes of an A block a GEMM work item keeps hot (centred int16 rows): about L2-resident.
+constexpr int64_t kABlockBytes = 64 * 1024;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Requantization parameters per output channel, padded with zeros to `padded` channels.
+struct RequantArrays {
+  std::vector<int32_t> bias, mult, lshift, rshift;
+  uk::Requant rq;
+
+  // `order[i]`: the channel whose parameters go to slot i (-1: padding).
+  void fill(const ConvQuant& p, const int32_t* b, const std::vector<int64_t>& order, DType out) {
+    const size_t n = order.size();
+    bias.assign(n, 0);
+    mult.assign(n, 0);
+    lshift.assign(n, 0);
+    rshift.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t o = order[i];
+      if (o < 0) continue;
+      bias[i] = b ? b[o] : 0;
+      mult[i] = p.mult[o].multiplier;
+      lshift[i] = std::max(p.mult[o].shift, 0);
+      rshift[i] = std::max(-p.mult[o].shift, 0);
+    }
+    rq.bias = bias.data();
+    rq.mult = mult.data();
+    rq.lshift = lshift.data();
+    rq.rshift = rshift.data();
+    rq.zp = p.y_zp;
+    rq.lo = p.range.lo;
+    rq.hi = p.range.hi;
+    rq.single_round = p.single_round;
+    rq.out_i8 = out == DType::i8;
+  }
+};
+
+struct PackedConv : PreparedKernel {
+  bool depthwise = false;
+  // geometry (NHWC input [N, H, W, C], output [N, OH, OW, OC])
+  int64_t N = 1, H = 1, W = 1, C = 0, OH = 1, OW = 1, OC = 0;
+  Window win;
+  int32_t x_zp = 0;
+  bool in_i8 = false;
+  RequantArrays rq;
+  // conv2d / fully connected: K = KH*KW*C, A rows of lda = 2*kpairs int16
+  bool pointwise = false;  // 1x1, stride 1, no padding: A rows are the input pixels
+  int64_t K = 0, kpairs = 0, npanels = 0;
+  std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
+  // depthwise: centred, zero-bordered input [N][Hp][Wp][cpad], reused by every run
+  int64_t Hp = 0, Wp = 0, cpad = 0;
+  std::vector<int64_t> tap_off;  // per tap, int16 units within the padded input
+  std::vector<int16_t> dw_w;     // [cpad / kPanel][pairs][32]
+  mutable std::vector<int16_t> xpad;
+};
+
+const Tensor* bias_of(const Graph& g, const Node& n) {
+  return n.inputs.size() > 2 && n.inputs[2] != kNoTensor ? &g.tensor(n.inputs[2]) : nullptr;
+}
+
+// Constant operands the packing reads; nullopt-like nullptr when the node's weights are not
+// constants (then the reference kernel runs).
+bool constant_operands(const Graph& g, const Node& n) {
+  if (!g.tensor(n.inputs[1]).data) return false;
+  const Tensor* b = bias_of(g, n);
+  return !b || b->data;
+}
+
+Result<ConvQuant> quant_of(const Graph& g, const Node& n, int64_t oc, bool float_product) {
+  return conv_quant(n, g.tensor(n.inputs[0]), g.tensor(n.inputs[1]), bias_of(g, n), g.tensor(n.outputs[0]), oc,
+                    float_product);
+}
+
+const int32_t* bias_data(const Graph& g, const Node& n) {
+  const Tensor* b = bias_of(g, n);
+  return b ? reinterpret_cast<const int32_t*>(b->data->data) : nullptr;
+}
+
+// Packs centred weights w[o][k] (o < OC, k < K) into panels.
+void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
+  pc.kpairs = (pc.K + 1) / 2;
+  pc.npanels = (pc.OC + kPanel - 1) / kPanel;
+  pc.panels.assign(static_cast<size_t>(pc.npanels * pc.kpairs * kPanel * 2), 0);
+  for (int64_t o = 0; o < pc.OC; ++o) {
+    int16_t* panel = pc.panels.data() + (o / kPanel) * pc.kpairs * kPanel * 2;
+    const int64_t j = o % kPanel;
+    for (int64_t k = 0; k < pc.K; ++k)
+      panel[((k / 2) * kPanel + j) * 2 + k % 2] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
+  }
+}
+
+Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node& n, bool fc) {
+  if (!constant_operands(g, n)) return std::unique_ptr<PreparedKernel>();
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& w = g.tensor(n.inputs[1]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  auto pc = std::make_unique<PackedConv>();
+  if (fc) {
+    pc->OC = w.shape[0];
+    pc->C = w.shape[1];
+    pc->K = pc->C;
+    pc->N = pc->C > 0 ? x.elements() / pc->C : 0;
+    pc->pointwise = true;
+  } else {
+    if (w.shape[3] != x.shape[3]) return std::unique_ptr<PreparedKernel>();  // grouped: reference reports it
+    pc->N = x.shape[0], pc->H = x.shape[1], pc->W = x.shape[2], pc->C = x.shape[3];
+    pc->OH = y.shape[1], pc->OW = y.shape[2], pc->OC = w.shape[0];
+    pc->win = window_of(n, w.shape[1], w.shape[2]);
+    pc->K = w.shape[1] * w.shape[2] * pc->C;
+    pc->pointwise = w.shape[1] == 1 && w.shape[2] == 1 && pc->win.sh == 1 && pc->win.sw == 1 && pc->win.pad_top == 0 &&
+                    pc->win.pad_left == 0 && pc->OH == pc->H && pc->OW == pc->W;
+  }
+  // TFLite's fully connected takes the legacy float product for per-tensor weights of both
+  // u8 and int8 models; conv2d only for u8 (see quant_conv.cpp).
+  TS_ASSIGN_OR_RETURN(ConvQuant p, quant_of(g, n, pc->OC, fc || x.dtype == DType::u8));
+  pc->x_zp = p.x_zp;
+  pc->in_i8 = x.dtype == DType::i8;
+  pack_panels(*pc, w.data->data, w.dtype, p);
+  std::vector<int64_t> order(static_cast<size_t>(pc->npanels * kPanel), -1);
+  for (int64_t o = 0; o < pc->OC; ++o) order[o] = o;
+  pc->rq.fill(p, bias_data(g, n), order, y.dtype);
+  return std::unique_ptr<PreparedKernel>(std::move(pc));
+}
+
+// Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
+void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, int64_t r0, int64_t rows, int16_t* a) {
+  const int64_t lda = pc.kpairs * 2;
+  if (pc.pointwise) {
+    if (lda == pc.K) {
+      uk.centre(x + r0 * pc.C, rows * pc.C, pc.x_zp, pc.in_i8, a);
+      return;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      uk.centre(x + (r0 + r) * pc.C, pc.C, pc.x_zp, pc.in_i8, a + r * lda);
+      a[r * lda + pc.K] = 0;
+    }
+    return;
+  }
+  const Window& wn = pc.win;
+  const int64_t KW = pc.K / pc.C / wn.kh;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = r0 + r;
+    const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
+    int16_t* ar = a + r * lda;
+    for (int64_t ky = 0; ky < wn.kh; ++ky) {
+      const int64_t iy = oy * wn.sh - wn.pad_top + ky * wn.dh;
+      for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) {
+        const int64_t ix = ox * wn.sw - wn.pad_left + kx * wn.dw;
+        if (iy < 0 || iy >= pc.H || ix < 0 || ix >= pc.W)
+          std::memset(ar, 0, pc.C * sizeof(int16_t));
+        else
+          uk.centre(x + ((b * pc.H + iy) * pc.W + ix) * pc.C, pc.C, pc.x_zp, pc.in_i8, ar);
+      }
+    }
+    if (lda > pc.K) a[r * lda + pc.K] = 0;
+  }
+}
+
+Status run_gemm(KernelContext& c, const PackedConv& pc) {
+  const uk::QConvKernels& uk = uk::qconv_kernels();
+  const int64_t P = pc.N * pc.OH * pc.OW;  // output rows
+  const int64_t lda = pc.kpairs * 2;
+  const int64_t mb = std::min(round_up(P, uk::kTileRows),
+                              std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows));
+  const int64_t mblocks = (P + mb - 1) / mb;
+  const int threads = c.pool ? c.pool->threads() : 1;
+  // Few row blocks: also split the output channels so every thread has work.
+  const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
+  const uint8_t* x = c.in[0].data;
+  uint8_t* y = c.out[0].data;
+  parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<int16_t> a;
+    if (static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
+    int64_t built = -1;
+    for (int64_t it = i0; it < i1; ++it) {
+      const int64_t blk = it / nsplit, part = it % nsplit;
+      const int64_t r0 = blk * mb, rows = std::min(mb, P - r0);
+      if (built != blk) {
+        build_a(pc, uk, x, r0, rows, a.data());
+        built = blk;
+      }
+      const int64_t p0 = pc.npanels * part / nsplit, p1 = pc.npanels * (part + 1) / nsplit;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t n0 = p * kPanel;
+        const int nvalid = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0));
+        uk.gemm_panel(rows, pc.kpairs, a.data(), lda, pc.panels.data() + p * pc.kpairs * kPanel * 2, pc.rq.rq, n0,
+                      nvalid, y + r0 * pc.OC + n0, pc.OC);
+      }
+    }
+  }, 1);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const Node& n) {
+  if (!constant_operands(g, n)) return std::unique_ptr<PreparedKernel>();
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& w = g.tensor(n.inputs[1]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  if (w.shape[3] != x.shape[3]) return std::unique_ptr<PreparedKernel>();  // depth multiplier: reference
+  auto pc = std::make_unique<PackedConv>();
+  pc->depthwise = true;
+  pc->N = x.shape[0], pc->H = x.shape[1], pc->W = x.shape[2], pc->C = x.shape[3];
+  pc->OH = y.shape[1], pc->OW = y.shape[2], pc->OC = pc->C;
+  const int64_t KH = w.shape[1], KW = w.shape[2];
+  pc->win = window_of(n, KH, KW);
+  const Window& wn = pc->win;
+  TS_ASSIGN_OR_RETURN(ConvQuant p, quant_of(g, n, pc->OC, x.dtype == DType::u8));
+  pc->x_zp = p.x_zp;
+  pc->in_i8 = x.dtype == DType::i8;
+  pc->cpad = round_up(pc->C, kPanel);
+  pc->Hp = std::max(pc->H + wn.pad_top, (pc->OH - 1) * wn.sh + (KH - 1) * wn.dh + 1);
+  pc->Wp = std::max(pc->W + wn.pad_left, (pc->OW - 1) * wn.sw + (KW - 1) * wn.dw + 1);
+  const int taps = static_cast<int>(KH * KW);
+  const int pairs = (taps + 1) / 2;
+  for (int64_t ky = 0; ky < KH; ++ky)
+    for (int64_t kx = 0; kx < KW; ++kx) pc->tap_off.push_back((ky * wn.dh * pc->Wp + kx * wn.dw) * pc->cpad);
+  // Weights [1, KH, KW, C], centred per channel, into the lane order of the row kernel.
+  const int64_t groups = pc->cpad / kPanel;
+  pc->dw_w.assign(static_cast<size_t>(groups * pairs * 32), 0);
+  std::vector<int64_t> order(static_cast<size_t>(pc->cpad), -1);
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int l = 0; l < kPanel; ++l) {
+      const int64_t ch = gi * kPanel + uk::dw_lane_channel(l);
+      if (ch >= pc->C) continue;
+      order[gi * kPanel + l] = ch;
+      for (int t = 0; t < taps; ++t)
+        pc->dw_w[(gi * pairs + t / 2) * 32 + l * 2 + t % 2] =
+            static_cast<int16_t>(q::load(w.data->data, w.dtype, t * pc->C + ch) - p.w_zp[ch]);
+    }
+  pc->rq.fill(p, bias_data(g, n), order, y.dtype);
+  pc->xpad.assign(static_cast<size_t>(pc->N * pc->Hp * pc->Wp * pc->cpad), 0);
+  return std::unique_ptr<PreparedKernel>(std::move(pc));
+}
+
+Status run_depthwise(KernelContext& c, const PackedConv& pc) {
+  const uk::QConvKernels& uk = uk::qconv_kernels();
+  const Window& wn = pc.win;
+  const uint8_t* x = c.in[0].data;
+  int16_t* xp = pc.xpad.data();
+  // Interior rows of the padded input; borders and channel padding stay zero from compile.
+  parallel_rows(c, pc.N * pc.H, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / pc.H, iy = r % pc.H;
+      int16_t* dst = xp + ((b * pc.Hp + iy + wn.pad_top) * pc.Wp + wn.pad_left) * pc.cpad;
+      const uint8_t* src = x + r * pc.W * pc.C;
+      if (pc.cpad == pc.C) {
+        uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
+      } else {
+        for (int64_t ix = 0; ix < pc.W; ++ix) uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
+      }
+    }
+  }, min_rows_per_chunk(pc.W * pc.C));
+  uint8_t* y = c.out[0].data;
+  parallel_rows(c, pc.N * pc.OH, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / pc.OH, oy = r % pc.OH;
+      uk::DwRow row;
+      row.x = xp + (b * pc.Hp + oy * wn.sh) * pc.Wp * pc.cpad;
+      row.xstep = wn.sw * pc.cpad;
+      row.tap_off = pc.tap_off.data();
+      row.taps = static_cast<int>(pc.tap_off.size());
+      row.ow = pc.OW;
+      row.cpad = pc.cpad;
+      row.channels = pc.C;
+      row.w = pc.dw_w.data();
+      row.rq = &pc.rq.rq;
+      row.y = y + r * pc.OW * pc.C;
+      uk.dw_row(row);
+    }
+  }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.tap_off.size())));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_conv2d(const Graph& g, const Node& n) {
+  return prepare_gemm(g, n, false);
+}
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_fully_connected(const Graph& g, const Node& n) {
+  return prepare_gemm(g, n, true);
+}
+Result<std::unique_ptr<PreparedKernel>> prepare_packed_depthwise(const Graph& g, const Node& n) {
+  return prepare_depthwise(g, n);
+}
+
+Status run_packed_conv(KernelContext& c) {
+  const auto& pc = static_cast<const PackedConv&>(*c.prepared);
+  return pc.depthwise ? run_depthwise(c, pc) : run_gemm(c, pc);
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,85 @@
+// Portable scalar micro-kernels of the packed quantized conv path (see qconv.h): the
+// definition the AVX2 kernels are tested against, and the path on CPUs without AVX2.
+#include <cstring>
+
+#include "backend/cpu/kernels/quant_math.h"
+#include "backend/cpu/ukernels/qconv.h"
+#include "convert/simd.h"
+
+namespace tessera::cpu::uk {
+
+int32_t requantize(int32_t acc, int64_t ch, const Requant& rq) {
+  const int32_t x = acc + rq.bias[ch];
+  const int shift = rq.lshift[ch] - rq.rshift[ch];
+  const int32_t v = rq.single_round ? q::multiply_single_round(x, rq.mult[ch], shift) : q::multiply(x, rq.mult[ch], shift);
+  return q::clamp(v + rq.zp, rq.lo, rq.hi);
+}
+
+namespace {
+
+void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
+  if (is_i8) {
+    const int8_t* s = reinterpret_cast<const int8_t*>(x);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int16_t>(s[i] - zp);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int16_t>(x[i] - zp);
+  }
+}
+
+inline void store(uint8_t* y, int64_t i, int32_t v, bool i8) {
+  y[i] = i8 ? static_cast<uint8_t>(static_cast<int8_t>(v)) : static_cast<uint8_t>(v);
+}
+
+void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
+                int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  for (int64_t r = 0; r < m; ++r) {
+    const int16_t* ar = a + r * lda;
+    for (int j = 0; j < nvalid; ++j) {
+      int32_t acc = 0;
+      for (int64_t p = 0; p < kpairs; ++p) {
+        const int16_t* b = panel + (p * kPanel + j) * 2;
+        acc += static_cast<int32_t>(ar[2 * p]) * b[0] + static_cast<int32_t>(ar[2 * p + 1]) * b[1];
+      }
+      store(y + r * ldy, j, requantize(acc, n0 + j, rq), rq.out_i8);
+    }
+  }
+}
+
+void dw_row(const DwRow& r) {
+  const int pairs = (r.taps + 1) / 2;
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    const int16_t* xp = r.x + ox * r.xstep;
+    uint8_t* yp = r.y + ox * r.channels;
+    for (int64_t g = 0; g * kPanel < r.cpad; ++g) {
+      const int16_t* wg = r.w + g * pairs * 32;
+      for (int l = 0; l < kPanel; ++l) {
+        const int64_t c = g * kPanel + dw_lane_channel(l);
+        if (c >= r.channels) continue;
+        int32_t acc = 0;
+        for (int p = 0; p < pairs; ++p) {
+          const int16_t* wp = wg + p * 32 + l * 2;
+          const int t0 = 2 * p, t1 = 2 * p + 1;
+          acc += static_cast<int32_t>(xp[r.tap_off[t0] + c]) * wp[0];
+          if (t1 < r.taps) acc += static_cast<int32_t>(xp[r.tap_off[t1] + c]) * wp[1];
+        }
+        store(yp, c, requantize(acc, g * kPanel + l, *r.rq), r.rq->out_i8);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const QConvKernels& scalar_qconv_kernels() {
+  static const QConvKernels k{centre, gemm_panel, dw_row, "scalar"};
+  return k;
+}
+
+const QConvKernels& qconv_kernels() {
+#if defined(__x86_64__)
+  if (convert::use_avx2()) return avx2_qconv_kernels();
+#endif
+  return scalar_qconv_kernels();
+}
+
+}  // namespace tessera::cpu::uk

@@ -1,0 +1,184 @@
+// AVX2 micro-kernels of the packed quantized conv path (see ukernels/qconv.h). Products are
+// vpmaddwd on centred int16 pairs (exact: |x|, |w| <= 255), accumulated in int32; the
+// requantization is TFLite's fixed-point arithmetic on 8 lanes, the same integers as
+// q::multiply / q::multiply_single_round.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/ukernels/qconv.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace tessera::cpu::uk {
+
+namespace {
+
+// Rounding doubling high multiply of 64-bit lane products (low 32 bits of each lane):
+// trunc((p + nudge) / 2^31) with nudge 2^30 for p >= 0, 1 - 2^30 below; `p` = x * m with
+// m >= 0, so its sign is x's.
+inline __m256i srdhm_lanes(__m256i p) {
+  const __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), p);  // -1 where p < 0
+  const __m256i abs = _mm256_sub_epi64(_mm256_xor_si256(p, s), s);
+  // |p| + 2^30 - (p < 0): the magnitude of p + nudge
+  const __m256i t = _mm256_add_epi64(_mm256_add_epi64(abs, _mm256_set1_epi64x(int64_t{1} << 30)), s);
+  const __m256i h = _mm256_srli_epi64(t, 31);
+  return _mm256_sub_epi64(_mm256_xor_si256(h, s), s);
+}
+
+// (v) >> sh per 64-bit lane, arithmetic (AVX2 has only the logical variable shift).
+inline __m256i sra_epi64(__m256i v, __m256i sh) {
+  const __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+  return _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(v, s), sh), s);
+}
+
+// 8 accumulators of channels ch .. ch+7 -> requantized, zero point added, clamped.
+inline __m256i requant8(__m256i acc, const Requant& rq, int64_t ch) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch)));
+  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch));
+  const __m256i lsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch));
+  const __m256i rsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch));
+  __m256i r;
+  if (!rq.single_round) {
+    const __m256i xs = _mm256_sllv_epi32(x, lsh);
+    const __m256i even = srdhm_lanes(_mm256_mul_epi32(xs, m));
+    const __m256i odd = srdhm_lanes(_mm256_mul_epi32(_mm256_srli_epi64(xs, 32), _mm256_srli_epi64(m, 32)));
+    const __m256i hi = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    // rounding divide by 2^rsh, half away from zero
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, rsh), one);
+    const __m256i rem = _mm256_and_si256(hi, mask);
+    const __m256i thr = _mm256_add_epi32(_mm256_srai_epi32(mask, 1),
+                                         _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), hi), one));
+    r = _mm256_add_epi32(_mm256_srav_epi32(hi, rsh), _mm256_and_si256(_mm256_cmpgt_epi32(rem, thr), one));
+  } else {
+    // total shift 31 - shift = 31 - lsh + rsh, per 64-bit lane
+    const __m256i ts = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), lsh), rsh);
+    const __m256i lo32 = _mm256_set1_epi64x(0xffffffffLL);
+    const __m256i ts_even = _mm256_and_si256(ts, lo32), ts_odd = _mm256_srli_epi64(ts, 32);
+    const __m256i one64 = _mm256_set1_epi64x(1);
+    auto lane = [&](__m256i p, __m256i t) {
+      const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(t, one64));
+      return sra_epi64(_mm256_add_epi64(p, round), t);
+    };
+    const __m256i even = lane(_mm256_mul_epi32(x, m), ts_even);
+    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), ts_odd);
+    r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  }
+  r = _mm256_add_epi32(r, _mm256_set1_epi32(rq.zp));
+  r = _mm256_max_epi32(r, _mm256_set1_epi32(rq.lo));
+  return _mm256_min_epi32(r, _mm256_set1_epi32(rq.hi));
+}
+
+// 16 requantized lanes (a: first 8, b: next 8; values already in the 8-bit range) -> bytes.
+inline __m128i pack16(__m256i a, __m256i b, bool i8) {
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);
+  const __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+  return i8 ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
+}
+
+inline void store_bytes(uint8_t* y, __m128i v, int n) {
+  if (n == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), v);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    std::memcpy(y, tmp, static_cast<size_t>(n));
+  }
+}
+
+void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
+  const __m256i z = _mm256_set1_epi16(static_cast<int16_t>(zp));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    const __m256i w = is_i8 ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(w, z));
+  }
+  for (; i < n; ++i)
+    out[i] = static_cast<int16_t>((is_i8 ? static_cast<int32_t>(static_cast<int8_t>(x[i])) : x[i]) - zp);
+}
+
+template <int MR>
+inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
+                      int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  __m256i acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const int32_t* a32[MR];
+  for (int r = 0; r < MR; ++r) a32[r] = reinterpret_cast<const int32_t*>(a + r * lda);
+  for (int64_t p = 0; p < kpairs; ++p) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
+    for (int r = 0; r < MR; ++r) {
+      const __m256i av = _mm256_set1_epi32(a32[r][p]);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    const __m256i q0 = requant8(acc[r][0], rq, n0);
+    const __m256i q1 = requant8(acc[r][1], rq, n0 + 8);
+    store_bytes(y + r * ldy, pack16(q0, q1, rq.out_i8), nvalid);
+  }
+}
+
+void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
+                int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + kTileRows <= m; r += kTileRows)
+    gemm_tile<kTileRows>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy);
+  switch (m - r) {
+    case 1: gemm_tile<1>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 2: gemm_tile<2>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 3: gemm_tile<3>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 4: gemm_tile<4>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 5: gemm_tile<5>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    default: break;
+  }
+}
+
+void dw_row(const DwRow& r) {
+  const int pairs = (r.taps + 1) / 2;
+  const int64_t groups = r.cpad / kPanel;
+  for (int64_t ox = 0; ox < r.ow; ++ox) {
+    const int16_t* xp = r.x + ox * r.xstep;
+    uint8_t* yp = r.y + ox * r.channels;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int16_t* wg = r.w + g * pairs * 32;
+      const int16_t* xg = xp + g * kPanel;
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      for (int p = 0; p < pairs; ++p) {
+        const int t0 = 2 * p, t1 = 2 * p + 1;
+        const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t0]));
+        const __m256i xb = t1 < r.taps ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t1]))
+                                       : _mm256_setzero_si256();
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32 + 16));
+        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), w0));
+        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), w1));
+      }
+      const __m256i q0 = requant8(lo, *r.rq, g * kPanel);
+      const __m256i q1 = requant8(hi, *r.rq, g * kPanel + 8);
+      // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
+      const __m256i w16 = _mm256_packs_epi32(q0, q1);
+      const __m128i l = _mm256_castsi256_si128(w16), h = _mm256_extracti128_si256(w16, 1);
+      const __m128i bytes = r.rq->out_i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+      const int64_t left = r.channels - g * kPanel;
+      store_bytes(yp + g * kPanel, bytes, left >= kPanel ? kPanel : static_cast<int>(left));
+    }
+  }
+}
+
+}  // namespace
+
+const QConvKernels& avx2_qconv_kernels() {
+  static const QConvKernels k{centre, gemm_panel, dw_row, "avx2"};
+  return k;
+}
+
+}  // namespace tessera::cpu::uk
+
+#pragma GCC pop_options
+#endif  // __x86_64__
