@@ -80,6 +80,16 @@ struct PackedConv : PreparedKernel {
   mutable std::vector<int16_t> xpad;
 };
 
+// The zero-bordered, centred input copy of a windowed op: rows and columns enough for every
+// tap of every output, channels rounded up to `cpad`.
+void size_padded_input(PackedConv& pc, int64_t KH, int64_t KW, int64_t cpad) {
+  const Window& wn = pc.win;
+  pc.cpad = cpad;
+  pc.Hp = std::max(pc.H + wn.pad_top, (pc.OH - 1) * wn.sh + (KH - 1) * wn.dh + 1);
+  pc.Wp = std::max(pc.W + wn.pad_left, (pc.OW - 1) * wn.sw + (KW - 1) * wn.dw + 1);
+  pc.xpad.assign(static_cast<size_t>(pc.N * pc.Hp * pc.Wp * pc.cpad), 0);
+}
+
 const Tensor* bias_of(const Graph& g, const Node& n) {
   return n.inputs.size() > 2 && n.inputs[2] != kNoTensor ? &g.tensor(n.inputs[2]) : nullptr;
 }
@@ -142,6 +152,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
   pc->x_zp = p.x_zp;
   pc->in_i8 = x.dtype == DType::i8;
   pack_panels(*pc, w.data->data, w.dtype, p);
+  if (!pc->pointwise && !fc) size_padded_input(*pc, w.shape[1], w.shape[2], pc->C);
   std::vector<int64_t> order(static_cast<size_t>(pc->npanels * kPanel), -1);
   for (int64_t o = 0; o < pc->OC; ++o) order[o] = o;
   pc->rq.fill(p, bias_data(g, n), order, y.dtype);
@@ -162,24 +173,46 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
     }
     return;
   }
+  // Windows: whole kernel rows copied from the padded input (taps of a row are adjacent
+  // there when the dilation is 1).
   const Window& wn = pc.win;
   const int64_t KW = pc.K / pc.C / wn.kh;
+  const int16_t* xp = pc.xpad.data();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = r0 + r;
     const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
     int16_t* ar = a + r * lda;
     for (int64_t ky = 0; ky < wn.kh; ++ky) {
-      const int64_t iy = oy * wn.sh - wn.pad_top + ky * wn.dh;
-      for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) {
-        const int64_t ix = ox * wn.sw - wn.pad_left + kx * wn.dw;
-        if (iy < 0 || iy >= pc.H || ix < 0 || ix >= pc.W)
-          std::memset(ar, 0, pc.C * sizeof(int16_t));
-        else
-          uk.centre(x + ((b * pc.H + iy) * pc.W + ix) * pc.C, pc.C, pc.x_zp, pc.in_i8, ar);
+      const int16_t* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
+      if (wn.dw == 1) {
+        std::memcpy(ar, src, KW * pc.C * sizeof(int16_t));
+        ar += KW * pc.C;
+      } else {
+        for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C * sizeof(int16_t));
       }
     }
     if (lda > pc.K) a[r * lda + pc.K] = 0;
   }
+}
+
+// Centres the input into the interior of the padded copy; borders and channel padding
+// stay zero from compile time.
+void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk) {
+  const Window& wn = pc.win;
+  const uint8_t* x = c.in[0].data;
+  int16_t* xp = pc.xpad.data();
+  parallel_rows(c, pc.N * pc.H, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / pc.H, iy = r % pc.H;
+      int16_t* dst = xp + ((b * pc.Hp + iy + wn.pad_top) * pc.Wp + wn.pad_left) * pc.cpad;
+      const uint8_t* src = x + r * pc.W * pc.C;
+      if (pc.cpad == pc.C) {
+        uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
+      } else {
+        for (int64_t ix = 0; ix < pc.W; ++ix) uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
+      }
+    }
+  }, min_rows_per_chunk(pc.W * pc.C));
 }
 
 Status run_gemm(KernelContext& c, const PackedConv& pc) {
@@ -194,6 +227,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
+  if (!pc.xpad.empty()) fill_padded(c, pc, uk);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<int16_t> a;
     if (static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
@@ -233,9 +267,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   TS_ASSIGN_OR_RETURN(ConvQuant p, quant_of(g, n, pc->OC, x.dtype == DType::u8));
   pc->x_zp = p.x_zp;
   pc->in_i8 = x.dtype == DType::i8;
-  pc->cpad = round_up(pc->C, kPanel);
-  pc->Hp = std::max(pc->H + wn.pad_top, (pc->OH - 1) * wn.sh + (KH - 1) * wn.dh + 1);
-  pc->Wp = std::max(pc->W + wn.pad_left, (pc->OW - 1) * wn.sw + (KW - 1) * wn.dw + 1);
+  size_padded_input(*pc, KH, KW, round_up(pc->C, kPanel));
   const int taps = static_cast<int>(KH * KW);
   const int pairs = (taps + 1) / 2;
   for (int64_t ky = 0; ky < KH; ++ky)
@@ -254,28 +286,14 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
             static_cast<int16_t>(q::load(w.data->data, w.dtype, t * pc->C + ch) - p.w_zp[ch]);
     }
   pc->rq.fill(p, bias_data(g, n), order, y.dtype);
-  pc->xpad.assign(static_cast<size_t>(pc->N * pc->Hp * pc->Wp * pc->cpad), 0);
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
 
 Status run_depthwise(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const Window& wn = pc.win;
-  const uint8_t* x = c.in[0].data;
-  int16_t* xp = pc.xpad.data();
-  // Interior rows of the padded input; borders and channel padding stay zero from compile.
-  parallel_rows(c, pc.N * pc.H, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / pc.H, iy = r % pc.H;
-      int16_t* dst = xp + ((b * pc.Hp + iy + wn.pad_top) * pc.Wp + wn.pad_left) * pc.cpad;
-      const uint8_t* src = x + r * pc.W * pc.C;
-      if (pc.cpad == pc.C) {
-        uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
-      } else {
-        for (int64_t ix = 0; ix < pc.W; ++ix) uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
-      }
-    }
-  }, min_rows_per_chunk(pc.W * pc.C));
+  fill_padded(c, pc, uk);
+  const int16_t* xp = pc.xpad.data();
   uint8_t* y = c.out[0].data;
   parallel_rows(c, pc.N * pc.OH, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {

@@ -34,37 +34,51 @@ inline __m256i sra_epi64(__m256i v, __m256i sh) {
   return _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(v, s), sh), s);
 }
 
-// 8 accumulators of channels ch .. ch+7 -> requantized, zero point added, clamped.
-inline __m256i requant8(__m256i acc, const Requant& rq, int64_t ch) {
+// Requantization parameters of 8 channels, loaded once and applied to many rows.
+struct Rq8 {
+  __m256i bias, mult, mult_odd, lsh, rsh, mask, half_mask, ts_even, ts_odd;
+  bool shift_left;
+};
+
+inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
+  Rq8 v;
   const __m256i one = _mm256_set1_epi32(1);
-  const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch)));
-  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch));
-  const __m256i lsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch));
-  const __m256i rsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch));
+  v.bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch));
+  v.mult = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch));
+  v.mult_odd = _mm256_srli_epi64(v.mult, 32);
+  v.lsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch));
+  v.rsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch));
+  v.shift_left = !_mm256_testz_si256(v.lsh, v.lsh);
+  v.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, v.rsh), one);
+  v.half_mask = _mm256_srai_epi32(v.mask, 1);
+  // single rounding: total shift 31 - shift = 31 - lsh + rsh, per 64-bit lane
+  const __m256i ts = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), v.lsh), v.rsh);
+  v.ts_even = _mm256_and_si256(ts, _mm256_set1_epi64x(0xffffffffLL));
+  v.ts_odd = _mm256_srli_epi64(ts, 32);
+  return v;
+}
+
+// 8 accumulators -> requantized, zero point added, clamped (int32 lanes).
+inline __m256i requant8(__m256i acc, const Rq8& v, const Requant& rq) {
+  __m256i x = _mm256_add_epi32(acc, v.bias);
   __m256i r;
   if (!rq.single_round) {
-    const __m256i xs = _mm256_sllv_epi32(x, lsh);
-    const __m256i even = srdhm_lanes(_mm256_mul_epi32(xs, m));
-    const __m256i odd = srdhm_lanes(_mm256_mul_epi32(_mm256_srli_epi64(xs, 32), _mm256_srli_epi64(m, 32)));
+    if (v.shift_left) x = _mm256_sllv_epi32(x, v.lsh);
+    const __m256i even = srdhm_lanes(_mm256_mul_epi32(x, v.mult));
+    const __m256i odd = srdhm_lanes(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
     const __m256i hi = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
     // rounding divide by 2^rsh, half away from zero
-    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, rsh), one);
-    const __m256i rem = _mm256_and_si256(hi, mask);
-    const __m256i thr = _mm256_add_epi32(_mm256_srai_epi32(mask, 1),
-                                         _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), hi), one));
-    r = _mm256_add_epi32(_mm256_srav_epi32(hi, rsh), _mm256_and_si256(_mm256_cmpgt_epi32(rem, thr), one));
+    const __m256i rem = _mm256_and_si256(hi, v.mask);
+    const __m256i thr = _mm256_sub_epi32(v.half_mask, _mm256_srai_epi32(hi, 31));  // + 1 where negative
+    r = _mm256_sub_epi32(_mm256_srav_epi32(hi, v.rsh), _mm256_cmpgt_epi32(rem, thr));
   } else {
-    // total shift 31 - shift = 31 - lsh + rsh, per 64-bit lane
-    const __m256i ts = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), lsh), rsh);
-    const __m256i lo32 = _mm256_set1_epi64x(0xffffffffLL);
-    const __m256i ts_even = _mm256_and_si256(ts, lo32), ts_odd = _mm256_srli_epi64(ts, 32);
     const __m256i one64 = _mm256_set1_epi64x(1);
     auto lane = [&](__m256i p, __m256i t) {
       const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(t, one64));
       return sra_epi64(_mm256_add_epi64(p, round), t);
     };
-    const __m256i even = lane(_mm256_mul_epi32(x, m), ts_even);
-    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), ts_odd);
+    const __m256i even = lane(_mm256_mul_epi32(x, v.mult), v.ts_even);
+    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), v.ts_odd);
     r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
   }
   r = _mm256_add_epi32(r, _mm256_set1_epi32(rq.zp));
@@ -101,27 +115,64 @@ void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
     out[i] = static_cast<int16_t>((is_i8 ? static_cast<int32_t>(static_cast<int8_t>(x[i])) : x[i]) - zp);
 }
 
+inline void store_tile_row(__m256i c0, __m256i c1, const Rq8& v0, const Rq8& v1, const Requant& rq, int nvalid,
+                           uint8_t* y) {
+  store_bytes(y, pack16(requant8(c0, v0, rq), requant8(c1, v1, rq), rq.out_i8), nvalid);
+}
+
+// Rows 0..MR-1 of the tile; accumulators are named variables so that they stay in
+// registers (12 of the 16 ymm registers at MR = 6).
 template <int MR>
 inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                       int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
-  __m256i acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const int32_t* a32[MR];
-  for (int r = 0; r < MR; ++r) a32[r] = reinterpret_cast<const int32_t*>(a + r * lda);
-  for (int64_t p = 0; p < kpairs; ++p) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
-    for (int r = 0; r < MR; ++r) {
-      const __m256i av = _mm256_set1_epi32(a32[r][p]);
-      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
-      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
+  static_assert(MR >= 1 && MR <= 6);
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const int32_t* a0 = reinterpret_cast<const int32_t*>(a);
+  const int32_t* a1 = reinterpret_cast<const int32_t*>(a + (MR > 1 ? 1 : 0) * lda);
+  const int32_t* a2 = reinterpret_cast<const int32_t*>(a + (MR > 2 ? 2 : 0) * lda);
+  const int32_t* a3 = reinterpret_cast<const int32_t*>(a + (MR > 3 ? 3 : 0) * lda);
+  const int32_t* a4 = reinterpret_cast<const int32_t*>(a + (MR > 4 ? 4 : 0) * lda);
+  const int32_t* a5 = reinterpret_cast<const int32_t*>(a + (MR > 5 ? 5 : 0) * lda);
+  const __m256i* b = reinterpret_cast<const __m256i*>(panel);
+  for (int64_t p = 0; p < kpairs; ++p, b += 2) {
+    const __m256i b0 = _mm256_loadu_si256(b), b1 = _mm256_loadu_si256(b + 1);
+    __m256i av = _mm256_set1_epi32(a0[p]);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(av, b0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(av, b1));
+    if constexpr (MR > 1) {
+      av = _mm256_set1_epi32(a1[p]);
+      c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(av, b0));
+      c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(av, b1));
+    }
+    if constexpr (MR > 2) {
+      av = _mm256_set1_epi32(a2[p]);
+      c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(av, b0));
+      c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(av, b1));
+    }
+    if constexpr (MR > 3) {
+      av = _mm256_set1_epi32(a3[p]);
+      c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(av, b0));
+      c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(av, b1));
+    }
+    if constexpr (MR > 4) {
+      av = _mm256_set1_epi32(a4[p]);
+      c40 = _mm256_add_epi32(c40, _mm256_madd_epi16(av, b0));
+      c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(av, b1));
+    }
+    if constexpr (MR > 5) {
+      av = _mm256_set1_epi32(a5[p]);
+      c50 = _mm256_add_epi32(c50, _mm256_madd_epi16(av, b0));
+      c51 = _mm256_add_epi32(c51, _mm256_madd_epi16(av, b1));
     }
   }
-  for (int r = 0; r < MR; ++r) {
-    const __m256i q0 = requant8(acc[r][0], rq, n0);
-    const __m256i q1 = requant8(acc[r][1], rq, n0 + 8);
-    store_bytes(y + r * ldy, pack16(q0, q1, rq.out_i8), nvalid);
-  }
+  const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
+  store_tile_row(c00, c01, v0, v1, rq, nvalid, y);
+  if constexpr (MR > 1) store_tile_row(c10, c11, v0, v1, rq, nvalid, y + ldy);
+  if constexpr (MR > 2) store_tile_row(c20, c21, v0, v1, rq, nvalid, y + 2 * ldy);
+  if constexpr (MR > 3) store_tile_row(c30, c31, v0, v1, rq, nvalid, y + 3 * ldy);
+  if constexpr (MR > 4) store_tile_row(c40, c41, v0, v1, rq, nvalid, y + 4 * ldy);
+  if constexpr (MR > 5) store_tile_row(c50, c51, v0, v1, rq, nvalid, y + 5 * ldy);
 }
 
 void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
@@ -142,12 +193,13 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
 void dw_row(const DwRow& r) {
   const int pairs = (r.taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
-  for (int64_t ox = 0; ox < r.ow; ++ox) {
-    const int16_t* xp = r.x + ox * r.xstep;
-    uint8_t* yp = r.y + ox * r.channels;
-    for (int64_t g = 0; g < groups; ++g) {
-      const int16_t* wg = r.w + g * pairs * 32;
-      const int16_t* xg = xp + g * kPanel;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int16_t* wg = r.w + g * pairs * 32;
+    const Rq8 v0 = load_rq8(*r.rq, g * kPanel), v1 = load_rq8(*r.rq, g * kPanel + 8);
+    const int64_t left = r.channels - g * kPanel;
+    const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
+    for (int64_t ox = 0; ox < r.ow; ++ox) {
+      const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
       __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
       for (int p = 0; p < pairs; ++p) {
         const int t0 = 2 * p, t1 = 2 * p + 1;
@@ -159,14 +211,11 @@ void dw_row(const DwRow& r) {
         lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), w0));
         hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), w1));
       }
-      const __m256i q0 = requant8(lo, *r.rq, g * kPanel);
-      const __m256i q1 = requant8(hi, *r.rq, g * kPanel + 8);
       // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
-      const __m256i w16 = _mm256_packs_epi32(q0, q1);
+      const __m256i w16 = _mm256_packs_epi32(requant8(lo, v0, *r.rq), requant8(hi, v1, *r.rq));
       const __m128i l = _mm256_castsi256_si128(w16), h = _mm256_extracti128_si256(w16, 1);
       const __m128i bytes = r.rq->out_i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
-      const int64_t left = r.channels - g * kPanel;
-      store_bytes(yp + g * kPanel, bytes, left >= kPanel ? kPanel : static_cast<int>(left));
+      store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
     }
   }
 }

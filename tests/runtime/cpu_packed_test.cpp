@@ -1,0 +1,256 @@
+// The cpu's packed quantized conv path (kernels/quant_conv_fast.cpp, ukernels/, x86/) must
+// give the reference kernels' bytes: on a grid of conv2d / depthwise / fully connected
+// shapes, on every shared TFLite model, for any thread count and with the AVX2 or the
+// portable micro-kernels. The micro-kernels' requantization is also compared lane by lane
+// with the scalar definition, including the single-rounding form and left shifts.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/cpu/ukernels/qconv.h"
+#include "convert/simd.h"
+#include "fixtures.h"
+#include "import/tflite/tflite_importer.h"
+#include "subgraph.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+SessionOptions cpu_options(const std::string& kernels, int threads) {
+  SessionOptions o;
+  o.device = "cpu";
+  o.device_options = {{"kernels", kernels}, {"threads", std::to_string(threads)}};
+  return o;
+}
+
+Bytes random_codes(std::mt19937& rng, int64_t n, DType t) {
+  std::uniform_int_distribution<int> d(0, 255);
+  Bytes v(static_cast<size_t>(n * (t == DType::i32 ? 4 : 1)));
+  for (auto& b : v) b = static_cast<uint8_t>(d(rng));
+  (void)t;
+  return v;
+}
+
+QuantParams per_tensor(float s, int64_t zp) {
+  QuantParams q;
+  q.scale = {s};
+  q.zero_point = {zp};
+  return q;
+}
+
+struct ConvSpec {
+  OpKind op;
+  DType dt;          // activations and weights
+  bool per_channel;  // i8 only
+  int64_t n, h, w, c, oc, k, stride, dil, pad;
+  std::string act;
+};
+
+// A one-op graph with seeded random weights, bias and quantization parameters.
+Graph conv_graph(const ConvSpec& s, std::mt19937& rng) {
+  Graph g;
+  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
+  std::uniform_int_distribution<int> zp8(s.dt == DType::u8 ? 0 : -128, s.dt == DType::u8 ? 255 : 127);
+  Tensor x;
+  x.name = "x";
+  x.dtype = s.dt;
+  x.role = Role::input;
+  x.shape = s.op == OpKind::fully_connected ? Shape{s.n, s.c} : Shape{s.n, s.h, s.w, s.c};
+  x.quant = per_tensor(scale(rng), zp8(rng));
+  TensorId xi = g.add_tensor(x);
+  g.inputs.push_back(xi);
+  Tensor w;
+  w.name = "w";
+  w.dtype = s.dt;
+  w.role = Role::weight;
+  const int64_t oc = s.op == OpKind::depthwise_conv2d ? s.c : s.oc;
+  if (s.op == OpKind::fully_connected) w.shape = {oc, s.c};
+  else if (s.op == OpKind::depthwise_conv2d) w.shape = {1, s.k, s.k, s.c};
+  else w.shape = {oc, s.k, s.k, s.c};
+  if (s.per_channel) {
+    w.quant.axis = s.op == OpKind::depthwise_conv2d ? 3 : 0;
+    for (int64_t o = 0; o < oc; ++o) {
+      w.quant.scale.push_back(scale(rng) * 0.1f);
+      w.quant.zero_point.push_back(0);
+    }
+  } else {
+    w.quant = per_tensor(scale(rng) * 0.1f, s.dt == DType::i8 ? 0 : zp8(rng));
+  }
+  Bytes wb = random_codes(rng, num_elements(w.shape), s.dt);
+  if (s.dt == DType::i8)
+    for (auto& b : wb)
+      if (b == 0x80) b = 0x81;  // symmetric int8 weights: -127..127
+  w.data = ConstData::from_vector(wb);
+  TensorId wi = g.add_tensor(w);
+  Tensor b;
+  b.name = "b";
+  b.dtype = DType::i32;
+  b.role = Role::weight;
+  b.shape = {oc};
+  std::vector<int32_t> bias(static_cast<size_t>(oc));
+  std::uniform_int_distribution<int32_t> bd(-20000, 20000);
+  for (auto& v : bias) v = bd(rng);
+  Bytes bb(reinterpret_cast<uint8_t*>(bias.data()), reinterpret_cast<uint8_t*>(bias.data()) + oc * 4);
+  b.data = ConstData::from_vector(bb);
+  TensorId bi = g.add_tensor(b);
+  std::map<std::string, AttrValue> attrs{{"activation", s.act}};
+  if (s.op != OpKind::fully_connected) {
+    attrs["stride_h"] = s.stride;
+    attrs["stride_w"] = s.stride;
+    attrs["dilation_h"] = s.dil;
+    attrs["dilation_w"] = s.dil;
+    attrs["pad_top"] = s.pad;
+    attrs["pad_left"] = s.pad;
+    attrs["pad_bottom"] = s.pad;
+    attrs["pad_right"] = s.pad;
+  }
+  // An output scale near the accumulators' spread, so that outputs use the whole range;
+  // a tiny one now and then makes multipliers above 1 (left shifts).
+  float out_scale = x.quant.scale[0] * w.quant.scale[0] * 60.0f * std::sqrt(static_cast<float>(s.c * s.k * s.k));
+  if (s.c % 3 == 0) out_scale = x.quant.scale[0] * w.quant.scale[0] * 0.5f;
+  auto y = g.add_op(s.op, {xi, wi, bi}, attrs, "op", s.dt, per_tensor(out_scale, zp8(rng)));
+  EXPECT_TRUE(y.ok()) << y.status().to_string();
+  g.tensor(*y).role = Role::output;
+  g.outputs.push_back(*y);
+  return g;
+}
+
+Bytes run_one(const Graph& g, const Bytes& input, const SessionOptions& o) {
+  auto out = testing::run_graph(g, {{g.inputs[0], input}}, o);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? (*out)[0] : Bytes{};
+}
+
+std::vector<ConvSpec> grid() {
+  std::vector<ConvSpec> v;
+  for (DType dt : {DType::u8, DType::i8})
+    for (bool pc : {false, true}) {
+      if (pc && dt == DType::u8) continue;
+      const std::string act = pc ? "relu6" : "none";
+      // 1x1 (the GEMM), odd K, channels not a multiple of 16, rows not a multiple of 6
+      v.push_back({OpKind::conv2d, dt, pc, 1, 7, 9, 33, 40, 1, 1, 1, 0, act});
+      v.push_back({OpKind::conv2d, dt, pc, 2, 5, 5, 64, 24, 1, 1, 1, 0, "relu"});
+      // windows: first-layer style, strides, padding, dilation
+      v.push_back({OpKind::conv2d, dt, pc, 1, 17, 15, 3, 32, 3, 2, 1, 1, act});
+      v.push_back({OpKind::conv2d, dt, pc, 1, 9, 11, 20, 17, 3, 1, 2, 2, "none"});
+      v.push_back({OpKind::conv2d, dt, pc, 1, 8, 8, 16, 16, 5, 2, 1, 2, "relu"});
+      // depthwise
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 13, 12, 32, 32, 3, 1, 1, 1, act});
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 2, 14, 14, 24, 24, 3, 2, 1, 1, "relu6"});
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 10, 9, 7, 7, 5, 1, 2, 4, "none"});
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 6, 6, 48, 48, 2, 1, 1, 0, "relu"});
+      // fully connected: one row and several
+      v.push_back({OpKind::fully_connected, dt, pc, 1, 1, 1, 1024, 1001, 1, 1, 1, 0, "none"});
+      v.push_back({OpKind::fully_connected, dt, pc, 7, 1, 1, 57, 30, 1, 1, 1, 0, "relu"});
+    }
+  return v;
+}
+
+std::string label(const ConvSpec& s) {
+  return std::string(op_name(s.op)) + " " + dtype_name(s.dt) + (s.per_channel ? " per-channel" : "") + " n" +
+         std::to_string(s.n) + " " + std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c) +
+         " -> " + std::to_string(s.oc) + " k" + std::to_string(s.k) + " s" + std::to_string(s.stride) + " d" +
+         std::to_string(s.dil) + " p" + std::to_string(s.pad);
+}
+
+// Restores the SIMD level a test changed.
+struct SimdGuard {
+  convert::SimdLevel saved = convert::simd_level();
+  ~SimdGuard() { convert::set_simd_level(saved); }
+};
+
+TEST(CpuPacked, GridIsByteIdenticalToTheReferenceKernels) {
+  std::mt19937 rng(1234);
+  SimdGuard guard;
+  int cases = 0;
+  for (const ConvSpec& s : grid()) {
+    Graph g = conv_graph(s, rng);
+    const Bytes input = random_codes(rng, g.tensor(g.inputs[0]).elements(), s.dt);
+    const Bytes ref = run_one(g, input, cpu_options("reference", 1));
+    ASSERT_FALSE(ref.empty()) << label(s);
+    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::scalar}) {
+      convert::set_simd_level(level);
+      for (int threads : {1, 3}) {
+        const Bytes got = run_one(g, input, cpu_options("packed", threads));
+        ASSERT_EQ(got, ref) << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads
+                            << " threads";
+      }
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 33);
+}
+
+TEST(CpuPacked, SharedModelsAreByteIdenticalToTheReferenceKernels) {
+  const char* models[] = {"mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v2_1.0_224_quant.tflite",
+                          "tf2_mobilenet_v2_1.0_224_ptq.tflite", "mobilenet_v2_quantized_1x3x224x224.tflite",
+                          "person_detect.tflite", "hello_world_int8.tflite",
+                          "movenet_single_pose_lightning_ptq.tflite", "deeplabv3_mnv2_dm05_pascal_quant.tflite",
+                          "mobilenet_v1_1.0_224_quant_embedding_extractor.tflite"};
+  for (const char* m : models) {
+    TESSERA_REQUIRE_FIXTURE(path, std::string("models/tflite/") + m);
+    auto g = tflite::load_tflite_file(path);
+    ASSERT_TRUE(g.ok()) << m << ": " << g.status().to_string();
+    std::mt19937 rng(77);
+    std::map<TensorId, Bytes> inputs;
+    for (TensorId id : g->inputs) {
+      auto hb = g->tensor(id).host_bytes();
+      ASSERT_TRUE(hb.ok());
+      inputs[id] = random_codes(rng, *hb, DType::u8);
+    }
+    auto ref = testing::run_graph(*g, inputs, cpu_options("reference", 1));
+    ASSERT_TRUE(ref.ok()) << m << ": " << ref.status().to_string();
+    for (int threads : {1, 2}) {
+      auto got = testing::run_graph(*g, inputs, cpu_options("packed", threads));
+      ASSERT_TRUE(got.ok()) << m << ": " << got.status().to_string();
+      ASSERT_EQ(got->size(), ref->size());
+      for (size_t k = 0; k < ref->size(); ++k)
+        EXPECT_EQ((*got)[k], (*ref)[k]) << m << " output " << k << ", " << threads << " threads";
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// The AVX2 GEMM panel against the scalar one on random accumulators and requantization
+// parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output.
+TEST(CpuPacked, Avx2RequantizationMatchesTheScalarDefinition) {
+  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int> v16(-255, 255);
+  std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+  std::uniform_int_distribution<int> shift(-31, 4);
+  std::uniform_int_distribution<int32_t> bias(-3000000, 3000000);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t m = 1 + trial % 7, kpairs = 1 + trial % 40;
+    std::vector<int16_t> a(static_cast<size_t>(m * kpairs * 2)), panel(static_cast<size_t>(kpairs * 32));
+    for (auto& x : a) x = static_cast<int16_t>(v16(rng));
+    for (auto& x : panel) x = static_cast<int16_t>(v16(rng));
+    std::vector<int32_t> b(16), mu(16), ls(16), rs(16);
+    for (int j = 0; j < 16; ++j) {
+      b[j] = bias(rng);
+      mu[j] = trial % 13 == 0 ? 0 : mult(rng);
+      const int s = shift(rng);
+      ls[j] = std::max(s, 0);
+      rs[j] = std::max(-s, 0);
+    }
+    cpu::uk::Requant rq;
+    rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+    rq.zp = trial % 5 - 2;
+    rq.single_round = trial % 2 == 1;
+    rq.out_i8 = trial % 3 == 0;
+    rq.lo = rq.out_i8 ? -128 : 0;
+    rq.hi = rq.out_i8 ? 127 : 255;
+    const int nvalid = 16 - trial % 4;
+    std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
+    cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);
+    cpu::uk::avx2_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
+    ASSERT_EQ(yv, ys) << "trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace tessera
