@@ -16,27 +16,18 @@ namespace tessera::cpu::uk {
 
 namespace {
 
-// Rounding doubling high multiply of 64-bit lane products (low 32 bits of each lane):
-// trunc((p + nudge) / 2^31) with nudge 2^30 for p >= 0, 1 - 2^30 below; `p` = x * m with
-// m >= 0, so its sign is x's.
-inline __m256i srdhm_lanes(__m256i p) {
-  const __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), p);  // -1 where p < 0
-  const __m256i abs = _mm256_sub_epi64(_mm256_xor_si256(p, s), s);
-  // |p| + 2^30 - (p < 0): the magnitude of p + nudge
-  const __m256i t = _mm256_add_epi64(_mm256_add_epi64(abs, _mm256_set1_epi64x(int64_t{1} << 30)), s);
-  const __m256i h = _mm256_srli_epi64(t, 31);
-  return _mm256_sub_epi64(_mm256_xor_si256(h, s), s);
-}
-
-// (v) >> sh per 64-bit lane, arithmetic (AVX2 has only the logical variable shift).
-inline __m256i sra_epi64(__m256i v, __m256i sh) {
-  const __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
-  return _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(v, s), sh), s);
-}
+// The rounding doubling high multiply of gemmlowp, for m >= 0 and not both INT32_MIN:
+// trunc((p + nudge) / 2^31) with nudge 2^30 for p >= 0 and 1 - 2^30 below, which equals
+// floor((p + 2^30) / 2^31) for either sign. Its bits 31..62 are the 32-bit result, the same
+// for a logical or an arithmetic 64-bit shift; `even` leaves them in the low dword of each
+// 64-bit lane, odd in the high dword.
+inline __m256i srdhm_even(__m256i p) { return _mm256_srli_epi64(_mm256_add_epi64(p, _mm256_set1_epi64x(int64_t{1} << 30)), 31); }
+inline __m256i srdhm_odd(__m256i p) { return _mm256_slli_epi64(_mm256_add_epi64(p, _mm256_set1_epi64x(int64_t{1} << 30)), 1); }
 
 // Requantization parameters of 8 channels, loaded once and applied to many rows.
 struct Rq8 {
-  __m256i bias, mult, mult_odd, lsh, rsh, mask, half_mask, ts_even, ts_odd;
+  __m256i bias, mult, mult_odd, lsh, rsh, mask, half_mask;
+  __m256i ts_even, ts_odd, ts_rest;  // single rounding: 64-bit shifts of at most 32, then the rest on 32 bits
   bool shift_left;
 };
 
@@ -53,8 +44,10 @@ inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
   v.half_mask = _mm256_srai_epi32(v.mask, 1);
   // single rounding: total shift 31 - shift = 31 - lsh + rsh, per 64-bit lane
   const __m256i ts = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), v.lsh), v.rsh);
-  v.ts_even = _mm256_and_si256(ts, _mm256_set1_epi64x(0xffffffffLL));
-  v.ts_odd = _mm256_srli_epi64(ts, 32);
+  const __m256i first = _mm256_min_epi32(ts, _mm256_set1_epi32(32));
+  v.ts_even = _mm256_and_si256(first, _mm256_set1_epi64x(0xffffffffLL));
+  v.ts_odd = _mm256_srli_epi64(first, 32);
+  v.ts_rest = _mm256_sub_epi32(ts, first);
   return v;
 }
 
@@ -64,22 +57,27 @@ inline __m256i requant8(__m256i acc, const Rq8& v, const Requant& rq) {
   __m256i r;
   if (!rq.single_round) {
     if (v.shift_left) x = _mm256_sllv_epi32(x, v.lsh);
-    const __m256i even = srdhm_lanes(_mm256_mul_epi32(x, v.mult));
-    const __m256i odd = srdhm_lanes(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
-    const __m256i hi = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    const __m256i even = srdhm_even(_mm256_mul_epi32(x, v.mult));
+    const __m256i odd = srdhm_odd(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
+    const __m256i hi = _mm256_blend_epi32(even, odd, 0xAA);
     // rounding divide by 2^rsh, half away from zero
     const __m256i rem = _mm256_and_si256(hi, v.mask);
     const __m256i thr = _mm256_sub_epi32(v.half_mask, _mm256_srai_epi32(hi, 31));  // + 1 where negative
     r = _mm256_sub_epi32(_mm256_srav_epi32(hi, v.rsh), _mm256_cmpgt_epi32(rem, thr));
   } else {
+    // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
+    // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
+    // the arithmetic one's low dword) and fits 32 bits (|p| < 2^62).
     const __m256i one64 = _mm256_set1_epi64x(1);
-    auto lane = [&](__m256i p, __m256i t) {
-      const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(t, one64));
-      return sra_epi64(_mm256_add_epi64(p, round), t);
+    const __m256i ts_even = _mm256_add_epi64(v.ts_even, _mm256_and_si256(v.ts_rest, _mm256_set1_epi64x(0xffffffffLL)));
+    const __m256i ts_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
+    auto lane = [&](__m256i p, __m256i ts, __m256i first) {
+      const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(ts, one64));
+      return _mm256_srlv_epi64(_mm256_add_epi64(p, round), first);
     };
-    const __m256i even = lane(_mm256_mul_epi32(x, v.mult), v.ts_even);
-    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), v.ts_odd);
-    r = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    const __m256i even = lane(_mm256_mul_epi32(x, v.mult), ts_even, v.ts_even);
+    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), ts_odd, v.ts_odd);
+    r = _mm256_srav_epi32(_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA), v.ts_rest);
   }
   r = _mm256_add_epi32(r, _mm256_set1_epi32(rq.zp));
   r = _mm256_max_epi32(r, _mm256_set1_epi32(rq.lo));
