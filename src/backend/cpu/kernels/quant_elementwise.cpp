@@ -58,9 +58,74 @@ Status check_binary(const KernelContext& c) {
   return Status::Ok();
 }
 
+// An 8-bit binary op as a table of all 256 x 256 operand pairs, made at compile time from
+// the kernel's own per-element function: the same bytes, one load per element.
+struct PairTable : PreparedKernel {
+  std::vector<uint8_t> out;  // [a code + 128 * is_i8][b code ...] as stored bytes
+  bool i8 = false;
+  int index(uint8_t a, uint8_t b) const { return (i8 ? (a ^ 0x80) : a) * 256 + (i8 ? (b ^ 0x80) : b); }
+};
+
+Status run_pair_table(KernelContext& c) {
+  const auto& t = static_cast<const PairTable&>(*c.prepared);
+  const uint8_t *a = c.in[0].data, *b = c.in[1].data;
+  uint8_t* y = c.out[0].data;
+  const uint8_t* tab = t.out.data();
+  const int64_t n = c.out[0].elements();
+  if (c.in[0].shape() == c.out[0].shape() && c.in[1].shape() == c.out[0].shape()) {
+    parallel_rows(c, n, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) y[i] = tab[t.index(a[i], b[i])];
+    }, 1 << 14);
+  } else {
+    for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(),
+                       [&](int64_t ia, int64_t ib, int64_t iy) { y[iy] = tab[t.index(a[ia], b[ib])]; });
+  }
+  return Status::Ok();
+}
+
+// Fills a PairTable for node n with f(code_a, code_b) -> stored code; nullptr unless both
+// inputs and the output are per-tensor u8 or i8 of one dtype.
+template <typename F>
+Result<std::unique_ptr<PreparedKernel>> pair_table(const Graph& g, const Node& n, F&& f) {
+  const Tensor &x0 = g.tensor(n.inputs[0]), &x1 = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
+  for (const Tensor* t : {&x0, &x1, &y})
+    if ((t->dtype != DType::u8 && t->dtype != DType::i8) || t->dtype != y.dtype || t->quant.empty() ||
+        t->quant.per_axis())
+      return std::unique_ptr<PreparedKernel>();
+  auto t = std::make_unique<PairTable>();
+  t->i8 = y.dtype == DType::i8;
+  t->out.resize(65536);
+  const int lo = t->i8 ? -128 : 0;
+  for (int a = lo; a < lo + 256; ++a)
+    for (int b = lo; b < lo + 256; ++b)
+      t->out[t->index(static_cast<uint8_t>(a), static_cast<uint8_t>(b))] = static_cast<uint8_t>(f(a, b));
+  return std::unique_ptr<PreparedKernel>(std::move(t));
+}
+
 // ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands).
+struct AddParams {
+  q::AddRescale p;
+  q::Range r;
+};
+AddParams add_params(const Node& n, const Tensor& x0, const Tensor& x1, const Tensor& y) {
+  const int32_t zo = static_cast<int32_t>(y.quant.zero_point_at(0));
+  return {q::add_rescale(x0.quant.scale[0], static_cast<int32_t>(x0.quant.zero_point_at(0)), x1.quant.scale[0],
+                         static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0], zo),
+          q::activation_range(n.attr_str("activation", "none"), y.dtype, y.quant.scale[0], zo)};
+}
+
+Result<std::unique_ptr<PreparedKernel>> prepare_add_sub(const Graph& g, const Node& n, bool subtract) {
+  const Tensor &x0 = g.tensor(n.inputs[0]), &x1 = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
+  if (x0.quant.empty() || x1.quant.empty() || y.quant.empty()) return std::unique_ptr<PreparedKernel>();
+  const AddParams ap = add_params(n, x0, x1, y);
+  return pair_table(g, n, [&](int32_t a, int32_t b) { return q::clamp(q::add_codes(ap.p, a, b, subtract), ap.r.lo, ap.r.hi); });
+}
+Result<std::unique_ptr<PreparedKernel>> prepare_add(const Graph& g, const Node& n) { return prepare_add_sub(g, n, false); }
+Result<std::unique_ptr<PreparedKernel>> prepare_sub(const Graph& g, const Node& n) { return prepare_add_sub(g, n, true); }
+
 Status add_sub(KernelContext& c, bool subtract) {
   TS_RETURN_IF_ERROR(check_binary(c));
+  if (c.prepared) return run_pair_table(c);
   const q::AddRescale p = q::add_rescale(scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.in[1]), zp_of(c.in[1]),
                                          scale_of(c.out[0]), zp_of(c.out[0]));
   const DType t = c.out[0].dtype();
@@ -235,8 +300,8 @@ Status hard_swish(KernelContext& c) {
 }  // namespace
 
 void register_quant_elementwise_kernels(KernelTable& t) {
-  t.add(OpKind::add, KernelKind::quant, add);
-  t.add(OpKind::sub, KernelKind::quant, sub);
+  t.add(OpKind::add, KernelKind::quant, add, prepare_add);
+  t.add(OpKind::sub, KernelKind::quant, sub, prepare_sub);
   t.add(OpKind::mul, KernelKind::quant, mul);
   t.add(OpKind::maximum, KernelKind::quant, maximum);
   t.add(OpKind::minimum, KernelKind::quant, minimum);
