@@ -25,14 +25,35 @@ Status same_dtype(const KernelContext& c) {
 
 // Copies elements of `es` bytes: out[idx] = in[sum_d (start[d] + idx[d] * step[d])] over the
 // row-major index space `ext`; `step` is in input elements.
+template <typename T>
+void copy_strided(const uint8_t* in, uint8_t* out, int64_t n, int64_t step) {
+  const T* src = reinterpret_cast<const T*>(in);
+  T* dst = reinterpret_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i, src + i * step, sizeof(T));
+}
+
 void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, int64_t start,
                 const std::vector<int64_t>& step) {
-  int rank = static_cast<int>(ext.size());
+  const int rank = static_cast<int>(ext.size());
+  if (rank == 0) {
+    std::memcpy(out, in + start * es, es);
+    return;
+  }
+  // Rows of the innermost dimension, each a strided copy; outer indices advance per row.
+  const int64_t inner = ext[rank - 1], inner_step = step[rank - 1];
+  const int64_t rows = inner > 0 ? num_elements(ext) / inner : 0;
   std::vector<int64_t> idx(rank, 0);
   int64_t off = start;
-  for (int64_t i = 0, n = num_elements(ext); i < n; ++i) {
-    std::memcpy(out + i * es, in + off * es, es);
-    for (int d = rank - 1; d >= 0; --d) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* src = in + off * es;
+    uint8_t* dst = out + r * inner * es;
+    if (inner_step == 1) std::memcpy(dst, src, inner * es);
+    else if (es == 1) copy_strided<uint8_t>(src, dst, inner, inner_step);
+    else if (es == 2) copy_strided<uint16_t>(src, dst, inner, inner_step);
+    else if (es == 4) copy_strided<uint32_t>(src, dst, inner, inner_step);
+    else
+      for (int64_t i = 0; i < inner; ++i) std::memcpy(dst + i * es, src + i * inner_step * es, es);
+    for (int d = rank - 2; d >= 0; --d) {
       off += step[d];
       if (++idx[d] < ext[d]) break;
       off -= step[d] * ext[d];

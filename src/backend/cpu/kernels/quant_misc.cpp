@@ -144,6 +144,15 @@ Status requantize(KernelContext& c) {
   const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
   const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
   const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
+  if (ti != DType::i16) {  // 8-bit input: the 256 possible results first, then a lookup
+    int32_t table[256];
+    for (int v = 0; v < 256; ++v) {
+      const int32_t code = ti == DType::u8 ? v : static_cast<int8_t>(v);
+      table[v] = q::clamp(q::multiply(code - zi, m) + zo, q::qmin(to), q::qmax(to));
+    }
+    for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) q::store(c.out[0].data, to, i, table[c.in[0].data[i]]);
+    return Status::Ok();
+  }
   for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
     const int32_t v = q::multiply(q::load(c.in[0].data, ti, i) - zi, m) + zo;
     q::store(c.out[0].data, to, i, q::clamp(v, q::qmin(to), q::qmax(to)));
