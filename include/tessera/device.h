@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -113,9 +114,21 @@ struct Counters {
   int64_t modelled_dram_bytes = 0;     // device models: DRAM traffic of all executes, as modelled
 };
 
+// What one execute() did, returned to the caller that ran it (counters() is shared by every
+// session on the device).
+struct ExecuteStats {
+  std::vector<NodeTime> nodes;   // per node of the program
+  double modelled_seconds = 0;   // device models: modelled device time of this execute
+};
+
 // Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).
 using DeviceOptions = std::map<std::string, std::string>;
 
+// Threads: one Device may be shared by sessions running on different threads. Every public
+// method below takes the device's lock, so calls on one device are serialized (a device
+// runs one program at a time, as a single queue would); counters() is a snapshot only while
+// no other thread uses the device: concurrent callers take their numbers from
+// execute()'s ExecuteStats. Distinct devices share nothing.
 class Device {
  public:
   virtual ~Device() = default;
@@ -145,8 +158,9 @@ class Device {
 
   // Prepares a segment once (kernel selection, command streams, constant folding).
   Result<std::unique_ptr<Program>> compile(const Segment& seg);
-  // Runs a compiled program on tensors placed as `b` says.
-  Status execute(Program& p, const Bindings& b);
+  // Runs a compiled program on tensors placed as `b` says; `stats` (optional) receives
+  // this run's per-node times and modelled time.
+  Status execute(Program& p, const Bindings& b, ExecuteStats* stats = nullptr);
 
   const Counters& counters() const { return counters_; }
   void reset_counters();
@@ -167,6 +181,9 @@ class Device {
 
   DeviceProperties props_;
   Counters counters_;
+
+ private:
+  mutable std::recursive_mutex mu_;  // held by every public method (see the class comment)
 };
 
 // ---- registry ----

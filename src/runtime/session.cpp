@@ -230,10 +230,10 @@ Status Session::run() {
         if (id != kNoTensor && !plan_.tensors[id].in_program) b.placements[id] = placements_[id];
       for (TensorId id : g.nodes()[i].outputs) b.placements[id] = placements_[id];
     }
-    double modelled_before = dev->counters().modelled_seconds;
-    TS_RETURN_IF_ERROR(dev->execute(*programs_[s], b));
-    profile_.modelled_seconds += dev->counters().modelled_seconds - modelled_before;
-    for (const NodeTime& nt : dev->counters().last_nodes)
+    ExecuteStats stats;
+    TS_RETURN_IF_ERROR(dev->execute(*programs_[s], b, &stats));
+    profile_.modelled_seconds += stats.modelled_seconds;
+    for (const NodeTime& nt : stats.nodes)
       profile_.nodes.push_back({g.nodes()[nt.node].label(), dev->name(), nt.host_seconds, nt.modelled_seconds});
   }
   profile_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();

@@ -29,6 +29,7 @@ Result<int64_t> Device::do_allocation_bytes(const Format& f) const {
 }
 
 Result<Allocation> Device::allocate(int64_t bytes, const std::string& what) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (bytes <= 0) return error(StatusCode::invalid_argument, "device '", name(), "': allocation of ", bytes, " bytes for ", what);
   if (bytes > props_.max_allocation_bytes)
     return error(StatusCode::out_of_memory, "device '", name(), "': ", what, " needs one allocation of ", bytes,
@@ -45,6 +46,7 @@ Result<Allocation> Device::allocate(int64_t bytes, const std::string& what) {
 }
 
 Status Device::free(Allocation a) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!a.valid()) return Status::Ok();
   TS_RETURN_IF_ERROR(ctx(do_free(a), name()));
   counters_.allocated_bytes -= a.bytes;
@@ -70,6 +72,7 @@ static Status check_access(const Device& d, const Placement& p, const Region& r,
 }
 
 Status Device::write(const Placement& dst, const Region& region, const ConstHostView& src) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   TS_RETURN_IF_ERROR(ctx(check_access(*this, dst, region, src.format), name()));
   TS_RETURN_IF_ERROR(ctx(do_write(dst, region, src), name()));
   auto b = src.format.byte_size();
@@ -78,6 +81,7 @@ Status Device::write(const Placement& dst, const Region& region, const ConstHost
 }
 
 Status Device::read(const Placement& src, const Region& region, const HostView& dst) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   TS_RETURN_IF_ERROR(ctx(check_access(*this, src, region, dst.format), name()));
   TS_RETURN_IF_ERROR(ctx(do_read(src, region, dst), name()));
   auto b = dst.format.byte_size();
@@ -86,22 +90,30 @@ Status Device::read(const Placement& src, const Region& region, const HostView& 
 }
 
 Result<std::unique_ptr<Program>> Device::compile(const Segment& seg) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!seg.graph) return error(StatusCode::invalid_argument, "device '", name(), "': segment without graph");
   auto p = do_compile(seg);
   if (!p.ok()) return ctx(p.status(), name());
   return p;
 }
 
-Status Device::execute(Program& p, const Bindings& b) {
+Status Device::execute(Program& p, const Bindings& b, ExecuteStats* stats) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto t0 = std::chrono::steady_clock::now();
   counters_.last_nodes.clear();
+  const double modelled_before = counters_.modelled_seconds;
   Status s = ctx(do_execute(p, b), name());
   counters_.host_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   counters_.executes++;
+  if (stats) {
+    stats->nodes = counters_.last_nodes;
+    stats->modelled_seconds = counters_.modelled_seconds - modelled_before;
+  }
   return s;
 }
 
 void Device::reset_counters() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   int64_t alloc = counters_.allocated_bytes, n = counters_.allocations;
   counters_ = Counters{};
   counters_.allocated_bytes = alloc;
