@@ -55,7 +55,8 @@ class Session {
   // Reads a state tensor's region into host memory (row-major `dtype` values).
   Status read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const;
 
-  const RunProfile& profile() const { return profile_; }
+  // Per-node times of the last run (labels are made on the first call after a run).
+  const RunProfile& profile() const;
   // One line per compiled segment whose program describes itself: device, nodes, summary
   // (rknpu: NPU ops, tasks and jobs). For `tessera inspect`.
   std::vector<std::string> program_summaries() const;
@@ -72,11 +73,24 @@ class Session {
     int device = -1;
     std::vector<int> nodes;
     bool transfer = false;
+    Bindings bindings;  // placements of what the step's program reads and writes (not transfers)
   };
   std::vector<Step> steps_;
   std::vector<std::vector<Allocation>> arenas_;      // per device, per arena
   std::vector<Placement> placements_;               // per tensor of plan_.graph
-  RunProfile profile_;
+  // The last run's measurements, kept as numbers; profile() turns them into a RunProfile.
+  struct Timing {
+    int node = -1;
+    int device = -1;
+    double host_seconds = 0;
+    double modelled_seconds = -1;
+  };
+  std::vector<Timing> timings_;
+  ExecuteStats stats_;  // reused by every execute of run()
+  double host_seconds_ = 0, modelled_seconds_ = 0;
+  int64_t transfer_bytes_ = 0;
+  mutable RunProfile profile_;
+  mutable bool profile_ready_ = false;
   std::vector<uint8_t> staging_;  // host bytes a transfer passes through; sized in prepare()
 };
 

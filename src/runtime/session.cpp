@@ -132,6 +132,20 @@ Status Session::prepare(const Session* share) {
     TS_ASSIGN_OR_RETURN(auto prog, plan_.devices[st.device]->compile(seg));
     programs_.push_back(std::move(prog));
   }
+  // Each step's bindings and a profile slot per node are fixed here, so that run() only
+  // executes: no maps built, no strings made, nothing allocated.
+  size_t node_slots = 0;
+  for (Step& st : steps_) {
+    node_slots += st.nodes.size();
+    if (st.transfer) continue;
+    for (int i : st.nodes) {
+      for (TensorId id : g.nodes()[i].inputs)
+        if (id != kNoTensor && !plan_.tensors[id].in_program) st.bindings.placements[id] = placements_[id];
+      for (TensorId id : g.nodes()[i].outputs) st.bindings.placements[id] = placements_[id];
+    }
+  }
+  timings_.reserve(node_slots);
+  stats_.nodes.reserve(node_slots);
   (void)share;
   return Status::Ok();
 }
@@ -199,7 +213,10 @@ Status Session::read_state(const std::string& name, const Region& region, void* 
 
 Status Session::run() {
   const Graph& g = plan_.graph;
-  profile_ = RunProfile{};
+  timings_.clear();
+  modelled_seconds_ = 0;
+  transfer_bytes_ = 0;
+  profile_ready_ = false;
   auto t_run = std::chrono::steady_clock::now();
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
@@ -217,27 +234,33 @@ Status Session::run() {
                                .with_context("[transfer] " + n.name));
         TS_RETURN_IF_ERROR(dd->write(placements_[dst], Region::whole(), ConstHostView{host.data(), t.host_format()})
                                .with_context("[transfer] " + n.name));
-        profile_.transfer_bytes += hb;
+        transfer_bytes_ += hb;
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        profile_.nodes.push_back({n.label(), dd->name(), dt, -1});
+        timings_.push_back({i, plan_.tensors[dst].device, dt, -1});
       }
       continue;
     }
     Device* dev = plan_.devices[st.device];
-    Bindings b;
-    for (int i : st.nodes) {
-      for (TensorId id : g.nodes()[i].inputs)
-        if (id != kNoTensor && !plan_.tensors[id].in_program) b.placements[id] = placements_[id];
-      for (TensorId id : g.nodes()[i].outputs) b.placements[id] = placements_[id];
-    }
-    ExecuteStats stats;
-    TS_RETURN_IF_ERROR(dev->execute(*programs_[s], b, &stats));
-    profile_.modelled_seconds += stats.modelled_seconds;
-    for (const NodeTime& nt : stats.nodes)
-      profile_.nodes.push_back({g.nodes()[nt.node].label(), dev->name(), nt.host_seconds, nt.modelled_seconds});
+    TS_RETURN_IF_ERROR(dev->execute(*programs_[s], st.bindings, &stats_));
+    modelled_seconds_ += stats_.modelled_seconds;
+    for (const NodeTime& nt : stats_.nodes) timings_.push_back({nt.node, st.device, nt.host_seconds, nt.modelled_seconds});
   }
-  profile_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+  host_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
   return Status::Ok();
+}
+
+const RunProfile& Session::profile() const {
+  if (!profile_ready_) {
+    profile_ = RunProfile{};
+    for (const Timing& t : timings_)
+      profile_.nodes.push_back({plan_.graph.nodes()[t.node].label(), plan_.devices[t.device]->name(), t.host_seconds,
+                                t.modelled_seconds});
+    profile_.host_seconds = host_seconds_;
+    profile_.modelled_seconds = modelled_seconds_;
+    profile_.transfer_bytes = transfer_bytes_;
+    profile_ready_ = true;
+  }
+  return profile_;
 }
 
 }  // namespace tessera

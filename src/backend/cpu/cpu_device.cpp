@@ -50,6 +50,7 @@ struct CpuProgram : Program {
   std::vector<int> nodes;
   std::vector<KernelFn> kernels;
   std::vector<std::unique_ptr<PreparedKernel>> prepared;  // per node; nullptr where none
+  std::vector<TensorRef> refs;  // every node's inputs then outputs, resolved on each execute
   std::string describe() const override { return std::to_string(nodes.size()) + (nodes.size() == 1 ? " cpu kernel" : " cpu kernels"); }
 };
 
@@ -173,17 +174,21 @@ class CpuDevice : public Device {
       TS_ASSIGN_OR_RETURN(uint8_t * d, base(it->second));
       return TensorRef{&g.tensor(id), d};
     };
+    prog.refs.clear();  // keeps its capacity: no allocation after the first run
     for (size_t k = 0; k < prog.nodes.size(); ++k) {
       const Node& n = g.nodes()[prog.nodes[k]];
-      KernelContext ctx{g, n, {}, {}, &pool_, prog.prepared[k].get()};
-      for (TensorId id : n.inputs) {
-        TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
-        ctx.in.push_back(r);
-      }
-      for (TensorId id : n.outputs) {
-        TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
-        ctx.out.push_back(r);
-      }
+      for (const auto* ids : {&n.inputs, &n.outputs})
+        for (TensorId id : *ids) {
+          TS_ASSIGN_OR_RETURN(TensorRef r, ref(id));
+          prog.refs.push_back(r);
+        }
+    }
+    const TensorRef* next = prog.refs.data();
+    for (size_t k = 0; k < prog.nodes.size(); ++k) {
+      const Node& n = g.nodes()[prog.nodes[k]];
+      const std::span<const TensorRef> in(next, n.inputs.size()), out(next + n.inputs.size(), n.outputs.size());
+      next += n.inputs.size() + n.outputs.size();
+      KernelContext ctx{g, n, in, out, &pool_, prog.prepared[k].get()};
       auto t0 = std::chrono::steady_clock::now();
       TS_RETURN_IF_ERROR(prog.kernels[k](ctx));
       double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

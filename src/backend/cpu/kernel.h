@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "tessera/graph.h"
@@ -37,8 +38,8 @@ struct PreparedKernel {
 struct KernelContext {
   const Graph& g;
   const Node& n;
-  std::vector<TensorRef> in;
-  std::vector<TensorRef> out;
+  std::span<const TensorRef> in;   // per node input (absent optional inputs: a null TensorRef)
+  std::span<const TensorRef> out;
   ThreadPool* pool = nullptr;  // for kernels that split work over threads
   const PreparedKernel* prepared = nullptr;  // what the kernel's PrepareFn made; nullptr if none
 };
