@@ -114,6 +114,40 @@ INSTANTIATE_TEST_SUITE_P(Shared, ReferenceOutputs,
                                            RefCase{"tf2mnv2_224_grace", "tf2_mobilenet_v2_1.0_224_ptq", 653, 440}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// The interpreter's own outputs (../shared/reference/*.tflite-output.bin, from the TFLite
+// oracle): the cpu device matches them byte for byte, on 1 and 2 threads.
+struct InterpreterCase {
+  const char* name;
+  const char* model;
+};
+
+class InterpreterReference : public ::testing::TestWithParam<InterpreterCase> {};
+
+TEST_P(InterpreterReference, CpuIsByteIdentical) {
+  const InterpreterCase& c = GetParam();
+  TESSERA_REQUIRE_FIXTURE(model, std::string("models/tflite/") + c.model + ".tflite");
+  TESSERA_REQUIRE_FIXTURE(in_path, std::string("reference/") + c.name + ".input.bin");
+  TESSERA_REQUIRE_FIXTURE(ref_path, std::string("reference/") + c.name + ".tflite-output.bin");
+  auto g = tflite::load_tflite_file(model);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const bool is_signed = g->tensor(g->outputs[0]).dtype == DType::i8;
+  const std::vector<uint8_t> input = testing::read_file(in_path), ref = testing::read_file(ref_path);
+  for (int threads : {1, 2}) {
+    std::vector<uint8_t> out = run(*g, input, threads);
+    ASSERT_EQ(out.size(), ref.size());
+    Diff d = diff(as_ints(out, is_signed), as_ints(ref, is_signed));
+    EXPECT_EQ(d.count, 0u) << c.name << " on " << threads << " threads: " << d.count << " values differ, by up to "
+                           << d.max_abs << " steps";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, InterpreterReference,
+                         ::testing::Values(InterpreterCase{"mnv1_128_cat", "mobilenet_v1_0.25_128_quant"},
+                                           InterpreterCase{"mnv2_224_grace", "mobilenet_v2_1.0_224_quant"},
+                                           InterpreterCase{"tf2mnv2_224_grace", "tf2_mobilenet_v2_1.0_224_ptq"},
+                                           InterpreterCase{"nchw_grace", "mobilenet_v2_quantized_1x3x224x224"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 TEST(QuantizedThreads, OutputsAreBitIdenticalForAnyThreadCount) {
   for (const char* m : {"mobilenet_v1_0.25_128_quant", "person_detect"}) {
     SCOPED_TRACE(m);

@@ -27,6 +27,7 @@ struct ConvQuant {
   std::vector<int32_t> w_zp;            // per output channel
   std::vector<q::Multiplier> mult;      // per output channel
   q::Range range{};
+  bool single_round = false;            // q::multiply_single_round instead of q::multiply
 };
 
 bool is_8bit(DType t) { return t == DType::u8 || t == DType::i8; }
@@ -63,6 +64,9 @@ Result<ConvQuant> conv_quant(const KernelContext& c, int64_t oc, bool float_prod
     p.mult[o] = q::quantize_multiplier(real);
   }
   p.range = q::activation_range(c.n.attr_str("activation", "none"), y.dtype, out_s, p.y_zp);
+  // TFLite's builtin CONV_2D runs per-channel models through ruy, which rounds the
+  // requantization once; its per-tensor (gemmlowp) and depthwise paths round twice.
+  p.single_round = c.n.op == OpKind::conv2d && w.quant.per_axis();
   return p;
 }
 
@@ -92,7 +96,8 @@ std::vector<int16_t> centred_input(const KernelContext& c, int32_t zp) {
 
 inline int32_t finish(int64_t acc64, int64_t o, const int32_t* bias, const ConvQuant& p) {
   int32_t acc = static_cast<int32_t>(acc64) + (bias ? bias[o] : 0);
-  return q::clamp(q::multiply(acc, p.mult[o]) + p.y_zp, p.range.lo, p.range.hi);
+  const int32_t scaled = p.single_round ? q::multiply_single_round(acc, p.mult[o]) : q::multiply(acc, p.mult[o]);
+  return q::clamp(scaled + p.y_zp, p.range.lo, p.range.hi);
 }
 
 Status conv2d(KernelContext& c) {
