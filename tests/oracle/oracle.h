@@ -171,6 +171,35 @@ inline Result<std::vector<uint8_t>> cut_before(const std::vector<uint8_t>& model
   return out;
 }
 
+// A copy of `model` cut after operator `op` of subgraph 0: the operators after it are
+// dropped and the model's outputs become that operator's outputs (at most as many as the
+// model has outputs). TFLite orders operators topologically, so the rest still runs.
+inline Result<std::vector<uint8_t>> cut_after(const std::vector<uint8_t>& model, int op) {
+  std::vector<uint8_t> out = model;
+  const ::tflite::Model* m = ::tflite::GetModel(out.data());
+  const ::tflite::SubGraph* sg = m->subgraphs()->Get(0);
+  if (op < 0 || op >= static_cast<int>(sg->operators()->size()))
+    return error(StatusCode::invalid_argument, "cut_after: no operator ", op);
+  const auto* produced = sg->operators()->Get(op)->outputs();
+  if (produced->size() > sg->outputs()->size())
+    return error(StatusCode::invalid_argument, "cut_after: operator ", op, " has more outputs than the model");
+  auto set_u32 = [](const uint8_t* p, uint32_t v) { std::memcpy(const_cast<uint8_t*>(p), &v, 4); };
+  const uint8_t* outs = reinterpret_cast<const uint8_t*>(sg->outputs()->Data());
+  set_u32(outs - 4, produced->size());
+  for (flatbuffers::uoffset_t k = 0; k < produced->size(); ++k) set_u32(outs + 4 * k, static_cast<uint32_t>(produced->Get(k)));
+  set_u32(reinterpret_cast<const uint8_t*>(sg->operators()->Data()) - 4, static_cast<uint32_t>(op + 1));
+  return out;
+}
+
+// The builtin name of operator `op` of subgraph 0 ("CONV_2D", or the custom code).
+inline std::string operator_name(const std::vector<uint8_t>& model, int op) {
+  const ::tflite::Model* m = ::tflite::GetModel(model.data());
+  const auto* oc = m->operator_codes()->Get(m->subgraphs()->Get(0)->operators()->Get(op)->opcode_index());
+  const auto code = static_cast<::tflite::BuiltinOperator>(std::max<int32_t>(oc->builtin_code(), oc->deprecated_builtin_code()));
+  if (code == ::tflite::BuiltinOperator_CUSTOM && oc->custom_code()) return oc->custom_code()->str();
+  return ::tflite::EnumNameBuiltinOperator(code);
+}
+
 // Seeded random bytes for an input tensor, never all zero.
 inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -99,7 +99,7 @@ void add_detect_command(CLI::App& app) {
   cmd->add_option("model", a->model, "Detection model (.tflite) ending in TFLite_Detection_PostProcess")->required();
   cmd->add_option("image", a->image, "Image file (BMP, JPEG or PNG)")->required();
   cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected)");
-  cmd->add_option("--threshold,-t", a->threshold, "Lowest score listed (default 0.3)")->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--threshold", a->threshold, "Lowest score listed (default 0.3)")->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--overlay-out", a->overlay_out, "Output PNG: the image with the labelled boxes");
   a->dev.add_to(cmd);
   cmd->callback([a] {

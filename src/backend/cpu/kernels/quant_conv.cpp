@@ -64,9 +64,9 @@ Result<ConvQuant> conv_quant(const KernelContext& c, int64_t oc, bool float_prod
     p.mult[o] = q::quantize_multiplier(real);
   }
   p.range = q::activation_range(c.n.attr_str("activation", "none"), y.dtype, out_s, p.y_zp);
-  // TFLite's builtin CONV_2D runs per-channel models through ruy, which rounds the
-  // requantization once; its per-tensor (gemmlowp) and depthwise paths round twice.
-  p.single_round = c.n.op == OpKind::conv2d && w.quant.per_axis();
+  // TFLite's builtin CONV_2D and FULLY_CONNECTED run int8 models through ruy, which rounds
+  // the requantization once; u8 models (gemmlowp) and DEPTHWISE_CONV_2D round twice.
+  p.single_round = c.n.op != OpKind::depthwise_conv2d && x.dtype == DType::i8;
   return p;
 }
 
