@@ -71,13 +71,18 @@ tflite::Rgb class_colour(int64_t cls) {
 void draw_detections(tflite::Image& img, const std::vector<Detection>& dets, const std::vector<std::string>& names) {
   const float thick = std::max(2.0f, static_cast<float>(std::min(img.width, img.height)) / 160.0f);
   const int scale = std::max(2, std::min(img.width, img.height) / 160);
-  for (size_t i = 0; i < dets.size(); ++i) {
-    const Detection& d = dets[i];
+  for (const Detection& d : dets) {
     const tflite::Rgb c = class_colour(d.cls);
     tflite::draw_line(img, d.left, d.top, d.right, d.top, c, thick);
     tflite::draw_line(img, d.right, d.top, d.right, d.bottom, c, thick);
     tflite::draw_line(img, d.right, d.bottom, d.left, d.bottom, c, thick);
     tflite::draw_line(img, d.left, d.bottom, d.left, d.top, c, thick);
+  }
+  // Labels after every box, the best score last (on top); a label sits above its box, or
+  // inside it at the image's top edge.
+  for (size_t i = dets.size(); i-- > 0;) {
+    const Detection& d = dets[i];
+    const tflite::Rgb c = class_colour(d.cls);
     const std::string text = fmt::format("{} {:.2f}", names[i], d.score);
     const int x = static_cast<int>(d.left), th = 7 * scale;
     const int y = d.top >= th ? static_cast<int>(d.top) - th : static_cast<int>(d.top);
