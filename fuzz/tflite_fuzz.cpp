@@ -1,20 +1,44 @@
 // libFuzzer target: the TFLite importer on arbitrary bytes. Every input must either
 // import into a graph that validates or fail with a message; crashes, sanitizer reports
 // and hangs are bugs.
+//
+// Each input is also tried as the FlexBuffer options of a custom operator: it becomes the
+// custom_options of TFLite_Detection_PostProcess in a small valid model
+// (tests/import/tflite/detection_model.h), so that the FlexBuffer verifier and reader
+// see mutated option maps, not only whole files.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "import/tflite/detection_model.h"
 #include "import/tflite/tflite_importer.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<uint8_t> bytes(data, data + size);
+namespace {
+
+void import_and_check(std::vector<uint8_t> bytes) {
   auto g = tessera::tflite::load_tflite_buffer(tessera::ConstData::from_vector(std::move(bytes)));
   if (g.ok()) {
     // An imported graph must be internally consistent.
     if (!g->validate().ok()) __builtin_trap();
   } else if (g.status().message().empty()) {
     __builtin_trap();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  import_and_check(std::vector<uint8_t>(data, data + size));
+  constexpr size_t kMaxOptionBytes = 4096;  // option maps are a few hundred bytes
+  if (size <= kMaxOptionBytes) {
+    tessera::testing::DetectionModelSpec spec;
+    spec.options.assign(data, data + size);
+    import_and_check(tessera::testing::detection_model(spec));
+    // A valid option map with up to 16 bytes overwritten: input byte pairs (position, value),
+    // so that most inputs reach the reader past the verifier.
+    spec.options = tessera::testing::detection_options_flexbuffer(tessera::testing::DetectionOptions{});
+    for (size_t i = 0; i + 1 < size && i < 32; i += 2) spec.options[data[i] % spec.options.size()] = data[i + 1];
+    import_and_check(tessera::testing::detection_model(spec));
   }
   return 0;
 }

@@ -13,7 +13,11 @@ PACKAGES=(
   libstb-dev                                   # image decoding and writing (BMP, JPEG, PNG)
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
+  wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
 )
+# node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,3 +33,10 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
+
+# The TFLite interpreter (npm @tensorflow/tfjs-tflite, builtin kernels) that tests/oracle
+# compares against, installed into the build folder (../shared is read-only in CI).
+oracle_setup=../shared/tools/tflite-oracle/setup.sh
+if [ -x "$oracle_setup" ]; then
+  "$oracle_setup" build/tflite-oracle
+fi

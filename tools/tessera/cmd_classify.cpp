@@ -14,6 +14,10 @@ void print_classification(const std::string& model, const std::string& image, co
                           const DeviceArgs& dev) {
   VisionRun r = run_on_image(model, image, dev);
   const Graph& g = r.session->graph();
+  for (const Node& n : g.nodes())
+    if (n.op == OpKind::detection_postprocess)
+      take(error(StatusCode::unsupported, "model '", model, "' is an object detector (it ends in ", n.label(),
+                 "), not a classifier: use `tessera detect`"));
   const Tensor& out = g.tensor(g.outputs[0]);
   std::vector<float> scores = output_as_float(*r.session, 0);
   const int64_t classes = out.shape.empty() ? 1 : out.shape.back();

@@ -79,7 +79,13 @@ Status encode_requant(NpuOp& op, int k) {
     std::memcpy(e + 4, &m, 2);
     e[6] = static_cast<uint8_t>(pr->second.shift);
     int32_t alu = 0;
-    if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
+    if (op.single_round && k > 0) {
+      // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN first
+      // takes r * 2^k - 1/2 to the nearest integer, which is floor(r * 2^k) but at exact
+      // integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) for either
+      // sign, except at exact ties. One constant offset for every channel, no sign split.
+      alu = static_cast<int32_t>(std::llround(-0.5 * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
+    } else if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
       const double d = std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5;  // units of 2^-k output steps
       alu = static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
     }
@@ -89,7 +95,8 @@ Status encode_requant(NpuOp& op, int k) {
       // DPU's stages (BS add and multiply, BN add and multiply, OUT_CVT), must be TFLite's.
       // The channel has no other value, so any BS mantissa that gets it there is exact.
       const int32_t b = op.req_bias[c];
-      const int32_t want = cpu::q::multiply(b, cpu::q::quantize_multiplier(op.req_m[c]));
+      const cpu::q::Multiplier qm = cpu::q::quantize_multiplier(op.req_m[c]);
+      const int32_t want = op.single_round ? cpu::q::multiply_single_round(b, qm) : cpu::q::multiply(b, qm);
       auto dpu = [&](int32_t a) {
         const int32_t bs = scale_round(b, a, pr->first.shift);
         return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k);
@@ -362,6 +369,8 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     const std::string act = n.attr_str("activation", "none");
     op.negatives_clamped = act == "relu" || act == "relu6" || out_zp == (y.dtype == DType::u8 ? 0 : -128);
   }
+  // As the cpu device (quant_conv.cpp): int8 conv and fully connected round once.
+  op.single_round = !dw && x.dtype == DType::i8;
   // Encoded whether or not packing is asked: supports() must refuse what compile() would.
   TS_RETURN_IF_ERROR(encode_requant(op, k));
   op.out_scale = {1, k};

@@ -79,6 +79,9 @@ struct NpuOp {
   std::vector<int32_t> req_bias;        // per output channel: the bias (zero point folded in)
   std::vector<bool> req_zero_weights;   // per output channel: all weights equal their zero point
   bool negatives_clamped = false;  // outputs below zero are clamped away (ReLU, or zp at the dtype's minimum)
+  // TFLite rounds this op's requantization once (int8 conv / fully connected: ruy), not
+  // twice: every channel's threshold moves by the same half step (encode_requant).
+  bool single_round = false;
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   int32_t ew_offset = 0;
   Scale16 ew_scale;

@@ -97,7 +97,9 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       }
     }
     if (fused) continue;
-    if (op.per_channel && !op.negatives_clamped && rounding == Rounding::fast) {
+    if (op.single_round) {
+      // One rounding: the same threshold for either sign, no split (lower.cpp encode_requant).
+    } else if (op.per_channel && !op.negatives_clamped && rounding == Rounding::fast) {
       prog->notes.push_back(n.label() + " rounds negative outputs at a common shift (rounding=fast)");
     } else if (op.per_channel && !op.negatives_clamped) {
       // Linear per-channel conv: two passes round every channel exactly (lower.h).

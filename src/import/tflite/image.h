@@ -52,5 +52,12 @@ void draw_line(Image& img, float x0, float y0, float x1, float y1, Rgb c, float 
 void draw_disc(Image& img, float cx, float cy, float radius, Rgb c);
 // Mixes `c` into pixel (x, y) with weight alpha in [0, 1].
 void blend_pixel(Image& img, int x, int y, Rgb c, float alpha);
+// Fills [x0, x1) x [y0, y1), clipped to the image.
+void fill_rect(Image& img, int x0, int y0, int x1, int y1, Rgb c);
+// Draws `text` with its top-left corner at (x, y) in a 3x5 pixel font magnified `scale`
+// times (letters in capitals, digits and . _ - : % ( ) /; other characters blank).
+void draw_text(Image& img, int x, int y, const std::string& text, Rgb c, int scale);
+// The width in pixels that draw_text uses for `text` (4 * scale per character).
+int text_width(const std::string& text, int scale);
 
 }  // namespace tessera::tflite

@@ -1,6 +1,9 @@
-// Drawing primitives for overlays: anti-aliased thick lines and discs on RGB images.
+// Drawing primitives for overlays: anti-aliased thick lines and discs, filled rectangles and
+// short labels in a 3x5 pixel font on RGB images.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include "import/tflite/image.h"
 
@@ -38,6 +41,55 @@ void draw_disc(Image& img, float cx, float cy, float radius, Rgb c) {
       float d = std::hypot(x - cx, y - cy);
       blend_pixel(img, x, y, c, radius + 0.5f - d);
     }
+}
+
+void fill_rect(Image& img, int x0, int y0, int x1, int y1, Rgb c) {
+  for (int y = std::max(y0, 0); y < std::min(y1, img.height); ++y)
+    for (int x = std::max(x0, 0); x < std::min(x1, img.width); ++x) blend_pixel(img, x, y, c, 1.0f);
+}
+
+namespace {
+
+// A 3x5 pixel font: 5 rows of 3 characters per glyph, '#' set. Letters are drawn in capitals.
+struct Glyph {
+  char ch;
+  const char* rows;  // 15 characters, row by row
+};
+constexpr Glyph kFont[] = {
+    {'A', ".#.#.#####.##.#"}, {'B', "##.#.###.#.###."}, {'C', ".###..#..#...##"}, {'D', "##.#.##.##.###."},
+    {'E', "####..####..###"}, {'F', "####..####..#.."}, {'G', ".###..#.##.#.##"}, {'H', "#.##.#####.##.#"},
+    {'I', "###.#..#..#.###"}, {'J', "..#..#..##.#.#."}, {'K', "#.##.###.#.##.#"}, {'L', "#..#..#..#..###"},
+    {'M', "#.#####.##.##.#"}, {'N', "##.#.##.##.##.#"}, {'O', ".#.#.##.##.#.#."}, {'P', "##.#.###.#..#.."},
+    {'Q', ".#.#.##.###..##"}, {'R', "##.#.###.#.##.#"}, {'S', ".###...#...###."}, {'T', "###.#..#..#..#."},
+    {'U', "#.##.##.##.####"}, {'V', "#.##.##.##.#.#."}, {'W', "#.##.########.#"}, {'X', "#.##.#.#.#.##.#"},
+    {'Y', "#.##.#.#..#..#."}, {'Z', "###..#.#.#..###"}, {'0', "####.##.##.####"}, {'1', ".#.##..#..#.###"},
+    {'2', "###..#####..###"}, {'3', "###..####..####"}, {'4', "#.##.####..#..#"}, {'5', "####..###..####"},
+    {'6', "####..####.####"}, {'7', "###..#..#..#..#"}, {'8', "####.#####.####"}, {'9', "####.####..####"},
+    {'.', "............#.."}, {'_', "............###"}, {'-', "......###......"}, {':', "....#.....#...."},
+    {'%', "#.#..#.#.#..#.#"}, {'(', ".#.#..#..#...#."}, {')', ".#...#..#..#.#."}, {'/', "..#..#.#..#.#.."},
+};
+
+const char* glyph_rows(char ch) {
+  const char up = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (const Glyph& g : kFont)
+    if (g.ch == up && std::strlen(g.rows) == 15) return g.rows;
+  return nullptr;  // a space, or a character the font lacks: left blank
+}
+
+}  // namespace
+
+int text_width(const std::string& text, int scale) { return static_cast<int>(text.size()) * 4 * scale; }
+
+void draw_text(Image& img, int x, int y, const std::string& text, Rgb c, int scale) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char* rows = glyph_rows(text[i]);
+    if (!rows) continue;
+    const int gx = x + static_cast<int>(i) * 4 * scale;
+    for (int r = 0; r < 5; ++r)
+      for (int col = 0; col < 3; ++col)
+        if (rows[r * 3 + col] == '#')
+          fill_rect(img, gx + col * scale, y + r * scale, gx + (col + 1) * scale, y + (r + 1) * scale, c);
+  }
 }
 
 }  // namespace tessera::tflite

@@ -58,6 +58,7 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GATHER, 3},           {T::BuiltinOperator_PACK, 2},
     {T::BuiltinOperator_UNPACK, 2},           {T::BuiltinOperator_SLICE, 2},
     {T::BuiltinOperator_FLOOR_DIV, 2},        {T::BuiltinOperator_SQRT, 1},
+    {T::BuiltinOperator_CUSTOM, 1},  // by custom code: op_builder_custom.cpp
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
 };
 
@@ -301,6 +302,8 @@ int max_supported_version(T::BuiltinOperator code) {
 
 // Implemented in op_builder_shape.cpp.
 Status build_shape_operator(OpSite& s);
+// Implemented in op_builder_custom.cpp.
+Status build_custom_operator(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -330,6 +333,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_MEAN: return build_mean(s);
     case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
+    case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
     default: return build_shape_operator(s);
   }
 }

@@ -149,6 +149,11 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
   // TFLite's fully connected takes the legacy float product for per-tensor weights of both
   // u8 and int8 models; conv2d only for u8 (see quant_conv.cpp).
   TS_ASSIGN_OR_RETURN(ConvQuant p, quant_of(g, n, pc->OC, fc || x.dtype == DType::u8));
+  // The micro-kernels' single rounding keeps the low 32 bits where the scalar form
+  // saturates; they can differ only for multipliers above 1, which take the reference path.
+  if (p.single_round)
+    for (const q::Multiplier& m : p.mult)
+      if (m.shift > 0) return std::unique_ptr<PreparedKernel>();
   pc->x_zp = p.x_zp;
   pc->in_i8 = x.dtype == DType::i8;
   pack_panels(*pc, w.data->data, w.dtype, p);

@@ -68,14 +68,22 @@ inline int32_t multiply(int32_t x, int32_t multiplier, int shift) {
 }
 inline int32_t multiply(int32_t x, const Multiplier& m) { return multiply(x, m.multiplier, m.shift); }
 
-// The single-rounding form of MultiplyByQuantizedMultiplier (TFLite built with
-// TFLITE_SINGLE_ROUNDING, and ruy's per-channel output stage): one product, one rounding,
-// half rounded up: (x * multiplier + 2^(30 - shift)) >> (31 - shift), kept to 32 bits.
+// The same product rounded once, as TFLite's builtin per-channel CONV_2D computes it (its
+// GEMM runs in ruy, whose MultiplyByQuantizedMultiplier is
+// (int64(x) * multiplier + 2^(total_shift - 1)) >> total_shift, total_shift = 31 - shift):
+// x * multiplier * 2^(shift - 31) rounded half up (towards +infinity), where multiply()
+// rounds twice (the high multiply, then the right shift, whose ties go away from zero).
+// The two differ by one on values whose product lies near a rounding boundary, and on
+// negative ties. Saturates to int32 (only multipliers above 1 can get there).
 inline int32_t multiply_single_round(int32_t x, int32_t multiplier, int shift) {
-  const int total_shift = 31 - shift;
+  const int total_shift = 31 - shift;  // quantize_multiplier keeps shift in [-31, 30]
   const int64_t round = int64_t{1} << (total_shift - 1);
   const int64_t r = (static_cast<int64_t>(x) * multiplier + round) >> total_shift;
-  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(r)));
+  return static_cast<int32_t>(std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(),
+                                                  std::numeric_limits<int32_t>::max()));
+}
+inline int32_t multiply_single_round(int32_t x, const Multiplier& m) {
+  return multiply_single_round(x, m.multiplier, m.shift);
 }
 
 // The value range of a quantized dtype.

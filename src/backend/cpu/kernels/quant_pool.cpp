@@ -65,10 +65,13 @@ Status pool(KernelContext& c, bool average) {
 Status avg_pool2d(KernelContext& c) { return pool(c, true); }
 Status max_pool2d(KernelContext& c) { return pool(c, false); }
 
-// MEAN. TFLite's reduce.cc takes three paths, reproduced here:
-//  - 4-D, axes {1, 2}, keep_dims: int8 -> reference_integer_ops::Mean (sum of x - zp,
-//    multiplier in_s / out_s, then divide by the count rounding half away from zero);
-//    u8 -> reference_ops::Mean (raw sum, multiplier in_s / (count * out_s), float bias);
+// MEAN. TFLite's builtin reduce.cc takes two paths, reproduced here:
+//  - 4-D, axes {1, 2}, keep_dims, u8 or int8: the optimized Mean (raw sum, multiplier
+//    in_s / (count * out_s), bias out_zp - round(in_zp * in_s / out_s) in float). The
+//    interpreter takes it for int8 too, not reference_integer_ops::Mean (sum of x - zp,
+//    multiplier in_s / out_s, then a rounded division by the count), which differs by one
+//    step on some values (measured with the TFLite oracle on tf2_mobilenet_v2 and the NCHW
+//    MobileNetV2);
 //  - otherwise QuantizedMeanOrSum: float mean of the raw values, rescaled and rounded.
 Status mean(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
@@ -91,19 +94,12 @@ Status mean(KernelContext& c) {
     for (int64_t b = 0; b < N; ++b)
       for (int64_t ch = 0; ch < C; ++ch) {
         int32_t acc = 0;
-        if (t == DType::i8) {
-          for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch) - zi;
-          acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si) / static_cast<double>(so)));
-          acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-          acc += zo;
-        } else {
-          for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch);
-          float temp = zi * si / so;
-          temp = temp > 0 ? temp + 0.5f : temp - 0.5f;
-          const int32_t bias = zo - static_cast<int32_t>(temp);
-          const float count_f = static_cast<float>(count);
-          acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si / (count_f * so)))) + bias;
-        }
+        for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch);
+        float temp = zi * si / so;
+        temp = temp > 0 ? temp + 0.5f : temp - 0.5f;
+        const int32_t bias = zo - static_cast<int32_t>(temp);
+        const float count_f = static_cast<float>(count);
+        acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si / (count_f * so)))) + bias;
         q::store(y, t, b * C + ch, q::clamp(acc, q::qmin(t), q::qmax(t)));
       }
     return Status::Ok();

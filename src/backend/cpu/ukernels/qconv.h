@@ -22,7 +22,9 @@ constexpr int kTileRows = 6;
 // Per-output-channel requantization: y = clamp(requant(acc + bias) + zp, lo, hi), with
 // requant TFLite's MultiplyByQuantizedMultiplier (double rounding: shift left, rounding
 // doubling high multiply, rounding divide by 2^rshift) or, with `single_round`, the
-// single-rounding form (acc * mult + 2^(30 - shift)) >> (31 - shift).
+// single-rounding form (acc * mult + 2^(30 - shift)) >> (31 - shift) (the micro-kernels keep
+// its low 32 bits, where q::multiply_single_round saturates: callers use single rounding
+// only with multipliers below 1, which cannot overflow).
 struct Requant {
   const int32_t* bias = nullptr;    // [channels]
   const int32_t* mult = nullptr;    // [channels] Q31 multiplier, >= 0
