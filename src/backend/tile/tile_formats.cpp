@@ -62,9 +62,12 @@ Encoding weight_encoding(const FormatPolicy& p, DType t) {
     case WeightPolicy::bfp4_b: return Encoding::bfp4_b;
     case WeightPolicy::automatic: break;
   }
-  if (t == DType::q8_0) return Encoding::bfp8_b;
-  if (t == DType::q4_0) return Encoding::bfp4_b;
-  return Encoding::bf16;
+  // GGUF blocks of up to 4 bits per code -> bfp4_b (3-bit mantissas), wider ones -> bfp8_b.
+  switch (t) {
+    case DType::q8_0: case DType::q5_0: case DType::q5_1: case DType::q5_k: case DType::q6_k: return Encoding::bfp8_b;
+    case DType::q4_0: case DType::q4_1: case DType::q2_k: case DType::q3_k: case DType::q4_k: return Encoding::bfp4_b;
+    default: return Encoding::bf16;
+  }
 }
 
 std::optional<Format> tile_native_format(const Graph& g, TensorId id, const FormatPolicy& p) {
@@ -75,7 +78,7 @@ std::optional<Format> tile_native_format(const Graph& g, TensorId id, const Form
     if (t.role == Role::weight) return Format::row_major(t.dtype, t.shape);
     return Format::tiled(encoding_of(t.dtype), t.shape);
   }
-  bool block = t.dtype == DType::q8_0 || t.dtype == DType::q4_0;
+  bool block = dtype_is_block(t.dtype);
   if (!dtype_is_float(t.dtype) && !block) return std::nullopt;
   if (t.role != Role::weight) {
     if (block) return std::nullopt;
