@@ -26,7 +26,11 @@
 
 namespace tessera::gguf {
 
+// Keys are read with the architecture's prefix ("llama." below stands for "qwen2." too).
 struct LlamaParams {
+  std::string arch = "llama";  // general.architecture: llama or qwen2
+  bool rope_neox = false;      // qwen2: RoPE pairs (i, i + n/2) instead of (2i, 2i + 1)
+  bool qkv_bias = false;       // qwen2: blk.i.attn_{q,k,v}.bias [out] f32 added to the projections
   int64_t vocab = 0;      // rows of token_embd
   int64_t dim = 0;        // llama.embedding_length
   int64_t layers = 0;     // llama.block_count
@@ -64,7 +68,8 @@ class LlamaModel : public llm::DecoderModel {
   LlamaParams p_;
 };
 
-// Reads the hyperparameters of a llama GGUF file (general.architecture must be "llama").
+// Reads the hyperparameters of a llama-family GGUF file (general.architecture "llama" or
+// "qwen2"); anything unsupported is an error naming its key.
 Result<LlamaParams> llama_params(const File& f);
 
 }  // namespace tessera::gguf

@@ -282,7 +282,7 @@ TEST(LlamaReference, MissingOrMisshapenWeightsAreNamed) {
   ASSERT_TRUE(f.ok());
   m = LlamaModel::load(std::move(*f));
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("architecture 'gpt2' is not supported"), std::string::npos);
+  EXPECT_NE(m.status().message().find("general.architecture = 'gpt2' is not supported"), std::string::npos);
 }
 
 }  // namespace
