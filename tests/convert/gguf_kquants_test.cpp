@@ -227,22 +227,40 @@ TEST(GgufKQuants, ChunksAreIndependent) {
   }
 }
 
-TEST(GgufKQuants, ConvertToBfpTilesPlansThroughF32) {
-  // The K-quants reach the tile device's block floats by dequantizing then packing;
-  // the result equals packing the dequantized values.
-  const Shape s{40, 512};
-  for (DType t : {DType::q6_k, DType::q4_k, DType::q2_k}) {
-    auto blocks = random_blocks(t, num_elements(s) / 256, 9);
+TEST(GgufKQuants, ConvertToBfpTilesInOneStreamingStep) {
+  // The tile device's block floats straight from the blocks, 32 values at a time; the
+  // bytes equal packing the dequantized values. Rows not a multiple of 32 tile rows and a
+  // batched rank-3 tensor included.
+  testing::SimdGuard guard;
+  for (const Shape& s : {Shape{40, 512}, Shape{2, 7, 256}}) for (DType t : kTypes) {
+    auto p = plan(Format::row_major(t, s), Format::tiled(Encoding::bfp8_b, s));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    ASSERT_EQ(p->size(), 1u) << dtype_name(t);
+    const int64_t blocks = num_elements(s) / dtype_block_values(t);
+    auto data = random_blocks(t, blocks, 9);
     std::vector<float> f(num_elements(s));
-    ASSERT_TRUE(convert(Format::row_major(t, s), blocks.data(), Format::row_major(DType::f32, s), f.data()).ok());
+    ASSERT_TRUE(convert(Format::row_major(t, s), data.data(), Format::row_major(DType::f32, s), f.data()).ok());
     for (Encoding e : {Encoding::bfp8_b, Encoding::bfp4_b}) {
       Format tiled = Format::tiled(e, s);
-      std::vector<uint8_t> direct(*tiled.byte_size()), via(*tiled.byte_size());
-      ASSERT_TRUE(convert(Format::row_major(t, s), blocks.data(), tiled, direct.data()).ok()) << dtype_name(t);
-      ASSERT_TRUE(convert(Format::row_major(DType::f32, s), f.data(), tiled, via.data()).ok());
-      EXPECT_EQ(direct, via) << dtype_name(t) << " -> " << encoding_name(e);
+      std::vector<uint8_t> direct(*tiled.byte_size(), 0x5A), via(*tiled.byte_size());
+      ASSERT_TRUE(convert(Format::row_major(t, s), data.data(), tiled, direct.data()).ok()) << dtype_name(t);
+      testing::for_each_simd_level([&](SimdLevel) {
+        ASSERT_TRUE(convert(Format::row_major(DType::f32, s), f.data(), tiled, via.data()).ok());
+        EXPECT_EQ(direct, via) << dtype_name(t) << " -> " << encoding_name(e) << " " << shape_str(s);
+      });
     }
   }
+}
+
+TEST(GgufKQuants, NonFiniteScaleIsRejectedByTheTilePack) {
+  const Shape s{1, 256};
+  auto q6 = random_blocks(DType::q6_k, 1, 5);
+  const uint16_t inf = 0x7C00;
+  std::memcpy(q6.data() + 208, &inf, 2);  // d of block_q6_K
+  std::vector<uint8_t> out(*Format::tiled(Encoding::bfp8_b, s).byte_size());
+  Status st = convert(Format::row_major(DType::q6_k, s), q6.data(), Format::tiled(Encoding::bfp8_b, s), out.data());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("Inf or NaN"), std::string::npos) << st.to_string();
 }
 
 TEST(GgufKQuants, NamesRoundTrip) {
