@@ -1,12 +1,14 @@
-// The llama architecture from a GGUF file: hyperparameters, weights and step graphs.
+// The llama architecture (and qwen2, llama with q/k/v biases and NEOX RoPE) from a GGUF
+// file: hyperparameters, weights and step graphs.
 //
-// Weights stay in the file's memory map in their stored types (f32, f16, bf16, q8_0,
-// q4_0); fully_connected and get_rows read the blocks as stored. A step graph for T tokens
+// Weights stay in the file's memory map in their stored types (f32, f16, bf16, the GGUF
+// block types); fully_connected and get_rows read the blocks as stored. A step graph for T tokens
 // is (x: [T, dim] f32 activations; H heads, Hkv KV heads, G = H/Hkv, hd head size):
 //   x = get_rows(token_embd [vocab, dim], tokens)
 //   per layer i ("blk.i/..." nodes):
 //     h  = rms_norm(x, attn_norm)
 //     q  = rope(fc(h, attn_q) as [T, H, hd]) * 1/sqrt(hd)     k = rope(fc(h, attn_k) as [T, Hkv, hd])
+//          (qwen2: fc(h, attn_q, attn_q.bias), likewise k and v)
 //     v  = fc(h, attn_v) as [T, Hkv, hd]
 //     K  = scatter_rows(cache_k [Hkv, 1, ctx, hd], k as [Hkv, 1, T, hd], kv_pos); V likewise
 //     s  = matmul(q as [Hkv, G, T, hd], K, transpose_b) [Hkv, G, T, ctx]
