@@ -55,11 +55,11 @@ std::vector<Utf8Char> utf8_chars(const std::string& s) {
     static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
     if (ok && (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
     if (!ok) {
-      out.push_back({0xFFFD, static_cast<uint32_t>(i), 1});
+      out.push_back({0xFFFD, i, 1});
       ++i;
       continue;
     }
-    out.push_back({cp, static_cast<uint32_t>(i), len});
+    out.push_back({cp, i, len});
     i += len;
   }
   return out;

@@ -2,6 +2,7 @@
 // \p{L} (letter), \p{N} (number) and \s (White_Space) of the byte-level BPE pre-tokenizers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ CharClass char_class(uint32_t cp);
 // One decoded character of a UTF-8 string: its code point and where its bytes are.
 struct Utf8Char {
   uint32_t cp = 0;
-  uint32_t offset = 0;  // byte offset in the string
+  size_t offset = 0;    // byte offset in the string
   uint32_t len = 0;     // bytes (1..4)
 };
 
