@@ -12,7 +12,8 @@
 // - u8 <-> i8 is NOT a value cast: it is the 0x80 offset re-encoding q ^ 0x80 (exact, both
 //   ways), because a device that computes in int8 stores the same quantized values
 //   shifted by 128 (rknpu.md). Use cast_values() for a saturating value cast instead.
-// - q8_0 / q4_0 -> f32 is exact; they convert to bfp8_b / bfp4_b tiles block by block.
+// - q8_0 / q4_0 -> f32 is exact, the other GGUF blocks (q4_1, q5_*, K-quants) give the
+//   format's own f32 values; all convert to bfp8_b / bfp4_b tiles 32 values at a time.
 // - f32 -> bfp8_b / bfp4_b rejects a face row holding Inf or NaN by default (the error
 //   names the tile, face row and logical position); Options::bfp_nonfinite chooses.
 #pragma once

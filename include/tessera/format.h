@@ -17,10 +17,11 @@ namespace tessera {
 // How one element (or one block of elements) is stored.
 enum class Encoding : uint8_t {
   f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
-  q8_0, q4_0,      // GGUF blocks of 32 values: f16 scale + codes
+  q8_0, q4_0, q4_1, q5_0, q5_1,  // GGUF blocks of 32 values: f16 scale (and min) + codes
+  q2_k, q3_k, q4_k, q5_k, q6_k,  // GGUF K-quant super-blocks of 256 values
   bfp8_b, bfp4_b,  // block floats: one shared 8-bit exponent per 16 values (a face row)
 };
-constexpr int kNumEncodings = 13;
+constexpr int kNumEncodings = 21;
 
 // How elements are arranged.
 enum class Layout : uint8_t {
@@ -41,7 +42,8 @@ std::optional<Layout> layout_from_name(const std::string& name);
 Encoding encoding_of(DType t);
 // The logical dtype whose values an encoding represents natively, if any (bfp -> none).
 std::optional<DType> dtype_of(Encoding e);
-bool encoding_is_block(Encoding e);  // q8_0, q4_0, bfp8_b, bfp4_b
+bool encoding_is_block(Encoding e);  // the GGUF blocks (q8_0 ... q6_k), bfp8_b, bfp4_b
+bool encoding_is_gguf_block(Encoding e);  // q8_0 ... q6_k
 
 constexpr int64_t kTileDim = 32;   // tile-device.md: a tile is 32x32 values
 constexpr int64_t kFaceDim = 16;   // four 16x16 faces per tile

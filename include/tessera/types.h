@@ -10,23 +10,43 @@
 
 namespace tessera {
 
-// Logical element types. q8_0 / q4_0 are GGUF block types (32 values per block);
-// their "element size" is fractional, so use dtype_row_bytes() for sizes.
-enum class DType : uint8_t { f32, f16, bf16, i8, u8, i16, i32, i64, boolean, q8_0, q4_0 };
+// Logical element types. q8_0 ... q6_k are GGUF block types (32 values per block for the
+// _0 / _1 types, 256 per super-block for the K-quants); their "element size" is
+// fractional, so use dtype_row_bytes() for sizes. Block layouts: src/convert/gguf_blocks.h
+// and src/convert/gguf_kquants.h.
+enum class DType : uint8_t {
+  f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
+  q8_0, q4_0, q4_1, q5_0, q5_1,        // GGUF blocks of 32 values
+  q2_k, q3_k, q4_k, q5_k, q6_k,        // GGUF K-quant super-blocks of 256 values
+};
 
-constexpr int kNumDTypes = 11;
-constexpr int64_t kQBlock = 32;  // values per q8_0 / q4_0 block (GGUF)
+constexpr int kNumDTypes = 19;
+constexpr int64_t kQBlock = 32;    // values per q8_0 / q4_0 / q4_1 / q5_0 / q5_1 block (GGUF)
+constexpr int64_t kQKBlock = 256;  // values per K-quant super-block (GGUF QK_K)
 constexpr int64_t kQ8_0BlockBytes = 34;  // f16 scale + 32 x int8 (GGUF block_q8_0)
 constexpr int64_t kQ4_0BlockBytes = 18;  // f16 scale + 16 bytes of nibbles (GGUF block_q4_0)
+constexpr int64_t kQ4_1BlockBytes = 20;  // f16 scale, f16 min + 16 bytes of nibbles (block_q4_1)
+constexpr int64_t kQ5_0BlockBytes = 22;  // f16 scale, 4 bytes of 5th bits, 16 bytes of nibbles
+constexpr int64_t kQ5_1BlockBytes = 24;  // f16 scale, f16 min, 4 + 16 bytes (block_q5_1)
+constexpr int64_t kQ2_KBlockBytes = 84;   // 16 scale/min bytes, 64 bytes of 2-bit codes, f16 d, dmin
+constexpr int64_t kQ3_KBlockBytes = 110;  // 32 hmask, 64 bytes of 2-bit codes, 12 scale bytes, f16 d
+constexpr int64_t kQ4_KBlockBytes = 144;  // f16 d, dmin, 12 scale bytes, 128 bytes of nibbles
+constexpr int64_t kQ5_KBlockBytes = 176;  // f16 d, dmin, 12 scale bytes, 32 high-bit bytes, 128 nibbles
+constexpr int64_t kQ6_KBlockBytes = 210;  // 128 low-nibble bytes, 64 high-bit bytes, 16 int8 scales, f16 d
 
 const char* dtype_name(DType t);
 std::optional<DType> dtype_from_name(const std::string& name);
-bool dtype_is_block(DType t);          // q8_0, q4_0
+bool dtype_is_block(DType t);          // q8_0 ... q6_k (GGUF block types)
+// Values per block (32 or 256) of a block dtype; 1 for element dtypes.
+int64_t dtype_block_values(DType t);
+// Bytes per block of a block dtype; dtype_size() for element dtypes.
+int64_t dtype_block_bytes(DType t);
 bool dtype_is_float(DType t);          // f32, f16, bf16
 bool dtype_is_quantized_int(DType t);  // i8, u8, i16 (used with QuantParams)
 // Bytes of one element; 0 for block types.
 int dtype_size(DType t);
-// Bytes of `n` consecutive elements along the innermost dim (block types need n % 32 == 0).
+// Bytes of `n` consecutive elements along the innermost dim (block types need n to be a
+// multiple of dtype_block_values(); an overflowing size is an error).
 Result<int64_t> dtype_row_bytes(DType t, int64_t n);
 
 // A shape; dims are non-negative. Rank 0 is a scalar with one element.

@@ -8,6 +8,7 @@
 
 #include "convert/dtype.h"
 #include "convert/gguf_blocks.h"
+#include "convert/gguf_kquants.h"
 #include "convert/simd.h"
 
 namespace tessera::convert {
@@ -83,7 +84,29 @@ void pack_q4_0_block(const uint8_t* block, uint8_t* c0, uint8_t* c1, uint8_t* e)
 
 #include "convert/bfp_impl.h"
 
+// Any GGUF block type: tile column tw of a row is chunk tw of the row (32 values: block tw,
+// or chunk tw % 8 of K-quant super-block tw / 8), decoded on the stack and packed.
+template <int W>
+int64_t pack_gguf_tiles_w(DType t, const uint8_t* src, uint8_t* dst, const TileGeom& g, BfpBadRow* bad, bool stop) {
+  const int64_t per_block = dtype_block_values(t) / kQBlock, block_bytes = dtype_block_bytes(t);
+  const int64_t row_bytes = g.w / dtype_block_values(t) * block_bytes;
+  return pack_tiles_impl<W>(dst, g, bad, stop, [&](int64_t s, int64_t h, int64_t tw, uint8_t* c0, uint8_t* c1,
+                                                   uint8_t* e) {
+    float v[kQBlock];
+    const uint8_t* block = src + (s * g.h + h) * row_bytes + tw / per_block * block_bytes;
+    dequant_gguf_chunk(t, block, static_cast<int>(tw % per_block), v);
+    e[0] = pack_row<W>(v, c0);
+    e[1] = pack_row<W>(v + kFaceDim, c1);
+  });
+}
+
 }  // namespace ref
+
+int64_t pack_gguf_tiles(DType t, const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad,
+                        bool stop) {
+  return wbits == kBfp8MantBits ? ref::pack_gguf_tiles_w<kBfp8MantBits>(t, src, dst, g, bad, stop)
+                                : ref::pack_gguf_tiles_w<kBfp4MantBits>(t, src, dst, g, bad, stop);
+}
 
 uint8_t pack_face_row(const float* v, uint8_t* codes, int wbits) {
   return use_avx2() ? avx2::pack_face_row(v, codes, wbits) : ref::pack_face_row(v, codes, wbits);

@@ -61,6 +61,11 @@ int64_t pack_f32_tiles(const float* src, uint8_t* dst, const TileGeom& g, int wb
 int64_t pack_q8_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop);
 int64_t pack_q4_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop);
 void unpack_tiles(const uint8_t* src, float* dst, const TileGeom& g, int wbits);
+// Any GGUF block dtype t (rows of W values, W a multiple of its block): each tile row's 32
+// values are one chunk of a block, dequantized on the stack and packed (scalar code; the
+// bytes equal dequantize-then-pack).
+int64_t pack_gguf_tiles(DType t, const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad,
+                        bool stop);
 
 // The error for a rejected row: names the encoding, tile, face row and logical position.
 Status bfp_nonfinite_error(Encoding e, const BfpBadRow& bad, const Shape& shape);

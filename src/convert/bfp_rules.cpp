@@ -56,10 +56,24 @@ Status pack_blocks_run(const Format& from, const uint8_t* src, const Format& to,
   });
 }
 
+// The other GGUF block types (q4_1, q5_*, K-quants) straight into bfp tiles, 32 values at
+// a time.
+bool pack_chunks_matches(const Format& from, const Format& to) {
+  return from.layout == Layout::row_major && encoding_is_gguf_block(from.encoding) &&
+         from.encoding != Encoding::q8_0 && from.encoding != Encoding::q4_0 && is_bfp_tile(to);
+}
+Status pack_chunks_run(const Format& from, const uint8_t* src, const Format& to, uint8_t* dst, const StepContext& ctx) {
+  return pack_with_policy(to, ctx, [&](bool stop, BfpBadRow* bad) {
+    return pack_gguf_tiles(*dtype_of(from.encoding), src, dst, tile_geom(from.shape), bfp_mant_bits(to.encoding), bad,
+                           stop);
+  });
+}
+
 constexpr Rule kRules[] = {
     {"pack_bfp", pack_matches, pack_run, false, kBfpBound},
     {"unpack_bfp", unpack_matches, unpack_run, true, ""},
     {"pack_gguf_blocks_bfp", pack_blocks_matches, pack_blocks_run, false, kBfpBound},
+    {"pack_gguf_chunks_bfp", pack_chunks_matches, pack_chunks_run, false, kBfpBound},
 };
 
 }  // namespace

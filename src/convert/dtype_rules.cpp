@@ -5,6 +5,7 @@
 
 #include "convert/dtype.h"
 #include "convert/gguf_blocks.h"
+#include "convert/gguf_kquants.h"
 #include "convert/rules.h"
 
 namespace tessera::convert {
@@ -26,13 +27,11 @@ Status recode_run(const Format& from, const uint8_t* src, const Format& to, uint
 bool recode_exact(const Format& from, const Format& to) { return recode_is_exact(from.encoding, to.encoding); }
 
 bool dequant_matches(const Format& from, const Format& to) {
-  return both_row_major(from, to) && (from.encoding == Encoding::q8_0 || from.encoding == Encoding::q4_0) &&
-         to.encoding == Encoding::f32;
+  return both_row_major(from, to) && encoding_is_gguf_block(from.encoding) && to.encoding == Encoding::f32;
 }
 Status dequant_run(const Format& from, const uint8_t* src, const Format& to, uint8_t* dst, const StepContext&) {
-  int64_t blocks = num_elements(from.shape) / kQBlock;
-  float* out = reinterpret_cast<float*>(dst);
-  from.encoding == Encoding::q8_0 ? dequant_q8_0_n(src, out, blocks) : dequant_q4_0_n(src, out, blocks);
+  const DType t = *dtype_of(from.encoding);
+  dequant_gguf_n(t, src, reinterpret_cast<float*>(dst), num_elements(from.shape) / dtype_block_values(t));
   return Status::Ok();
 }
 

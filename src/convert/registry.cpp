@@ -75,7 +75,7 @@ Result<std::vector<Step>> build_chain(const Format& from, const Format& to) {
   if (staging.encoding != points.back().encoding) {
     Encoding e = points.back().encoding;
     // GGUF blocks dequantize to f32 first, then cast.
-    if ((e == Encoding::q8_0 || e == Encoding::q4_0) && staging.encoding != Encoding::f32)
+    if (encoding_is_gguf_block(e) && staging.encoding != Encoding::f32)
       points.push_back(row_major_of(Encoding::f32, from.shape));
     points.push_back(staging);
   }

@@ -19,7 +19,11 @@ constexpr EncodingInfo kEncodings[kNumEncodings] = {
     {Encoding::u8, "u8", 1, 1024},        {Encoding::i16, "i16", 2, 2048},
     {Encoding::i32, "i32", 4, 4096},      {Encoding::i64, "i64", 8, 8192},
     {Encoding::boolean, "bool", 1, 1024}, {Encoding::q8_0, "q8_0", 0, 0},
-    {Encoding::q4_0, "q4_0", 0, 0},       {Encoding::bfp8_b, "bfp8_b", 0, 64 + 1024},
+    {Encoding::q4_0, "q4_0", 0, 0},       {Encoding::q4_1, "q4_1", 0, 0},
+    {Encoding::q5_0, "q5_0", 0, 0},       {Encoding::q5_1, "q5_1", 0, 0},
+    {Encoding::q2_k, "q2_K", 0, 0},       {Encoding::q3_k, "q3_K", 0, 0},
+    {Encoding::q4_k, "q4_K", 0, 0},       {Encoding::q5_k, "q5_K", 0, 0},
+    {Encoding::q6_k, "q6_K", 0, 0},       {Encoding::bfp8_b, "bfp8_b", 0, 64 + 1024},
     {Encoding::bfp4_b, "bfp4_b", 0, 64 + 512},
 };
 const EncodingInfo& info(Encoding e) { return kEncodings[static_cast<int>(e)]; }
@@ -81,6 +85,14 @@ Encoding encoding_of(DType t) {
     case DType::boolean: return Encoding::boolean;
     case DType::q8_0: return Encoding::q8_0;
     case DType::q4_0: return Encoding::q4_0;
+    case DType::q4_1: return Encoding::q4_1;
+    case DType::q5_0: return Encoding::q5_0;
+    case DType::q5_1: return Encoding::q5_1;
+    case DType::q2_k: return Encoding::q2_k;
+    case DType::q3_k: return Encoding::q3_k;
+    case DType::q4_k: return Encoding::q4_k;
+    case DType::q5_k: return Encoding::q5_k;
+    case DType::q6_k: return Encoding::q6_k;
   }
   return Encoding::f32;
 }
@@ -89,12 +101,16 @@ std::optional<DType> dtype_of(Encoding e) {
   switch (e) {
     case Encoding::bfp8_b:
     case Encoding::bfp4_b: return std::nullopt;
-    default: return static_cast<DType>(static_cast<int>(e));  // same order up to q4_0
+    default: return static_cast<DType>(static_cast<int>(e));  // same order up to q6_k
   }
 }
 
+bool encoding_is_gguf_block(Encoding e) {
+  return static_cast<int>(e) >= static_cast<int>(Encoding::q8_0) && static_cast<int>(e) <= static_cast<int>(Encoding::q6_k);
+}
+
 bool encoding_is_block(Encoding e) {
-  return e == Encoding::q8_0 || e == Encoding::q4_0 || e == Encoding::bfp8_b || e == Encoding::bfp4_b;
+  return encoding_is_gguf_block(e) || e == Encoding::bfp8_b || e == Encoding::bfp4_b;
 }
 
 Shape nc1hwc2_nhwc(const Shape& s) {
@@ -208,7 +224,7 @@ Result<Format> Format::parse(const std::string& text, Shape s) {
   auto e = encoding_from_name(enc);
   if (!e)
     return error(StatusCode::invalid_argument, "unknown encoding '", enc,
-                 "' in format '", text, "' (known: f32 f16 bf16 i8 u8 i16 i32 i64 bool q8_0 q4_0 bfp8_b bfp4_b)");
+                 "' in format '", text, "' (known: f32 f16 bf16 i8 u8 i16 i32 i64 bool q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K bfp8_b bfp4_b)");
   auto l = layout_from_name(lay);
   if (!l)
     return error(StatusCode::invalid_argument, "unknown layout '", lay, "' in format '", text,

@@ -1,5 +1,6 @@
 #include "tessera/types.h"
 
+#include <limits>
 #include <sstream>
 
 namespace tessera {
@@ -9,12 +10,23 @@ struct DTypeInfo {
   DType type;
   const char* name;
   int size;  // bytes per element; 0 for block types
+  int block_values;  // values per block (1 for element types)
+  int block_bytes;   // bytes per block (size for element types)
 };
 constexpr DTypeInfo kDTypes[kNumDTypes] = {
-    {DType::f32, "f32", 4},  {DType::f16, "f16", 2},  {DType::bf16, "bf16", 2},
-    {DType::i8, "i8", 1},    {DType::u8, "u8", 1},    {DType::i16, "i16", 2},
-    {DType::i32, "i32", 4},  {DType::i64, "i64", 8},  {DType::boolean, "bool", 1},
-    {DType::q8_0, "q8_0", 0}, {DType::q4_0, "q4_0", 0},
+    {DType::f32, "f32", 4, 1, 4},    {DType::f16, "f16", 2, 1, 2},   {DType::bf16, "bf16", 2, 1, 2},
+    {DType::i8, "i8", 1, 1, 1},      {DType::u8, "u8", 1, 1, 1},     {DType::i16, "i16", 2, 1, 2},
+    {DType::i32, "i32", 4, 1, 4},    {DType::i64, "i64", 8, 1, 8},   {DType::boolean, "bool", 1, 1, 1},
+    {DType::q8_0, "q8_0", 0, kQBlock, kQ8_0BlockBytes},
+    {DType::q4_0, "q4_0", 0, kQBlock, kQ4_0BlockBytes},
+    {DType::q4_1, "q4_1", 0, kQBlock, kQ4_1BlockBytes},
+    {DType::q5_0, "q5_0", 0, kQBlock, kQ5_0BlockBytes},
+    {DType::q5_1, "q5_1", 0, kQBlock, kQ5_1BlockBytes},
+    {DType::q2_k, "q2_K", 0, kQKBlock, kQ2_KBlockBytes},
+    {DType::q3_k, "q3_K", 0, kQKBlock, kQ3_KBlockBytes},
+    {DType::q4_k, "q4_K", 0, kQKBlock, kQ4_KBlockBytes},
+    {DType::q5_k, "q5_K", 0, kQKBlock, kQ5_KBlockBytes},
+    {DType::q6_k, "q6_K", 0, kQKBlock, kQ6_KBlockBytes},
 };
 }  // namespace
 
@@ -26,20 +38,22 @@ std::optional<DType> dtype_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-bool dtype_is_block(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+bool dtype_is_block(DType t) { return kDTypes[static_cast<int>(t)].block_values > 1; }
+int64_t dtype_block_values(DType t) { return kDTypes[static_cast<int>(t)].block_values; }
+int64_t dtype_block_bytes(DType t) { return kDTypes[static_cast<int>(t)].block_bytes; }
 bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 bool dtype_is_quantized_int(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i16; }
 int dtype_size(DType t) { return kDTypes[static_cast<int>(t)].size; }
 
 Result<int64_t> dtype_row_bytes(DType t, int64_t n) {
   if (n < 0) return error(StatusCode::invalid_argument, "negative element count ", n);
-  if (dtype_is_block(t)) {
-    if (n % kQBlock != 0)
-      return error(StatusCode::invalid_argument, "a ", dtype_name(t), " row of ", n,
-                   " values is not a multiple of the block size ", kQBlock);
-    return n / kQBlock * (t == DType::q8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes);
-  }
-  return n * dtype_size(t);
+  const int64_t bv = dtype_block_values(t), bb = dtype_block_bytes(t);
+  if (n % bv != 0)
+    return error(StatusCode::invalid_argument, "a ", dtype_name(t), " row of ", n,
+                 " values is not a multiple of the block size ", bv);
+  if (n / bv > std::numeric_limits<int64_t>::max() / bb)
+    return error(StatusCode::invalid_argument, "a ", dtype_name(t), " row of ", n, " values overflows a byte count");
+  return n / bv * bb;
 }
 
 int64_t num_elements(const Shape& s) {

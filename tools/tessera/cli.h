@@ -22,6 +22,7 @@ void add_segment_command(CLI::App& app);
 void add_pose_command(CLI::App& app);
 void add_detect_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_score_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 

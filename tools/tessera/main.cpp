@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_pose_command(app);
   tessera::cli::add_detect_command(app);
   tessera::cli::add_generate_command(app);
+  tessera::cli::add_score_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
   try {

@@ -170,7 +170,7 @@ class TileDevice : public Device {
         {"cores", fmt::format("{} Tensix cores ({}x{} grid), {} KiB L1 each, {:.2f} GHz", p.cores, p.grid_x, p.grid_y,
                               p.l1_bytes / 1024, p.clock_hz / 1e9)},
         {"bandwidth", fmt::format("DRAM {:.0f} GB/s, PCIe {:.1f} GB/s", p.dram_bytes_per_s / 1e9, p.pcie_bytes_per_s / 1e9)},
-        {"formats", fmt::format("activations {}/tile32; weights {} (auto: q8_0->bfp8_b, q4_0->bfp4_b, float->bf16)",
+        {"formats", fmt::format("activations {}/tile32; weights {} (auto: q4_0->bfp4_b, other GGUF blocks->bfp8_b, float->bf16)",
                                 encoding_name(o.formats.activations), weight_policy_name(o.formats.weights))},
         {"math", fmt::format("fidelity {}, {} accumulation", fidelity_name(o.matrix.fidelity),
                              accumulate_name(o.matrix.accumulate))},

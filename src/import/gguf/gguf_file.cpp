@@ -44,28 +44,33 @@ std::string ggml_type_name(uint32_t type) {
   return "type " + std::to_string(type);
 }
 
+namespace {
+// ggml type number <-> Tessera dtype, for every tensor type Tessera reads.
+struct GgmlDType {
+  uint32_t ggml;
+  DType dtype;
+};
+constexpr GgmlDType kGgmlDTypes[] = {
+    {kGgmlF32, DType::f32},   {kGgmlF16, DType::f16},   {kGgmlBF16, DType::bf16}, {kGgmlQ8_0, DType::q8_0},
+    {kGgmlQ4_0, DType::q4_0}, {kGgmlQ4_1, DType::q4_1}, {kGgmlQ5_0, DType::q5_0}, {kGgmlQ5_1, DType::q5_1},
+    {kGgmlQ2_K, DType::q2_k}, {kGgmlQ3_K, DType::q3_k}, {kGgmlQ4_K, DType::q4_k}, {kGgmlQ5_K, DType::q5_k},
+    {kGgmlQ6_K, DType::q6_k},
+};
+}  // namespace
+
 Result<DType> dtype_from_ggml(uint32_t type, const std::string& tensor) {
-  switch (type) {
-    case kGgmlF32: return DType::f32;
-    case kGgmlF16: return DType::f16;
-    case kGgmlBF16: return DType::bf16;
-    case kGgmlQ8_0: return DType::q8_0;
-    case kGgmlQ4_0: return DType::q4_0;
-    default:
-      return error(StatusCode::unsupported, "tensor '", tensor, "' has ggml type ", ggml_type_name(type), " (",
-                   type, "); supported: f32, f16, bf16, q8_0, q4_0");
-  }
+  for (const GgmlDType& g : kGgmlDTypes)
+    if (g.ggml == type) return g.dtype;
+  std::string supported;
+  for (const GgmlDType& g : kGgmlDTypes) supported += std::string(supported.empty() ? "" : ", ") + dtype_name(g.dtype);
+  return error(StatusCode::unsupported, "tensor '", tensor, "' has ggml type ", ggml_type_name(type), " (", type,
+               "); supported: ", supported);
 }
 
 Result<uint32_t> ggml_from_dtype(DType t) {
-  switch (t) {
-    case DType::f32: return uint32_t{kGgmlF32};
-    case DType::f16: return uint32_t{kGgmlF16};
-    case DType::bf16: return uint32_t{kGgmlBF16};
-    case DType::q8_0: return uint32_t{kGgmlQ8_0};
-    case DType::q4_0: return uint32_t{kGgmlQ4_0};
-    default: return error(StatusCode::unsupported, "gguf: dtype ", dtype_name(t), " has no ggml type here");
-  }
+  for (const GgmlDType& g : kGgmlDTypes)
+    if (g.dtype == t) return g.ggml;
+  return error(StatusCode::unsupported, "gguf: dtype ", dtype_name(t), " has no ggml type here");
 }
 
 std::optional<int64_t> Value::as_int() const {
@@ -304,9 +309,10 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
     auto dt = dtype_from_ggml(t.ggml_type, t.name);
     if (!dt.ok()) return dt.status().with_context(what);
     t.dtype = *dt;
-    if (dtype_is_block(t.dtype) && t.shape.back() % kQBlock != 0)
+    if (t.shape.back() % dtype_block_values(t.dtype) != 0)
       return error(StatusCode::invalid_argument, what, ": tensor '", t.name, "' (", dtype_name(t.dtype),
-                   ") has rows of ", t.shape.back(), " values, not a multiple of the block size ", kQBlock);
+                   ") has rows of ", t.shape.back(), " values, not a multiple of the block size ",
+                   dtype_block_values(t.dtype));
     TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(t.dtype, t.shape.back()));
     int64_t rows = num_elements(t.shape) / t.shape.back();
     if (row > 0 && rows > data_bytes / row)

@@ -22,6 +22,7 @@ Result<int64_t> positive(const File& f, const std::string& key, int64_t max = kM
 
 // The names of a layer's weights.
 std::string blk(int64_t i, const char* what) { return "blk." + std::to_string(i) + "." + what + ".weight"; }
+std::string bias(int64_t i, const char* what) { return "blk." + std::to_string(i) + "." + what + ".bias"; }
 
 // Graph building with error context: every op is named and added through add_op.
 class Builder {
@@ -92,18 +93,33 @@ class Builder {
 
 Result<LlamaParams> llama_params(const File& f) {
   TS_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
-  if (arch != "llama")
-    return error(StatusCode::unsupported, f.what(), ": architecture '", arch, "' is not supported (only 'llama' is)");
+  if (arch != "llama" && arch != "qwen2")
+    return error(StatusCode::unsupported, f.what(), ": general.architecture = '", arch,
+                 "' is not supported (supported: llama, qwen2)");
   LlamaParams p;
-  TS_ASSIGN_OR_RETURN(p.dim, positive(f, "llama.embedding_length"));
-  TS_ASSIGN_OR_RETURN(p.layers, positive(f, "llama.block_count", 4096));
-  TS_ASSIGN_OR_RETURN(p.heads, positive(f, "llama.attention.head_count", 4096));
-  TS_ASSIGN_OR_RETURN(p.ffn, positive(f, "llama.feed_forward_length"));
-  TS_ASSIGN_OR_RETURN(p.context, positive(f, "llama.context_length", kMaxDim));
+  p.arch = arch;
+  // Hyperparameter keys are prefixed with the architecture ("llama.", "qwen2.").
+  auto key = [&](const char* k) { return arch + "." + k; };
+  TS_ASSIGN_OR_RETURN(p.dim, positive(f, key("embedding_length")));
+  TS_ASSIGN_OR_RETURN(p.layers, positive(f, key("block_count"), 4096));
+  TS_ASSIGN_OR_RETURN(p.heads, positive(f, key("attention.head_count"), 4096));
+  TS_ASSIGN_OR_RETURN(p.ffn, positive(f, key("feed_forward_length")));
+  TS_ASSIGN_OR_RETURN(p.context, positive(f, key("context_length"), kMaxDim));
   p.kv_heads = p.heads;
-  if (f.find("llama.attention.head_count_kv")) {
-    TS_ASSIGN_OR_RETURN(p.kv_heads, positive(f, "llama.attention.head_count_kv", 4096));
+  if (f.find(key("attention.head_count_kv"))) {
+    TS_ASSIGN_OR_RETURN(p.kv_heads, positive(f, key("attention.head_count_kv"), 4096));
   }
+  // Qwen2 rotates NEOX pairs (i, i + n/2) and adds biases to q, k and v (llama.cpp's
+  // LLM_ARCH_QWEN2); llama rotates adjacent pairs.
+  p.rope_neox = arch == "qwen2";
+  p.qkv_bias = arch == "qwen2";
+  // RoPE scaling (linear, yarn, llama3 frequency factors) changes the rotation: refused
+  // rather than silently ignored.
+  if (const Value* v = f.find(key("rope.scaling.type")); v && v->s != "none")
+    return error(StatusCode::unsupported, f.what(), ": ", key("rope.scaling.type"), " = '", v->s,
+                 "' is not supported (only 'none')");
+  if (f.find_tensor("rope_freqs.weight"))
+    return error(StatusCode::unsupported, f.what(), ": tensor 'rope_freqs.weight' (RoPE frequency factors) is not supported");
   if (p.dim % p.heads != 0)
     return error(StatusCode::invalid_argument, f.what(), ": embedding_length ", p.dim, " is not a multiple of ",
                  p.heads, " heads");
@@ -111,12 +127,12 @@ Result<LlamaParams> llama_params(const File& f) {
     return error(StatusCode::invalid_argument, f.what(), ": ", p.heads, " heads are not a multiple of ", p.kv_heads,
                  " KV heads");
   p.head_dim = p.dim / p.heads;
-  p.rope_dims = f.get_int_or("llama.rope.dimension_count", p.head_dim);
+  p.rope_dims = f.get_int_or(key("rope.dimension_count"), p.head_dim);
   if (p.rope_dims < 2 || p.rope_dims > p.head_dim || p.rope_dims % 2)
-    return error(StatusCode::invalid_argument, f.what(), ": llama.rope.dimension_count ", p.rope_dims,
+    return error(StatusCode::invalid_argument, f.what(), ": ", key("rope.dimension_count"), " ", p.rope_dims,
                  " must be even and at most the head size ", p.head_dim);
-  p.rope_base = f.get_float_or("llama.rope.freq_base", kDefaultRopeBase);
-  p.rms_eps = f.get_float_or("llama.attention.layer_norm_rms_epsilon", kDefaultRmsEps);
+  p.rope_base = f.get_float_or(key("rope.freq_base"), kDefaultRopeBase);
+  p.rms_eps = f.get_float_or(key("attention.layer_norm_rms_epsilon"), kDefaultRmsEps);
   if (!(p.rope_base > 0) || !(p.rms_eps > 0) || !std::isfinite(p.rope_base) || !std::isfinite(p.rms_eps))
     return error(StatusCode::invalid_argument, f.what(), ": rope.freq_base and layer_norm_rms_epsilon must be > 0");
   const TensorInfo* emb = f.find_tensor("token_embd.weight");
@@ -147,6 +163,11 @@ Result<LlamaParams> llama_params(const File& f) {
     TS_RETURN_IF_ERROR(expect(blk(i, "ffn_gate"), {p.ffn, p.dim}));
     TS_RETURN_IF_ERROR(expect(blk(i, "ffn_up"), {p.ffn, p.dim}));
     TS_RETURN_IF_ERROR(expect(blk(i, "ffn_down"), {p.dim, p.ffn}));
+    if (p.qkv_bias) {
+      TS_RETURN_IF_ERROR(expect(bias(i, "attn_q"), {qd}));
+      TS_RETURN_IF_ERROR(expect(bias(i, "attn_k"), {kvd}));
+      TS_RETURN_IF_ERROR(expect(bias(i, "attn_v"), {kvd}));
+    }
   }
   TS_RETURN_IF_ERROR(expect("output_norm.weight", {p.dim}));
   if (!p.tied_output) TS_RETURN_IF_ERROR(expect("output.weight", {p.vocab, p.dim}));
@@ -181,7 +202,7 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
   TensorId last = b.input("last", DType::i32, {1});
   TensorId scale = b.constant_f32("attn_scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))));
   const std::map<std::string, AttrValue> rope_attrs = {
-      {"freq_base", p.rope_base}, {"mode", std::string("normal")}, {"n_dims", p.rope_dims}};
+      {"freq_base", p.rope_base}, {"mode", std::string(p.rope_neox ? "neox" : "normal")}, {"n_dims", p.rope_dims}};
   const std::map<std::string, AttrValue> norm_attrs = {{"eps", p.rms_eps}};
 
   TS_ASSIGN_OR_RETURN(TensorId emb, b.weight("token_embd.weight"));
@@ -203,9 +224,18 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
     TensorId cache_v = b.state("cache_v." + std::to_string(i), {Hkv, 1, ctx, hd});
 
     TS_ASSIGN_OR_RETURN(TensorId h, b.op(OpKind::rms_norm, {x, attn_norm}, L + "attn_norm", norm_attrs));
-    TS_ASSIGN_OR_RETURN(TensorId q, b.op(OpKind::fully_connected, {h, wq}, L + "attn_q"));
-    TS_ASSIGN_OR_RETURN(TensorId k, b.op(OpKind::fully_connected, {h, wk}, L + "attn_k"));
-    TS_ASSIGN_OR_RETURN(TensorId v, b.op(OpKind::fully_connected, {h, wv}, L + "attn_v"));
+    // q / k / v projections, with the file's biases when the architecture has them.
+    auto proj = [&](TensorId wt, const char* what) -> Result<TensorId> {
+      std::vector<TensorId> in{h, wt};
+      if (p.qkv_bias) {
+        TS_ASSIGN_OR_RETURN(TensorId bt, b.weight(bias(i, what)));
+        in.push_back(bt);
+      }
+      return b.op(OpKind::fully_connected, std::move(in), L + what);
+    };
+    TS_ASSIGN_OR_RETURN(TensorId q, proj(wq, "attn_q"));
+    TS_ASSIGN_OR_RETURN(TensorId k, proj(wk, "attn_k"));
+    TS_ASSIGN_OR_RETURN(TensorId v, proj(wv, "attn_v"));
     TS_ASSIGN_OR_RETURN(q, b.reshape(q, {T, H, hd}, L + "q_heads"));
     TS_ASSIGN_OR_RETURN(k, b.reshape(k, {T, Hkv, hd}, L + "k_heads"));
     TS_ASSIGN_OR_RETURN(q, b.op(OpKind::rope, {q, pos}, L + "q_rope", rope_attrs));

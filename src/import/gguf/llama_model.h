@@ -1,12 +1,14 @@
-// The llama architecture from a GGUF file: hyperparameters, weights and step graphs.
+// The llama architecture (and qwen2, llama with q/k/v biases and NEOX RoPE) from a GGUF
+// file: hyperparameters, weights and step graphs.
 //
-// Weights stay in the file's memory map in their stored types (f32, f16, bf16, q8_0,
-// q4_0); fully_connected and get_rows read the blocks as stored. A step graph for T tokens
+// Weights stay in the file's memory map in their stored types (f32, f16, bf16, the GGUF
+// block types); fully_connected and get_rows read the blocks as stored. A step graph for T tokens
 // is (x: [T, dim] f32 activations; H heads, Hkv KV heads, G = H/Hkv, hd head size):
 //   x = get_rows(token_embd [vocab, dim], tokens)
 //   per layer i ("blk.i/..." nodes):
 //     h  = rms_norm(x, attn_norm)
 //     q  = rope(fc(h, attn_q) as [T, H, hd]) * 1/sqrt(hd)     k = rope(fc(h, attn_k) as [T, Hkv, hd])
+//          (qwen2: fc(h, attn_q, attn_q.bias), likewise k and v)
 //     v  = fc(h, attn_v) as [T, Hkv, hd]
 //     K  = scatter_rows(cache_k [Hkv, 1, ctx, hd], k as [Hkv, 1, T, hd], kv_pos); V likewise
 //     s  = matmul(q as [Hkv, G, T, hd], K, transpose_b) [Hkv, G, T, ctx]
@@ -26,7 +28,11 @@
 
 namespace tessera::gguf {
 
+// Keys are read with the architecture's prefix ("llama." below stands for "qwen2." too).
 struct LlamaParams {
+  std::string arch = "llama";  // general.architecture: llama or qwen2
+  bool rope_neox = false;      // qwen2: RoPE pairs (i, i + n/2) instead of (2i, 2i + 1)
+  bool qkv_bias = false;       // qwen2: blk.i.attn_{q,k,v}.bias [out] f32 added to the projections
   int64_t vocab = 0;      // rows of token_embd
   int64_t dim = 0;        // llama.embedding_length
   int64_t layers = 0;     // llama.block_count
@@ -64,7 +70,8 @@ class LlamaModel : public llm::DecoderModel {
   LlamaParams p_;
 };
 
-// Reads the hyperparameters of a llama GGUF file (general.architecture must be "llama").
+// Reads the hyperparameters of a llama-family GGUF file (general.architecture "llama" or
+// "qwen2"); anything unsupported is an error naming its key.
 Result<LlamaParams> llama_params(const File& f);
 
 }  // namespace tessera::gguf

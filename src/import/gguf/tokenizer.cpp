@@ -1,9 +1,13 @@
-// SentencePiece (spm) tokenizer: bigram merging by score with byte fallback.
+// SentencePiece (spm) tokenizer: bigram merging by score with byte fallback; byte-level
+// BPE through pretokenize.h and bpe.h; special tokens cut out of the text first.
 #include "import/gguf/tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <queue>
+
+#include "import/gguf/unicode.h"
 
 namespace tessera::gguf {
 
@@ -58,9 +62,21 @@ struct BigramOrder {
 Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
   Tokenizer t;
   TS_ASSIGN_OR_RETURN(std::string model, f.get_string("tokenizer.ggml.model"));
-  if (model != "llama")
-    return error(StatusCode::unsupported, f.what(), ": tokenizer model '", model,
-                 "' is not supported (only the SentencePiece 'llama' tokenizer is)");
+  if (model == "gpt2") {
+    t.model_ = Model::bpe;
+    auto pre_value = f.get_string("tokenizer.ggml.pre");
+    const std::string pre = pre_value.ok() ? *pre_value : "(absent)";
+    auto p = pre_tokenizer_from_name(pre);
+    if (!p)
+      return error(StatusCode::unsupported, f.what(), ": tokenizer.ggml.pre = '", pre,
+                   "' is not a supported pre-tokenizer (supported: ", pre_tokenizer_names(), ")");
+    t.pre_ = *p;
+    t.ignore_merges_ = *p == PreTokenizer::llama3;
+    TS_RETURN_IF_ERROR(t.merges_.load(f));
+  } else if (model != "llama") {
+    return error(StatusCode::unsupported, f.what(), ": tokenizer.ggml.model = '", model,
+                 "' is not supported (supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE))");
+  }
   const Value* toks = f.find("tokenizer.ggml.tokens");
   if (!toks || toks->type != ValueType::array || toks->elem_type != ValueType::string || toks->arr.empty())
     return error(StatusCode::invalid_argument, f.what(), ": tokenizer.ggml.tokens must be a non-empty string array");
@@ -103,9 +119,21 @@ Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
   TS_ASSIGN_OR_RETURN(t.bos_, id_of("tokenizer.ggml.bos_token_id", 1));
   TS_ASSIGN_OR_RETURN(t.eos_, id_of("tokenizer.ggml.eos_token_id", 2));
   TS_ASSIGN_OR_RETURN(t.unk_, id_of("tokenizer.ggml.unknown_token_id", 0));
-  t.add_bos_ = f.get_int_or("tokenizer.ggml.add_bos_token", 1) != 0;
-  t.add_space_prefix_ = f.get_int_or("tokenizer.ggml.add_space_prefix", 1) != 0;
+  // Defaults as llama.cpp's: spm adds BOS and a space prefix; bpe adds BOS for llama-bpe only.
+  const bool bpe = t.model_ == Model::bpe;
+  t.add_bos_ = f.get_int_or("tokenizer.ggml.add_bos_token", !bpe || t.ignore_merges_) != 0;
+  t.add_space_prefix_ = f.get_int_or("tokenizer.ggml.add_space_prefix", !bpe) != 0;
+  for (size_t i = 0; i < n; ++i)
+    if ((t.types_[i] == TokenType::control || t.types_[i] == TokenType::user_defined) && !t.tokens_[i].empty())
+      t.specials_.push_back(static_cast<int32_t>(i));
+  std::stable_sort(t.specials_.begin(), t.specials_.end(),
+                   [&](int32_t a, int32_t b) { return t.tokens_[a].size() > t.tokens_[b].size(); });
   return t;
+}
+
+int32_t Tokenizer::find(const std::string& text) const {
+  auto it = ids_.find(text);
+  return it == ids_.end() ? -1 : it->second;
 }
 
 int32_t Tokenizer::byte_token(uint8_t b) const {
@@ -116,11 +144,78 @@ int32_t Tokenizer::byte_token(uint8_t b) const {
   return unk_;
 }
 
-std::vector<int32_t> Tokenizer::encode(const std::string& raw, bool add_bos) const {
+namespace {
+// A run of the text: plain text [begin, end), or a special token.
+struct Fragment {
+  size_t begin = 0, end = 0;
+  int32_t token = -1;  // >= 0: a special token
+};
+}  // namespace
+
+std::vector<int32_t> Tokenizer::encode(const std::string& raw, bool add_bos, bool parse_special) const {
   std::vector<int32_t> out;
   if (add_bos) out.push_back(bos_);
-  if (raw.empty()) return out;
-  const std::string text = replace_all((add_space_prefix_ ? " " : "") + raw, " ", kSpace);
+  // Cut the special tokens out of the text, longest first, each in the remaining plain runs.
+  std::vector<Fragment> frags{{0, raw.size(), -1}};
+  for (int32_t id : specials_) {
+    if (types_[id] == TokenType::control && !parse_special) continue;
+    const std::string& tok = tokens_[id];
+    std::vector<Fragment> next;
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t at = f.begin;
+      for (size_t k; (k = raw.find(tok, at)) != std::string::npos && k + tok.size() <= f.end; at = k + tok.size()) {
+        if (k > at) next.push_back({at, k, -1});
+        next.push_back({k, k + tok.size(), id});
+      }
+      if (at < f.end) next.push_back({at, f.end, -1});
+    }
+    frags = std::move(next);
+  }
+  bool after_special = true;  // spm: a space is prefixed to text at the start and after a special token
+  for (const Fragment& f : frags) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    const std::string text = raw.substr(f.begin, f.end - f.begin);
+    if (model_ == Model::bpe) encode_bpe(text, out);
+    else encode_spm(text, after_special && add_space_prefix_, out);
+    after_special = false;
+  }
+  return out;
+}
+
+void Tokenizer::encode_bpe(const std::string& text, std::vector<int32_t>& out) const {
+  for (const std::string& word : pre_tokenize(pre_, text)) {
+    const std::string mapped = bpe_map_bytes(word);
+    if (ignore_merges_) {
+      if (auto it = ids_.find(mapped); it != ids_.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+    }
+    for (const std::string& piece : merges_.merge(mapped)) {
+      if (auto it = ids_.find(piece); it != ids_.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+      // Not a token (a vocabulary whose merges make texts it lacks): its characters.
+      for (const Utf8Char& c : utf8_chars(piece)) {
+        auto ch = ids_.find(piece.substr(c.offset, c.len));
+        out.push_back(ch != ids_.end() ? ch->second : unk_);
+      }
+    }
+  }
+}
+
+void Tokenizer::encode_spm(const std::string& raw, bool prefix_space, std::vector<int32_t>& out) const {
+  if (raw.empty()) return;
+  const std::string text = replace_all((prefix_space ? " " : "") + raw, " ", kSpace);
 
   std::vector<Symbol> symbols;
   for (size_t off = 0; off < text.size();) {
@@ -174,7 +269,6 @@ std::vector<int32_t> Tokenizer::encode(const std::string& raw, bool add_bos) con
     for (char c : piece) out.push_back(byte_token(static_cast<uint8_t>(c)));
   };
   for (int i = 0; i != -1; i = symbols[i].next) emit(emit, symbols[i]);
-  return out;
 }
 
 std::string Tokenizer::piece(int32_t id) const {
@@ -184,13 +278,14 @@ std::string Tokenizer::piece(int32_t id) const {
     case TokenType::control:
     case TokenType::unused:
       return {};
+    case TokenType::user_defined: return s;
     case TokenType::byte: {
       unsigned v = 0;
       if (s.size() == 6 && std::sscanf(s.c_str(), "<0x%02X>", &v) == 1) return std::string(1, static_cast<char>(v));
       return s;
     }
     default:
-      return replace_all(s, kSpace, " ");
+      return model_ == Model::bpe ? bpe_unmap(s) : replace_all(s, kSpace, " ");
   }
 }
 

@@ -1,14 +1,25 @@
-// The SentencePiece ("llama", spm) tokenizer built from a GGUF vocabulary.
+// Tokenizers built from a GGUF vocabulary, following llama.cpp's behaviour so that the
+// same file gives the same ids. `tokenizer.ggml.model` selects one of two:
 //
-// Encoding follows the behaviour of llama.cpp's spm tokenizer, so that the same file gives
-// the same ids:
+// SentencePiece ("llama", spm):
 //  - a space is prepended when the vocabulary asks for it (tokenizer.ggml.add_space_prefix,
 //    default true), and every ' ' becomes U+2581 ("▁");
 //  - the text is split into UTF-8 characters, then the adjacent pair whose concatenation is
 //    a vocabulary token with the highest score is merged, repeatedly (ties: leftmost);
 //  - a piece that is not a token is emitted as byte-fallback tokens "<0xXX>" (or the
 //    unknown token when the vocabulary has no byte tokens).
-// Control tokens in the text are not parsed (text is text). BOS is prepended on request.
+//
+// Byte-level BPE ("gpt2"; Llama 3, Qwen2, GPT-2 and their kin):
+//  - the pre-tokenizer named by tokenizer.ggml.pre (pretokenize.h) splits the text into
+//    words; each word's bytes are mapped to characters (bpe.h);
+//  - a word that is a token as a whole is emitted as is when the pre-tokenizer is
+//    llama-bpe (Llama 3 ignores merges there); otherwise tokenizer.ggml.merges merge it
+//    and each piece is emitted (a piece that is not a token, as its characters' tokens).
+//
+// Special tokens: user-defined tokens found in the text are always emitted as themselves
+// (the text is cut around them, longest first); control tokens (BOS, <|im_start|>, ...)
+// only when the caller asks for parse_special, otherwise text is text. BOS is prepended
+// on request.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "import/gguf/bpe.h"
 #include "import/gguf/gguf_file.h"
+#include "import/gguf/pretokenize.h"
 
 namespace tessera::gguf {
 
@@ -27,14 +40,20 @@ enum class TokenType : int32_t {
 
 class Tokenizer {
  public:
-  // Reads tokenizer.ggml.{model, tokens, scores, token_type, bos/eos/unknown_token_id,
-  // add_bos_token, add_space_prefix}. Only the "llama" model is supported.
+  enum class Model { spm, bpe };
+
+  // Reads tokenizer.ggml.{model, pre, tokens, scores, token_type, merges,
+  // bos/eos/unknown_token_id, add_bos_token, add_space_prefix}. Models: "llama" (spm) and
+  // "gpt2" (byte-level BPE with a pre-tokenizer of pretokenize.h); others are refused
+  // naming the key and value.
   static Result<Tokenizer> from_gguf(const File& f);
 
-  // Token ids for `text`, with BOS first when add_bos.
-  std::vector<int32_t> encode(const std::string& text, bool add_bos) const;
-  // The bytes one token stands for: "▁" as ' ', "<0xXX>" byte tokens as that byte,
-  // control tokens (BOS, EOS) as nothing.
+  // Token ids for `text`, with BOS first when add_bos; control tokens written in the text
+  // become their ids only with parse_special.
+  std::vector<int32_t> encode(const std::string& text, bool add_bos, bool parse_special = false) const;
+  // The bytes one token stands for: spm "▁" as ' ' and "<0xXX>" byte tokens as that byte;
+  // bpe mapped characters as their bytes; user-defined tokens as their text; control
+  // tokens (BOS, EOS) as nothing.
   std::string piece(int32_t id) const;
   // The text of a sequence: the pieces joined, without the space the encoder prepended.
   std::string decode(const std::vector<int32_t>& ids) const;
@@ -47,9 +66,21 @@ class Tokenizer {
   bool add_space_prefix() const { return add_space_prefix_; }
   const std::string& token_text(int32_t id) const { return tokens_.at(static_cast<size_t>(id)); }
   TokenType token_type(int32_t id) const { return types_.at(static_cast<size_t>(id)); }
+  Model model() const { return model_; }
+  // The id of a token text, or -1.
+  int32_t find(const std::string& text) const;
 
  private:
   int32_t byte_token(uint8_t b) const;
+  // Appends the ids of one run of plain text (no special tokens in it).
+  void encode_spm(const std::string& text, bool prefix_space, std::vector<int32_t>& out) const;
+  void encode_bpe(const std::string& text, std::vector<int32_t>& out) const;
+
+  Model model_ = Model::spm;
+  PreTokenizer pre_ = PreTokenizer::gpt2;  // bpe only
+  bool ignore_merges_ = false;             // bpe: whole-word tokens skip merging (llama-bpe)
+  BpeMerges merges_;                       // bpe only
+  std::vector<int32_t> specials_;          // control and user-defined tokens, longest text first
 
   std::vector<std::string> tokens_;  // [vocab] token text, "▁" for spaces
   std::vector<float> scores_;        // [vocab] merge priority (higher merges first)

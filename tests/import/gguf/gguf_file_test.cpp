@@ -118,6 +118,34 @@ TEST(GgufFile, WriterRoundTripEveryValueTypeAndDtype) {
   }
 }
 
+// Every GGUF block type: its ggml number, the byte count of its rows, and rows that are
+// not whole blocks refused by the writer.
+TEST(GgufFile, EveryBlockTypeRoundTrips) {
+  const std::pair<DType, uint32_t> types[] = {
+      {DType::q8_0, kGgmlQ8_0}, {DType::q4_0, kGgmlQ4_0}, {DType::q4_1, kGgmlQ4_1}, {DType::q5_0, kGgmlQ5_0},
+      {DType::q5_1, kGgmlQ5_1}, {DType::q2_k, kGgmlQ2_K}, {DType::q3_k, kGgmlQ3_K}, {DType::q4_k, kGgmlQ4_K},
+      {DType::q5_k, kGgmlQ5_K}, {DType::q6_k, kGgmlQ6_K}};
+  Writer w(32);
+  for (auto [t, ggml] : types) {
+    const int64_t row = 2 * dtype_block_values(t), bytes = 3 * 2 * dtype_block_bytes(t);
+    std::vector<uint8_t> data(bytes, static_cast<uint8_t>(ggml));
+    ASSERT_TRUE(w.add_tensor(std::string("t.") + dtype_name(t), {3, row}, t, data).ok()) << dtype_name(t);
+    EXPECT_FALSE(w.add_tensor("odd", {3, row + 32}, t, data).ok()) << dtype_name(t);
+  }
+  auto bytes = w.bytes();
+  ASSERT_TRUE(bytes.ok());
+  auto f = parse_bytes(*bytes);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  for (auto [t, ggml] : types) {
+    const TensorInfo* info = f->find_tensor(std::string("t.") + dtype_name(t));
+    ASSERT_NE(info, nullptr);
+    EXPECT_EQ(info->ggml_type, ggml);
+    EXPECT_EQ(info->dtype, t);
+    EXPECT_EQ(info->bytes, 3 * 2 * dtype_block_bytes(t)) << dtype_name(t);
+    EXPECT_EQ(info->data.data[0], static_cast<uint8_t>(ggml));
+  }
+}
+
 // ---- corrupted files, made from the real one ----
 
 class GgufCorrupt : public ::testing::Test {
@@ -204,8 +232,11 @@ TEST_F(GgufCorrupt, TensorInfoErrors) {
   poke<uint64_t>(b, offset_at, 3);
   expect_error(b, "offset 3 is not a multiple of the alignment 32");
   b = good_;
-  poke<uint32_t>(b, type_at, 12);
-  expect_error(b, "tensor 'output_norm.weight' has ggml type q4_K (12)");
+  poke<uint32_t>(b, type_at, 16);
+  expect_error(b, "tensor 'output_norm.weight' has ggml type iq2_xxs (16); supported: f32, f16, bf16, q8_0, q4_0, "
+                  "q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K");
+  poke<uint32_t>(b, type_at, 12);  // q4_K: super-blocks of 256 values, the row has 64
+  expect_error(b, "tensor 'output_norm.weight' (q4_K) has rows of 64 values, not a multiple of the block size 256");
   poke<uint32_t>(b, type_at, 99);
   expect_error(b, "has ggml type type 99 (99)");
   b = good_;

@@ -282,7 +282,39 @@ TEST(LlamaReference, MissingOrMisshapenWeightsAreNamed) {
   ASSERT_TRUE(f.ok());
   m = LlamaModel::load(std::move(*f));
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("architecture 'gpt2' is not supported"), std::string::npos);
+  EXPECT_NE(m.status().message().find("general.architecture = 'gpt2' is not supported"), std::string::npos);
+}
+
+// Settings Tessera does not implement are refused naming their key, never ignored.
+TEST(LlamaReference, UnsupportedSettingsNameTheirKey) {
+  auto load = [](Writer& w) {
+    auto f = File::parse(ConstData::from_vector(*w.bytes()), "synthetic");
+    EXPECT_TRUE(f.ok());
+    return LlamaModel::load(std::move(*f));
+  };
+  auto w = synth_llama(small_gqa());
+  ASSERT_TRUE(w.ok());
+  w->set_string("llama.rope.scaling.type", "linear");
+  auto m = load(*w);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("llama.rope.scaling.type = 'linear' is not supported"), std::string::npos)
+      << m.status().message();
+  w->set_string("llama.rope.scaling.type", "none");
+  EXPECT_TRUE(load(*w).ok());
+  // A qwen2 file needs its q/k/v biases; its keys carry the "qwen2." prefix.
+  w->set_string("general.architecture", "qwen2");
+  m = load(*w);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("qwen2.embedding_length"), std::string::npos) << m.status().message();
+  const SynthOptions o = small_gqa();
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"embedding_length", o.dim}, {"block_count", o.layers},
+                        {"feed_forward_length", o.ffn}, {"attention.head_count", o.heads},
+                        {"attention.head_count_kv", o.kv_heads}, {"context_length", o.context}})
+    w->set_u32(std::string("qwen2.") + key, static_cast<uint32_t>(v));
+  m = load(*w);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("weight 'blk.0.attn_q.bias' is missing"), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
-// The spm tokenizer against llama.cpp's test vectors for the LLaMA vocabulary.
+// The tokenizers against llama.cpp's test vectors: the LLaMA spm vocabulary, and the
+// vocab/ files (Llama 3, Qwen2 and GPT-2 byte-level BPE; Phi-3 spm).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <sstream>
 
 #include "fixtures.h"
 #include "import/gguf/gguf_file.h"
+#include "import/gguf/pretokenize.h"
 #include "import/gguf/tokenizer.h"
 
 namespace tessera::gguf {
@@ -76,6 +80,97 @@ TEST(GgufTokenizer, BosAndPieces) {
   EXPECT_EQ(tok->piece(15043), " Hello");  // "▁Hello"
   EXPECT_EQ(tok->piece(13), "\n");         // byte token <0x0A>
   EXPECT_EQ(tok->decode(ids), "Hello world");
+}
+
+// Every vector of one vocab/ file, exactly; decoding gives the text back.
+void check_vocab_vectors(const std::string& name, Tokenizer::Model model) {
+  const std::string rel = "models/gguf/vocab/ggml-vocab-" + name + ".gguf";
+  TESSERA_REQUIRE_FIXTURE(path, rel);
+  TESSERA_REQUIRE_FIXTURE(inp, rel + ".inp");
+  TESSERA_REQUIRE_FIXTURE(outp, rel + ".out");
+  auto f = File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ(tok->model(), model);
+  auto texts = split_inputs(as_string(testing::read_file(inp)));
+  auto expected = read_ids(as_string(testing::read_file(outp)));
+  ASSERT_EQ(texts.size(), 46u);
+  ASSERT_EQ(texts.size(), expected.size());
+  int exact = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<int32_t> ids = tok->encode(texts[i], /*add_bos=*/false);
+    EXPECT_EQ(ids, expected[i]) << name << " input " << i << ": '" << texts[i] << "'";
+    exact += ids == expected[i];
+    EXPECT_EQ(tok->decode(ids), texts[i]) << name << " input " << i;
+  }
+  EXPECT_EQ(exact, 46) << name;
+}
+
+TEST(GgufTokenizer, Llama3BpeVectors) { check_vocab_vectors("llama-bpe", Tokenizer::Model::bpe); }
+TEST(GgufTokenizer, Qwen2BpeVectors) { check_vocab_vectors("qwen2", Tokenizer::Model::bpe); }
+TEST(GgufTokenizer, Gpt2BpeVectors) { check_vocab_vectors("gpt-2", Tokenizer::Model::bpe); }
+TEST(GgufTokenizer, Phi3SpmVectors) { check_vocab_vectors("phi-3", Tokenizer::Model::spm); }
+
+// The pre-tokenizers' word boundaries on hand-made text, as their regular expressions
+// define them (pretokenize.h).
+TEST(GgufTokenizer, PreTokenizerWords) {
+  using V = std::vector<std::string>;
+  // GPT-2: case-sensitive contractions, " ?" before letter, number and symbol runs, a
+  // whitespace run gives its last character to the word after it.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::gpt2, "I'm  fine'S 12345!!\n\n  x  "),
+            (V{"I", "'m", " ", " fine", "'", "S", " 12345", "!!", "\n\n ", " x", "  "}));
+  // Llama 3: case-insensitive contractions, a non-letter glued before letters, numbers in
+  // threes, newlines end a whitespace word and follow punctuation.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::llama3, "I'M  fine_x 12345.\n\n  x\t"),
+            (V{"I", "'M", " ", " fine", "_x", " ", "123", "45", ".\n\n", " ", " x", "\t"}));
+  // Qwen2: one digit per word.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::qwen2, "a 123"), (V{"a", " ", "1", "2", "3"}));
+  // Letters of other scripts are letters, marks are not: Cyrillic, Han, a Khmer vowel sign.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::gpt2, "\xd0\xbd\xd0\xb0 \xe6\x88\x91\xe6\x83\xb3 \xe1\x9e\x80\xe1\x9e\xb6"),
+            (V{"\xd0\xbd\xd0\xb0", " \xe6\x88\x91\xe6\x83\xb3", " \xe1\x9e\x80", "\xe1\x9e\xb6"}));
+  // Invalid UTF-8 bytes are kept, each a character of its own.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::llama3, "a\xff\xfe" "b"), (V{"a", "\xff\xfe", "b"}));
+  EXPECT_EQ(pre_tokenizer_from_name("llama-bpe"), PreTokenizer::llama3);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-coder"), std::nullopt);
+}
+
+TEST(GgufTokenizer, SpecialTokensOnlyWhenAsked) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/vocab/ggml-vocab-qwen2.gguf");
+  auto f = File::open(path);
+  ASSERT_TRUE(f.ok());
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok());
+  const int32_t im_start = tok->find("<|im_start|>");
+  ASSERT_GE(im_start, 0);
+  EXPECT_EQ(tok->token_type(im_start), TokenType::control);
+  auto special = tok->encode("<|im_start|>user\nhi", false, /*parse_special=*/true);
+  ASSERT_GE(special.size(), 2u);
+  EXPECT_EQ(special[0], im_start);
+  EXPECT_EQ(std::vector<int32_t>(special.begin() + 1, special.end()), tok->encode("user\nhi", false));
+  auto plain = tok->encode("<|im_start|>user\nhi", false);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), im_start), 0);
+  EXPECT_EQ(tok->decode(plain), "<|im_start|>user\nhi");
+  EXPECT_EQ(tok->piece(im_start), "");  // control tokens decode to nothing
+  EXPECT_FALSE(tok->add_bos());         // tokenizer.ggml.add_bos_token = false in this file
+}
+
+TEST(GgufTokenizer, UnknownModelsAndPreTokenizersNameTheKey) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/vocab/ggml-vocab-gpt-2.gguf");
+  auto bytes = testing::read_file(path);
+  // Rewrite the pre-tokenizer's name in place ("gpt-2" -> "gpt-9", same length).
+  const std::string key = "tokenizer.ggml.pre";
+  auto it = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  ASSERT_NE(it, bytes.end());
+  const std::string value = "gpt-2";
+  auto val = std::search(it, bytes.end(), value.begin(), value.end());
+  ASSERT_NE(val, bytes.end());
+  val[4] = '9';
+  auto f = File::parse(ConstData::from_vector(std::move(bytes)));
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("tokenizer.ggml.pre = 'gpt-9'"), std::string::npos) << tok.status().to_string();
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Reference kernels: gather, get_rows (embedding lookup from f32/f16/bf16/q8_0/q4_0
+// Reference kernels: gather, get_rows (embedding lookup from f32/f16/bf16/GGUF block
 // tables) and the NHWC resizes. Index and coordinate rules follow TFLite's reference
 // kernels (resize: align_corners and half_pixel_centers as in TFLite's
 // ResizeNearestNeighbor / ResizeBilinear).
@@ -44,11 +44,13 @@ Status gather(KernelContext& c) {
 Status get_rows(KernelContext& c) {
   const TensorRef &tab = c.in[0], &ids = c.in[1];
   if (!is_row_dtype(tab.dtype()))
-    return kernel_error(c.n, std::string("table dtype ") + dtype_name(tab.dtype()) + " (takes f32, f16, bf16, q8_0, q4_0)");
+    return kernel_error(c.n, std::string("table dtype ") + dtype_name(tab.dtype()) +
+                                 " (takes f32, f16, bf16 and the GGUF block types)");
   if (c.out[0].dtype() != DType::f32) return kernel_error(c.n, "output must be f32");
   const int64_t n = tab.shape()[0], d = tab.shape()[1];
-  if (dtype_is_block(tab.dtype()) && d % kQBlock != 0)
-    return kernel_error(c.n, "a block table needs a row length that is a multiple of 32");
+  if (d % dtype_block_values(tab.dtype()) != 0)
+    return kernel_error(c.n, std::string("a ") + dtype_name(tab.dtype()) + " table needs rows of a multiple of " +
+                                 std::to_string(dtype_block_values(tab.dtype())) + " values, got " + std::to_string(d));
   const int64_t rb = row_bytes(tab.dtype(), d);
   float* y = c.out[0].as<float>();
   float chunk[kQBlock];

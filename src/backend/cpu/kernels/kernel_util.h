@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernel.h"
 #include "backend/cpu/thread_pool.h"
+#include "convert/gguf_kquants.h"
 
 namespace tessera::cpu {
 
@@ -82,12 +83,14 @@ inline uint16_t f32_to_bf16(float f) {
 // loops of fully_connected / matmul / get_rows read f16 weights and GGUF block scales.
 const float* f16_table();
 
-// ---- GGUF blocks (32 values each) ----
-// q8_0 block: f16 scale d, then 32 x int8 q; value = q * d.
-// q4_0 block: f16 scale d, then 16 bytes; byte j holds element j in its low nibble and
-// element j + 16 in its high nibble; value = (nibble - 8) * d.
+// ---- GGUF blocks ----
+// Block layouts: src/convert/gguf_blocks.h (q8_0, q4_0) and src/convert/gguf_kquants.h
+// (q4_1, q5_0, q5_1 of 32 values; the K-quants q2_K ... q6_K, super-blocks of 256).
+// Kernels walk weight rows in chunks of 32 values: chunk b of a 32-value type is block b;
+// chunk b of a K-quant row is chunk b % 8 of super-block b / 8, decoded on its own (each
+// 32 values of a super-block have their own scales), so no kernel needs a 256-value buffer.
 
-// Dequantizes block `b` of a row that starts at `row` into out[0..32).
+// Dequantizes chunk `b` (values [32b, 32b + 32)) of a GGUF block row that starts at `row`.
 inline void dequant_block(DType t, const uint8_t* row, int64_t b, float* out) {
   if (t == DType::q8_0) {
     const uint8_t* blk = row + b * kQ8_0BlockBytes;
@@ -96,7 +99,7 @@ inline void dequant_block(DType t, const uint8_t* row, int64_t b, float* out) {
     float d = f16_table()[dh];
     const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
     for (int i = 0; i < kQBlock; ++i) out[i] = static_cast<float>(q[i]) * d;
-  } else {
+  } else if (t == DType::q4_0) {
     const uint8_t* blk = row + b * kQ4_0BlockBytes;
     uint16_t dh;
     std::memcpy(&dh, blk, 2);
@@ -106,26 +109,27 @@ inline void dequant_block(DType t, const uint8_t* row, int64_t b, float* out) {
       out[j] = static_cast<float>((q[j] & 0x0f) - 8) * d;
       out[j + kQBlock / 2] = static_cast<float>((q[j] >> 4) - 8) * d;
     }
+  } else {
+    const int64_t per_block = dtype_block_values(t) / kQBlock;  // 1, or 8 for K-quants
+    convert::dequant_gguf_chunk(t, row + b / per_block * dtype_block_bytes(t), static_cast<int>(b % per_block), out);
   }
 }
 
 // The dtypes a weight row may be stored in and read by fully_connected, matmul, get_rows.
 inline bool is_row_dtype(DType t) {
-  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::q8_0 || t == DType::q4_0;
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || dtype_is_block(t);
 }
 
-// Bytes of one row of `n` values of a row dtype (n % 32 == 0 for blocks; checked by callers).
+// Bytes of one row of `n` values of a row dtype (n a multiple of dtype_block_values(t)
+// for blocks; checked by callers).
 inline int64_t row_bytes(DType t, int64_t n) {
-  switch (t) {
-    case DType::q8_0: return n / kQBlock * kQ8_0BlockBytes;
-    case DType::q4_0: return n / kQBlock * kQ4_0BlockBytes;
-    default: return n * dtype_size(t);
-  }
+  if (dtype_is_block(t)) return n / dtype_block_values(t) * dtype_block_bytes(t);
+  return n * dtype_size(t);
 }
 
 // Reads values [b*32, b*32 + len) of a row of a row dtype into out (len <= 32; for block
-// dtypes the chunk is exactly block b). Lets kernels walk any weight 32 values at a time
-// without a full f32 copy of it.
+// dtypes the chunk is exactly chunk b as dequant_block defines it). Lets kernels walk any
+// weight 32 values at a time without a full f32 copy of it.
 inline void load_chunk(DType t, const uint8_t* row, int64_t b, int64_t len, float* out) {
   int64_t i0 = b * kQBlock;
   switch (t) {

@@ -35,9 +35,9 @@ Status check_weight(const KernelContext& c, int idx, int64_t row_len) {
   if (!is_row_dtype(t))
     return kernel_error(c.n, "weights '" + c.in[idx].t->name + "' are " + dtype_name(t) +
                                  "; the plain kernel reads f32, f16, bf16, q8_0 or q4_0");
-  if (dtype_is_block(t) && row_len % kQBlock != 0)
+  if (row_len % dtype_block_values(t) != 0)
     return kernel_error(c.n, "weights '" + c.in[idx].t->name + "' in " + dtype_name(t) + " need rows of a multiple of " +
-                                 std::to_string(kQBlock) + " values, got " + std::to_string(row_len));
+                                 std::to_string(dtype_block_values(t)) + " values, got " + std::to_string(row_len));
   return Status::Ok();
 }
 
