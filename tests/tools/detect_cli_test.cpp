@@ -113,6 +113,27 @@ TEST_F(DetectCli, ThresholdFiltersAndUnlabelledClassesAreNumbered) {
   }
 }
 
+// The SSD backbone on the rknpu device model (its convolutions on the NPU, the
+// post-processing on the cpu) finds the same detections, boxes and scores as the cpu.
+TEST_F(DetectCli, RknpuFindsTheSameDetections) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/table.jpg");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
+  const std::string args = "detect " + model + " " + image + " --labels " + labels;
+  ASSERT_EQ(run(args), 0) << err_;
+  const std::vector<Box> cpu = detections();
+  ASSERT_EQ(run(args + " --device rknpu"), 0) << err_;
+  const std::vector<Box> npu = detections();
+  ASSERT_FALSE(cpu.empty());
+  ASSERT_EQ(npu.size(), cpu.size()) << out_;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(npu[i].label, cpu[i].label);
+    EXPECT_FLOAT_EQ(npu[i].score, cpu[i].score);
+    EXPECT_GT(iou(npu[i], cpu[i]), 0.99f) << cpu[i].label;
+  }
+  EXPECT_NE(out_.find("modelled"), std::string::npos) << out_;
+}
+
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {
   TESSERA_REQUIRE_FIXTURE(ssd, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(mnv1, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");

@@ -172,6 +172,9 @@ std::vector<Detection> regular_nms(const std::vector<Corner>& boxes, const std::
 }
 
 Status detection_postprocess(KernelContext& c) {
+  if (c.in.size() != 3 || c.out.size() != 4 || !c.in[0] || !c.in[1] || !c.in[2])
+    return kernel_error(c.n, "needs 3 inputs (box encodings, class scores, anchors) and 4 outputs, got " +
+                                 std::to_string(c.in.size()) + " and " + std::to_string(c.out.size()));
   const Options o = options_of(c.n);
   const int64_t num_boxes = c.in[0].shape()[1];
   const int64_t box_len = c.in[0].shape()[2];
