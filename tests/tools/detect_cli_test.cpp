@@ -113,6 +113,54 @@ TEST_F(DetectCli, ThresholdFiltersAndUnlabelledClassesAreNumbered) {
   }
 }
 
+// The SSD backbone on the rknpu device model (its convolutions on the NPU, the
+// post-processing on the cpu) finds the same detections, boxes and scores as the cpu.
+TEST_F(DetectCli, RknpuFindsTheSameDetections) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/table.jpg");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
+  const std::string args = "detect " + model + " " + image + " --labels " + labels;
+  ASSERT_EQ(run(args), 0) << err_;
+  const std::vector<Box> cpu = detections();
+  ASSERT_EQ(run(args + " --device rknpu"), 0) << err_;
+  const std::vector<Box> npu = detections();
+  ASSERT_FALSE(cpu.empty());
+  ASSERT_EQ(npu.size(), cpu.size()) << out_;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(npu[i].label, cpu[i].label);
+    EXPECT_FLOAT_EQ(npu[i].score, cpu[i].score);
+    EXPECT_GT(iou(npu[i], cpu[i]), 0.99f) << cpu[i].label;
+  }
+  EXPECT_NE(out_.find("modelled"), std::string::npos) << out_;
+}
+
+// The tile device model (bf16 activations, not byte-exact) finds the publisher's dining
+// table, cup and book like the cpu: same labels, boxes overlapping at IoU >= 0.9, scores
+// within 0.05. Known gap: its other detections differ (measured on table.jpg: the knife,
+// 0.50 on the cpu, is labelled scissors, and the second refrigerator at 0.30 is missing).
+TEST_F(DetectCli, TileFindsTheTableCupAndBookLikeTheCpu) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/table.jpg");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
+  const std::string args = "detect " + model + " " + image + " --labels " + labels;
+  ASSERT_EQ(run(args), 0) << err_;
+  const std::vector<Box> cpu = detections();
+  ASSERT_EQ(run(args + " --device tile"), 0) << err_;
+  const std::vector<Box> tile = detections();
+  int compared = 0;
+  for (const Box& c : cpu) {
+    if (c.label != "dining table" && c.label != "cup" && c.label != "book") continue;
+    const Box* best = nullptr;
+    for (const Box& t : tile)
+      if (t.label == c.label && (!best || iou(t, c) > iou(*best, c))) best = &t;
+    ASSERT_NE(best, nullptr) << c.label << " missing on tile\n" << out_;
+    EXPECT_GE(iou(*best, c), 0.9f) << c.label;
+    EXPECT_NEAR(best->score, c.score, 0.05f) << c.label;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5);  // two dining tables, a cup, two books
+}
+
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {
   TESSERA_REQUIRE_FIXTURE(ssd, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(mnv1, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");

@@ -370,7 +370,7 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     op.negatives_clamped = act == "relu" || act == "relu6" || out_zp == (y.dtype == DType::u8 ? 0 : -128);
   }
   // As the cpu device (quant_conv.cpp): int8 conv and fully connected round once.
-  op.single_round = !dw && x.dtype == DType::i8;
+  op.single_round = n.op != OpKind::depthwise_conv2d && x.dtype == DType::i8;
   // Encoded whether or not packing is asked: supports() must refuse what compile() would.
   TS_RETURN_IF_ERROR(encode_requant(op, k));
   op.out_scale = {1, k};

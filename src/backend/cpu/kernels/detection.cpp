@@ -16,7 +16,8 @@
 //    sort: ties keep the lower box index first) and drops a candidate whose intersection
 //    over union with a kept box is above nms_iou_threshold.
 // 4. Outputs: boxes [1, M, 4], classes [1, M] (class index without the background
-//    column), scores [1, M], count [1]. Rows past the count are zero.
+//    column), scores [1, M], count [1] (fast NMS: boxes kept, each filling
+//    max_classes_per_detection rows; regular: rows). Rows not filled are zero.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -171,6 +172,9 @@ std::vector<Detection> regular_nms(const std::vector<Corner>& boxes, const std::
 }
 
 Status detection_postprocess(KernelContext& c) {
+  if (c.in.size() != 3 || c.out.size() != 4 || !c.in[0] || !c.in[1] || !c.in[2])
+    return kernel_error(c.n, "needs 3 inputs (box encodings, class scores, anchors) and 4 outputs, got " +
+                                 std::to_string(c.in.size()) + " and " + std::to_string(c.out.size()));
   const Options o = options_of(c.n);
   const int64_t num_boxes = c.in[0].shape()[1];
   const int64_t box_len = c.in[0].shape()[2];
@@ -213,7 +217,9 @@ Status detection_postprocess(KernelContext& c) {
     out_classes[i] = static_cast<float>(dets[i].cls);
     out_scores[i] = dets[i].score;
   }
-  c.out[3].as<float>()[0] = static_cast<float>(count);
+  // The count is of detections: with fast NMS, of boxes, each filling per_box rows.
+  const int64_t per_box = o.regular ? 1 : std::min(o.per_detection, o.num_classes);
+  c.out[3].as<float>()[0] = static_cast<float>(count / per_box);
   return Status::Ok();
 }
 
