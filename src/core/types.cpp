@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/checked.h"
+
 namespace tessera {
 
 namespace {
@@ -39,9 +41,10 @@ Result<int64_t> dtype_row_bytes(DType t, int64_t n) {
                    " values is not a multiple of the block size ", kQBlock);
     return n / kQBlock * (t == DType::q8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes);
   }
-  return n * dtype_size(t);
+  return (Size(n) * dtype_size(t)).get(std::string("a ") + dtype_name(t) + " row");
 }
 
+// Unchecked: only for shapes already checked (Graph::validate, checked_elements).
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

@@ -32,7 +32,12 @@ std::string shared_dir() {
 }
 
 Result<Graph> load_model(const std::string& path) {
-  if (!std::filesystem::exists(path)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    return error(StatusCode::not_found, "model file '", path, "' does not exist");
+  if (std::filesystem::is_directory(st))
+    return error(StatusCode::invalid_argument, "model file '", path, "' is a directory");
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".tflite") return tflite::load_tflite_file(path);
   if (ext == ".gguf") {  // the 1-token decode step graph of a llama model (docs/llm.md)
