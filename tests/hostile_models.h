@@ -68,10 +68,22 @@ inline Bytes with_tflite_shape(const Bytes& model, const TfliteTensorSite& s, co
   return b;
 }
 
-// Issue 18's edit to mobilenet_v1_0.25_128_quant.tflite: tensor 16's [64,1,1,32] becomes
+// Issue 18's edit to mobilenet_v1_0.25_128_quant.tflite: the [64,1,1,32] weights of
+// Conv2d_4_pointwise (tensor 46 of the file) become
 // [64,160465489,898107057,32], whose element count wraps modulo 2^64 to 2048.
-inline constexpr int kWrapTensor = 16;
+inline const std::vector<int32_t> kWrapOriginal = {64, 1, 1, 32};
 inline const std::vector<int32_t> kWrapShape = {64, 160465489, 898107057, 32};
+
+// The first tensor of `model` whose shape is `dims`, if any.
+inline std::optional<TfliteTensorSite> find_tflite_tensor(const Bytes& model, const std::vector<int32_t>& dims) {
+  for (const auto& s : tflite_tensor_sites(model)) {
+    if (s.rank != static_cast<int>(dims.size())) continue;
+    std::vector<int32_t> d(dims.size());
+    std::memcpy(d.data(), &model[s.shape_offset], 4 * d.size());
+    if (d == dims) return s;
+  }
+  return std::nullopt;
+}
 
 // Where a GGUF tensor's dims and type live in the file.
 struct GgufTensorSite {

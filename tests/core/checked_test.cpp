@@ -31,9 +31,9 @@ TEST(Checked, SizeArithmeticKeepsItsOverflowFlag) {
 TEST(Checked, ElementCountsThatWrapAreErrors) {
   // The shape of issue 18's edit to mobilenet_v1: its product wraps modulo 2^64 to 2048 x 4.
   const Shape wraps = {64, 160465489, 898107057, 32};
-  auto n = checked_elements(wraps, "tensor 16 'w'");
+  auto n = checked_elements(wraps, "tensor 46 'w'");
   ASSERT_FALSE(n.ok());
-  EXPECT_NE(n.status().message().find("tensor 16 'w'"), std::string::npos) << n.status().message();
+  EXPECT_NE(n.status().message().find("tensor 46 'w'"), std::string::npos) << n.status().message();
   EXPECT_NE(n.status().message().find("overflows"), std::string::npos) << n.status().message();
   EXPECT_EQ(*checked_elements({64, 3, 3, 32}, "w"), 64 * 3 * 3 * 32);
   EXPECT_EQ(*checked_elements({}, "scalar"), 1);

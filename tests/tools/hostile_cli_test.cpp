@@ -54,12 +54,12 @@ TEST_F(HostileCli, WrappedShapeIsRefusedByInspectRunAndClassify) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(cat, "images/cat.bmp");
   auto bytes = testing::read_file(model);
-  auto sites = hostile::tflite_tensor_sites(bytes);
-  ASSERT_GT(sites.size(), static_cast<size_t>(hostile::kWrapTensor));
-  write("wrapped.tflite", hostile::with_tflite_shape(bytes, sites[hostile::kWrapTensor], hostile::kWrapShape));
+  auto site = hostile::find_tflite_tensor(bytes, hostile::kWrapOriginal);
+  ASSERT_TRUE(site.has_value());
+  write("wrapped.tflite", hostile::with_tflite_shape(bytes, *site, hostile::kWrapShape));
   std::vector<uint8_t> input(128 * 128 * 3, 77);
   write("in.bin", input);
-  const std::vector<std::string> expect = {"wrapped.tflite", "tensor 16", "elements"};
+  const std::vector<std::string> expect = {"wrapped.tflite", "tensor " + std::to_string(site->index), "elements"};
   // inspect refuses what run would.
   expect_clean_failure("inspect " + path("wrapped.tflite"), expect);
   expect_clean_failure("run " + path("wrapped.tflite") + " --input " + path("in.bin") + " --output " + path("o"), expect);
