@@ -28,7 +28,7 @@ Result<SessionOptions> DeviceArgs::session_options() const {
 std::string shared_dir() {
   std::filesystem::path p(TESSERA_SHARED_DIR);
   std::error_code ec;
-  return std::filesystem::is_directory(p) ? std::filesystem::canonical(p, ec).string() : std::string();
+  return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p, ec).string() : std::string();
 }
 
 Result<Graph> load_model(const std::string& path) {
