@@ -58,9 +58,13 @@ fi
 # The image decoders: the shared photos that are small enough to mutate quickly.
 if [ -f fuzz/image_fuzz.cpp ]; then
   mkdir -p "$B/corpus/image_fuzz"
-  for img in "$SHARED"/images/*.jpg "$SHARED"/images/cat.bmp; do
+  for img in "$SHARED"/images/*.jpg; do
     [ -f "$img" ] && [ "$(stat -c %s "$img")" -le 200000 ] && cp -n "$img" "$B/corpus/image_fuzz/" || true
   done
+  # The start of a BMP (its header and first rows) and a 1x1 PNG: small seeds of both formats.
+  [ -f "$SHARED/images/cat.bmp" ] && head -c 6144 "$SHARED/images/cat.bmp" > "$B/corpus/image_fuzz/cat_head.bmp"
+  printf '\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\nIDATx\x9cc\x00\x01\x00\x00\x05\x00\x01\r\n-\xb4\x00\x00\x00\x00IEND\xaeB`\x82' \
+    > "$B/corpus/image_fuzz/one_pixel.png"
   run_target image_fuzz
 fi
 
