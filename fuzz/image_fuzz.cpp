@@ -9,7 +9,7 @@
 
 namespace {
 // Small enough that every accepted image decodes in milliseconds under ASan.
-constexpr int64_t kFuzzMaxPixels = int64_t{1} << 20;
+constexpr int64_t kFuzzMaxPixels = int64_t{1} << 16;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
