@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 
 #include "fixtures.h"
 #include "hostile_models.h"
@@ -32,6 +33,29 @@ TEST(HostileTflite, ShapeWhoseElementCountWrapsIsRefusedNamingTheTensor) {
   const std::string& msg = g.status().message();
   EXPECT_NE(msg.find("tensor " + std::to_string(site.index) + " '" + site.name + "'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("elements"), std::string::npos) << msg;
+}
+
+TEST(HostileTflite, PerAxisArraysAreReadFromAnyAlignment) {
+  // The flatbuffer verifier aligns a vector's length to 4 bytes, not its 8-byte elements, so
+  // a file may place per-axis zero points (int64) at any multiple of 4. Loading the model
+  // 4 bytes past an aligned address puts every one of them there: the import must read them
+  // without misaligned loads (UBSan builds check) and find the same values.
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/person_detect.tflite");
+  const hostile::Bytes model = testing::read_file(path);
+  auto aligned = tflite::load_tflite_buffer(ConstData::from_vector(model));
+  ASSERT_TRUE(aligned.ok()) << aligned.status().to_string();
+  auto storage = std::make_shared<std::vector<uint64_t>>(model.size() / 8 + 2);
+  uint8_t* shifted = reinterpret_cast<uint8_t*>(storage->data()) + 4;
+  std::memcpy(shifted, model.data(), model.size());
+  auto moved = tflite::load_tflite_buffer(ConstData{shifted, static_cast<int64_t>(model.size()), storage});
+  ASSERT_TRUE(moved.ok()) << moved.status().to_string();
+  ASSERT_EQ(aligned->tensors().size(), moved->tensors().size());
+  int per_axis = 0;
+  for (size_t i = 0; i < aligned->tensors().size(); ++i) {
+    EXPECT_EQ(aligned->tensors()[i].quant, moved->tensors()[i].quant) << aligned->tensors()[i].name;
+    per_axis += aligned->tensors()[i].quant.scale.size() > 1;
+  }
+  EXPECT_GT(per_axis, 10);  // person_detect is quantized per channel
 }
 
 // Imports `bytes`; if that succeeds the graph must validate and, when `run` is set, run on
