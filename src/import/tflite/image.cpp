@@ -14,10 +14,33 @@
 
 namespace tessera::tflite {
 
+namespace {
+
+// stb sizes its PNG data buffer from each IDAT chunk's declared length before it reads the
+// data: a 67-byte file can ask for a gigabyte. Every chunk must fit in the bytes that remain.
+Status check_png_chunks(const uint8_t* data, size_t size, const std::string& what) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size < 8 || std::memcmp(data, kSignature, 8) != 0) return Status::Ok();  // not a PNG
+  size_t at = 8;
+  while (size - at >= 12) {  // length, type, data, CRC
+    const uint32_t length = (uint32_t{data[at]} << 24) | (uint32_t{data[at + 1]} << 16) |
+                            (uint32_t{data[at + 2]} << 8) | uint32_t{data[at + 3]};
+    if (length > size - at - 12)
+      return error(StatusCode::invalid_argument, "cannot decode image ", what, ": PNG chunk at byte ", at,
+                   " claims ", length, " bytes but only ", size - at - 12, " remain");
+    if (std::memcmp(data + at + 4, "IEND", 4) == 0) break;
+    at += 12 + length;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Image> decode_image(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels) {
   if (size > static_cast<size_t>(kMaxImageFileBytes))
     return error(StatusCode::out_of_memory, "image ", what, " has ", size, " bytes, more than the ",
                  kMaxImageFileBytes, " allowed");
+  TS_RETURN_IF_ERROR(check_png_chunks(data, size, what));
   const int len = static_cast<int>(size);
   int w = 0, h = 0, c = 0;
   // The header alone: refuse what would be too large before decoding a pixel.

@@ -58,6 +58,26 @@ TEST(HostileTflite, PerAxisArraysAreReadFromAnyAlignment) {
   EXPECT_GT(per_axis, 10);  // person_detect is quantized per channel
 }
 
+TEST(HostileTflite, ScalesThatCanOverflowTheAccumulatorAreRefused) {
+  // Found by tflite_fuzz: hello_world's first FULLY_CONNECTED with an output scale shrunk so
+  // that in_scale * w_scale / out_scale is about 8e9; the int32 rescaling in the kernel then
+  // overflowed (UBSan: signed overflow adding the output zero point). Refused at import.
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/hello_world_int8.tflite");
+  hostile::Bytes model = testing::read_file(path);
+  const auto* m = ::tflite::GetModel(model.data());
+  const auto* sg = m->subgraphs()->Get(0);
+  const auto* out = sg->tensors()->Get(sg->operators()->Get(0)->outputs()->Get(0));
+  ASSERT_TRUE(out->quantization() && out->quantization()->scale() && out->quantization()->scale()->size() == 1);
+  const size_t at = static_cast<size_t>(out->quantization()->scale()->Data() - model.data());
+  ASSERT_TRUE(tflite::load_tflite_buffer(ConstData::from_vector(model)).ok());
+  const float tiny = 1e-12f;
+  std::memcpy(&model[at], &tiny, 4);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(model));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("overflow the int32 accumulator"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("FULLY_CONNECTED"), std::string::npos) << g.status().message();
+}
+
 // Imports `bytes`; if that succeeds the graph must validate and, when `run` is set, run on
 // the cpu (or fail with a Status). Returns whether it imported.
 bool import_and_run(const hostile::Variant& v, bool run) {

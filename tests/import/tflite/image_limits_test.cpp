@@ -80,6 +80,25 @@ TEST(ImageLimits, HugeHeadersAreRefusedBeforeDecoding) {
   EXPECT_TRUE(tflite::decode_image(b.data(), b.size(), "'x'", 4096).ok());
 }
 
+TEST(ImageLimits, PngChunksLongerThanTheFileAreRefused) {
+  // A 1x1 RGBA PNG, valid; then the same with its IDAT length set to 0x4452000a (1.1 GB),
+  // which stb would allocate before finding the data missing.
+  Bytes png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 1, 0, 0, 0, 1,
+               8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 10, 'I', 'D', 'A', 'T', 0x78, 0x9c, 0x63, 0, 1, 0,
+               0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+  auto ok = tflite::decode_image(png.data(), png.size(), "'one.png'");
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->width, 1);
+  png[33] = 0x44;
+  png[34] = 0x52;
+  png[35] = 0x00;
+  png[36] = 0x0a;
+  auto bad = tflite::decode_image(png.data(), png.size(), "'long_chunk.png'");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("PNG chunk at byte 33 claims 1146224650 bytes"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ImageLimits, InputConversionRefusesAnEmptyImage) {
   Tensor t;
   t.name = "input";
