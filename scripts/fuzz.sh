@@ -87,8 +87,8 @@ replay_corpus() {
   local n
   n=$("$B/fuzz/hostile_corpus" "$model" "$dir" "${TESSERA_CORPUS_SCALE:-1}")
   echo "fuzz: replaying $n corrupted variants of $(basename "$model") through $target"
-  # Given files, a libFuzzer binary runs each once; batches keep the command lines short.
-  find "$dir" -type f -print0 | xargs -0 -n 250 "$B/fuzz/$target" -rss_limit_mb=2048 -timeout=20 \
+  # Given files, a libFuzzer binary runs each once; batches of 100 on both cores.
+  find "$dir" -type f -print0 | xargs -0 -n 100 -P 2 "$B/fuzz/$target" -rss_limit_mb=2048 -timeout=20 \
     -artifact_prefix="$B/crashes/$target/" 2>"$B/hostile/$target.log" >/dev/null \
     || { tail -n 60 "$B/hostile/$target.log"; echo "fuzz: a corrupted variant of $(basename "$model") failed" >&2; exit 1; }
   rm -rf "$dir"
