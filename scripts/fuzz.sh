@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (address and undefined-behaviour sanitizers) into
-# ./build-fuzz and runs each briefly on a seed corpus: the GGUF and TFLite readers, and the
-# rknpu device model's register-stream decoder and executor.
+# ./build-fuzz and runs each briefly on a seed corpus: the GGUF and TFLite readers (which also
+# run small models on the cpu device), the image decoders, and the rknpu device model's
+# register-stream decoder and executor; then replays the corrupted-model corpus through them.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; a short run suits CI)
 # A crash is saved under build-fuzz/crashes/<target>/ and makes the script fail.
 set -euo pipefail
@@ -56,10 +57,52 @@ if [ -f fuzz/tflite_fuzz.cpp ]; then
   run_target tflite_fuzz
 fi
 
+# The image decoders: the shared photos that are small enough to mutate quickly.
+if [ -f fuzz/image_fuzz.cpp ]; then
+  mkdir -p "$B/corpus/image_fuzz"
+  for img in "$SHARED"/images/*.jpg; do
+    [ -f "$img" ] && [ "$(stat -c %s "$img")" -le 200000 ] && cp -n "$img" "$B/corpus/image_fuzz/" || true
+  done
+  # The start of a BMP (its header and first rows) and a 1x1 PNG: small seeds of both formats.
+  [ -f "$SHARED/images/cat.bmp" ] && head -c 6144 "$SHARED/images/cat.bmp" > "$B/corpus/image_fuzz/cat_head.bmp"
+  printf '\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\nIDATx\x9cc\x00\x01\x00\x00\x05\x00\x01\r\n-\xb4\x00\x00\x00\x00IEND\xaeB`\x82' \
+    > "$B/corpus/image_fuzz/one_pixel.png"
+  run_target image_fuzz
+fi
+
 # The rknpu register streams: the target builds its own valid tasks and mutates them; the
 # seeds pick each task once (byte 0) with no rewrite.
 if [ -f fuzz/rknpu_regcmd_fuzz.cpp ] && [ -f "$SHARED/hardware/rknpu-registers.xml" ]; then
   mkdir -p "$B/corpus/rknpu_regcmd_fuzz"
   for i in 0 1 2 3; do printf "\\x0$i" > "$B/corpus/rknpu_regcmd_fuzz/task$i"; done
   run_target rknpu_regcmd_fuzz
+fi
+
+# The corrupted-model corpus: variants of the small shared models (truncated, bit-flipped,
+# shapes that wrap, wrong dtypes; fuzz/hostile_corpus.cpp), each run once through its
+# fuzzer under ASan and UBSan. Generated per model into a scratch folder and removed after.
+# TESSERA_CORPUS_SCALE multiplies the truncations and flips (default 1: about 2,300 files).
+replay_corpus() {
+  local target="$1" model="$2" dir="$B/hostile/$(basename "$2")"
+  [ -f "$model" ] || { echo "fuzz: $model is absent; not replayed" >&2; return; }
+  rm -rf "$dir"
+  local n
+  n=$("$B/fuzz/hostile_corpus" "$model" "$dir" "${TESSERA_CORPUS_SCALE:-1}")
+  echo "fuzz: replaying $n corrupted variants of $(basename "$model") through $target"
+  # Given files, a libFuzzer binary runs each once; batches of 100 on both cores.
+  find "$dir" -type f -print0 | xargs -0 -n 100 -P 2 "$B/fuzz/$target" -rss_limit_mb=2048 -timeout=20 \
+    -artifact_prefix="$B/crashes/$target/" 2>"$B/hostile/$target.log" >/dev/null \
+    || { tail -n 60 "$B/hostile/$target.log"; echo "fuzz: a corrupted variant of $(basename "$model") failed" >&2; exit 1; }
+  rm -rf "$dir"
+}
+
+if [ -f fuzz/hostile_corpus.cpp ] && [ "${TESSERA_CORPUS_REPLAY:-1}" != 0 ]; then
+  cmake --build "$B" -j2 --target hostile_corpus tflite_fuzz gguf_fuzz
+  mkdir -p "$B/hostile" "$B/crashes/tflite_fuzz" "$B/crashes/gguf_fuzz"
+  for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant; do
+    replay_corpus tflite_fuzz "$SHARED/models/tflite/$m.tflite"
+  done
+  for m in aidreams260K-Q4_0 aidreams260K-Q8_0 aidreams260K; do
+    replay_corpus gguf_fuzz "$SHARED/models/gguf/$m.gguf"
+  done
 fi

@@ -51,6 +51,7 @@ Result<int64_t> dtype_row_bytes(DType t, int64_t n);
 
 // A shape; dims are non-negative. Rank 0 is a scalar with one element.
 using Shape = std::vector<int64_t>;
+// Unchecked product: only for shapes already checked (Graph::validate, core/checked.h).
 int64_t num_elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "[1,224,224,3]"
 // Row-major strides in elements.

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/checked.h"
+
 namespace tessera {
 
 namespace {
@@ -28,16 +30,6 @@ constexpr EncodingInfo kEncodings[kNumEncodings] = {
 };
 const EncodingInfo& info(Encoding e) { return kEncodings[static_cast<int>(e)]; }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
-// [outer, H, W] view of a shape for the tile layout: rank 0 -> [1,1,1], rank 1 -> [1,1,W].
-void tile_dims(const Shape& s, int64_t& outer, int64_t& h, int64_t& w) {
-  w = s.empty() ? 1 : s.back();
-  h = s.size() < 2 ? 1 : s[s.size() - 2];
-  outer = 1;
-  for (size_t i = 0; i + 2 < s.size(); ++i) outer *= s[i];
-}
 }  // namespace
 
 const char* encoding_name(Encoding e) { return info(e).name; }
@@ -118,68 +110,102 @@ Shape nc1hwc2_nhwc(const Shape& s) {
   return s;
 }
 
-Shape Format::padded_shape() const {
-  switch (layout) {
+namespace {
+
+// The padded shape with every product and rounding checked (padded_shape's contract).
+Result<Shape> checked_padded_shape(const Format& f) {
+  const Shape& shape = f.shape;
+  std::vector<Size> p;
+  switch (f.layout) {
     case Layout::row_major: return shape;
     case Layout::tile32: {
-      int64_t outer, h, w;
-      tile_dims(shape, outer, h, w);
-      return {outer * round_up(h, kTileDim), round_up(w, kTileDim)};
+      // [prod(outer) * Hp, Wp]: rank 0 is [1,1,1], rank 1 [1,1,W].
+      const int64_t w = shape.empty() ? 1 : shape.back();
+      const int64_t h = shape.size() < 2 ? 1 : shape[shape.size() - 2];
+      Size outer = 1;
+      for (size_t i = 0; i + 2 < shape.size(); ++i) outer *= shape[i];
+      p = {outer * Size(h).rounded_up(kTileDim), Size(w).rounded_up(kTileDim)};
+      break;
     }
     case Layout::nc1hwc2: {
       if (shape.size() != 4 && shape.size() != 2) return shape;
+      if (f.c2 <= 0) return error(StatusCode::invalid_argument, "format ", f.to_string(), ": channel block c2 = ", f.c2);
       const Shape v = nc1hwc2_nhwc(shape);
-      return {v[0], ceil_div(v[3], c2), v[1], v[2], c2};
+      Size cp = Size(v[3]).rounded_up(f.c2);
+      p = {v[0], cp.value_or_zero() / f.c2, v[1], v[2], f.c2};
+      p[1] = cp.ok() ? p[1] : cp;
+      break;
     }
     case Layout::rk_conv_weight:
       // [OCp, KH, KW, ICp]: OC rounded up to even, IC to 16 (IC <= 16) or a multiple of 32;
       // stored in 32x32 channel blocks, the last ones partial (src/convert/rk_weights.h).
       if (shape.size() != 4) return shape;
-      return {round_up(shape[0], 2), shape[1], shape[2], shape[3] <= 16 ? 16 : round_up(shape[3], 32)};
+      p = {Size(shape[0]).rounded_up(2), shape[1], shape[2], Size(shape[3]).rounded_up(shape[3] <= 16 ? 16 : 32)};
+      break;
     case Layout::rk_dw_weight:
       // [1, KH, KW, Cp]: C rounded up to 16, stored in 64-channel groups (src/convert/rk_weights.h).
       if (shape.size() != 4) return shape;
-      return {1, shape[1], shape[2], round_up(shape[3], 16)};
+      p = {1, shape[1], shape[2], Size(shape[3]).rounded_up(16)};
+      break;
     case Layout::nchw:
       if (shape.size() != 4) return shape;
-      return {shape[0], shape[3], shape[1], shape[2]};
+      return Shape{shape[0], shape[3], shape[1], shape[2]};
   }
-  return shape;
+  Shape out;
+  for (const Size& d : p) {
+    if (!d.ok())
+      return error(StatusCode::invalid_argument, "format ", f.to_string(), ": the padded shape overflows 64 bits");
+    out.push_back(d.value_or_zero());
+  }
+  return out;
+}
+
+}  // namespace
+
+Shape Format::padded_shape() const {
+  auto p = checked_padded_shape(*this);
+  return p.ok() ? *p : shape;  // callers size the format with byte_size() first, which fails instead
 }
 
 Result<int64_t> Format::byte_size() const {
-  for (int64_t d : shape)
-    if (d < 0) return error(StatusCode::invalid_argument, "negative dim in ", shape_str(shape));
   const EncodingInfo& ei = info(encoding);
+  auto sized = [&](Size bytes) -> Result<int64_t> {
+    if (bytes.ok()) return bytes.value_or_zero();
+    return error(StatusCode::invalid_argument, "format ", to_string(), ": the byte size overflows 64 bits");
+  };
+  Size elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return error(StatusCode::invalid_argument, "negative dim in ", shape_str(shape));
+    elements *= d;
+  }
+  TS_RETURN_IF_ERROR(sized(elements).status());
   switch (layout) {
     case Layout::row_major: {
       if (encoding == Encoding::bfp8_b || encoding == Encoding::bfp4_b)
         return error(StatusCode::unsupported, "encoding ", ei.name, " exists only in the tile32 layout");
-      auto dt = dtype_of(encoding);
-      int64_t inner = shape.empty() ? 1 : shape.back();
-      TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(*dt, inner));
-      return row * (inner == 0 ? 0 : num_elements(shape) / inner);
+      const int64_t inner = shape.empty() ? 1 : shape.back();
+      TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(*dtype_of(encoding), inner));
+      return sized(Size(inner == 0 ? 0 : elements.value_or_zero() / inner) * row);
     }
     case Layout::tile32: {
       if (ei.tile_bytes == 0)
         return error(StatusCode::unsupported, "encoding ", ei.name, " has no tile32 form");
-      Shape p = padded_shape();
-      return p[0] / kTileDim * (p[1] / kTileDim) * ei.tile_bytes;
+      TS_ASSIGN_OR_RETURN(Shape p, checked_padded_shape(*this));
+      return sized(Size(p[0] / kTileDim) * (p[1] / kTileDim) * ei.tile_bytes);
     }
     case Layout::nc1hwc2:
     case Layout::nchw:
     case Layout::rk_conv_weight:
     case Layout::rk_dw_weight: {
-      if (layout == Layout::nc1hwc2 && shape.size() == 2) {
-        if (ei.bytes == 0) return error(StatusCode::unsupported, "encoding ", ei.name, " has no nc1hwc2 form");
-        return num_elements(padded_shape()) * ei.bytes;
-      }
-      if (shape.size() != 4)
+      if (!(layout == Layout::nc1hwc2 && shape.size() == 2) && shape.size() != 4)
         return error(StatusCode::invalid_argument, "layout ", layout_name(layout), " needs a rank-4 shape, got ",
                      shape_str(shape));
       if (ei.bytes == 0)
         return error(StatusCode::unsupported, "encoding ", ei.name, " has no ", layout_name(layout), " form");
-      return num_elements(padded_shape()) * ei.bytes;
+      TS_ASSIGN_OR_RETURN(Shape p, checked_padded_shape(*this));
+      Size n = ei.bytes;
+      for (int64_t d : p) n *= d;
+      return sized(n);
     }
   }
   return error(StatusCode::internal, "unknown layout");

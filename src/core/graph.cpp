@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/checked.h"
+
 namespace tessera {
 
 ConstData ConstData::from_vector(std::vector<uint8_t> bytes) {
@@ -123,20 +125,39 @@ std::optional<TensorId> Graph::find_tensor(const std::string& name) const {
   return std::nullopt;
 }
 
+// Every size the kernels will compute from this tensor fits int64, its constant data (if
+// any) holds at least its byte size, and its quantization arrays match its shape.
+static Status validate_tensor(const Tensor& t) {
+  const std::string what = std::string(role_name(t.role)) + " tensor '" + t.name + "'";
+  TS_ASSIGN_OR_RETURN(int64_t bytes, checked_host_bytes(t.shape, t.dtype, what));
+  if (t.role == Role::weight) {
+    if (!t.data) return error(StatusCode::invalid_argument, what, " has no data");
+    // The importers demand exact sizes of file buffers; here only reading past the end matters.
+    if (t.data->size < bytes || (bytes > 0 && !t.data->data))
+      return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " needs ",
+                   bytes, " bytes but its data has ", t.data->size);
+  }
+  const QuantParams& q = t.quant;
+  if (q.empty()) return Status::Ok();
+  if (!q.zero_point.empty() && q.zero_point.size() != 1 && q.zero_point.size() != q.scale.size())
+    return error(StatusCode::invalid_argument, what, ": ", q.scale.size(), " quantization scales but ",
+                 q.zero_point.size(), " zero points");
+  if (q.scale.size() > 1 || q.axis >= 0) {
+    if (q.axis < 0 || q.axis >= static_cast<int>(t.shape.size()))
+      return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), ": quantization axis ", q.axis,
+                   " is outside its rank");
+    if (q.scale.size() != 1 && static_cast<int64_t>(q.scale.size()) != t.shape[q.axis])
+      return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), ": ", q.scale.size(),
+                   " per-axis scales for axis ", q.axis, " of size ", t.shape[q.axis]);
+  }
+  return Status::Ok();
+}
+
 Status Graph::validate() const {
   std::vector<bool> produced(tensors_.size(), false);
   for (const auto& t : tensors_)
     if (t.role == Role::weight || t.role == Role::input || t.role == Role::state) produced[t.id] = true;
-  for (const auto& t : tensors_) {
-    if (t.role == Role::weight) {
-      if (!t.data)
-        return error(StatusCode::invalid_argument, "weight tensor '", t.name, "' has no data");
-      TS_ASSIGN_OR_RETURN(int64_t want, t.host_bytes());
-      if (t.data->size < want)
-        return error(StatusCode::invalid_argument, "weight tensor '", t.name, "' ", shape_str(t.shape), " ",
-                     dtype_name(t.dtype), " needs ", want, " bytes but has ", t.data->size);
-    }
-  }
+  for (const auto& t : tensors_) TS_RETURN_IF_ERROR(validate_tensor(t));
   for (const auto& n : nodes_) {
     TS_RETURN_IF_ERROR(check_node_ids(*this, n));
     for (size_t i = 0; i < n.inputs.size(); ++i) {

@@ -3,6 +3,8 @@
 #include <limits>
 #include <sstream>
 
+#include "core/checked.h"
+
 namespace tessera {
 
 namespace {
@@ -56,6 +58,7 @@ Result<int64_t> dtype_row_bytes(DType t, int64_t n) {
   return n / bv * bb;
 }
 
+// Unchecked: only for shapes already checked (Graph::validate, checked_elements).
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

@@ -1,4 +1,5 @@
 // Shape inference: convolution, linear and pooling ops.
+#include "core/checked.h"
 #include "ops/op_infer.h"
 
 namespace tessera::ops {
@@ -52,7 +53,8 @@ InferResult infer_depthwise_conv2d(const Graph& g, const Node& n) {
   if (w.shape.size() != 4 || w.shape[0] != 1)
     return fail(n, "filter '" + w.name + "' must be [1,KH,KW,C*M], got " + shape_str(w.shape));
   int64_t m = n.attr_int("depth_multiplier", 1);
-  if (m < 1 || x.shape[3] * m != w.shape[3])
+  const Size channels = Size(x.shape[3]) * m;  // m comes from the file: checked
+  if (m < 1 || !channels.ok() || channels.value_or_zero() != w.shape[3])
     return fail(n, "filter channels " + std::to_string(w.shape[3]) + " != input channels " +
                        std::to_string(x.shape[3]) + " x depth multiplier " + std::to_string(m));
   TS_ASSIGN_OR_RETURN(Shape s, window_out(n, x.shape, window(n, w.shape[1], w.shape[2]), w.shape[3]));

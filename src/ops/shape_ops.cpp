@@ -1,6 +1,7 @@
 // Shape inference: reshape, transpose, concat, slicing, padding, gathers, resizes, state.
 #include <algorithm>
 
+#include "core/checked.h"
 #include "ops/op_infer.h"
 
 namespace tessera::ops {
@@ -9,7 +10,7 @@ InferResult infer_reshape(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   std::vector<int64_t> s = n.attr_ints("shape");
   if (!n.has_attr("shape")) return fail(n, "attribute 'shape' is missing");
-  int64_t known = 1;
+  Size known_size = 1;  // the dims come from the file: checked
   int infer_at = -1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
@@ -18,9 +19,11 @@ InferResult infer_reshape(const Graph& g, const Node& n) {
     } else if (s[i] < 0) {
       return fail(n, "negative dim in shape " + shape_str(s));
     } else {
-      known *= s[i];
+      known_size *= s[i];
     }
   }
+  if (!known_size.ok()) return fail(n, "the element count of shape " + shape_str(s) + " overflows 64 bits");
+  const int64_t known = known_size.value_or_zero();
   int64_t total = x.elements();
   if (infer_at >= 0) {
     if (known == 0 || total % known) return fail(n, "cannot infer -1 in " + shape_str(s) + " from " + shape_str(x.shape));

@@ -99,7 +99,7 @@ TEST_F(ConvertCli, BadInputGivesClearErrors) {
   const std::string io = " " + path("in.f32") + " " + path("out");
   // The file does not match the shape.
   EXPECT_NE(run("--shape 3,45,78 --from f32 --to bf16/tile" + io), 0);
-  EXPECT_NE(err_.find("has 41580 bytes but f32/row_major [3,45,78] needs 42120"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("f32/row_major [3,45,78] file '" + path("in.f32") + "' has 41580 bytes but needs 42120"), std::string::npos) << err_;
   // Unknown format names.
   EXPECT_NE(run("--shape 3,45,77 --from f32 --to bfq/tile" + io), 0);
   EXPECT_NE(err_.find("unknown encoding 'bfq'"), std::string::npos) << err_;

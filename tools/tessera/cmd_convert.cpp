@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "cli.h"
+#include "core/file_io.h"
 #include "tessera/convert.h"
 
 namespace tessera::cli {
@@ -58,11 +58,9 @@ Result<Region> parse_region(const std::string& text) {
   return r;
 }
 
-Result<std::vector<uint8_t>> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error(StatusCode::not_found, "cannot open '", path, "'");
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+// Largest tensor file read or written: padding (a [N,1,1] tensor tiles into N 32x32 tiles)
+// can make an output far larger than its input, so both sides are bounded.
+constexpr int64_t kMaxConvertBytes = int64_t{4} << 30;
 
 Status write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -71,12 +69,19 @@ Status write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   return Status::Ok();
 }
 
-Status expect_size(const std::vector<uint8_t>& bytes, const Format& f, const std::string& path) {
-  TS_ASSIGN_OR_RETURN(int64_t want, f.byte_size());
-  if (static_cast<int64_t>(bytes.size()) != want)
-    return error(StatusCode::invalid_argument, "'", path, "' has ", bytes.size(), " bytes but ", f.to_string(),
-                 " needs ", want);
-  return Status::Ok();
+// The byte size of `f`, refused past kMaxConvertBytes.
+Result<int64_t> sized(const Format& f) {
+  TS_ASSIGN_OR_RETURN(int64_t bytes, f.byte_size());
+  if (bytes > kMaxConvertBytes)
+    return error(StatusCode::out_of_memory, f.to_string(), " needs ", bytes, " bytes, more than the ",
+                 kMaxConvertBytes, " allowed");
+  return bytes;
+}
+
+// The file at `path`, which must hold exactly the bytes of `f`.
+Result<std::vector<uint8_t>> read_tensor(const std::string& path, const Format& f) {
+  TS_ASSIGN_OR_RETURN(int64_t want, sized(f));
+  return read_file_exact(path, want, f.to_string() + " file");
 }
 
 Format parse_format(const std::string& text, const Shape& shape, const char* option) {
@@ -101,10 +106,10 @@ void run(const Args& a) {
     take(error(StatusCode::invalid_argument, "--nonfinite must be 'reject' or 'pack', got '", a.nonfinite, "'"));
   auto steps = take(convert::plan(from, to));
   convert::Stats st;
-  std::vector<uint8_t> in = take(read_file(a.in)), out;
+  std::vector<uint8_t> in, out;
   if (a.region.empty()) {
-    take(expect_size(in, from, a.in));
-    out.resize(take(to.byte_size()));
+    in = take(read_tensor(a.in, from));
+    out.resize(take(sized(to)));
     take(convert::convert(from, in.data(), to, out.data(), opt, &st));
   } else {
     Region r = take(parse_region(a.region));
@@ -114,16 +119,15 @@ void run(const Args& a) {
     Format box = write ? from : to;
     box.shape = r.extent(shape);
     if (write) {
-      take(expect_size(in, box, a.in));
-      auto existing = read_file(a.out);
+      in = take(read_tensor(a.in, box));
+      auto existing = read_tensor(a.out, whole);
       if (!existing.ok())
         take(existing.status().with_context("--region writes into OUT in place (it must hold the whole tensor)"));
       out = std::move(*existing);
-      take(expect_size(out, whole, a.out));
       take(convert::write_region(whole, out.data(), r, box, in.data(), opt, &st));
     } else {
-      take(expect_size(in, whole, a.in));
-      out.resize(take(box.byte_size()));
+      in = take(read_tensor(a.in, whole));
+      out.resize(take(sized(box)));
       take(convert::read_region(whole, in.data(), r, box, out.data(), &st));
     }
   }

@@ -12,6 +12,7 @@ void add_gguf_synth_command(CLI::App& app) {
     gguf::SynthOptions o;
     std::string type = "q8_0";
     std::string out;
+    int64_t max_gib = 4;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("out", a->out, "Output .gguf file")->required();
@@ -26,10 +27,13 @@ void add_gguf_synth_command(CLI::App& app) {
   cmd->add_option("--type", a->type, "Matrix weight type: f32, f16, q8_0, q4_0");
   cmd->add_option("--seed", a->o.seed, "Random seed");
   cmd->add_flag("--tied", a->o.tied_output, "No output matrix: logits use the token embedding");
+  cmd->add_option("--max-gib", a->max_gib, "Refuse models whose weights need more GiB (built in memory)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([a] {
     auto t = dtype_from_name(a->type);
     if (!t) take(error(StatusCode::invalid_argument, "--type '", a->type, "' is not a dtype (f32, f16, q8_0, q4_0)"));
     a->o.type = *t;
+    a->o.max_bytes = a->max_gib << 30;
     gguf::Writer w = take(gguf::synth_llama(a->o));
     take(w.write(a->out));
     fmt::print("wrote {}: llama, dim {}, {} layers, {} heads ({} KV), ffn {}, vocab {}, context {}, {} weights\n",

@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <iterator>
 
 #include "cli.h"
+#include "core/file_io.h"
 
 namespace tessera::cli {
 
@@ -28,9 +28,11 @@ void add_run_command(CLI::App& app) {
                  " --input files"));
     auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
     for (size_t i = 0; i < a->inputs.size(); ++i) {
-      std::ifstream f(a->inputs[i], std::ios::binary);
-      if (!f) take(error(StatusCode::not_found, "cannot open input file '", a->inputs[i], "'"));
-      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      // Exactly the input tensor's bytes: a larger file (or an endless device) is refused
+      // without reading more than one byte past the size.
+      const Tensor& in = session->graph().tensor(session->graph().inputs[i]);
+      const int64_t want = take(in.host_bytes());
+      auto bytes = take(read_file_exact(a->inputs[i], want, "input file for '" + in.name + "'"));
       take(session->set_input(i, bytes.data(), static_cast<int64_t>(bytes.size()))
                .with_context("input file '" + a->inputs[i] + "'"));
     }

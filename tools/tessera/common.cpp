@@ -28,11 +28,16 @@ Result<SessionOptions> DeviceArgs::session_options() const {
 std::string shared_dir() {
   std::filesystem::path p(TESSERA_SHARED_DIR);
   std::error_code ec;
-  return std::filesystem::is_directory(p) ? std::filesystem::canonical(p, ec).string() : std::string();
+  return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p, ec).string() : std::string();
 }
 
 Result<Graph> load_model(const std::string& path) {
-  if (!std::filesystem::exists(path)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    return error(StatusCode::not_found, "model file '", path, "' does not exist");
+  if (std::filesystem::is_directory(st))
+    return error(StatusCode::invalid_argument, "model file '", path, "' is a directory");
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".tflite") return tflite::load_tflite_file(path);
   if (ext == ".gguf") {  // the 1-token decode step graph of a llama model (docs/llm.md)

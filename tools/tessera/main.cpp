@@ -1,5 +1,9 @@
 // tessera: the command-line tool.
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "cli.h"
 
@@ -26,6 +30,19 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const tessera::cli::CommandFailed& f) {
     std::fprintf(stderr, "tessera: error: %s\n", f.status.to_string().c_str());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // e.what() names the operation and the paths.
+    std::fprintf(stderr, "tessera: error: file system: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tessera: error: out of memory (an allocation failed)\n");
+    return 1;
+  } catch (const std::length_error& e) {
+    std::fprintf(stderr, "tessera: error: a size is too large (%s)\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;
   }
   return 0;

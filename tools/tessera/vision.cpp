@@ -6,6 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include "core/file_io.h"
 
 namespace tessera::cli {
 
@@ -60,8 +63,9 @@ std::vector<float> output_as_float(const Session& s, size_t k) {
 }
 
 Result<Labels> Labels::load(const std::string& path, int64_t num_classes) {
-  std::ifstream f(path);
-  if (!f) return error(StatusCode::not_found, "cannot open labels file '", path, "'");
+  // One name per line; 16 MiB is far more than any label list (ImageNet's is 21 KB).
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bounded(path, int64_t{16} << 20, "labels file"));
+  std::istringstream f(std::string(bytes.begin(), bytes.end()));
   Labels l;
   std::string line;
   while (std::getline(f, line)) {

@@ -1,6 +1,8 @@
 // GGUF reader: every read is bounds-checked against the bytes given (see gguf_file.h).
 #include "import/gguf/gguf_file.h"
 
+#include "core/checked.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -314,11 +316,12 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
                    ") has rows of ", t.shape.back(), " values, not a multiple of the block size ",
                    dtype_block_values(t.dtype));
     TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(t.dtype, t.shape.back()));
-    int64_t rows = num_elements(t.shape) / t.shape.back();
+    TS_ASSIGN_OR_RETURN(int64_t elems, checked_elements(t.shape, what + ": tensor '" + t.name + "'"));
+    const int64_t rows = elems / t.shape.back();
     if (row > 0 && rows > data_bytes / row)
       return error(StatusCode::invalid_argument, what, ": tensor '", t.name, "' ", dtype_name(t.dtype),
                    shape_str(t.shape), " needs more bytes than the data section holds (", data_bytes, ")");
-    t.bytes = row * rows;
+    TS_ASSIGN_OR_RETURN(t.bytes, (Size(rows) * row).get(what + ": tensor '" + t.name + "'"));
     if (t.offset % static_cast<uint64_t>(f.alignment_) != 0)
       return error(StatusCode::invalid_argument, what, ": tensor '", t.name, "' offset ", t.offset,
                    " is not a multiple of the alignment ", f.alignment_);

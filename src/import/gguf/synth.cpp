@@ -6,6 +6,7 @@
 #include <random>
 
 #include "convert/dtype.h"
+#include "core/checked.h"
 
 namespace tessera::gguf {
 
@@ -112,6 +113,26 @@ Result<std::vector<uint8_t>> encode_values(const std::vector<float>& x, DType t)
   }
 }
 
+Result<int64_t> synth_weight_bytes(const SynthOptions& o) {
+  const int64_t kv = o.kv_heads ? o.kv_heads : o.heads;
+  if (o.dim < 1 || o.layers < 1 || o.heads < 1 || kv < 1 || o.ffn < 1 || o.vocab < 1)
+    return error(StatusCode::invalid_argument, "gguf-synth: every size must be >= 1");
+  const std::string what = "gguf-synth: the model's size";
+  auto matrix = [&](Size rows, int64_t cols) -> Result<int64_t> {
+    TS_ASSIGN_OR_RETURN(int64_t row, dtype_row_bytes(o.type, cols));
+    return (rows * row).get(what);
+  };
+  const Size kv_rows = Size(kv) * (o.dim / o.heads);
+  TS_ASSIGN_OR_RETURN(int64_t embd, matrix(o.vocab, o.dim));
+  TS_ASSIGN_OR_RETURN(int64_t sq, matrix(o.dim, o.dim));
+  TS_ASSIGN_OR_RETURN(int64_t kvm, matrix(kv_rows, o.dim));
+  TS_ASSIGN_OR_RETURN(int64_t up, matrix(o.ffn, o.dim));
+  TS_ASSIGN_OR_RETURN(int64_t down, matrix(o.dim, o.ffn));
+  const Size norm = Size(o.dim) * 4;
+  const Size layer = Size(sq) * 2 + Size(kvm) * 2 + Size(up) * 2 + down + norm * 2;
+  return (Size(embd) * (o.tied_output ? 1 : 2) + Size(o.layers) * layer + norm).get(what);
+}
+
 Result<Writer> synth_llama(const SynthOptions& o) {
   if (o.arch != "llama") return error(StatusCode::unsupported, "gguf-synth: architecture '", o.arch, "' (only llama)");
   const int64_t kv = o.kv_heads ? o.kv_heads : o.heads;
@@ -126,6 +147,10 @@ Result<Writer> synth_llama(const SynthOptions& o) {
   if (dtype_is_block(o.type) && (o.dim % kQBlock || o.ffn % kQBlock))
     return error(StatusCode::invalid_argument, "gguf-synth: ", dtype_name(o.type), " needs dim and ffn that are multiples of ",
                  kQBlock);
+  TS_ASSIGN_OR_RETURN(int64_t bytes, synth_weight_bytes(o));
+  if (bytes > o.max_bytes)
+    return error(StatusCode::out_of_memory, "gguf-synth: the weights need ", bytes, " bytes, more than the budget of ",
+                 o.max_bytes, " (the file is built in memory)");
   const int64_t hd = o.dim / o.heads;
   Writer w;
   w.set_string("general.architecture", "llama");

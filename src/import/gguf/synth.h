@@ -23,7 +23,12 @@ struct SynthOptions {
   bool tied_output = false;  // no output.weight: logits use token_embd
   uint64_t seed = 1;
   double rope_base = 10000.0;
+  // The file is built in memory: refuse shapes whose weights need more bytes than this.
+  int64_t max_bytes = int64_t{4} << 30;
 };
+
+// Bytes of the weights synth_llama would write (overflow-checked), before any is made.
+Result<int64_t> synth_weight_bytes(const SynthOptions& o);
 
 // The writer holding the whole model (metadata, a byte-fallback vocabulary, weights).
 Result<Writer> synth_llama(const SynthOptions& o);

@@ -5,26 +5,76 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+
+#include "core/file_io.h"
 
 #include <stb_image.h>
 #include <stb_image_write.h>
 
 namespace tessera::tflite {
 
-Result<Image> read_image(const std::string& path) {
-  int w = 0, h = 0, c = 0;
-  stbi_uc* data = stbi_load(path.c_str(), &w, &h, &c, 3);
-  if (!data) {
-    const char* why = stbi_failure_reason();
-    return error(StatusCode::invalid_argument, "cannot decode image '", path, "': ", why ? why : "unknown reason");
+namespace {
+
+// stb sizes its PNG data buffer from each IDAT chunk's declared length before it reads the
+// data: a 67-byte file can ask for a gigabyte. Every chunk must fit in the bytes that remain.
+Status check_png_chunks(const uint8_t* data, size_t size, const std::string& what) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size < 8 || std::memcmp(data, kSignature, 8) != 0) return Status::Ok();  // not a PNG
+  size_t at = 8;
+  while (size - at >= 12) {  // length, type, data, CRC
+    const uint32_t length = (uint32_t{data[at]} << 24) | (uint32_t{data[at + 1]} << 16) |
+                            (uint32_t{data[at + 2]} << 8) | uint32_t{data[at + 3]};
+    if (length > size - at - 12)
+      return error(StatusCode::invalid_argument, "cannot decode image ", what, ": PNG chunk at byte ", at,
+                   " claims ", length, " bytes but only ", size - at - 12, " remain");
+    if (std::memcmp(data + at + 4, "IEND", 4) == 0) break;
+    at += 12 + length;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Image> decode_image(const uint8_t* data, size_t size, const std::string& what, int64_t max_pixels) {
+  if (size > static_cast<size_t>(kMaxImageFileBytes))
+    return error(StatusCode::out_of_memory, "image ", what, " has ", size, " bytes, more than the ",
+                 kMaxImageFileBytes, " allowed");
+  TS_RETURN_IF_ERROR(check_png_chunks(data, size, what));
+  const int len = static_cast<int>(size);
+  int w = 0, h = 0, c = 0;
+  // The header alone: refuse what would be too large before decoding a pixel.
+  if (!stbi_info_from_memory(data, len, &w, &h, &c)) {
+    const char* why = stbi_failure_reason();
+    return error(StatusCode::invalid_argument, "cannot decode image ", what, ": ", why ? why : "unknown reason");
+  }
+  auto check = [&](int width, int height) -> Status {
+    if (width < 1 || height < 1)
+      return error(StatusCode::invalid_argument, "image ", what, " is ", width, "x", height, ": a side is zero");
+    if (static_cast<int64_t>(width) * height > max_pixels)
+      return error(StatusCode::out_of_memory, "image ", what, " is ", width, "x", height, " = ",
+                   static_cast<int64_t>(width) * height, " pixels, more than the ", max_pixels, " allowed");
+    return Status::Ok();
+  };
+  TS_RETURN_IF_ERROR(check(w, h));
+  stbi_uc* pixels = stbi_load_from_memory(data, len, &w, &h, &c, 3);
+  if (!pixels) {
+    const char* why = stbi_failure_reason();
+    return error(StatusCode::invalid_argument, "cannot decode image ", what, ": ", why ? why : "unknown reason");
+  }
+  std::unique_ptr<stbi_uc, void (*)(void*)> owner(pixels, stbi_image_free);
+  TS_RETURN_IF_ERROR(check(w, h));  // the decoder's own dimensions, in case they differ from the header's
   Image img;
   img.width = w;
   img.height = h;
   img.channels = 3;
-  img.pixels.assign(data, data + static_cast<size_t>(w) * h * 3);
-  stbi_image_free(data);
+  img.pixels.assign(pixels, pixels + static_cast<size_t>(w) * h * 3);
   return img;
+}
+
+Result<Image> read_image(const std::string& path, int64_t max_pixels) {
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bounded(path, kMaxImageFileBytes, "image file"));
+  return decode_image(bytes.data(), bytes.size(), "'" + path + "'", max_pixels);
 }
 
 Status write_png(const std::string& path, const Image& img) {
@@ -83,6 +133,8 @@ Result<InputLayout> input_layout(const Tensor& t) {
                  " is not an image tensor ([1,H,W,C] or [1,C,H,W] with C = 1 or 3)");
   };
   if (t.shape.size() != 4 || t.shape[0] != 1) return bad();
+  for (int64_t d : t.shape)
+    if (d > kMaxImagePixels) return bad();
   InputLayout l;
   if (t.shape[3] == 1 || t.shape[3] == 3) {
     l = {static_cast<int>(t.shape[1]), static_cast<int>(t.shape[2]), static_cast<int>(t.shape[3]), false};
@@ -92,11 +144,18 @@ Result<InputLayout> input_layout(const Tensor& t) {
     return bad();
   }
   if (l.height < 1 || l.width < 1) return bad();
+  if (static_cast<int64_t>(l.height) * l.width > kMaxImagePixels)
+    return error(StatusCode::unsupported, "input '", t.name, "' ", shape_str(t.shape), " is larger than the ",
+                 kMaxImagePixels, " pixels an image may have");
   return l;
 }
 
 Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t) {
   TS_ASSIGN_OR_RETURN(InputLayout l, input_layout(t));
+  if (img.width < 1 || img.height < 1 || (img.channels != 1 && img.channels != 3) ||
+      img.pixels.size() != static_cast<size_t>(img.width) * img.height * img.channels)
+    return error(StatusCode::invalid_argument, "image of ", img.width, "x", img.height, "x", img.channels, " with ",
+                 img.pixels.size(), " bytes is not a valid 1- or 3-channel image");
   Image src = l.channels == 1 ? to_gray(img) : img;
   Image r = resize_bilinear(src, l.width, l.height);
   int64_t n = static_cast<int64_t>(l.height) * l.width * l.channels;

@@ -21,8 +21,18 @@ struct Image {
   const uint8_t* at(int x, int y) const { return &pixels[(static_cast<size_t>(y) * width + x) * channels]; }
 };
 
-// Decodes a BMP, JPEG or PNG file into RGB (3 channels). Errors name the file.
-Result<Image> read_image(const std::string& path);
+// Largest image decoded: 2^25 pixels (an 8K frame, 7680x4320, is 33.2 M), 96 MiB of RGB.
+// The limit is checked from the file's header, before any pixel is decoded.
+constexpr int64_t kMaxImagePixels = int64_t{1} << 25;
+// Largest image file read (compressed images of kMaxImagePixels are far smaller).
+constexpr int64_t kMaxImageFileBytes = int64_t{256} << 20;
+
+// Decodes a BMP, JPEG or PNG file into RGB (3 channels). Errors name the file. Images
+// with a zero side, or more than `max_pixels` pixels by their header, are refused.
+Result<Image> read_image(const std::string& path, int64_t max_pixels = kMaxImagePixels);
+// The same for the file's bytes; `what` names them in errors.
+Result<Image> decode_image(const uint8_t* data, size_t size, const std::string& what,
+                           int64_t max_pixels = kMaxImagePixels);
 // Writes an 8-bit PNG (gray or RGB).
 Status write_png(const std::string& path, const Image& img);
 

@@ -2,9 +2,10 @@
 // quantization parameters into graph tensors, checking each one before it is used.
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 
+#include "core/checked.h"
+#include "core/file_io.h"
 #include "import/tflite/import_context.h"
 #include "import/tflite/tflite_importer.h"
 
@@ -20,6 +21,9 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 // flatbuffers cannot address more than 2 GiB (FLATBUFFERS_MAX_BUFFER_SIZE); larger
 // models keep buffers outside the flatbuffer (Buffer.offset / size).
 constexpr size_t kMaxFlatbufferBytes = (size_t{1} << 31) - 1;
+// Largest model file read into memory: a flatbuffer with its buffers outside it may pass
+// 2 GiB, but no vision model this runtime serves comes near 4 GiB.
+constexpr int64_t kMaxModelFileBytes = int64_t{4} << 30;
 
 Result<DType> map_dtype(::tflite::TensorType t) {
   switch (t) {
@@ -69,9 +73,15 @@ Result<QuantParams> read_quant(const ::tflite::QuantizationParameters* q, const 
                    t.shape[axis]);
     out.axis = axis;
   }
+  // The flatbuffer verifier aligns a vector's length, not its 8-byte elements: copy the
+  // values out instead of loading them in place.
+  const uint8_t* scales = q->scale()->Data();
+  const uint8_t* zero_points = q->zero_point()->Data();
   for (size_t i = 0; i < n; ++i) {
-    float s = q->scale()->Get(i);
-    int64_t zp = q->zero_point()->Get(i);
+    float s;
+    int64_t zp;
+    std::memcpy(&s, scales + i * sizeof(float), sizeof(float));
+    std::memcpy(&zp, zero_points + i * sizeof(int64_t), sizeof(int64_t));
     // Constant per-channel weights may carry a zero scale for an all-zero channel.
     if (!std::isfinite(s) || s < 0 || (s == 0 && !constant))
       return error(StatusCode::invalid_argument, "quantization scale ", s, " is not a positive finite number");
@@ -110,15 +120,16 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   t.dtype = *dt;
   if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
   if (ft->is_variable()) return error(StatusCode::unsupported, where, ": variable tensors are not supported");
-  int64_t elems = 1;
+  Size elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
       if (d < 0)
         return error(StatusCode::invalid_argument, where, ": dimension ", d, " is out of range");
       t.shape.push_back(d);
       elems *= std::max<int64_t>(d, 1);
-      if (elems > kMaxElements)
-        return error(StatusCode::invalid_argument, where, ": more than ", kMaxElements, " elements");
+      if (!elems.ok() || elems.value_or_zero() > kMaxElements)
+        return error(StatusCode::invalid_argument, where, " ", shape_str(t.shape), "...: more than ", kMaxElements,
+                     " elements");
     }
   }
   auto q = read_quant(ft->quantization(), t, false);
@@ -322,14 +333,7 @@ Result<Graph> load_tflite_buffer(const ConstData& bytes) {
 }
 
 Result<Graph> load_tflite_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return error(StatusCode::not_found, "cannot open model file '", path, "'");
-  std::streamoff size = f.tellg();
-  if (size < 0) return error(StatusCode::io_error, "cannot size model file '", path, "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  f.seekg(0);
-  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size))
-    return error(StatusCode::io_error, "cannot read model file '", path, "'");
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bounded(path, kMaxModelFileBytes, "model file"));
   auto g = load_tflite_buffer(ConstData::from_vector(std::move(bytes)));
   if (!g.ok()) return g.status().with_context("model '" + path + "'");
   return g;

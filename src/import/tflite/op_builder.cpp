@@ -2,6 +2,8 @@
 // softmax, reductions and quantization. Shape and data-movement operators live in
 // op_builder_shape.cpp.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "import/tflite/import_context.h"
 
@@ -118,6 +120,39 @@ Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, int chann
   return Status::Ok();
 }
 
+// The quantized conv / depthwise / FC kernels follow TFLite's reference arithmetic: an int32
+// accumulator plus the bias, rescaled by in_scale * w_scale / out_scale (shifted left first
+// when that exceeds 0.5), plus the output zero point. Refuse scales and biases (a corrupted
+// file's) for which the worst-case inputs would overflow int32 there, so no kernel sees them.
+// `depth` is the number of products per output value.
+Status check_accumulator_range(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, double depth) {
+  const Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  const Tensor& wt = g.tensor(w);
+  const Tensor& yt = g.tensor(y);
+  if (!is_quant(xt) || !is_quant(wt) || !is_quant(yt)) return Status::Ok();
+  double bias_max = 0;
+  if (bias != kNoTensor) {
+    const Tensor& bt = g.tensor(bias);
+    if (!bt.data) return s.fail("the bias of a quantized operator must be constant, '" + bt.name + "' is not");
+    for (int64_t i = 0; i + 4 <= bt.data->size; i += 4) {
+      int32_t v;
+      std::memcpy(&v, bt.data->data + i, 4);
+      bias_max = std::max(bias_max, std::fabs(static_cast<double>(v)));
+    }
+  }
+  // |x - zx| and |w - zw| are at most 255 for u8 / i8 codes.
+  const double worst = depth * 255.0 * 255.0 + bias_max;
+  double eff = 0;
+  for (float ws : wt.quant.scale)
+    eff = std::max(eff, static_cast<double>(xt.quant.scale[0]) * ws / static_cast<double>(yt.quant.scale[0]));
+  constexpr double kInt32Room = 2147483647.0 - 256;  // leaves room for the output zero point
+  if (!(worst * std::max(1.0, 2 * eff) <= kInt32Room))
+    return s.fail("scales and bias can overflow the int32 accumulator: up to " + std::to_string(worst) +
+                  " rescaled by " + std::to_string(eff) + " (input '" + xt.name + "', filter '" + wt.name + "')");
+  return Status::Ok();
+}
+
 Status window_attrs(OpSite& s, TensorId x, T::Padding pad, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
                     int64_t dw, std::map<std::string, AttrValue>& a) {
   const Tensor& xt = s.cx.graph.tensor(x);
@@ -152,6 +187,8 @@ Status build_conv(OpSite& s, bool depthwise) {
   if (wt.shape.size() != 4) return s.fail("filter '" + wt.name + "' must be rank 4, got " + shape_str(wt.shape));
   TS_RETURN_IF_ERROR(check_weights(s, x, w, b, depthwise ? 3 : 0));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  const double taps = static_cast<double>(wt.shape[1]) * static_cast<double>(wt.shape[2]);
+  TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, depthwise ? taps : taps * static_cast<double>(wt.shape[3])));
   std::map<std::string, AttrValue> a;
   if (depthwise) {
     const auto* o = s.op->builtin_options_as_DepthwiseConv2DOptions();
@@ -202,6 +239,7 @@ Status build_fully_connected(OpSite& s) {
   if (wt.shape.size() != 2) return s.fail("weights '" + wt.name + "' must be rank 2, got " + shape_str(wt.shape));
   TS_RETURN_IF_ERROR(check_weights(s, x, w, b, 0));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, static_cast<double>(wt.shape[1])));
   return s.add(OpKind::fully_connected, {x, w, b}, {y}, a);
 }
 

@@ -1,0 +1,125 @@
+// Hostile TFLite files (issue 18): a shape whose element count wraps modulo 2^64, and the
+// structured corruptions of the corpus generator (tests/hostile_models.h). Every file either
+// imports into a graph that validates, and then runs or fails with a Status on the cpu, or
+// is refused with a message; the sanitizer builds (scripts/fuzz.sh) replay the same files.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "fixtures.h"
+#include "hostile_models.h"
+#include "import/tflite/tflite_importer.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+namespace hostile = testing::hostile;
+
+TEST(HostileTflite, ShapeWhoseElementCountWrapsIsRefusedNamingTheTensor) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  const hostile::Bytes model = testing::read_file(path);
+  auto found = hostile::find_tflite_tensor(model, hostile::kWrapOriginal);
+  ASSERT_TRUE(found.has_value()) << "no [64,1,1,32] tensor";
+  const auto& site = *found;
+  ASSERT_TRUE(tflite::load_tflite_buffer(ConstData::from_vector(model)).ok());
+
+  // 64 x 160465489 x 898107057 x 32 = 2^64 + 2048: the product that used to match the
+  // 2048-byte buffer and reach the conv kernel.
+  auto bad = hostile::with_tflite_shape(model, site, hostile::kWrapShape);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(bad));
+  ASSERT_FALSE(g.ok()) << "a wrapped shape was accepted";
+  const std::string& msg = g.status().message();
+  EXPECT_NE(msg.find("tensor " + std::to_string(site.index) + " '" + site.name + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("elements"), std::string::npos) << msg;
+}
+
+TEST(HostileTflite, PerAxisArraysAreReadFromAnyAlignment) {
+  // The flatbuffer verifier aligns a vector's length to 4 bytes, not its 8-byte elements, so
+  // a file may place per-axis zero points (int64) at any multiple of 4. Loading the model
+  // 4 bytes past an aligned address puts every one of them there: the import must read them
+  // without misaligned loads (UBSan builds check) and find the same values.
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/person_detect.tflite");
+  const hostile::Bytes model = testing::read_file(path);
+  auto aligned = tflite::load_tflite_buffer(ConstData::from_vector(model));
+  ASSERT_TRUE(aligned.ok()) << aligned.status().to_string();
+  auto storage = std::make_shared<std::vector<uint64_t>>(model.size() / 8 + 2);
+  uint8_t* shifted = reinterpret_cast<uint8_t*>(storage->data()) + 4;
+  std::memcpy(shifted, model.data(), model.size());
+  auto moved = tflite::load_tflite_buffer(ConstData{shifted, static_cast<int64_t>(model.size()), storage});
+  ASSERT_TRUE(moved.ok()) << moved.status().to_string();
+  ASSERT_EQ(aligned->tensors().size(), moved->tensors().size());
+  int per_axis = 0;
+  for (size_t i = 0; i < aligned->tensors().size(); ++i) {
+    EXPECT_EQ(aligned->tensors()[i].quant, moved->tensors()[i].quant) << aligned->tensors()[i].name;
+    per_axis += aligned->tensors()[i].quant.scale.size() > 1;
+  }
+  EXPECT_GT(per_axis, 10);  // person_detect is quantized per channel
+}
+
+TEST(HostileTflite, ScalesThatCanOverflowTheAccumulatorAreRefused) {
+  // Found by tflite_fuzz: hello_world's first FULLY_CONNECTED with an output scale shrunk so
+  // that in_scale * w_scale / out_scale is about 8e9; the int32 rescaling in the kernel then
+  // overflowed (UBSan: signed overflow adding the output zero point). Refused at import.
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/hello_world_int8.tflite");
+  hostile::Bytes model = testing::read_file(path);
+  const auto* m = ::tflite::GetModel(model.data());
+  const auto* sg = m->subgraphs()->Get(0);
+  const auto* out = sg->tensors()->Get(sg->operators()->Get(0)->outputs()->Get(0));
+  ASSERT_TRUE(out->quantization() && out->quantization()->scale() && out->quantization()->scale()->size() == 1);
+  const size_t at = static_cast<size_t>(out->quantization()->scale()->Data() - model.data());
+  ASSERT_TRUE(tflite::load_tflite_buffer(ConstData::from_vector(model)).ok());
+  const float tiny = 1e-12f;
+  std::memcpy(&model[at], &tiny, 4);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(model));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("overflow the int32 accumulator"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("FULLY_CONNECTED"), std::string::npos) << g.status().message();
+}
+
+// Imports `bytes`; if that succeeds the graph must validate and, when `run` is set, run on
+// the cpu (or fail with a Status). Returns whether it imported.
+bool import_and_run(const hostile::Variant& v, bool run) {
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(v.bytes));
+  if (!g.ok()) {
+    EXPECT_FALSE(g.status().message().empty()) << v.name;
+    return false;
+  }
+  Status valid = g->validate();
+  EXPECT_TRUE(valid.ok()) << v.name << ": imported but does not validate: " << valid.to_string();
+  if (!run || !valid.ok()) return true;
+  auto s = Session::create(std::move(*g), SessionOptions{});
+  if (!s.ok()) return true;
+  for (size_t i = 0; i < (*s)->graph().inputs.size(); ++i) {
+    const Tensor& t = (*s)->graph().tensor((*s)->graph().inputs[i]);
+    auto bytes = t.host_bytes();
+    if (!bytes.ok() || *bytes > (int64_t{1} << 24)) return true;
+    std::vector<uint8_t> in(static_cast<size_t>(*bytes));
+    for (size_t k = 0; k < in.size(); ++k) in[k] = static_cast<uint8_t>(k * 131 + 7);
+    if (!(*s)->set_input(i, in.data(), *bytes).ok()) return true;
+  }
+  (void)(*s)->run();
+  return true;
+}
+
+TEST(HostileTflite, StructuredCorruptionsOfTheSmallModelsFailCleanly) {
+  TESSERA_REQUIRE_FIXTURE(hello, "models/tflite/hello_world_int8.tflite");
+  TESSERA_REQUIRE_FIXTURE(person, "models/tflite/person_detect.tflite");
+  std::vector<hostile::Variant> small, large;
+  const hostile::Bytes h = testing::read_file(hello);
+  hostile::add_tflite_edits(h, 1000, small);
+  hostile::add_truncations(h, 40, small);
+  hostile::add_bit_flips(h, 200, 18, small);
+  hostile::add_tflite_edits(testing::read_file(person), 24, large);
+  ASSERT_GT(small.size(), 200u);
+  int imported = 0, refused = 0;
+  for (const auto& v : small) (import_and_run(v, true) ? imported : refused)++;
+  for (const auto& v : large) (import_and_run(v, false) ? imported : refused)++;
+  // Both outcomes occur: the edits reach the checks, and flips in weights still import.
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(imported, 10);
+}
+
+}  // namespace
+}  // namespace tessera
