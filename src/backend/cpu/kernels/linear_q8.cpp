@@ -48,7 +48,7 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
     const float* xb = x + b * kBlock;
     float amax = 0;
     for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    d[b] = amax / 127.0f;
+    d[b] = f16_to_f32(f32_to_f16(amax / 127.0f));  // stored as binary16, as llama.cpp's q8_0 blocks are
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     // nearbyint rounds half to even in the default rounding mode, as the vector round does.
     for (int i = 0; i < kBlock; ++i) q[b * kBlock + i] = static_cast<int8_t>(std::nearbyint(xb[i] * id));

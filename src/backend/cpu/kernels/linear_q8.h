@@ -2,8 +2,9 @@
 // and f32 activations against F16 rows.
 //
 // Quantized weights (q8_0, q4_0): each activation row is rounded once to 8-bit blocks of
-// 32 as llama.cpp rounds matmul inputs (amax = max |x| over the block, d = amax / 127,
-// q = round-half-even(x * (127 / amax)), q = 0 when amax = 0), then every block's dot
+// 32 as llama.cpp rounds matmul inputs (amax = max |x| over the block, d = amax / 127
+// rounded to binary16 as its q8_0 blocks store it, q = round-half-even(x * (127 / amax)),
+// q = 0 when amax = 0), then every block's dot
 // product is an exact integer. The float arithmetic is fixed per output element, so the
 // scalar and AVX2 kernels give identical bits whatever the tiling or thread count:
 //   8 lanes; lane l of block b holds s = sum_{i<4} w[32b+4l+i] * q[32b+4l+i] (exact int)
@@ -13,8 +14,9 @@
 // the K % 8 tail t = fma(w[k], x[k], t) in order, y = hsum8(acc) + t.
 // hsum8(a) = (s4[0] + s4[2]) + (s4[1] + s4[3]) with s4[i] = a[i] + a[i+4].
 //
-// Error against exact f32 activations: |x - q d| <= d / 2 = amax_b / 254 per value, so a
-// dot product moves by at most sum_b (amax_b / 254) * sum_{i in b} |w_i| plus float
+// Error against exact f32 activations: |x - q d| <= amax_b / 254 + 127 |d - amax_b / 127|
+// <= amax_b (1/254 + 2^-11) per value (half a step, plus the binary16 rounding of d), so a
+// dot product moves by at most sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i| plus float
 // rounding (the tests check this bound).
 #pragma once
 

@@ -1,9 +1,10 @@
 // AVX2 + FMA + F16C kernels of linear_q8.h; bit-identical to the scalar ones there.
 //
-// Integer block dot products use the sign trick: maddubs(|w|, sign(x, w)) multiplies
+// Integer block dot products: q8_0 uses the sign trick, maddubs(|w|, sign(x, w)) multiplies
 // unsigned |w| <= 128 by signed x (|x| <= 127) into exact 16-bit pair sums (at most
-// 2 * 128 * 127 = 32512), and madd with ones adds pairs into the 8 lanes of 4 values that
-// linear_q8.h defines. Output elements are computed in tiles of MR activation rows by NR
+// 2 * 128 * 127 = 32512); q4_0 multiplies its unsigned nibbles by x (pairs at most
+// 2 * 15 * 127) and subtracts 8 sum x. madd with ones adds pairs into the 8 lanes of 4
+// values that linear_q8.h defines. Output elements are computed in tiles of MR activation rows by NR
 // weight rows so each decoded weight block serves MR rows; a tile changes nothing in the
 // arithmetic of an element.
 #if defined(__x86_64__)
@@ -35,15 +36,15 @@ inline float f16_scale(const uint8_t* blk) {
   return _cvtsh_ss(dh);
 }
 
-// Weight block b of a row as 32 signed bytes (element order), and its scale.
+// Weight block b of a row as 32 bytes in element order, and its scale: q8_0 signed
+// values; q4_0 the unsigned nibbles 0..15 (the value is nibble - 8).
 template <bool kQ4>
 inline __m256i weight_block(const uint8_t* row, int64_t b, float& d) {
   if constexpr (kQ4) {
     const uint8_t* blk = row + b * kQ4_0BlockBytes;
     d = f16_scale(blk);
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0f));
-    return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0f));
   } else {
     const uint8_t* blk = row + b * kQ8_0BlockBytes;
     d = f16_scale(blk);
@@ -66,17 +67,25 @@ void quant_tile(const QuantGemm& g, int64_t m0, int64_t o0) {
     for (int n = 0; n < NR; ++n) {
       float d;
       w[n] = weight_block<kQ4>(rows[n], b, d);
-      aw[n] = _mm256_sign_epi8(w[n], w[n]);
+      if constexpr (!kQ4) aw[n] = _mm256_sign_epi8(w[n], w[n]);
       dw[n] = _mm256_set1_ps(d);
     }
     for (int m = 0; m < MR; ++m) {
       const int64_t r = m0 + m;
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.x.q + r * g.x.k + b * kBlock));
       const __m256 dx = _mm256_set1_ps(g.x.d[r * blocks + b]);
+      // q4_0: sum (nib - 8) x = sum nib x - 8 sum x, the same integers; nib <= 15 is the
+      // unsigned operand directly, and 8 sum x per lane is shared by the NR weight rows.
+      __m256i x8;
+      if constexpr (kQ4) x8 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), ones);
       for (int n = 0; n < NR; ++n) {
-        const __m256i p = _mm256_maddubs_epi16(aw[n], _mm256_sign_epi8(xv, w[n]));
-        const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-        acc[m][n] = _mm256_fmadd_ps(_mm256_mul_ps(dw[n], dx), s, acc[m][n]);
+        __m256i si;
+        if constexpr (kQ4) {
+          si = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w[n], xv), ones), x8);
+        } else {
+          si = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[n], _mm256_sign_epi8(xv, w[n])), ones);
+        }
+        acc[m][n] = _mm256_fmadd_ps(_mm256_mul_ps(dw[n], dx), _mm256_cvtepi32_ps(si), acc[m][n]);
       }
     }
   }
@@ -158,7 +167,7 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    d[b] = amax / 127.0f;
+    d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i i32[4];
     for (int i = 0; i < 4; ++i)
