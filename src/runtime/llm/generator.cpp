@@ -96,8 +96,9 @@ Result<std::vector<float>> Generator::feed(const std::vector<int32_t>& ids) {
   int64_t done = 0;
   while (done < n) {
     const int64_t left = n - done;
-    // One token, or a chunk whose padding would pass the end of the context: decode steps.
-    if (left == 1 || !prompt_ || pos_ + batch_ > ctx_) {
+    // One token, a chunk whose padding would pass the end of the context, or a last chunk
+    // under half a batch (padding would cost more than the steps): decode steps.
+    if (left == 1 || !prompt_ || pos_ + batch_ > ctx_ || 2 * left < batch_) {
       TS_ASSIGN_OR_RETURN(logits, run_step(*decode_, 1, &ids[done], pos_, 1, 0));
       ++pos_;
       ++done;

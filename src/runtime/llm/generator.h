@@ -6,9 +6,10 @@
 // compiled per token: a step only writes the five small inputs and runs.
 //
 // Prompt processing: the prompt is cut into chunks of `batch` tokens; a short final chunk
-// is padded (the padding writes cache rows beyond the prompt, which the mask hides and
-// later tokens overwrite). Where a chunk's padding would run past the end of the context,
-// the remaining tokens go through the decode session one at a time.
+// of at least half a batch is padded (the padding writes cache rows beyond the prompt,
+// which no real token attends to and later tokens overwrite). A shorter final chunk, or
+// one whose padding would run past the end of the context, goes through the decode
+// session one token at a time.
 #pragma once
 
 #include <cstdint>
