@@ -99,6 +99,23 @@ Rate rate_of(const std::vector<double>& v) {
   return r;
 }
 
+// " 9.60 ms: fully_connected @cpu 91.8%, ...": the last run of a session by op kind.
+std::string where_time_goes(const Session& s) {
+  std::map<std::string, double> by_op;
+  double total = 0;
+  for (const auto& n : s.profile().nodes) {
+    by_op[n.label.substr(0, n.label.find(' ')) + " @" + n.device] += n.host_seconds;
+    total += n.host_seconds;
+  }
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [op, t] : by_op) top.push_back({t, op});
+  std::sort(top.rbegin(), top.rend());
+  std::string line = fmt::format(" {:.2f} ms:", total * 1e3);
+  for (size_t i = 0; i < top.size() && i < 4; ++i)
+    line += fmt::format("{} {} {:.1f}%", i ? "," : "", top[i].second, 100 * top[i].first / std::max(total, 1e-12));
+  return line;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -165,6 +182,7 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
         if (r > 0) v.push_back(pp / seconds_since(t0));
       }
       line += fmt::format(" prompt tokens/s {:.2f}", row(fmt::format("pp{}", pp) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
+      if (pp >= args.batch) line += "; prompt step" + where_time_goes(gen->prompt_session());
     }
     if (tg > 0) {
       std::vector<double> v;
@@ -176,19 +194,7 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
         if (r > 0) v.push_back(tg / seconds_since(t0));
       }
       line += fmt::format(", generation tokens/s {:.2f}", row(fmt::format("tg{}", tg) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
-      // Where a decode step spends its time, by op kind (the last step of the last run).
-      std::map<std::string, double> by_op;
-      double step_total = 0;
-      for (const auto& n : gen->decode_session().profile().nodes) {
-        by_op[n.label.substr(0, n.label.find(' ')) + " @" + n.device] += n.host_seconds;
-        step_total += n.host_seconds;
-      }
-      std::vector<std::pair<double, std::string>> top;
-      for (const auto& [op, s] : by_op) top.push_back({s, op});
-      std::sort(top.rbegin(), top.rend());
-      line += fmt::format("; decode step {:.2f} ms:", step_total * 1e3);
-      for (size_t i = 0; i < top.size() && i < 4; ++i)
-        line += fmt::format("{} {} {:.1f}%", i ? "," : "", top[i].second, 100 * top[i].first / std::max(step_total, 1e-12));
+      line += "; decode step" + where_time_goes(gen->decode_session());
     }
     summary.push_back(line);
   }
