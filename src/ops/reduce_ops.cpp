@@ -61,6 +61,24 @@ InferResult infer_rope(const Graph& g, const Node& n) {
   return one(x.shape, x.dtype);
 }
 
+InferResult infer_attention(const Graph& g, const Node& n) {
+  const Tensor &q = in(g, n, 0), &k = in(g, n, 1), &v = in(g, n, 2), &p = in(g, n, 3);
+  if (q.shape.size() != 3 || q.dtype != DType::f32) return fail(n, "query must be f32 [T, H, D], got " + shape_str(q.shape));
+  const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2];
+  for (const Tensor* c : {&k, &v}) {
+    if (c->shape.size() != 4 || c->shape[1] != 1 || c->shape[3] != d || c->shape != k.shape)
+      return fail(n, "cache '" + c->name + "' " + shape_str(c->shape) + " should be [Hkv, 1, L, " + std::to_string(d) +
+                         "] like the keys");
+    if (c->dtype != DType::f32 && c->dtype != DType::f16)
+      return fail(n, "cache '" + c->name + "' must be f32 or f16, got " + dtype_name(c->dtype));
+  }
+  if (k.shape[0] < 1 || h % k.shape[0] != 0)
+    return fail(n, std::to_string(h) + " query heads are not a multiple of " + std::to_string(k.shape[0]) + " KV heads");
+  if (p.dtype != DType::i32 || num_elements(p.shape) != t)
+    return fail(n, "positions '" + p.name + "' must be i32 with " + std::to_string(t) + " entries");
+  return one(q.shape, DType::f32);
+}
+
 InferResult infer_arg_max(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", -1), x.shape.size()));

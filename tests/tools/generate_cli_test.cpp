@@ -49,10 +49,25 @@ TEST_F(GenerateCli, SynthInspectBench) {
   EXPECT_NE(out_.find("q4_0"), std::string::npos) << out_;
   EXPECT_NE(out_.find("4 heads (2 KV"), std::string::npos) << out_;
   EXPECT_NE(out_.find("state"), std::string::npos) << out_;  // the KV cache in the memory plan
-  ASSERT_EQ(run("bench " + path("s.gguf") + " --pp 8 --tg 4 -r 1"), 0) << err_;
+  ASSERT_EQ(run("bench " + path("s.gguf") + " -p 8 -n 4 -r 1"), 0) << err_;
   EXPECT_NE(out_.find("prompt tokens/s"), std::string::npos) << out_;
   EXPECT_NE(out_.find("generation tokens/s"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("| pp8 "), std::string::npos) << out_;  // llama-bench's test names
+  EXPECT_NE(out_.find("| tg4 "), std::string::npos) << out_;
+  EXPECT_NE(out_.find("threads 2:"), std::string::npos) << out_;  // 1 and 2 threads without -t
+  // -t picks the thread count; --depth starts each test behind cached tokens.
+  ASSERT_EQ(run("bench " + path("s.gguf") + " -p 4 -n 2 -t 2 --depth 5 -b 4 -r 1"), 0) << err_;
+  EXPECT_NE(out_.find("threads 2:"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("threads 1:"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("tg2 @ d5"), std::string::npos) << out_;
   ASSERT_EQ(run("generate " + path("s.gguf") + " -p 'abc' -n 4"), 0) << err_;
+  // The context: the file's (32) by default, -c sets it; the KV cache is sized by it:
+  // 2 layers x K and V x 2 KV heads x 16 dims x 32 rows x 2 bytes (f16) = 8 KiB.
+  EXPECT_NE(err_.find("context 32 tokens, KV cache 0.0 MiB (8192 bytes, f16)"), std::string::npos) << err_;
+  ASSERT_EQ(run("generate " + path("s.gguf") + " -p 'abc' -n 2 -c 8"), 0) << err_;
+  EXPECT_NE(err_.find("context 8 tokens, KV cache 0.0 MiB (2048 bytes, f16)"), std::string::npos) << err_;
+  EXPECT_NE(run("generate " + path("s.gguf") + " -p 'a b c d e f g h i j' -n 2 -c 4"), 0);
+  EXPECT_NE(err_.find("the context holds 4"), std::string::npos) << err_;
 }
 
 TEST_F(GenerateCli, ClearErrors) {

@@ -59,14 +59,20 @@ std::string shared_dir();
 bool is_gguf_path(const std::string& path);
 void print_gguf_summary(const std::string& path);
 struct GgufBenchArgs {
-  int prompt_tokens = 64;
-  int gen_tokens = 32;
+  int prompt_tokens = 512;   // -p: test ppN
+  int gen_tokens = 128;      // -n: test tgN
+  int64_t depth = 0;         // tokens in the cache before each test
+  int64_t batch = 512;       // prompt tokens per step
+  int64_t ctx = 0;           // 0: pp + tg + depth
+  bool threads_given = false;  // -t given: that count only; else 1 and 2
+  std::string kv_type = "f16";  // KV cache of cpu layers: f16 or f32
   std::string offload;  // --offload N|all
   void add_to(CLI::App* cmd);
 };
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs);
 // Generator options from the device flags and `--offload N|all` ("" = the partitioner decides).
+// `kv_type`: "f16" or "f32" (the cache of the layers on the cpu).
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch);
+                                                int64_t batch, const std::string& kv_type = "f16");
 
 }  // namespace tessera::cli

@@ -80,6 +80,7 @@ void add_bench_command(CLI::App& app) {
   auto llm_args = std::make_shared<GgufBenchArgs>();
   llm_args->add_to(cmd);
   cmd->callback([a, llm_args, cmd] {
+    llm_args->threads_given = cmd->count("--threads") > 0;
     if (is_gguf_path(a->model)) return bench_gguf(a->model, a->dev, *llm_args, cmd->count("--runs") ? a->runs : 3);
     Graph g = take(load_model(a->model));
     const Graph copy = a->streams > 1 ? g : Graph{};

@@ -22,6 +22,8 @@ void add_generate_command(CLI::App& app) {
     int repeat_last_n = 64;
     uint64_t seed = 0;
     int64_t batch = 32;
+    int64_t ctx = 0;
+    std::string kv_type = "f16";
     std::string offload;
     DeviceArgs dev;
   };
@@ -37,11 +39,16 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repeat penalty looks back over");
   cmd->add_option("--seed,-s", a->seed, "Random seed for sampling");
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--ctx-size,-c", a->ctx,
+                  "Context size: KV cache rows (default: the file's context length, at most 4096)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type of the cpu layers: f16 (default) or f32");
   cmd->add_option("--offload,--n-gpu-layers", a->offload,
                   "Run the first N layers (or 'all') on --device and the rest on the cpu");
   a->dev.add_to(cmd);
   cmd->callback([a] {
     auto model = take(gguf::LlamaModel::open(a->model));
+    if (a->ctx > 0) take(model->set_context(a->ctx));
     const gguf::Tokenizer& tok = model->tokenizer();
     llm::SamplerOptions so;
     so.temperature = a->temp;
@@ -52,7 +59,9 @@ void add_generate_command(CLI::App& app) {
     so.seed = a->seed;
     take(llm::Sampler::validate(so));
     auto gen = take(llm::Generator::create(
-        *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch))));
+        *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch, a->kv_type))));
+    fmt::print(stderr, "context {} tokens, KV cache {:.1f} MiB ({} bytes, {})\n", gen->context_length(),
+               gen->kv_cache_bytes() / 1048576.0, gen->kv_cache_bytes(), a->kv_type);
     std::vector<int32_t> prompt = tok.encode(a->prompt, tok.add_bos());
     if (prompt.empty()) prompt.push_back(tok.bos());
     if (static_cast<int64_t>(prompt.size()) > model->context_length())

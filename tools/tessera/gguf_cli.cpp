@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -29,8 +30,11 @@ Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
 }  // namespace
 
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch) {
+                                                int64_t batch, const std::string& kv_type) {
   llm::GeneratorOptions go;
+  if (kv_type != "f16" && kv_type != "f32")
+    return error(StatusCode::invalid_argument, "--kv-type takes f16 or f32, got '", kv_type, "'");
+  go.kv_type = kv_type == "f16" ? DType::f16 : DType::f32;
   TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
   TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
   go.batch = batch;
@@ -69,70 +73,132 @@ void print_gguf_summary(const std::string& path) {
 }
 
 void GgufBenchArgs::add_to(CLI::App* cmd) {
-  cmd->add_option("--pp", prompt_tokens, "GGUF: prompt tokens per measurement")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--tg", gen_tokens, "GGUF: generated tokens per measurement")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--pp,-p", prompt_tokens, "GGUF: prompt tokens of the ppN test (0 skips it)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--tg,-n", gen_tokens, "GGUF: generated tokens of the tgN test (0 skips it)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--depth", depth, "GGUF: tokens already in the KV cache when each test starts (llama-bench -d)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--batch,-b", batch, "GGUF: prompt tokens per step")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--ctx-size,-c", ctx, "GGUF: context size (default: pp + tg + depth, as llama-bench sizes it)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--offload", offload, "GGUF: layers on --device (N or 'all'), the rest on the cpu");
+  cmd->add_option("--kv-type", kv_type, "GGUF: KV cache type of the cpu layers, f16 (default) or f32");
 }
 
+namespace {
+
+struct Rate {
+  double mean = 0, sd = 0;
+};
+Rate rate_of(const std::vector<double>& v) {
+  Rate r;
+  for (double x : v) r.mean += x / v.size();
+  for (double x : v) r.sd += (x - r.mean) * (x - r.mean) / std::max<size_t>(v.size() - 1, 1);
+  r.sd = std::sqrt(r.sd);
+  return r;
+}
+
+// " 9.60 ms: fully_connected @cpu 91.8%, ...": the last run of a session by op kind.
+std::string where_time_goes(const Session& s) {
+  std::map<std::string, double> by_op;
+  double total = 0;
+  for (const auto& n : s.profile().nodes) {
+    by_op[n.label.substr(0, n.label.find(' ')) + " @" + n.device] += n.host_seconds;
+    total += n.host_seconds;
+  }
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [op, t] : by_op) top.push_back({t, op});
+  std::sort(top.rbegin(), top.rend());
+  std::string line = fmt::format(" {:.2f} ms:", total * 1e3);
+  for (size_t i = 0; i < top.size() && i < 4; ++i)
+    line += fmt::format("{} {} {:.1f}%", i ? "," : "", top[i].second, 100 * top[i].first / std::max(total, 1e-12));
+  return line;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// Like llama-bench: test ppN feeds N prompt tokens into an empty cache (after `depth`
+// untimed tokens), test tgN then generates N tokens one at a time from the same depth;
+// each test is repeated `runs` times after one warm-up and reported as mean +- sd tokens/s.
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs) {
   auto model = take(gguf::LlamaModel::open(path));
   const gguf::LlamaParams& p = model->params();
-  int64_t ctx = model->context_length();
-  int64_t pp = std::min<int64_t>(args.prompt_tokens, ctx - 1);
-  int64_t tg = std::min<int64_t>(args.gen_tokens, ctx - pp);
+  const int64_t pp = args.prompt_tokens, tg = args.gen_tokens, depth = args.depth;
+  take(model->set_context(args.ctx > 0 ? args.ctx : std::max<int64_t>(pp + tg + depth, 1)));
+  const int64_t ctx = model->context_length();
+  if (depth + std::max<int64_t>(pp, tg) > ctx)
+    take(error(StatusCode::out_of_range, "bench: depth ", depth, " + ", std::max<int64_t>(pp, tg),
+               " tokens exceed the context of ", ctx));
   std::map<std::string, int64_t> bytes_by_type;
-  int64_t total = 0;
+  int64_t total = 0, params = 0;
   for (const auto& t : model->file().tensors()) {
     bytes_by_type[dtype_name(t.dtype)] += t.bytes;
     total += t.bytes;
+    params += num_elements(t.shape);
   }
   std::string types;
-  for (const auto& [t, b] : bytes_by_type) types += fmt::format("{}{} {:.1f} MB", types.empty() ? "" : ", ", t, b / 1e6);
-  fmt::print("{}: llama, dim {}, {} layers, {} heads, ffn {}, vocab {}, context {}; weights {:.1f} MB ({})\n", path,
-             p.dim, p.layers, p.heads, p.ffn, p.vocab, ctx, total / 1e6, types);
-  fmt::print("device {}, prompt {} tokens (batches of 32), generation {} tokens, median of {} runs\n", dev.device, pp, tg,
-             runs);
-  fmt::print("{:>8}  {:>22}  {:>22}\n", "threads", "prompt tokens/s", "generation tokens/s");
+  for (const auto& [t, b] : bytes_by_type) types += fmt::format("{}{} {:.1f} MiB", types.empty() ? "" : ", ", t, b / 1048576.0);
+  fmt::print("{}: llama, dim {}, {} layers, {} heads, ffn {}, vocab {}; {:.1f} M parameters, {:.1f} MiB ({})\n", path,
+             p.dim, p.layers, p.heads, p.ffn, p.vocab, params / 1e6, total / 1048576.0, types);
+  std::vector<int> thread_counts = args.threads_given ? std::vector<int>{dev.threads} : std::vector<int>{1, 2};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(p.vocab) - 1);
-  std::vector<int32_t> prompt(static_cast<size_t>(pp));
-  for (auto& t : prompt) t = pick(rng);
-  for (int threads : {1, 2}) {
+  auto random_ids = [&](int64_t n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = pick(rng);
+    return v;
+  };
+  const std::vector<int32_t> prompt = random_ids(pp), prefix = random_ids(depth);
+  fmt::print("device {}, context {}, depth {}, {} runs after a warm-up\n", dev.device, ctx, depth, runs);
+  fmt::print("| {:>7} | {:>7} | {:>10} | {:>11} | {:>20} |\n", "threads", "n_batch", "KV MiB", "test", "t/s");
+  fmt::print("| {:->7} | {:->7} | {:->10} | {:->11} | {:->20} |\n", "", "", "", "", "");
+  std::vector<std::string> summary;
+  for (int threads : thread_counts) {
     DeviceArgs d = dev;
     d.threads = threads;
-    auto gen = take(llm::Generator::create(*model, take(generator_options(d, args.offload, p.layers, 32))));
-    std::vector<double> pp_rate, tg_rate;
-    for (int r = 0; r < runs + 1; ++r) {  // the first run warms up (page faults, caches)
+    auto gen = take(llm::Generator::create(*model, take(generator_options(d, args.offload, p.layers, args.batch, args.kv_type))));
+    auto to_depth = [&] {
       gen->reset();
-      auto t0 = std::chrono::steady_clock::now();
-      auto logits = take(gen->feed(prompt));
-      double pp_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      int32_t next = pick(rng);
-      auto t1 = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < tg; ++i) take(gen->step(next));
-      double tg_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      if (r == 0) continue;
-      pp_rate.push_back(pp / pp_s);
-      tg_rate.push_back(tg / tg_s);
+      if (depth > 0) take(gen->feed(prefix));
+    };
+    auto row = [&](const std::string& test, const std::vector<double>& v) {
+      const Rate r = rate_of(v);
+      fmt::print("| {:>7} | {:>7} | {:>10.1f} | {:>11} | {:>20} |\n", threads, args.batch,
+                 gen->kv_cache_bytes() / 1048576.0, test, fmt::format("{:.2f} ± {:.2f}", r.mean, r.sd));
+      return r.mean;
+    };
+    std::string line = fmt::format("threads {}:", threads);
+    if (pp > 0) {
+      std::vector<double> v;
+      for (int r = 0; r < runs + 1; ++r) {
+        to_depth();
+        auto t0 = std::chrono::steady_clock::now();
+        take(gen->feed(prompt));
+        if (r > 0) v.push_back(pp / seconds_since(t0));
+      }
+      line += fmt::format(" prompt tokens/s {:.2f}", row(fmt::format("pp{}", pp) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
+      if (pp >= args.batch) line += "; prompt step" + where_time_goes(gen->prompt_session());
     }
-    std::sort(pp_rate.begin(), pp_rate.end());
-    std::sort(tg_rate.begin(), tg_rate.end());
-    fmt::print("{:>8}  {:>22.2f}  {:>22.2f}\n", threads, pp_rate[pp_rate.size() / 2], tg_rate[tg_rate.size() / 2]);
-    // Where a decode step spends its time, by op kind (the last step of the last run).
-    std::map<std::string, double> by_op;
-    double step_total = 0;
-    for (const auto& n : gen->decode_session().profile().nodes) {
-      by_op[n.label.substr(0, n.label.find(' ')) + " @" + n.device] += n.host_seconds;
-      step_total += n.host_seconds;
+    if (tg > 0) {
+      std::vector<double> v;
+      for (int r = 0; r < runs + 1; ++r) {
+        to_depth();
+        int32_t next = pick(rng);
+        auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < tg; ++i) take(gen->step(next));
+        if (r > 0) v.push_back(tg / seconds_since(t0));
+      }
+      line += fmt::format(", generation tokens/s {:.2f}", row(fmt::format("tg{}", tg) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
+      line += "; decode step" + where_time_goes(gen->decode_session());
     }
-    std::vector<std::pair<double, std::string>> top;
-    for (const auto& [op, s] : by_op) top.push_back({s, op});
-    std::sort(top.rbegin(), top.rend());
-    std::string line;
-    for (size_t i = 0; i < top.size() && i < 4; ++i)
-      line += fmt::format("{}{} {:.1f}%", i ? ", " : "", top[i].second, 100 * top[i].first / std::max(step_total, 1e-12));
-    fmt::print("{:>8}  decode step {:.2f} ms: {}\n", "", step_total * 1e3, line);
+    summary.push_back(line);
   }
+  for (const auto& l : summary) fmt::print("{}\n", l);
 }
 
 }  // namespace tessera::cli

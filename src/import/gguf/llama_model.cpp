@@ -63,15 +63,17 @@ class Builder {
     g_.inputs.push_back(id);
     return id;
   }
-  TensorId state(const std::string& name, Shape s) {
+  TensorId state(const std::string& name, Shape s, DType dt) {
     Tensor t;
     t.name = name;
+    t.dtype = dt;
     t.shape = std::move(s);
     t.role = Role::state;
     return g_.add_tensor(std::move(t));
   }
-  Result<TensorId> op(OpKind k, std::vector<TensorId> in, std::string name, std::map<std::string, AttrValue> attrs = {}) {
-    auto r = g_.add_op(k, std::move(in), std::move(attrs), name);
+  Result<TensorId> op(OpKind k, std::vector<TensorId> in, std::string name, std::map<std::string, AttrValue> attrs = {},
+                      std::optional<DType> out_dtype = std::nullopt) {
+    auto r = g_.add_op(k, std::move(in), std::move(attrs), name, out_dtype);
     if (!r.ok()) return r.status().with_context(f_.what() + ": building '" + name + "'");
     g_.tensor(*r).name = name;
     return *r;
@@ -188,22 +190,36 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::open(const std::string& path) {
   return load(std::move(f));
 }
 
-Result<Graph> LlamaModel::build_step(int64_t T) const {
+Status LlamaModel::set_context(int64_t n) {
+  if (n < 1 || n > kMaxDim)
+    return error(StatusCode::invalid_argument, file_.what(), ": context size ", n, " is outside 1..", kMaxDim);
+  ctx_ = n;
+  return Status::Ok();
+}
+
+Result<Graph> LlamaModel::build_step(int64_t T, const llm::StepOptions& opts) const {
   const LlamaParams& p = p_;
-  if (T < 1 || T > p.context)
-    return error(StatusCode::invalid_argument, "llama: step of ", T, " tokens outside 1..", p.context, " (context)");
+  if (opts.attention_cache != DType::f16 && opts.attention_cache != DType::f32)
+    return error(StatusCode::invalid_argument, "llama: KV cache type ", dtype_name(opts.attention_cache),
+                 " is not supported (f16, f32)");
+  const int64_t ctx = ctx_;
+  if (T < 1 || T > ctx)
+    return error(StatusCode::invalid_argument, "llama: step of ", T, " tokens outside 1..", ctx, " (context)");
   Graph g;
   Builder b(file_, g);
-  const int64_t H = p.heads, Hkv = p.kv_heads, G = H / Hkv, hd = p.head_dim, ctx = p.context;
+  const int64_t H = p.heads, Hkv = p.kv_heads, G = H / Hkv, hd = p.head_dim;
   TensorId tokens = b.input("tokens", DType::i32, {T});
   TensorId pos = b.input("pos", DType::i32, {T});
-  TensorId mask = b.input("mask", DType::f32, {T, ctx});
+  const bool any_masked = opts.attention_op_from > 0;
+  TensorId mask = b.input("mask", DType::f32, {T, any_masked ? ctx : 1});
   TensorId kv_pos = b.input("kv_pos", DType::i32, {1});
   TensorId last = b.input("last", DType::i32, {1});
   TensorId scale = b.constant_f32("attn_scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))));
   const std::map<std::string, AttrValue> rope_attrs = {
       {"freq_base", p.rope_base}, {"mode", std::string(p.rope_neox ? "neox" : "normal")}, {"n_dims", p.rope_dims}};
   const std::map<std::string, AttrValue> norm_attrs = {{"eps", p.rms_eps}};
+  std::map<std::string, AttrValue> fc_attrs;
+  if (round_inputs_) fc_attrs["input_rounding"] = std::string("q8_0");
 
   TS_ASSIGN_OR_RETURN(TensorId emb, b.weight("token_embd.weight"));
   TS_ASSIGN_OR_RETURN(TensorId x, b.op(OpKind::get_rows, {emb, tokens}, "token_embd"));
@@ -219,9 +235,11 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
     TS_ASSIGN_OR_RETURN(TensorId wg, w("ffn_gate"));
     TS_ASSIGN_OR_RETURN(TensorId wu, w("ffn_up"));
     TS_ASSIGN_OR_RETURN(TensorId wd, w("ffn_down"));
-    // The KV cache of this layer: [Hkv, 1, ctx, hd] f32, rows = positions.
-    TensorId cache_k = b.state("cache_k." + std::to_string(i), {Hkv, 1, ctx, hd});
-    TensorId cache_v = b.state("cache_v." + std::to_string(i), {Hkv, 1, ctx, hd});
+    // The KV cache of this layer: [Hkv, 1, ctx, hd], rows = positions.
+    const bool fused = i >= opts.attention_op_from;
+    const DType cache_t = fused ? opts.attention_cache : DType::f32;
+    TensorId cache_k = b.state("cache_k." + std::to_string(i), {Hkv, 1, ctx, hd}, cache_t);
+    TensorId cache_v = b.state("cache_v." + std::to_string(i), {Hkv, 1, ctx, hd}, cache_t);
 
     TS_ASSIGN_OR_RETURN(TensorId h, b.op(OpKind::rms_norm, {x, attn_norm}, L + "attn_norm", norm_attrs));
     // q / k / v projections, with the file's biases when the architecture has them.
@@ -231,7 +249,7 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
         TS_ASSIGN_OR_RETURN(TensorId bt, b.weight(bias(i, what)));
         in.push_back(bt);
       }
-      return b.op(OpKind::fully_connected, std::move(in), L + what);
+      return b.op(OpKind::fully_connected, std::move(in), L + what, fc_attrs);
     };
     TS_ASSIGN_OR_RETURN(TensorId q, proj(wq, "attn_q"));
     TS_ASSIGN_OR_RETURN(TensorId k, proj(wk, "attn_k"));
@@ -246,25 +264,34 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
     TS_ASSIGN_OR_RETURN(k, b.transpose(k, {1, 2, 0, 3}, L + "k_cache_layout"));
     TS_ASSIGN_OR_RETURN(v, b.reshape(v, {T, Hkv, 1, hd}, L + "v_rows"));
     TS_ASSIGN_OR_RETURN(v, b.transpose(v, {1, 2, 0, 3}, L + "v_cache_layout"));
+    if (cache_t != DType::f32) {
+      TS_ASSIGN_OR_RETURN(k, b.op(OpKind::cast, {k}, L + "k_cache_type", {}, cache_t));
+      TS_ASSIGN_OR_RETURN(v, b.op(OpKind::cast, {v}, L + "v_cache_type", {}, cache_t));
+    }
     TS_ASSIGN_OR_RETURN(TensorId K, b.op(OpKind::scatter_rows, {cache_k, k, kv_pos}, L + "cache_k_write"));
     TS_ASSIGN_OR_RETURN(TensorId V, b.op(OpKind::scatter_rows, {cache_v, v, kv_pos}, L + "cache_v_write"));
-    // Query head h = kv_head * G + g: [T, H, hd] -> [Hkv, G, T, hd], broadcast against [Hkv, 1, ctx, hd].
-    TS_ASSIGN_OR_RETURN(q, b.reshape(q, {T, Hkv, G, hd}, L + "q_groups"));
-    TS_ASSIGN_OR_RETURN(q, b.transpose(q, {1, 2, 0, 3}, L + "q_layout"));
-    TS_ASSIGN_OR_RETURN(TensorId s, b.op(OpKind::matmul, {q, K}, L + "attn_scores", {{"transpose_b", int64_t{1}}}));
-    TS_ASSIGN_OR_RETURN(s, b.op(OpKind::softmax, {s, mask}, L + "attn_softmax"));
-    TS_ASSIGN_OR_RETURN(TensorId o, b.op(OpKind::matmul, {s, V}, L + "attn_values"));
-    TS_ASSIGN_OR_RETURN(o, b.transpose(o, {2, 0, 1, 3}, L + "attn_heads"));
+    TensorId o;
+    if (fused) {
+      TS_ASSIGN_OR_RETURN(o, b.op(OpKind::attention, {q, K, V, pos}, L + "attention"));
+    } else {
+      // Query head h = kv_head * G + g: [T, H, hd] -> [Hkv, G, T, hd], broadcast against [Hkv, 1, ctx, hd].
+      TS_ASSIGN_OR_RETURN(q, b.reshape(q, {T, Hkv, G, hd}, L + "q_groups"));
+      TS_ASSIGN_OR_RETURN(q, b.transpose(q, {1, 2, 0, 3}, L + "q_layout"));
+      TS_ASSIGN_OR_RETURN(TensorId s, b.op(OpKind::matmul, {q, K}, L + "attn_scores", {{"transpose_b", int64_t{1}}}));
+      TS_ASSIGN_OR_RETURN(s, b.op(OpKind::softmax, {s, mask}, L + "attn_softmax"));
+      TS_ASSIGN_OR_RETURN(o, b.op(OpKind::matmul, {s, V}, L + "attn_values"));
+      TS_ASSIGN_OR_RETURN(o, b.transpose(o, {2, 0, 1, 3}, L + "attn_heads"));
+    }
     TS_ASSIGN_OR_RETURN(o, b.reshape(o, {T, H * hd}, L + "attn_concat"));
-    TS_ASSIGN_OR_RETURN(o, b.op(OpKind::fully_connected, {o, wo}, L + "attn_output"));
+    TS_ASSIGN_OR_RETURN(o, b.op(OpKind::fully_connected, {o, wo}, L + "attn_output", fc_attrs));
     TS_ASSIGN_OR_RETURN(x, b.op(OpKind::add, {x, o}, L + "attn_residual"));
 
     TS_ASSIGN_OR_RETURN(h, b.op(OpKind::rms_norm, {x, ffn_norm}, L + "ffn_norm", norm_attrs));
-    TS_ASSIGN_OR_RETURN(TensorId gate, b.op(OpKind::fully_connected, {h, wg}, L + "ffn_gate"));
-    TS_ASSIGN_OR_RETURN(TensorId up, b.op(OpKind::fully_connected, {h, wu}, L + "ffn_up"));
+    TS_ASSIGN_OR_RETURN(TensorId gate, b.op(OpKind::fully_connected, {h, wg}, L + "ffn_gate", fc_attrs));
+    TS_ASSIGN_OR_RETURN(TensorId up, b.op(OpKind::fully_connected, {h, wu}, L + "ffn_up", fc_attrs));
     TS_ASSIGN_OR_RETURN(gate, b.op(OpKind::silu, {gate}, L + "ffn_silu"));
     TS_ASSIGN_OR_RETURN(gate, b.op(OpKind::mul, {gate, up}, L + "ffn_gated"));
-    TS_ASSIGN_OR_RETURN(TensorId down, b.op(OpKind::fully_connected, {gate, wd}, L + "ffn_down"));
+    TS_ASSIGN_OR_RETURN(TensorId down, b.op(OpKind::fully_connected, {gate, wd}, L + "ffn_down", fc_attrs));
     TS_ASSIGN_OR_RETURN(x, b.op(OpKind::add, {x, down}, L + "ffn_residual"));
   }
   TS_ASSIGN_OR_RETURN(TensorId out_norm, b.weight("output_norm.weight"));
@@ -273,7 +300,7 @@ Result<Graph> LlamaModel::build_step(int64_t T) const {
     TS_ASSIGN_OR_RETURN(x, b.op(OpKind::get_rows, {x, last}, "last_token"));
   }
   TS_ASSIGN_OR_RETURN(TensorId out_w, b.weight(p.tied_output ? "token_embd.weight" : "output.weight"));
-  TS_ASSIGN_OR_RETURN(TensorId logits, b.op(OpKind::fully_connected, {x, out_w}, "output"));
+  TS_ASSIGN_OR_RETURN(TensorId logits, b.op(OpKind::fully_connected, {x, out_w}, "output", fc_attrs));
   g.tensor(logits).name = "logits";
   g.tensor(logits).role = Role::output;
   g.outputs = {logits};

@@ -11,14 +11,18 @@
 //          (qwen2: fc(h, attn_q, attn_q.bias), likewise k and v)
 //     v  = fc(h, attn_v) as [T, Hkv, hd]
 //     K  = scatter_rows(cache_k [Hkv, 1, ctx, hd], k as [Hkv, 1, T, hd], kv_pos); V likewise
-//     s  = matmul(q as [Hkv, G, T, hd], K, transpose_b) [Hkv, G, T, ctx]
-//     o  = matmul(softmax(s, mask [T, ctx]), V) [Hkv, G, T, hd] -> [T, H*hd]
+//     layers >= StepOptions::attention_op_from (cache f16, k and v cast to f16 first):
+//       o = attention(q, K, V, pos) [T, H, hd] -> [T, H*hd]
+//     other layers (cache f32):
+//       s = matmul(q as [Hkv, G, T, hd], K, transpose_b) [Hkv, G, T, ctx]
+//       o = matmul(softmax(s, mask [T, ctx]), V) [Hkv, G, T, hd] -> [T, H*hd]
 //     x += fc(o, attn_output)
 //     x += fc(silu(fc(rms_norm(x, ffn_norm), ffn_gate)) * fc(.., ffn_up), ffn_down)
 //   logits = fc(get_rows(rms_norm(x, output_norm), last), output or token_embd)  [1, vocab]
 // RoPE uses the "normal" (adjacent pairs) ordering of GGUF llama files.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -47,6 +51,9 @@ struct LlamaParams {
   bool tied_output = false;    // no output.weight: logits use token_embd
 };
 
+// Default cap on the context taken from a file (Llama 3 files say 131072).
+constexpr int64_t kDefaultMaxContext = 4096;
+
 class LlamaModel : public llm::DecoderModel {
  public:
   // Reads and checks the hyperparameters and every weight's shape and type.
@@ -57,17 +64,27 @@ class LlamaModel : public llm::DecoderModel {
   const File& file() const { return file_; }
   const Tokenizer& tokenizer() const { return tok_; }
 
-  int64_t context_length() const override { return p_.context; }
+  // The context the step graphs are built for (KV cache rows): by default the smaller of
+  // the file's llama.context_length and kDefaultMaxContext; set_context picks any 1..2^20.
+  int64_t context_length() const override { return ctx_; }
+  Status set_context(int64_t n);
+  // Whether fully_connected nodes may round their inputs to 8-bit blocks against q8_0 /
+  // q4_0 weights (attribute input_rounding = "q8_0"), as llama.cpp's CPU path does
+  // (default true); false keeps exact f32 activations (the reference arithmetic).
+  void set_input_rounding(bool on) { round_inputs_ = on; }
   int64_t vocab_size() const override { return p_.vocab; }
   int64_t layers() const override { return p_.layers; }
-  Result<Graph> build_step(int64_t tokens) const override;
+  Result<Graph> build_step(int64_t tokens, const llm::StepOptions& opts = {}) const override;
 
  private:
-  LlamaModel(File f, Tokenizer t, LlamaParams p) : file_(std::move(f)), tok_(std::move(t)), p_(p) {}
+  LlamaModel(File f, Tokenizer t, LlamaParams p)
+      : file_(std::move(f)), tok_(std::move(t)), p_(p), ctx_(std::min(p.context, kDefaultMaxContext)) {}
 
   File file_;
   Tokenizer tok_;
   LlamaParams p_;
+  int64_t ctx_;
+  bool round_inputs_ = true;
 };
 
 // Reads the hyperparameters of a llama-family GGUF file (general.architecture "llama" or

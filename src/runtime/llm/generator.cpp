@@ -30,15 +30,26 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
       return layer < n ? 0 : 1;
     };
   }
+  // The cpu attends with the attention op (f16 cache, rows in use only); layers placed on
+  // another device keep the masked matmul form every device runs.
+  StepOptions step;
+  step.attention_cache = opts.kv_type;
+  if (so.device != "cpu") step.attention_op_from = opts.offload_layers >= 0 ? opts.offload_layers : model.layers();
+  gen->masked_ = step.attention_op_from > 0;
   const Session* share = nullptr;
   if (gen->batch_ > 1) {
-    TS_ASSIGN_OR_RETURN(Graph g, model.build_step(gen->batch_));
+    TS_ASSIGN_OR_RETURN(Graph g, model.build_step(gen->batch_, step));
     auto s = Session::create(std::move(g), so);
     if (!s.ok()) return s.status().with_context("prompt graph (" + std::to_string(gen->batch_) + " tokens)");
     gen->prompt_ = std::move(*s);
     share = gen->prompt_.get();
   }
-  TS_ASSIGN_OR_RETURN(Graph g1, model.build_step(1));
+  TS_ASSIGN_OR_RETURN(Graph g1, model.build_step(1, step));
+  for (const Tensor& t : g1.tensors())
+    if (t.role == Role::state) {
+      TS_ASSIGN_OR_RETURN(int64_t b, t.host_bytes());
+      gen->kv_bytes_ += b;
+    }
   auto s1 = Session::create(std::move(g1), so, share);
   if (!s1.ok()) return s1.status().with_context("decode graph (1 token)");
   gen->decode_ = std::move(*s1);
@@ -52,15 +63,18 @@ Result<std::vector<float>> Generator::run_step(Session& s, int64_t T, const int3
   tokens_.assign(static_cast<size_t>(T), ids[real - 1]);
   std::memcpy(tokens_.data(), ids, static_cast<size_t>(real) * sizeof(int32_t));
   positions_.resize(static_cast<size_t>(T));
-  mask_.assign(static_cast<size_t>(T * ctx_), -std::numeric_limits<float>::infinity());
+  const int64_t mask_len = masked_ ? ctx_ : 1;  // [T, 1] and unused without masked layers
+  if (masked_) mask_.assign(static_cast<size_t>(T * ctx_), -std::numeric_limits<float>::infinity());
+  else mask_.assign(static_cast<size_t>(T), 0.0f);
   for (int64_t t = 0; t < T; ++t) {
     positions_[t] = static_cast<int32_t>(start + t);
-    for (int64_t j = 0; j <= start + t; ++j) mask_[t * ctx_ + j] = 0.0f;
+    if (masked_)
+      for (int64_t j = 0; j <= start + t; ++j) mask_[t * ctx_ + j] = 0.0f;
   }
   int32_t kv_pos = static_cast<int32_t>(start), last_idx = static_cast<int32_t>(last);
   TS_RETURN_IF_ERROR(s.set_input(kInTokens, tokens_.data(), T * 4));
   TS_RETURN_IF_ERROR(s.set_input(kInPos, positions_.data(), T * 4));
-  TS_RETURN_IF_ERROR(s.set_input(kInMask, mask_.data(), T * ctx_ * 4));
+  TS_RETURN_IF_ERROR(s.set_input(kInMask, mask_.data(), T * mask_len * 4));
   TS_RETURN_IF_ERROR(s.set_input(kInKvPos, &kv_pos, 4));
   TS_RETURN_IF_ERROR(s.set_input(kInLast, &last_idx, 4));
   TS_RETURN_IF_ERROR(s.run());
@@ -82,8 +96,9 @@ Result<std::vector<float>> Generator::feed(const std::vector<int32_t>& ids) {
   int64_t done = 0;
   while (done < n) {
     const int64_t left = n - done;
-    // One token, or a chunk whose padding would pass the end of the context: decode steps.
-    if (left == 1 || !prompt_ || pos_ + batch_ > ctx_) {
+    // One token, a chunk whose padding would pass the end of the context, or a last chunk
+    // under half a batch (padding would cost more than the steps): decode steps.
+    if (left == 1 || !prompt_ || pos_ + batch_ > ctx_ || 2 * left < batch_) {
       TS_ASSIGN_OR_RETURN(logits, run_step(*decode_, 1, &ids[done], pos_, 1, 0));
       ++pos_;
       ++done;

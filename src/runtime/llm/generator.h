@@ -6,9 +6,10 @@
 // compiled per token: a step only writes the five small inputs and runs.
 //
 // Prompt processing: the prompt is cut into chunks of `batch` tokens; a short final chunk
-// is padded (the padding writes cache rows beyond the prompt, which the mask hides and
-// later tokens overwrite). Where a chunk's padding would run past the end of the context,
-// the remaining tokens go through the decode session one at a time.
+// of at least half a batch is padded (the padding writes cache rows beyond the prompt,
+// which no real token attends to and later tokens overwrite). A shorter final chunk, or
+// one whose padding would run past the end of the context, goes through the decode
+// session one token at a time.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,8 @@ struct GeneratorOptions {
   // and the rest on the cpu; other nodes run on the device only when every layer does.
   // -1 leaves placement to the partitioner (everything on the device where supported).
   int64_t offload_layers = -1;
+  // KV cache of the layers on the cpu: f16 (default) or f32.
+  DType kv_type = DType::f16;
 };
 
 struct GenerateStats {
@@ -53,6 +56,8 @@ class Generator {
   void reset() { pos_ = 0; }
   int64_t position() const { return pos_; }
   int64_t context_length() const { return ctx_; }
+  // Bytes of the KV cache (every state tensor of the step graphs), allocated once.
+  int64_t kv_cache_bytes() const { return kv_bytes_; }
 
   // Feeds `ids` (at the current position) and returns the logits [vocab] after the last one.
   // Error out_of_range when they do not fit in the context.
@@ -80,6 +85,8 @@ class Generator {
   int64_t ctx_ = 0;
   int64_t vocab_ = 0;
   int64_t pos_ = 0;
+  bool masked_ = false;
+  int64_t kv_bytes_ = 0;  // some layer attends through the [T, ctx] mask
   // Host copies of the step inputs, reused between steps.
   std::vector<int32_t> tokens_, positions_;
   std::vector<float> mask_;

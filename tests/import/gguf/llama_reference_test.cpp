@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -169,6 +170,7 @@ TEST(LlamaReference, GroupedHeadsTiedOutputMatchDoubleForEveryBatching) {
   for (int64_t batch : {1, 3, 4}) {
     llm::GeneratorOptions go;
     go.batch = batch;
+    go.kv_type = DType::f32;  // exact cache: float rounding only
     auto gen = llm::Generator::create(*model, go);
     ASSERT_TRUE(gen.ok()) << gen.status().to_string();
     const size_t n_prompt = 7;
@@ -206,7 +208,9 @@ TEST(LlamaReference, PartialRopeAndSeparateOutput) {
   const std::vector<int32_t> tokens = {1, 40, 41, 42, 200};
   Vec want;
   for (int32_t t : tokens) want = ref.step(t);
-  auto gen = llm::Generator::create(**model, llm::GeneratorOptions{});
+  llm::GeneratorOptions go;
+  go.kv_type = DType::f32;
+  auto gen = llm::Generator::create(**model, go);
   ASSERT_TRUE(gen.ok());
   auto logits = (*gen)->feed(tokens);
   ASSERT_TRUE(logits.ok());
@@ -226,14 +230,75 @@ TEST(LlamaReference, EveryWeightTypeMatchesDouble) {
     const std::vector<int32_t> tokens = {1, 270, 33, 281, 299, 5};
     Vec want;
     for (int32_t tok : tokens) want = ref.step(tok);
+    // Exact activations and an f32 cache: the kernels take the stored values exactly.
+    model->set_input_rounding(false);
     llm::GeneratorOptions go;
     go.batch = 4;
+    go.kv_type = DType::f32;
     auto gen = llm::Generator::create(*model, go);
     ASSERT_TRUE(gen.ok()) << gen.status().to_string();
     auto logits = (*gen)->feed(tokens);
     ASSERT_TRUE(logits.ok()) << logits.status().to_string();
-    // Measured about 1e-7 for every type: the kernels take the stored values exactly.
+    // Measured about 1e-7 for every type.
     EXPECT_LT(max_rel_diff(*logits, want), 1e-5) << dtype_name(t);
+    // The default path: 8-bit activation blocks against q8_0 / q4_0 weights (as llama.cpp
+    // rounds them) and an f16 cache. Each rounding is relative 2^-8 (activations) or
+    // 2^-11 (cache) per value; through 2 layers the logits move by about 1e-3 of their
+    // scale, measured below and bounded at 2e-2.
+    model->set_input_rounding(true);
+    go.kv_type = DType::f16;
+    auto fast = llm::Generator::create(*model, go);
+    ASSERT_TRUE(fast.ok()) << fast.status().to_string();
+    auto fast_logits = (*fast)->feed(tokens);
+    ASSERT_TRUE(fast_logits.ok()) << fast_logits.status().to_string();
+    const double d = max_rel_diff(*fast_logits, want);
+    EXPECT_LT(d, 2e-2) << dtype_name(t);
+    if (t == DType::q8_0 || t == DType::q4_0) {
+      EXPECT_GT(d, 1e-6) << dtype_name(t) << ": the rounding took no effect";
+    }
+    std::printf("%s: default path %.2e, exact path %.2e of the logits' scale\n", dtype_name(t), d,
+                max_rel_diff(*logits, want));
+  }
+}
+
+// The attention op (cpu layers) and the masked matmul form (other devices' layers) in one
+// model, each with an f32 cache, token by token through decode step graphs on the cpu.
+TEST(LlamaReference, AttentionOpAndMaskedFormMatchDouble) {
+  auto model = synth_model(small_gqa());
+  ASSERT_TRUE(model);
+  const std::vector<int32_t> tokens = {1, 270, 33, 281, 299, 5, 260};
+  Reference ref(model->file(), model->params());
+  Vec want;
+  for (int32_t t : tokens) want = ref.step(t);
+  const int64_t ctx = model->context_length();
+  for (int64_t masked_layers : {int64_t{0}, int64_t{1}, model->layers()}) {
+    SCOPED_TRACE("masked layers " + std::to_string(masked_layers));
+    auto g = model->build_step(1, {masked_layers, DType::f32});
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    int attention_ops = 0;
+    for (const Node& n : g->nodes()) attention_ops += n.op == OpKind::attention;
+    EXPECT_EQ(attention_ops, model->layers() - masked_layers);
+    auto s = Session::create(std::move(*g), SessionOptions{});
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const int64_t mask_len = masked_layers > 0 ? ctx : 1;
+    std::vector<float> logits;
+    for (int32_t i = 0; i < static_cast<int32_t>(tokens.size()); ++i) {
+      std::vector<float> mask(static_cast<size_t>(mask_len), masked_layers > 0 ? -INFINITY : 0.0f);
+      for (int64_t j = 0; j <= i && masked_layers > 0; ++j) mask[j] = 0;
+      const int32_t zero = 0;
+      ASSERT_TRUE((*s)->set_input(llm::kInTokens, &tokens[i], 4).ok());
+      ASSERT_TRUE((*s)->set_input(llm::kInPos, &i, 4).ok());
+      ASSERT_TRUE((*s)->set_input(llm::kInMask, mask.data(), mask_len * 4).ok());
+      ASSERT_TRUE((*s)->set_input(llm::kInKvPos, &i, 4).ok());
+      ASSERT_TRUE((*s)->set_input(llm::kInLast, &zero, 4).ok());
+      Status r = (*s)->run();
+      ASSERT_TRUE(r.ok()) << r.to_string();
+      auto out = (*s)->output(0);
+      ASSERT_TRUE(out.ok());
+      logits.resize(out->size() / 4);
+      std::memcpy(logits.data(), out->data(), out->size());
+    }
+    EXPECT_LT(max_rel_diff(logits, want), 1e-4);
   }
 }
 

@@ -41,8 +41,11 @@ Status check_weight(const KernelContext& c, int idx, int64_t row_len) {
   return Status::Ok();
 }
 
-// y [M, OC] = act(x [M, IC] * w[OC, IC]^T + bias [OC]).
-Status fully_connected(KernelContext& c) {
+}  // namespace
+
+// y [M, OC] = act(x [M, IC] * w[OC, IC]^T + bias [OC]). The oracle of the fast kernels of
+// linear_q8.cpp, which call it for every case they do not take.
+Status fully_connected_reference(KernelContext& c) {
   const TensorRef &x = c.in[0], &w = c.in[1];
   const TensorRef bias = c.in.size() > 2 ? c.in[2] : TensorRef{};
   if (x.dtype() != DType::f32 || c.out[0].dtype() != DType::f32)
@@ -78,6 +81,8 @@ Status fully_connected(KernelContext& c) {
   parallel_rows(c, oc_n, work, min_rows_per_chunk(m_n * ic));
   return Status::Ok();
 }
+
+namespace {
 
 // y [..., M, N] = a [..., M, K] x b [..., K, N] (or b [..., N, K] with transpose_b=1);
 // batch dims broadcast.
@@ -152,8 +157,10 @@ Status matmul(KernelContext& c) {
 
 }  // namespace
 
+void register_fast_linear_kernels(KernelTable& t);  // linear_q8.cpp: fully_connected
+
 void register_linear_kernels(KernelTable& t) {
-  t.add(OpKind::fully_connected, KernelKind::plain, fully_connected);
+  register_fast_linear_kernels(t);
   t.add(OpKind::matmul, KernelKind::plain, matmul);
 }
 

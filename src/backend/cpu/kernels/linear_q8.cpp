@@ -1,0 +1,189 @@
+// The portable 8-bit-activation and F16 kernels (see linear_q8.h), their run-time dispatch,
+// and the cpu fully_connected kernel that chooses between them and the reference.
+#include "backend/cpu/kernels/linear_q8.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "convert/simd.h"
+
+namespace tessera::cpu {
+
+Status fully_connected_reference(KernelContext& c);  // linear.cpp
+
+namespace q8 {
+
+namespace {
+
+float hsum8(const float* a) {
+  float s4[4];
+  for (int i = 0; i < 4; ++i) s4[i] = a[i] + a[i + 4];
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+// Weight block b of a row as 32 signed values and its scale.
+float weight_block(DType wt, const uint8_t* row, int64_t b, int8_t* out) {
+  const uint8_t* blk = row + b * (wt == DType::q8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes);
+  uint16_t dh;
+  std::memcpy(&dh, blk, 2);
+  if (wt == DType::q8_0) {
+    std::memcpy(out, blk + 2, kBlock);
+  } else {
+    for (int j = 0; j < kBlock / 2; ++j) {
+      out[j] = static_cast<int8_t>((blk[2 + j] & 0x0f) - 8);
+      out[j + kBlock / 2] = static_cast<int8_t>((blk[2 + j] >> 4) - 8);
+    }
+  }
+  return f16_to_f32(dh);
+}
+
+}  // namespace
+
+namespace scalar {
+
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    const float* xb = x + b * kBlock;
+    float amax = 0;
+    for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    d[b] = f16_to_f32(f32_to_f16(amax / 127.0f));  // stored as binary16, as llama.cpp's q8_0 blocks are
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    // nearbyint rounds half to even in the default rounding mode, as the vector round does.
+    for (int i = 0; i < kBlock; ++i) q[b * kBlock + i] = static_cast<int8_t>(std::nearbyint(xb[i] * id));
+  }
+}
+
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
+  const int64_t blocks = g.x.k / kBlock;
+  int8_t w[kBlock];
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = g.w + o * g.w_row_bytes;
+    for (int64_t m = 0; m < g.x.m; ++m) {
+      float acc[8] = {};
+      const int8_t* xq = g.x.q + m * g.x.k;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float dw = weight_block(g.wt, row, b, w);
+        const float d = dw * g.x.d[m * blocks + b];
+        for (int l = 0; l < 8; ++l) {
+          int32_t s = 0;
+          for (int i = 0; i < 4; ++i) s += int32_t{w[4 * l + i]} * xq[b * kBlock + 4 * l + i];
+          acc[l] = std::fma(d, static_cast<float>(s), acc[l]);
+        }
+      }
+      g.y[m * g.ldy + o] = hsum8(acc);
+    }
+  }
+}
+
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  const float* table = f16_table();
+  const int64_t k8 = g.k / 8 * 8;
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint16_t* w = g.w + o * g.k;
+    for (int64_t m = 0; m < g.m; ++m) {
+      const float* x = g.x + m * g.k;
+      float acc[8] = {};
+      for (int64_t j = 0; j < k8; j += 8)
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(table[w[j + l]], x[j + l], acc[l]);
+      float t = 0;
+      for (int64_t j = k8; j < g.k; ++j) t = std::fma(table[w[j]], x[j], t);
+      g.y[m * g.ldy + o] = hsum8(acc) + t;
+    }
+  }
+}
+
+}  // namespace scalar
+
+#if defined(__x86_64__)
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
+  convert::use_avx2() ? avx2::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
+}
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
+  convert::use_avx2() ? avx2::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
+}
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  convert::use_avx2() ? avx2::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
+}
+#else
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d) { scalar::quantize_row(x, n, q, d); }
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) { scalar::gemm_quant(g, o0, o1); }
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) { scalar::gemm_f16(g, o0, o1); }
+#endif
+
+}  // namespace q8
+
+namespace {
+
+// Which fast path a fully_connected node takes, if any.
+enum class FcPath { reference, quant, f16 };
+
+FcPath fc_path(const KernelContext& c) {
+  const DType wt = c.in[1].dtype();
+  const int64_t ic = c.in[1].shape()[1];
+  if (c.in[0].dtype() != DType::f32 || c.out[0].dtype() != DType::f32) return FcPath::reference;
+  if (c.in.size() > 2 && c.in[2] && c.in[2].dtype() != DType::f32) return FcPath::reference;
+  if (wt == DType::f16) return FcPath::f16;
+  // 8-bit activations change the result (within the bound of linear_q8.h), so a graph asks
+  // for them per node: attribute input_rounding = "q8_0".
+  if ((wt == DType::q8_0 || wt == DType::q4_0) && ic % q8::kBlock == 0 &&
+      c.n.attr_str("input_rounding", "") == "q8_0")
+    return FcPath::quant;
+  return FcPath::reference;
+}
+
+// Per-thread scratch for the rounded activations; grows to the largest layer once, so a
+// steady decode loop allocates nothing here.
+struct ActScratch {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+};
+ActScratch& act_scratch() {
+  thread_local ActScratch s;
+  return s;
+}
+
+// y [M, OC] = act(x [M, IC] * w[OC, IC]^T + bias [OC]), through the fast kernels.
+Status fully_connected(KernelContext& c) {
+  const FcPath path = fc_path(c);
+  if (path == FcPath::reference) return fully_connected_reference(c);
+  const TensorRef &x = c.in[0], &w = c.in[1];
+  const TensorRef bias = c.in.size() > 2 ? c.in[2] : TensorRef{};
+  const int64_t oc_n = w.shape()[0], ic = w.shape()[1];
+  const int64_t m_n = x.elements() / ic;
+  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  const float* bp = bias ? bias.as<float>() : nullptr;
+  float* y = c.out[0].as<float>();
+  auto finish = [&](int64_t o0, int64_t o1) {
+    if (!bp && act == Activation::none) return;
+    for (int64_t m = 0; m < m_n; ++m)
+      for (int64_t o = o0; o < o1; ++o) y[m * oc_n + o] = activate(y[m * oc_n + o] + (bp ? bp[o] : 0.0f), act);
+  };
+  if (path == FcPath::f16) {
+    q8::F16Gemm g{w.as<uint16_t>(), x.as<float>(), m_n, ic, y, oc_n};
+    parallel_rows(c, oc_n, [&](int64_t o0, int64_t o1) { q8::gemm_f16(g, o0, o1), finish(o0, o1); },
+                  min_rows_per_chunk(m_n * ic));
+    return Status::Ok();
+  }
+  ActScratch& s = act_scratch();
+  const size_t nq = static_cast<size_t>(m_n * ic), nd = static_cast<size_t>(m_n * ic / q8::kBlock);
+  if (s.q.size() < nq) s.q.resize(nq);
+  if (s.d.size() < nd) s.d.resize(nd);
+  const float* xp = x.as<float>();
+  int8_t* qp = s.q.data();
+  float* dp = s.d.data();
+  parallel_rows(c, m_n, [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) q8::quantize_row(xp + m * ic, ic, qp + m * ic, dp + m * (ic / q8::kBlock));
+  }, min_rows_per_chunk(4 * ic));
+  q8::QuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, m_n, ic}, y, oc_n};
+  parallel_rows(c, oc_n, [&](int64_t o0, int64_t o1) { q8::gemm_quant(g, o0, o1), finish(o0, o1); },
+                min_rows_per_chunk(m_n * ic));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void register_fast_linear_kernels(KernelTable& t) { t.add(OpKind::fully_connected, KernelKind::plain, fully_connected); }
+
+}  // namespace tessera::cpu

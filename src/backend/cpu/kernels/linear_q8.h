@@ -1,0 +1,77 @@
+// Fast fully_connected for LLM weights: 8-bit activation blocks against Q8_0 / Q4_0 rows,
+// and f32 activations against F16 rows.
+//
+// Quantized weights (q8_0, q4_0): each activation row is rounded once to 8-bit blocks of
+// 32 as llama.cpp rounds matmul inputs (amax = max |x| over the block, d = amax / 127
+// rounded to binary16 as its q8_0 blocks store it, q = round-half-even(x * (127 / amax)),
+// q = 0 when amax = 0), then every block's dot
+// product is an exact integer. The float arithmetic is fixed per output element, so the
+// scalar and AVX2 kernels give identical bits whatever the tiling or thread count:
+//   8 lanes; lane l of block b holds s = sum_{i<4} w[32b+4l+i] * q[32b+4l+i] (exact int)
+//   acc[l] = fma(dw_b * dx_b, float(s), acc[l])      for b = 0, 1, ... in order
+//   y = hsum8(acc)
+// F16 weights (any row length K): acc[l] = fma(w[8j+l], x[8j+l], acc[l]) for j in order,
+// the K % 8 tail t = fma(w[k], x[k], t) in order, y = hsum8(acc) + t.
+// hsum8(a) = (s4[0] + s4[2]) + (s4[1] + s4[3]) with s4[i] = a[i] + a[i+4].
+//
+// Error against exact f32 activations: |x - q d| <= amax_b / 254 + 127 |d - amax_b / 127|
+// <= amax_b (1/254 + 2^-11) per value (half a step, plus the binary16 rounding of d), so a
+// dot product moves by at most sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i| plus float
+// rounding (the tests check this bound).
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/types.h"
+
+namespace tessera::cpu::q8 {
+
+constexpr int64_t kBlock = 32;  // values per activation block (= GGUF q8_0 / q4_0 block)
+
+// Activation rows rounded to 8-bit blocks: row m has q[m * k .. + k) and d[m * k/32 ..].
+struct ActRows {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  int64_t m = 0;  // rows
+  int64_t k = 0;  // values per row (multiple of 32)
+};
+
+// y[m * ldy + o] = dot(activation row m, weight row o) for every m and o in [o0, o1).
+struct QuantGemm {
+  DType wt = DType::q8_0;      // q8_0 or q4_0
+  const uint8_t* w = nullptr;  // [OC] rows of k / 32 GGUF blocks
+  int64_t w_row_bytes = 0;
+  ActRows x;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+struct F16Gemm {
+  const uint16_t* w = nullptr;  // [OC, k] binary16 bits
+  const float* x = nullptr;     // [m, k]
+  int64_t m = 0, k = 0;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Rounds n values (n % 32 == 0) to q[n] and d[n / 32].
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
+
+// The portable kernels (the definition of the arithmetic above).
+namespace scalar {
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
+}  // namespace scalar
+
+#if defined(__x86_64__)
+namespace avx2 {
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
+}  // namespace avx2
+#endif
+
+}  // namespace tessera::cpu::q8

@@ -1,0 +1,285 @@
+// The fast LLM fully_connected kernels (backend/cpu/kernels/linear_q8.h): AVX2 against the
+// portable kernels bit for bit, both against a dot product in double within the bound of
+// the 8-bit activation rounding, and the cpu kernel through a Session (thread counts, the
+// opt-in attribute, the reference when not asked).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/cpu/kernels/linear_q8.h"
+#include "convert/simd.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+using cpu::q8::kBlock;
+
+double f16_value(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// Nearest binary16 of a value in the normal range (the test's own encoder).
+uint16_t f16_bits(double v) {
+  const uint16_t s = v < 0 ? 0x8000 : 0;
+  v = std::fabs(v);
+  int e;
+  std::frexp(v, &e);  // v = f * 2^e, f in [0.5, 1)
+  const double unit = std::ldexp(1.0, e - 11);
+  const double r = std::nearbyint(v / unit) * unit;
+  std::frexp(r, &e);
+  const int mant = static_cast<int>(std::ldexp(r, 11 - e)) - 1024;
+  return static_cast<uint16_t>(s | ((e + 14) << 10) | mant);
+}
+
+struct Weights {
+  DType t;
+  int64_t oc, k;
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;  // [oc, k] what the bytes represent
+  int64_t row_bytes() const { return static_cast<int64_t>(bytes.size()) / oc; }
+};
+
+// Random GGUF rows: q8_0 bytes over the whole int8 range (-128 included), q4_0 nibbles,
+// f16 values in [-1, 1); block scales in [0.005, 0.05).
+Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> scale(0.005, 0.05), unit(-1, 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  Weights w{t, oc, k, {}, {}};
+  w.values.resize(static_cast<size_t>(oc * k));
+  for (int64_t o = 0; o < oc; ++o) {
+    if (t == DType::f16) {
+      for (int64_t i = 0; i < k; ++i) {
+        double u = unit(rng);
+        if (std::fabs(u) < 1e-3) u = 0.25;  // stay in binary16's normal range
+        const uint16_t h = f16_bits(u);
+        w.bytes.push_back(h & 0xff), w.bytes.push_back(h >> 8);
+        w.values[o * k + i] = f16_value(h);
+      }
+      continue;
+    }
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      const uint16_t dh = f16_bits(scale(rng));
+      const double d = f16_value(dh);
+      w.bytes.push_back(dh & 0xff), w.bytes.push_back(dh >> 8);
+      double* v = &w.values[o * k + b * kBlock];
+      if (t == DType::q8_0) {
+        for (int i = 0; i < kBlock; ++i) {
+          const int8_t q = static_cast<int8_t>(byte(rng) - 128);
+          w.bytes.push_back(static_cast<uint8_t>(q));
+          v[i] = d * q;
+        }
+      } else {
+        for (int j = 0; j < kBlock / 2; ++j) {
+          const int lo = byte(rng) & 15, hi = byte(rng) & 15;
+          w.bytes.push_back(static_cast<uint8_t>(lo | hi << 4));
+          v[j] = d * (lo - 8), v[j + kBlock / 2] = d * (hi - 8);
+        }
+      }
+    }
+  }
+  return w;
+}
+
+std::vector<float> random_acts(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  v[0] = 0.5f;  // never all zeros; one block below is all zeros (d = 0)
+  if (n >= 2 * kBlock) std::fill(v.begin() + kBlock, v.begin() + 2 * kBlock, 0.0f);
+  return v;
+}
+
+struct Rounded {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+};
+
+Rounded round_rows(const std::vector<float>& x, int64_t m, int64_t k, bool simd) {
+  Rounded r{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock)};
+  auto* f = cpu::q8::scalar::quantize_row;
+#if defined(__x86_64__)
+  if (simd) f = cpu::q8::avx2::quantize_row;
+#endif
+  for (int64_t i = 0; i < m; ++i) f(x.data() + i * k, k, r.q.data() + i * k, r.d.data() + i * k / kBlock);
+  return r;
+}
+
+TEST(LinearQ8, RoundingFollowsTheBlockRule) {
+  const int64_t k = 8 * kBlock;
+  std::vector<float> x = random_acts(k, 7);
+  x[5] = -x[5] * 40;  // a block whose amax is negative
+  Rounded r = round_rows(x, 1, k, false);
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    double amax = 0;
+    for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(double{x[b * kBlock + i]}));
+    EXPECT_LE(std::fabs(r.d[b] - amax / 127), amax / 127 * 0x1p-11);  // binary16-rounded
+    for (int i = 0; i < kBlock; ++i) {
+      const int64_t j = b * kBlock + i;
+      ASSERT_LE(std::abs(int{r.q[j]}), 127);
+      if (amax == 0) {
+        EXPECT_EQ(r.q[j], 0);
+        continue;
+      }
+      EXPECT_LE(std::fabs(x[j] - r.q[j] * double{r.d[b]}), amax * (1.0 / 254 + 0x1p-11) * (1 + 1e-6)) << "value " << j;
+      if (std::fabs(x[j]) == amax) {
+        EXPECT_EQ(std::abs(int{r.q[j]}), 127);
+      }
+    }
+  }
+}
+
+TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
+  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  uint32_t seed = 100;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
+    for (int64_t m : {1, 2, 5, 9})
+      for (int64_t oc : {1, 6, 13}) {
+        const int64_t k = t == DType::f16 ? (oc == 6 ? 172 : 8 * oc + 3) : kBlock * (oc % 4 + 1) * 2;
+        SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
+                     std::to_string(k));
+        Weights w = random_weights(t, oc, k, ++seed);
+        std::vector<float> x = random_acts(m * k, ++seed);
+        std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+        if (t == DType::f16) {
+          cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, ys.data(), oc};
+          cpu::q8::scalar::gemm_f16(g, 0, oc);
+          g.y = yv.data();
+          cpu::q8::avx2::gemm_f16(g, 0, oc / 2);  // two calls: a split like two threads make
+          cpu::q8::avx2::gemm_f16(g, oc / 2, oc);
+        } else {
+          Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
+          ASSERT_EQ(rs.q, rv.q);
+          ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), m, k}, ys.data(), oc};
+          cpu::q8::scalar::gemm_quant(g, 0, oc);
+          g.y = yv.data();
+          cpu::q8::avx2::gemm_quant(g, 0, oc / 2);
+          cpu::q8::avx2::gemm_quant(g, oc / 2, oc);
+        }
+        ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+      }
+#endif
+}
+
+// Against double: |y - exact| <= sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i|
+// (activation rounding, linear_q8.h; none for f16) + 1e-6 * sum |w x| (float
+// accumulation over at most a few hundred terms).
+TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
+  uint32_t seed = 500;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {
+    const int64_t m = 3, oc = 7, k = t == DType::f16 ? 172 : 256;
+    Weights w = random_weights(t, oc, k, ++seed);
+    std::vector<float> x = random_acts(m * k, ++seed);
+    std::vector<float> y(static_cast<size_t>(m * oc));
+    if (t == DType::f16) {
+      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y.data(), oc}, 0, oc);
+    } else {
+      Rounded r = round_rows(x, m, k, convert::use_avx2());  // the level the dispatch uses
+      cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), m, k}, y.data(), oc}, 0, oc);
+    }
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t o = 0; o < oc; ++o) {
+        double exact = 0, mag = 0, bound = 0;
+        for (int64_t b = 0; b * kBlock < k; ++b) {
+          double amax = 0, wsum = 0;
+          for (int64_t j = b * kBlock; j < std::min(k, (b + 1) * kBlock); ++j) {
+            const double xv = x[i * k + j], wv = w.values[o * k + j];
+            exact += xv * wv, mag += std::fabs(xv * wv), wsum += std::fabs(wv);
+            amax = std::max(amax, std::fabs(xv));
+          }
+          if (t != DType::f16) bound += amax * (1.0 / 254 + 0x1p-11) * wsum;
+        }
+        bound += 1e-6 * mag;
+        const double err = std::fabs(y[i * oc + o] - exact);
+        EXPECT_LE(err, bound) << dtype_name(t) << " row " << i << " out " << o;
+        worst = std::max(worst, err / bound);
+      }
+    // The bound is not vacuous: the q8 rounding error is a visible part of it.
+    if (t != DType::f16) {
+      EXPECT_GT(worst, 0.01) << dtype_name(t);
+    }
+  }
+}
+
+// ---- through a Session: the cpu fully_connected kernel ----
+
+Graph fc_graph(const Weights& w, int64_t m, bool rounding) {
+  Graph g;
+  Tensor x;
+  x.name = "x", x.shape = {m, w.k}, x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  g.inputs.push_back(xi);
+  Tensor wt;
+  wt.name = "w", wt.shape = {w.oc, w.k}, wt.dtype = w.t, wt.role = Role::weight;
+  wt.data = ConstData::from_vector(std::vector<uint8_t>(w.bytes));
+  TensorId wi = g.add_tensor(wt);
+  std::map<std::string, AttrValue> attrs;
+  if (rounding) attrs["input_rounding"] = std::string("q8_0");
+  TensorId y = *g.add_op(OpKind::fully_connected, {xi, wi}, attrs, "fc");
+  g.tensor(y).role = Role::output;
+  g.outputs = {y};
+  return g;
+}
+
+std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threads) {
+  SessionOptions o;
+  o.device_options["threads"] = std::to_string(threads);
+  auto s = Session::create(g, o);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  EXPECT_TRUE((*s)->set_input(0, x.data(), static_cast<int64_t>(x.size() * 4)).ok());
+  EXPECT_TRUE((*s)->run().ok());
+  auto out = (*s)->output(0);
+  std::vector<float> y(out->size() / 4);
+  std::memcpy(y.data(), out->data(), out->size());
+  return y;
+}
+
+TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
+  uint32_t seed = 900;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t m = 5, oc = 37, k = 128;
+    Weights w = random_weights(t, oc, k, ++seed);
+    std::vector<float> x = random_acts(m * k, ++seed);
+    // What the kernels compute, called directly.
+    std::vector<float> want(static_cast<size_t>(m * oc));
+    if (t == DType::f16) {
+      cpu::q8::scalar::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc},
+                                0, oc);
+    } else {
+      Rounded r = round_rows(x, m, k, false);
+      cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), m, k}, want.data(), oc},
+                                  0, oc);
+    }
+    const Graph rounded = fc_graph(w, m, true);
+    for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(rounded, x, threads), want) << threads << " threads";
+    // Without the attribute, quantized weights take the f32 reference: exact activations.
+    if (t != DType::f16) {
+      std::vector<float> ref = run_fc(fc_graph(w, m, false), x, 2);
+      ASSERT_EQ(ref.size(), want.size());
+      EXPECT_NE(ref, want);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t o = 0; o < oc; ++o) {
+          double exact = 0, mag = 0;
+          for (int64_t j = 0; j < k; ++j)
+            exact += double{x[i * k + j]} * w.values[o * k + j], mag += std::fabs(x[i * k + j] * w.values[o * k + j]);
+          EXPECT_NEAR(ref[i * oc + o], exact, 1e-6 * mag + 1e-7);
+        }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
