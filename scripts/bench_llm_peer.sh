@@ -44,7 +44,13 @@ print(pp[0], tg[0])'
 # Prints "PROMPT_TPS GEN_TPS" from tessera bench's summary line.
 tessera_run() {
   "${rt[@]}" "$tessera" bench "$1" -p "$pp" -n "$tg" -t "$2" --depth "$depth" -r 1 |
-    sed -n 's/^threads [0-9]*: prompt tokens\/s \([0-9.]*\), generation tokens\/s \([0-9.]*\).*/\1 \2/p'
+    python3 -c '
+import re, sys
+for line in sys.stdin:
+    p = re.search(r"prompt tokens/s ([0-9.]+)", line)
+    g = re.search(r"generation tokens/s ([0-9.]+)", line)
+    if line.startswith("threads") and p and g:
+        print(p.group(1), g.group(1))'
 }
 
 median() { python3 -c 'import sys, statistics; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }

@@ -168,7 +168,7 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
     };
     auto row = [&](const std::string& test, const std::vector<double>& v) {
       const Rate r = rate_of(v);
-      fmt::print("| {:>7} | {:>7} | {:>10.1f} | {:>11} | {:>20} |\n", threads, args.batch,
+      fmt::print("| {:>7} | {:>7} | {:>10.1f} | {:>11} | {:>20} |\n", threads, std::min(args.batch, ctx),
                  gen->kv_cache_bytes() / 1048576.0, test, fmt::format("{:.2f} ± {:.2f}", r.mean, r.sd));
       return r.mean;
     };
