@@ -19,6 +19,10 @@ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -D
   -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_C_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
 
+# The model fuzzers (tflite, gguf, image) and the corpus generator need the header generated
+# from the TFLite schema in the fixtures; without it they are not built (fuzz/CMakeLists.txt).
+if [ -f "$SHARED/schema/tflite_schema.fbs" ]; then MODELS=1; else MODELS=0; echo "fuzz: no TFLite schema; model fuzzers skipped" >&2; fi
+
 # run_target NAME SEED_FILE...: builds NAME, seeds its corpus, fuzzes for the time given.
 run_target() {
   local name="$1" corpus="$B/corpus/$1"
@@ -32,7 +36,7 @@ run_target() {
     -artifact_prefix="$B/crashes/$name/" -print_final_stats=1
 }
 
-if [ -f fuzz/gguf_fuzz.cpp ]; then
+if [ -f fuzz/gguf_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   # Real files that mix f32, f16, q8_0 and q4_0 tensors (the smallest of the fixtures), and
   # one that mixes the K-quants q2_K, q3_K, q4_K and q6_K.
   run_target gguf_fuzz "$SHARED/models/gguf/aidreams260K-Q4_0.gguf" "$SHARED/models/gguf/aidreams260K-Q8_0.gguf" \
@@ -52,13 +56,13 @@ seed_tflite() {
   done
 }
 
-if [ -f fuzz/tflite_fuzz.cpp ]; then
+if [ -f fuzz/tflite_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   seed_tflite "$B/corpus/tflite_fuzz"
   run_target tflite_fuzz
 fi
 
 # The image decoders: the shared photos that are small enough to mutate quickly.
-if [ -f fuzz/image_fuzz.cpp ]; then
+if [ -f fuzz/image_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   mkdir -p "$B/corpus/image_fuzz"
   for img in "$SHARED"/images/*.jpg; do
     [ -f "$img" ] && [ "$(stat -c %s "$img")" -le 200000 ] && cp -n "$img" "$B/corpus/image_fuzz/" || true
@@ -96,7 +100,7 @@ replay_corpus() {
   rm -rf "$dir"
 }
 
-if [ -f fuzz/hostile_corpus.cpp ] && [ "${TESSERA_CORPUS_REPLAY:-1}" != 0 ]; then
+if [ -f fuzz/hostile_corpus.cpp ] && [ "$MODELS" = 1 ] && [ "${TESSERA_CORPUS_REPLAY:-1}" != 0 ]; then
   cmake --build "$B" -j2 --target hostile_corpus tflite_fuzz gguf_fuzz
   mkdir -p "$B/hostile" "$B/crashes/tflite_fuzz" "$B/crashes/gguf_fuzz"
   for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant; do

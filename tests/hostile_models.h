@@ -15,7 +15,12 @@
 #include <string>
 #include <vector>
 
+// The TFLite helpers need the header generated from the schema in ../shared (absent in a
+// checkout without the fixtures, where the TFLite importer is not built either).
+#if __has_include("tflite_schema_generated.h")
 #include "tflite_schema_generated.h"
+#define TESSERA_HOSTILE_TFLITE 1
+#endif
 
 namespace tessera::testing::hostile {
 
@@ -25,6 +30,8 @@ struct Variant {
   std::string name;  // what was done, e.g. "shape-t16-wrap" (used as a file name)
   Bytes bytes;
 };
+
+#ifdef TESSERA_HOSTILE_TFLITE
 
 // Where a TFLite tensor's shape and type live in the file.
 struct TfliteTensorSite {
@@ -84,6 +91,8 @@ inline std::optional<TfliteTensorSite> find_tflite_tensor(const Bytes& model, co
   }
   return std::nullopt;
 }
+
+#endif  // TESSERA_HOSTILE_TFLITE
 
 // Where a GGUF tensor's dims and type live in the file.
 struct GgufTensorSite {
@@ -198,6 +207,7 @@ inline void add_bit_flips(const Bytes& file, int count, uint32_t seed, std::vect
   }
 }
 
+#ifdef TESSERA_HOSTILE_TFLITE
 // Dims that make a rank-r element count overflow, vanish or exceed any sane size.
 inline std::vector<std::vector<int32_t>> hostile_tflite_shapes(int rank) {
   constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
@@ -242,6 +252,8 @@ inline void add_tflite_edits(const Bytes& model, int max_tensors, std::vector<Va
     }
   }
 }
+
+#endif  // TESSERA_HOSTILE_TFLITE
 
 // The same for a GGUF file: dims that wrap (2^32 x 2^32), vanish, or claim the whole
 // address space, and types that are other, unsupported or unknown ggml types.

@@ -50,6 +50,7 @@ class HostileCli : public testing::CliTest {
   }
 };
 
+#ifdef TESSERA_HOSTILE_TFLITE  // the schema-generated header is present
 TEST_F(HostileCli, WrappedShapeIsRefusedByInspectRunAndClassify) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(cat, "images/cat.bmp");
@@ -65,6 +66,8 @@ TEST_F(HostileCli, WrappedShapeIsRefusedByInspectRunAndClassify) {
   expect_clean_failure("run " + path("wrapped.tflite") + " --input " + path("in.bin") + " --output " + path("o"), expect);
   expect_clean_failure("classify " + path("wrapped.tflite") + " " + cat, expect);
 }
+
+#endif  // TESSERA_HOSTILE_TFLITE
 
 TEST_F(HostileCli, DirectoriesAndDevicesAreRefused) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/hello_world_int8.tflite");

@@ -39,6 +39,8 @@ struct OpSite {
   std::string label;  // "op 12 (CONV_2D v3)"
 
   Status fail(const std::string& msg) const;
+  // Refuses quantized input/output scales whose ratio could overflow integer rescaling.
+  Status check_rescale(const Node& n) const;
   // The operator's input / output count, and the graph tensor for input / output k.
   int num_inputs() const { return op->inputs() ? static_cast<int>(op->inputs()->size()) : 0; }
   int num_outputs() const { return op->outputs() ? static_cast<int>(op->outputs()->size()) : 0; }

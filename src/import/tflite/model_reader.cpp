@@ -1,5 +1,6 @@
 // TFLite model reader: verifies the flatbuffer, then turns tensors, buffers and
 // quantization parameters into graph tensors, checking each one before it is used.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -219,6 +220,30 @@ Status OpSite::expect_io(int lo, int hi, int outs) const {
   return Status::Ok();
 }
 
+Status OpSite::check_rescale(const Node& n) const {
+  // The quantized kernels rescale int32 values by input scale / output scale (TFLite's
+  // reference arithmetic, which assumes sane scales). Codes differ by at most 255 (65,025
+  // for a product), so a ratio up to 2^14 cannot overflow; real models stay far below 1,000.
+  constexpr double kMaxRescale = 16384;
+  auto quantized = [](const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); };
+  for (TensorId o : n.outputs) {
+    const Tensor& out = cx.graph.tensor(o);
+    if (!quantized(out)) continue;
+    const double out_scale = *std::min_element(out.quant.scale.begin(), out.quant.scale.end());
+    for (TensorId i : n.inputs) {
+      if (i == kNoTensor) continue;
+      const Tensor& in = cx.graph.tensor(i);
+      if (!quantized(in) || in.role == Role::weight) continue;
+      const double in_scale = *std::max_element(in.quant.scale.begin(), in.quant.scale.end());
+      if (!(in_scale <= kMaxRescale * out_scale))
+        return fail("input '" + in.name + "' scale " + std::to_string(in_scale) + " over output '" + out.name +
+                    "' scale " + std::to_string(out_scale) + " exceeds " + std::to_string(kMaxRescale) +
+                    ": the integer rescaling could overflow");
+    }
+  }
+  return Status::Ok();
+}
+
 Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<TensorId> outputs,
                    std::map<std::string, AttrValue> attrs, const std::string& suffix) {
   Node n;
@@ -229,6 +254,7 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   n.attrs = std::move(attrs);
   for (TensorId o : n.outputs)
     if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
+  TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that
   // an inconsistent model is reported at the operator that is wrong.

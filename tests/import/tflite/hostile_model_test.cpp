@@ -4,6 +4,7 @@
 // is refused with a message; the sanitizer builds (scripts/fuzz.sh) replay the same files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -11,6 +12,8 @@
 #include "hostile_models.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
+
+#ifdef TESSERA_HOSTILE_TFLITE  // the schema-generated header is present
 
 namespace tessera {
 namespace {
@@ -78,6 +81,30 @@ TEST(HostileTflite, ScalesThatCanOverflowTheAccumulatorAreRefused) {
   EXPECT_NE(g.status().message().find("FULLY_CONNECTED"), std::string::npos) << g.status().message();
 }
 
+TEST(HostileTflite, RescalesThatCanOverflowAreRefused) {
+  // person_detect's AVERAGE_POOL_2D with its output scale shrunk to 1e-12: the pool kernel
+  // would rescale by 10^10. Refused at import, naming the op and both tensors.
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/person_detect.tflite");
+  hostile::Bytes model = testing::read_file(path);
+  const auto* m = ::tflite::GetModel(model.data());
+  const auto* sg = m->subgraphs()->Get(0);
+  const ::tflite::Tensor* out = nullptr;
+  for (const auto* op : *sg->operators()) {
+    const auto* code = m->operator_codes()->Get(op->opcode_index());
+    if (std::max<int32_t>(code->deprecated_builtin_code(), code->builtin_code()) == ::tflite::BuiltinOperator_AVERAGE_POOL_2D)
+      out = sg->tensors()->Get(op->outputs()->Get(0));
+  }
+  ASSERT_NE(out, nullptr) << "person_detect has no AVERAGE_POOL_2D";
+  const size_t at = static_cast<size_t>(out->quantization()->scale()->Data() - model.data());
+  const float tiny = 1e-12f;
+  std::memcpy(&model[at], &tiny, 4);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(model));
+  ASSERT_FALSE(g.ok());
+  const std::string& msg = g.status().message();
+  EXPECT_NE(msg.find("AVERAGE_POOL_2D"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the integer rescaling could overflow"), std::string::npos) << msg;
+}
+
 // Imports `bytes`; if that succeeds the graph must validate and, when `run` is set, run on
 // the cpu (or fail with a Status). Returns whether it imported.
 bool import_and_run(const hostile::Variant& v, bool run) {
@@ -123,3 +150,5 @@ TEST(HostileTflite, StructuredCorruptionsOfTheSmallModelsFailCleanly) {
 
 }  // namespace
 }  // namespace tessera
+
+#endif  // TESSERA_HOSTILE_TFLITE
