@@ -132,8 +132,9 @@ static Status validate_tensor(const Tensor& t) {
   TS_ASSIGN_OR_RETURN(int64_t bytes, checked_host_bytes(t.shape, t.dtype, what));
   if (t.role == Role::weight) {
     if (!t.data) return error(StatusCode::invalid_argument, what, " has no data");
-    // The importers demand exact sizes of file buffers; here only reading past the end matters.
-    if (t.data->size < bytes || (bytes > 0 && !t.data->data))
+    // The importers demand exact sizes of file buffers (and always point at real bytes);
+    // here only reading past the end matters.
+    if (t.data->size < bytes)
       return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " needs ",
                    bytes, " bytes but its data has ", t.data->size);
   }
@@ -143,12 +144,15 @@ static Status validate_tensor(const Tensor& t) {
     return error(StatusCode::invalid_argument, what, ": ", q.scale.size(), " quantization scales but ",
                  q.zero_point.size(), " zero points");
   if (q.scale.size() > 1 || q.axis >= 0) {
-    if (q.axis < 0 || q.axis >= static_cast<int>(t.shape.size()))
+    // A vector (a bias) has one axis; graphs built in code may leave it unnamed (-1).
+    const bool vector_axis = q.axis < 0 && t.shape.size() == 1;
+    if (!vector_axis && (q.axis < 0 || q.axis >= static_cast<int>(t.shape.size())))
       return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), ": quantization axis ", q.axis,
                    " is outside its rank");
-    if (q.scale.size() != 1 && static_cast<int64_t>(q.scale.size()) != t.shape[q.axis])
+    const int axis = vector_axis ? 0 : q.axis;
+    if (q.scale.size() != 1 && static_cast<int64_t>(q.scale.size()) != t.shape[axis])
       return error(StatusCode::invalid_argument, what, " ", shape_str(t.shape), ": ", q.scale.size(),
-                   " per-axis scales for axis ", q.axis, " of size ", t.shape[q.axis]);
+                   " per-axis scales for axis ", axis, " of size ", t.shape[axis]);
   }
   return Status::Ok();
 }

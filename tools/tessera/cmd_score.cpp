@@ -58,8 +58,13 @@ void add_score_command(CLI::App& app) {
     if (static_cast<int64_t>(ids.size()) > model->context_length())
       take(error(StatusCode::out_of_range, "'", a->ids, "' has ", ids.size(), " ids but the context holds ",
                  model->context_length()));
+    // Scoring checks a file's weights: every matrix product takes f32 activations (no 8-bit
+    // rounding of its input, which generate does as llama.cpp does) and the KV cache is f32.
+    model->set_input_rounding(false);
+    llm::GeneratorOptions go = take(generator_options(a->dev, "", model->layers(), 1));
+    go.kv_type = DType::f32;
     // One token per step: every prefix's logits come from the decode session.
-    auto gen = take(llm::Generator::create(*model, take(generator_options(a->dev, "", model->layers(), 1))));
+    auto gen = take(llm::Generator::create(*model, go));
     std::FILE* out = std::fopen(a->out.c_str(), "wb");
     if (!out) take(error(StatusCode::invalid_argument, "cannot write '", a->out, "'"));
     for (int32_t id : ids) {
