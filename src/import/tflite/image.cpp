@@ -22,13 +22,16 @@ Status check_png_chunks(const uint8_t* data, size_t size, const std::string& wha
   static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (size < 8 || std::memcmp(data, kSignature, 8) != 0) return Status::Ok();  // not a PNG
   size_t at = 8;
-  while (size - at >= 12) {  // length, type, data, CRC
+  // Every chunk whose length and type are present (the decoder acts on those before it
+  // reads the data, even at the very end of a truncated file): length, type, data, CRC.
+  while (size - at >= 8) {
     const uint32_t length = (uint32_t{data[at]} << 24) | (uint32_t{data[at + 1]} << 16) |
                             (uint32_t{data[at + 2]} << 8) | uint32_t{data[at + 3]};
-    if (length > size - at - 12)
+    if (length > size - at - 8)
       return error(StatusCode::invalid_argument, "cannot decode image ", what, ": PNG chunk at byte ", at,
-                   " claims ", length, " bytes but only ", size - at - 12, " remain");
+                   " claims ", length, " bytes but only ", size - at - 8, " remain");
     if (std::memcmp(data + at + 4, "IEND", 4) == 0) break;
+    if (size - at - 8 - length < 4) break;  // no room for the CRC: nothing follows
     at += 12 + length;
   }
   return Status::Ok();

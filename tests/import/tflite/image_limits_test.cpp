@@ -99,6 +99,18 @@ TEST(ImageLimits, PngChunksLongerThanTheFileAreRefused) {
       << bad.status().message();
 }
 
+TEST(ImageLimits, ATruncatedLastPngChunkIsCheckedToo) {
+  // Found by image_fuzz: after a valid IDAT, a second IDAT header claiming 0x49b40000 bytes
+  // with one byte of data left (no room for a CRC): stb grew its buffer to 2 GiB.
+  const Bytes png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0x0d, 'I', 'H', 'D', 'R', 0, 0, 0, 5, 0, 0, 0, 2,
+                     1, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0a, 'I', 'D', 'A', 'T', 0x78, 0x9c, 0x63, 0x20,
+                     0x01, 0, 0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0x00, 0x49, 0xb4, 0, 0, 'I', 'D', 'A', 'T', 0xac};
+  auto bad = tflite::decode_image(png.data(), png.size(), "'truncated.png'");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("claims 1236533248 bytes but only 1 remain"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ImageLimits, InputConversionRefusesAnEmptyImage) {
   Tensor t;
   t.name = "input";
