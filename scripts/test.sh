@@ -2,12 +2,18 @@
 # Runs the whole test suite: a short libFuzzer run of the model readers (TFLite, GGUF;
 # clang build in ./build-fuzz), then every GoogleTest program through CTest. Fixtures are
 # read from ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of
-# skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing).
+# skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing); the
+# thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-20}"
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
   ./scripts/fuzz.sh "$FUZZ_SECONDS"
+fi
+# Sessions sharing a device on several threads, under ThreadSanitizer (./build-tsan).
+# TESSERA_TSAN=0 skips it.
+if [ "${TESSERA_TSAN:-1}" != 0 ]; then
+  ./scripts/tsan.sh
 fi
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2 "$@"
