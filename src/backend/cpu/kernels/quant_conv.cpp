@@ -91,10 +91,6 @@ std::vector<int16_t> centred_input(const KernelContext& c, int32_t zp) {
   return out;
 }
 
-inline int32_t finish(int32_t acc, int64_t o, const int32_t* bias, const ConvQuant& p) {
-  return conv_requantize(acc, o, bias, p);
-}
-
 Status conv2d(KernelContext& c) {
   if (c.prepared) return run_packed_conv(c);
   const Shape& xs = c.in[0].shape();
@@ -135,7 +131,7 @@ Status conv2d(KernelContext& c) {
           const int16_t* wr = wc.data() + o * K;
           int32_t acc = 0;
           for (int64_t k = 0; k < K; ++k) acc += static_cast<int32_t>(wr[k]) * patch[k];
-          q::store(y, yt, out_base + o, finish(acc, o, bias, p));
+          q::store(y, yt, out_base + o, conv_requantize(acc, o, bias, p));
         }
       }
     }
@@ -185,7 +181,7 @@ Status depthwise_conv2d(KernelContext& c) {
           }
         }
         const int64_t out_base = ((b * OH + oy) * OW + ox) * OC;
-        for (int64_t o = 0; o < OC; ++o) q::store(y, yt, out_base + o, finish(acc[o], o, bias, p));
+        for (int64_t o = 0; o < OC; ++o) q::store(y, yt, out_base + o, conv_requantize(acc[o], o, bias, p));
       }
     }
   }, 1);
@@ -216,7 +212,7 @@ Status fully_connected(KernelContext& c) {
         const int16_t* wr = wc.data() + o * IC;
         int32_t acc = 0;
         for (int64_t k = 0; k < IC; ++k) acc += static_cast<int32_t>(wr[k]) * xr[k];
-        q::store(y, yt, r * OC + o, finish(acc, o, bias, p));
+        q::store(y, yt, r * OC + o, conv_requantize(acc, o, bias, p));
       }
     }
   }, 16);

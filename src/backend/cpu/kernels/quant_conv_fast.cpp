@@ -94,8 +94,8 @@ const Tensor* bias_of(const Graph& g, const Node& n) {
   return n.inputs.size() > 2 && n.inputs[2] != kNoTensor ? &g.tensor(n.inputs[2]) : nullptr;
 }
 
-// Constant operands the packing reads; nullopt-like nullptr when the node's weights are not
-// constants (then the reference kernel runs).
+// Whether the operands the packing reads (weights, bias) are constants; when they are not,
+// the prepare functions return nullptr and the reference kernel runs.
 bool constant_operands(const Graph& g, const Node& n) {
   if (!g.tensor(n.inputs[1]).data) return false;
   const Tensor* b = bias_of(g, n);
