@@ -25,6 +25,7 @@
 #include "import/gguf/llama_model.h"
 #include "runtime/llm/chat_template.h"
 #include "runtime/llm/generator.h"
+#include "runtime/llm/stop_scanner.h"
 
 namespace tessera::cli {
 
@@ -71,53 +72,6 @@ class LineReader {
  private:
   std::string buf_;
   bool eof_ = false;
-};
-
-// Streams a reply while watching for stop strings that arrive as text (split over several
-// tokens): text that could be the start of a stop string is held back until it cannot.
-class StopScanner {
- public:
-  explicit StopScanner(std::vector<std::string> stops) : stops_(std::move(stops)) {}
-  // Adds a piece; returns the text that may be shown now. Sets stopped() when a stop string
-  // is complete (the text from it on is dropped).
-  std::string add(const std::string& piece) {
-    pending_ += piece;
-    for (const auto& s : stops_) {
-      const size_t at = pending_.find(s);
-      if (at != std::string::npos) {
-        stopped_ = true;
-        std::string out = pending_.substr(0, at);
-        pending_.clear();
-        text_ += out;
-        return out;
-      }
-    }
-    size_t keep = 0;  // the longest tail of pending_ that starts a stop string
-    for (const auto& s : stops_)
-      for (size_t k = std::min(s.size() - 1, pending_.size()); k > keep; --k)
-        if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
-          keep = k;
-          break;
-        }
-    std::string out = pending_.substr(0, pending_.size() - keep);
-    pending_.erase(0, pending_.size() - keep);
-    text_ += out;
-    return out;
-  }
-  // The held-back text, once the reply has ended another way.
-  std::string flush() {
-    std::string out = std::move(pending_);
-    pending_.clear();
-    text_ += out;
-    return out;
-  }
-  bool stopped() const { return stopped_; }
-  const std::string& text() const { return text_; }  // everything shown
-
- private:
-  std::vector<std::string> stops_;
-  std::string pending_, text_;
-  bool stopped_ = false;
 };
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -256,7 +210,7 @@ void add_chat_command(CLI::App& app) {
       cached = ids;
       const auto t1 = std::chrono::steady_clock::now();
 
-      StopScanner scan(tmpl.stop_strings());
+      llm::StopScanner scan(tmpl.stop_strings());
       int64_t generated = 0;
       std::string ended = "token limit";
       for (;;) {
