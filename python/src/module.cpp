@@ -146,7 +146,7 @@ class PyModel {
     py::list outs;
     for (size_t i = 0; i < s_->num_outputs(); ++i) outs.append(output(i));
     if (outs.size() == 1) return outs[0];
-    return std::move(outs);
+    return outs;
   }
 
   // Output `i` of the last run, read straight into a new numpy array.
