@@ -45,6 +45,7 @@ typedef enum tessera_dtype {
 const char* tessera_version(void);
 /* The message of the last failed call on this thread ("" when none failed yet). */
 const char* tessera_last_error(void);
+/* "ok", "invalid_argument", "not_found", ... (the enumerator's name in lower case). */
 const char* tessera_status_name(tessera_status status);
 const char* tessera_dtype_name(tessera_dtype dtype);
 

@@ -31,7 +31,20 @@ struct TesseraError {
 
 PyObject* g_error_type = nullptr;
 
-[[noreturn]] void raise(const Status& s) { throw TesseraError{status_code_name(s.code()), s.message()}; }
+// The code as an identifier: "invalid_argument", "not_found", "io_error", "internal", ...
+std::string code_name(StatusCode c) {
+  switch (c) {
+    case StatusCode::io_error: return "io_error";
+    case StatusCode::internal: return "internal";
+    default: break;
+  }
+  std::string s = status_code_name(c);
+  for (char& ch : s)
+    if (ch == ' ') ch = '_';
+  return s;
+}
+
+[[noreturn]] void raise(const Status& s) { throw TesseraError{code_name(s.code()), s.message()}; }
 void check(const Status& s) {
   if (!s.ok()) raise(s);
 }

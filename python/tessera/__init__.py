@@ -8,7 +8,7 @@
         print(piece, end="")
 
 Errors raise tessera.Error (a RuntimeError) whose message is Tessera's and whose `code` is
-the status name ("invalid_argument", "not_found", "unsupported", ...).
+the status name ("invalid_argument", "not_found", "unsupported", "out_of_range", ...).
 
 Thread safety: a Model (what load returns) and a LanguageModel are used by one thread at a
 time; load one per thread to run concurrently. The native calls release the GIL while they

@@ -86,8 +86,10 @@ extern "C" {
 const char* tessera_version(void) { return TESSERA_VERSION_STRING; }
 const char* tessera_last_error(void) { return g_last_error.c_str(); }
 const char* tessera_status_name(tessera_status status) {
+  static const char* const names[] = {"ok",           "invalid_argument", "not_found", "unsupported",
+                                      "out_of_memory", "out_of_range",     "io_error",  "internal"};
   if (status < TESSERA_OK || status > TESSERA_INTERNAL) return "unknown";
-  return tessera::status_code_name(static_cast<StatusCode>(status));
+  return names[status];
 }
 const char* tessera_dtype_name(tessera_dtype dtype) {
   if (dtype < TESSERA_F32 || dtype > TESSERA_Q6_K) return "unknown";

@@ -73,7 +73,7 @@ static size_t argmax_u8(const unsigned char* v, size_t n) {
 static void test_basics(void) {
   CHECK(strlen(tessera_version()) > 0, "empty version");
   CHECK(strcmp(tessera_dtype_name(TESSERA_U8), "u8") == 0, "u8 is '%s'", tessera_dtype_name(TESSERA_U8));
-  CHECK(strcmp(tessera_dtype_name(TESSERA_Q4_K), "q4_k") == 0, "q4_k is '%s'", tessera_dtype_name(TESSERA_Q4_K));
+  CHECK(strcmp(tessera_dtype_name(TESSERA_Q4_K), "q4_K") == 0, "q4_K is '%s'", tessera_dtype_name(TESSERA_Q4_K));
   CHECK(strcmp(tessera_status_name(TESSERA_NOT_FOUND), "not_found") == 0, "%s", tessera_status_name(TESSERA_NOT_FOUND));
 
   size_t n = tessera_device_count();
