@@ -17,7 +17,7 @@ fail() { echo "examples: FAILED: $*" >&2; exit 1; }
 
 targets=(tessera tessera_c tessera_cli)
 if cmake --build "$B" --target help | grep -q tessera_python; then targets+=(tessera_python); fi
-cmake --build "$B" -j2 --target "${targets[@]}"
+cmake --build "$B" -j2 --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
 cmake --install "$B" --prefix "$tmp/prefix" >/dev/null
 [ -f "$tmp/prefix/lib/cmake/Tessera/TesseraConfig.cmake" ] || fail "no TesseraConfig.cmake installed"
 [ -f "$tmp/prefix/lib/pkgconfig/tessera.pc" ] || fail "no tessera.pc installed"
