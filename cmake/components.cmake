@@ -23,8 +23,10 @@ foreach(part tflite gguf)
   endif()
 endforeach()
 
-# The umbrella library: the device registry and everything above.
-add_library(tessera STATIC ${CMAKE_SOURCE_DIR}/src/registry.cpp)
+# The umbrella library: the device registry and the embedding API (src/api:
+# include/tessera/model.h and generate.h) above everything else.
+file(GLOB api_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/api/*.cpp)
+add_library(tessera STATIC ${CMAKE_SOURCE_DIR}/src/registry.cpp ${api_srcs})
 target_link_libraries(tessera PUBLIC ${tessera_parts})
 foreach(part ${tessera_parts})
   string(REPLACE "tessera_" "" short ${part})
@@ -35,3 +37,27 @@ endforeach()
 # between static libraries, which CMake resolves by repeating them on the link line.
 target_link_libraries(tessera_runtime INTERFACE tessera)
 set_property(TARGET tessera APPEND PROPERTY LINK_INTERFACE_MULTIPLICITY 3)
+
+# The C API (include/tessera/tessera_c.h) over the umbrella.
+file(GLOB capi_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capi/*.cpp)
+add_library(tessera_c STATIC ${capi_srcs})
+target_link_libraries(tessera_c PUBLIC tessera)
+
+# Installed and exported names: Tessera::tessera (everything), Tessera::c (the C API) and
+# the parts (Tessera::core, Tessera::convert, ..., Tessera::tflite, Tessera::gguf).
+set(tessera_exported ${tessera_parts} tessera tessera_c)
+foreach(t ${tessera_exported})
+  string(REGEX REPLACE "^tessera_" "" short ${t})
+  set_target_properties(${t} PROPERTIES EXPORT_NAME ${short})
+  # Source-tree include folders are for the build; installed users get <prefix>/include.
+  get_target_property(dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
+  set(iface)
+  if(dirs)
+    foreach(d ${dirs})
+      list(APPEND iface "$<BUILD_INTERFACE:${d}>")
+    endforeach()
+  endif()
+  list(APPEND iface "$<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated>" "$<INSTALL_INTERFACE:include>")
+  list(REMOVE_DUPLICATES iface)
+  set_target_properties(${t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${iface}")
+endforeach()

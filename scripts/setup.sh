@@ -14,6 +14,8 @@ PACKAGES=(
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
+  pybind11-dev python3-dev python3-numpy       # the Python package (python/, -DTESSERA_BUILD_PYTHON)
+  python3-pytest                               # the Python package's tests (python/tests)
 )
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)

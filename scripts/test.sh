@@ -3,7 +3,8 @@
 # clang build in ./build-fuzz), then every GoogleTest program through CTest. Fixtures are
 # read from ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of
 # skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing); the
-# thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips).
+# thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips);
+# the examples are built against the installed package (scripts/examples.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-20}"
@@ -17,3 +18,8 @@ if [ "${TESSERA_TSAN:-1}" != 0 ]; then
 fi
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2 "$@"
+# The examples and the README's C++, C and Python snippets, built against the installed
+# package (scripts/examples.sh). TESSERA_EXAMPLES=0 skips it.
+if [ "${TESSERA_EXAMPLES:-1}" != 0 ]; then
+  ./scripts/examples.sh
+fi

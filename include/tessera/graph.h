@@ -14,15 +14,16 @@
 
 namespace tessera {
 
-// OpKind, derived from the single list src/ops/ops.def.
+// OpKind, derived from the single list of ops, tessera/ops.def (src/ops/ops.def, copied
+// beside the public headers by the build and installed with them).
 enum class OpKind : uint16_t {
 #define OP(name, min_in, max_in, summary) name,
-#include "ops/ops.def"
+#include "tessera/ops.def"
 #undef OP
 };
 constexpr int kNumOps = 0
 #define OP(name, min_in, max_in, summary) +1
-#include "ops/ops.def"
+#include "tessera/ops.def"
 #undef OP
     ;
 const char* op_name(OpKind k);

@@ -10,6 +10,7 @@
 
 #include "fixtures.h"
 #include "import/tflite/tflite_importer.h"
+#include "tessera/model.h"
 #include "tessera/session.h"
 
 namespace tessera {
@@ -69,6 +70,63 @@ void run_shared_device_sessions(const std::string& device, int iterations) {
 TEST(SessionThreads, SessionsSharingACpuDeviceRunOnTwoThreads) { run_shared_device_sessions("cpu", 20); }
 
 TEST(SessionThreads, SessionsSharingAnRknpuDeviceRunOnTwoThreads) { run_shared_device_sessions("rknpu", 3); }
+
+// One loaded Model (tessera/model.h) shared by three threads, each of which creates its own
+// ModelSession from it at the same time and runs its own seeded inputs; every output must
+// equal what a session computed alone, single-threaded, before.
+void run_shared_model_sessions(const std::vector<std::string>& devices, int iterations) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  auto model = Model::load(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const int n = static_cast<int>(devices.size());
+  const int64_t in_bytes = (*model)->inputs()[0].bytes;
+  std::vector<Bytes> inputs(n), expected(n);
+  for (int k = 0; k < n; ++k) {
+    std::mt19937 rng(101 + k);
+    inputs[k].resize(static_cast<size_t>(in_bytes));
+    for (auto& b : inputs[k]) b = static_cast<uint8_t>(rng());
+    SessionOptions o;
+    o.device = devices[k];
+    auto s = ModelSession::create(*model, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_TRUE((*s)->set_input(0, inputs[k].data(), in_bytes).ok());
+    ASSERT_TRUE((*s)->run().ok());
+    auto out = (*s)->output(0);
+    ASSERT_TRUE(out.ok());
+    expected[k] = *out;
+  }
+  ASSERT_NE(expected[0], expected[1]);
+
+  std::atomic<int> mismatches{0}, failures{0};
+  auto worker = [&](int k) {
+    SessionOptions o;
+    o.device = devices[k];
+    auto s = ModelSession::create(*model, o);  // concurrently with the other threads
+    if (!s.ok()) {
+      ++failures;
+      return;
+    }
+    Bytes out(expected[k].size());
+    if (!(*s)->bind_output(0, out.data(), static_cast<int64_t>(out.size())).ok()) ++failures;
+    for (int i = 0; i < iterations; ++i) {
+      if (!(*s)->set_input(0, inputs[k].data(), in_bytes).ok() || !(*s)->run().ok()) {
+        ++failures;
+        continue;
+      }
+      if (out != expected[k]) ++mismatches;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int k = 0; k < n; ++k) threads.emplace_back(worker, k);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(model->use_count(), 1);  // the sessions released the shared model
+}
+
+TEST(SessionThreads, OneModelSharedBySessionsOnThreeThreads) { run_shared_model_sessions({"cpu", "cpu", "cpu"}, 6); }
+
+TEST(SessionThreads, OneModelSharedByCpuTileAndRknpuSessions) { run_shared_model_sessions({"cpu", "tile", "rknpu"}, 2); }
 
 }  // namespace
 }  // namespace tessera

@@ -227,20 +227,4 @@ TEST(TfliteImporter, MissingFileIsNotFound) {
 }  // namespace
 }  // namespace tessera
 
-#else  // built without the TFLite schema (../shared absent at configure time)
-
-namespace tessera {
-namespace {
-
-TEST(TfliteImporter, ReportsBuiltWithoutTfliteSupport) {
-  EXPECT_FALSE(tflite::tflite_available());
-  auto g = tflite::load_tflite_file("model.tflite");
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), StatusCode::unsupported);
-  EXPECT_NE(g.status().message().find("built without TFLite support"), std::string::npos) << g.status().message();
-}
-
-}  // namespace
-}  // namespace tessera
-
 #endif

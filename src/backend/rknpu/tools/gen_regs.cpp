@@ -1,11 +1,11 @@
-// Generates the rknpu register header from the register database (rknpu-registers.xml).
+// Generates the rknpu register header from Tessera's register table (registers.txt).
 //
-// Usage: rknpu_gen_regs <rknpu-registers.xml> <out.h>
-// The database lists blocks (<domain>), 32-bit registers (<reg32 offset name>) and their
-// bitfields (<bitfield name low high> or <bitfield name pos>), plus the block ids of the
-// command-stream targets (<enum name="target">). The output header has, per block, a
+// Usage: rknpu_gen_regs <registers.txt> <out.h>
+// The table lists the command-stream target blocks ("target NAME ID"), the register blocks
+// ("block NAME") and, under each block, one 32-bit register per line with its fields
+// ("OFFSET NAME FIELD@HIGH:LOW FIELD@BIT ..."). The output header has, per block, a
 // namespace with each register's offset and each field as a regs::Field, and a table of
-// every register for decoders and dumps. Reserved fields are left out.
+// every register for decoders and dumps.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,15 +15,6 @@
 #include <vector>
 
 namespace {
-
-std::string attr(const std::string& line, const std::string& key) {
-  std::string k = key + "=\"";
-  size_t p = line.find(k);
-  if (p == std::string::npos) return {};
-  p += k.size();
-  size_t e = line.find('"', p);
-  return e == std::string::npos ? std::string() : line.substr(p, e - p);
-}
 
 struct FieldDef {
   std::string name;
@@ -47,52 +38,71 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) return fail("usage: rknpu_gen_regs <rknpu-registers.xml> <out.h>");
+  if (argc != 3) return fail("usage: rknpu_gen_regs <registers.txt> <out.h>");
   std::ifstream in(argv[1]);
   if (!in) return fail(std::string("cannot read ") + argv[1]);
   std::vector<DomainDef> domains;
   std::vector<std::pair<std::string, unsigned long>> targets;
-  bool in_target_enum = false;
   std::string line;
   int lineno = 0;
+  auto number = [&](const std::string& text, unsigned long max, unsigned long* v) {
+    char* end = nullptr;
+    *v = std::strtoul(text.c_str(), &end, 0);
+    return !text.empty() && end && *end == '\0' && *v <= max;
+  };
   while (std::getline(in, line)) {
     ++lineno;
-    if (line.find("<enum name=\"target\"") != std::string::npos) in_target_enum = true;
-    else if (in_target_enum && line.find("</enum>") != std::string::npos) in_target_enum = false;
-    else if (in_target_enum && line.find("<value") != std::string::npos)
-      targets.push_back({attr(line, "name"), std::strtoul(attr(line, "value").c_str(), nullptr, 0)});
-    else if (line.find("<domain") != std::string::npos) domains.push_back({attr(line, "name"), {}});
-    else if (line.find("<reg32") != std::string::npos) {
-      if (domains.empty()) return fail("register outside a domain at line " + std::to_string(lineno));
-      domains.back().regs.push_back({attr(line, "name"), static_cast<unsigned>(std::strtoul(attr(line, "offset").c_str(), nullptr, 0)), {}});
-    } else if (line.find("<bitfield") != std::string::npos) {
-      if (domains.empty() || domains.back().regs.empty())
-        return fail("bitfield outside a register at line " + std::to_string(lineno));
-      FieldDef f;
-      f.name = attr(line, "name");
-      if (f.name.rfind("RESERVED", 0) == 0) continue;
-      std::string pos = attr(line, "pos");
-      if (!pos.empty()) {
-        f.low = std::atoi(pos.c_str());
-        f.width = 1;
-      } else {
-        f.low = std::atoi(attr(line, "low").c_str());
-        f.width = std::atoi(attr(line, "high").c_str()) - f.low + 1;
+    const std::string where = std::string(argv[1]) + ":" + std::to_string(lineno) + ": ";
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first)) continue;
+    if (first == "target") {
+      std::string name, id;
+      unsigned long v = 0;
+      if (!(words >> name >> id) || !number(id, 0xFFFFFFFFul, &v)) return fail(where + "expected 'target NAME ID'");
+      targets.push_back({name, v});
+    } else if (first == "block") {
+      std::string name;
+      if (!(words >> name)) return fail(where + "expected 'block NAME'");
+      domains.push_back({name, {}});
+    } else {
+      unsigned long offset = 0;
+      if (!number(first, 0xFFFF, &offset)) return fail(where + "expected a register offset, got '" + first + "'");
+      if (domains.empty()) return fail(where + "register outside a block");
+      RegDef r;
+      r.offset = static_cast<unsigned>(offset);
+      if (!(words >> r.name)) return fail(where + "register without a name");
+      std::string field;
+      while (words >> field) {
+        size_t at = field.find('@');
+        if (at == std::string::npos || at == 0) return fail(where + "field '" + field + "' is not NAME@HIGH:LOW or NAME@BIT");
+        FieldDef f;
+        f.name = field.substr(0, at);
+        std::string bits = field.substr(at + 1);
+        size_t colon = bits.find(':');
+        unsigned long high = 0, low = 0;
+        if (!number(bits.substr(0, colon), 31, &high) ||
+            (colon != std::string::npos && !number(bits.substr(colon + 1), 31, &low)))
+          return fail(where + "field '" + field + "' has bad bit numbers");
+        if (colon == std::string::npos) low = high;
+        if (low > high) return fail(where + "field '" + field + "' has its high bit below its low bit");
+        f.low = static_cast<int>(low);
+        f.width = static_cast<int>(high - low + 1);
+        r.fields.push_back(f);
       }
-      if (f.width < 1 || f.low + f.width > 32) return fail("bad bitfield at line " + std::to_string(lineno));
-      domains.back().regs.back().fields.push_back(f);
+      domains.back().regs.push_back(r);
     }
   }
   if (domains.empty() || targets.empty()) return fail("no domains or targets found");
 
   std::ostringstream o;
-  o << "// Generated by rknpu_gen_regs from rknpu-registers.xml (Mesa's RK3588 NPU register\n"
-       "// database, MIT licence). Do not edit.\n"
+  o << "// Generated by rknpu_gen_regs from src/backend/rknpu/registers.txt. Do not edit.\n"
        "#pragma once\n\n#include <cstdint>\n\nnamespace tessera::rknpu::regs {\n\n"
        "// A bitfield of a 32-bit register: register offset, lowest bit, width in bits.\n"
        "struct Field {\n  uint16_t reg;\n  uint8_t low;\n  uint8_t width;\n  const char* name;\n"
        "  constexpr uint32_t max() const { return width >= 32 ? 0xFFFFFFFFu : (1u << width) - 1u; }\n};\n\n"
-       "// Command-stream target block ids (<enum name=\"target\">).\n";
+       "// Command-stream target block ids.\n";
   for (auto& [name, v] : targets) o << "inline constexpr uint32_t kBlock_" << name << " = 0x" << std::hex << v << std::dec << ";\n";
   o << "\n";
   size_t total = 0;

@@ -1,0 +1,134 @@
+// Tessera's embedding API for models: load a TFLite or GGUF model once, run it in sessions.
+//
+//   auto model = tessera::Model::load("mobilenet.tflite");          // Result<shared_ptr<const Model>>
+//   tessera::SessionOptions opts;  opts.device = "rknpu";
+//   auto session = tessera::ModelSession::create(*model, opts);     // plans, compiles, uploads
+//   (*session)->set_input(0, pixels.data(), pixels.size());
+//   (*session)->run();
+//   auto scores = (*session)->output(0);                             // bytes in the model's dtype
+//
+// Every function reports failure through Status / Result (tessera/status.h) with a message
+// naming what is wrong and where; none throws for bad input or bad files.
+//
+// Thread safety:
+// - A Model is immutable once loaded. One Model (held by shared_ptr) may be used by any
+//   number of ModelSessions on any number of threads at the same time; its weights are
+//   shared, never copied per session.
+// - A ModelSession is used by one thread at a time (set_input / run / output change its
+//   state); create one session per thread. Sessions are independent of each other, and
+//   sessions whose SessionOptions name the same device each create their own instance of it.
+// - list_devices() and Model::load may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/session.h"
+#include "tessera/status.h"
+#include "tessera/types.h"
+
+namespace tessera {
+
+// A device built into the library, with the properties of its default instance.
+struct DeviceSummary {
+  std::string name;         // spec to pass as SessionOptions::device ("cpu", "tile:wormhole_n150")
+  std::string description;  // one line
+  bool is_model = false;    // a device model: device times are modelled, not measured
+  int64_t capacity_bytes = 0;
+  int cores = 1;
+  bool available = true;    // false when creating it failed; `error` says why
+  std::string error;
+  std::vector<std::pair<std::string, std::string>> properties;  // device-specific facts
+};
+// Every device and preset built in, cpu first.
+std::vector<DeviceSummary> list_devices();
+
+// A model input or output: name, element type, shape, quantization and host bytes.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  QuantParams quant;   // empty() for float tensors
+  int64_t bytes = 0;   // row-major host bytes: what set_input takes and output returns
+};
+
+// A loaded model: its graph and the description of its inputs and outputs.
+class Model {
+ public:
+  // Loads a .tflite file (the TFLite importer) or a .gguf llama model (its 1-token decode
+  // step graph; for text generation use LanguageModel in tessera/generate.h).
+  static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  // Imports a .tflite model held in memory; `bytes` must outlive the Model unless its
+  // owner keeps it alive (ConstData::owner).
+  static Result<std::shared_ptr<const Model>> from_tflite_buffer(const ConstData& bytes);
+  // Wraps a graph built by hand or by another frontend (checked with Graph::validate).
+  static Result<std::shared_ptr<const Model>> from_graph(Graph g, std::string name = "graph");
+
+  const std::string& name() const { return name_; }  // the file's path, or the given name
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  // Index of the input / output with this name; error not_found listing the names.
+  Result<size_t> input_index(const std::string& name) const;
+  Result<size_t> output_index(const std::string& name) const;
+  const Graph& graph() const { return graph_; }
+
+  // An image file (BMP, JPEG, PNG) decoded and converted to input `index`: resized
+  // bilinearly to the input's height and width, in its dtype, quantization and layout
+  // (NHWC or NCHW), as `tessera classify` feeds vision models. The bytes suit set_input.
+  Result<std::vector<uint8_t>> image_input(const std::string& image_path, size_t index = 0) const;
+
+ private:
+  Model() = default;
+  static Result<std::shared_ptr<const Model>> make(Graph g, std::string name);
+  std::string name_;
+  Graph graph_;
+  std::vector<TensorInfo> inputs_, outputs_;
+};
+
+// A model prepared for one device: plan, compiled programs and resident weights. Inputs
+// and outputs are row-major host bytes in the tensor's dtype (TensorInfo::bytes).
+class ModelSession {
+ public:
+  static Result<std::unique_ptr<ModelSession>> create(std::shared_ptr<const Model> model,
+                                                      const SessionOptions& opts = {});
+  ~ModelSession();
+
+  const Model& model() const { return *model_; }
+  size_t num_inputs() const { return model_->inputs().size(); }
+  size_t num_outputs() const { return model_->outputs().size(); }
+  const TensorInfo& input_info(size_t i) const { return model_->inputs().at(i); }
+  const TensorInfo& output_info(size_t i) const { return model_->outputs().at(i); }
+
+  // Copies `bytes` bytes (exactly the input's size) into input `index` / the named input.
+  Status set_input(size_t index, const void* data, int64_t bytes);
+  Status set_input(const std::string& name, const void* data, int64_t bytes);
+
+  // User-provided buffers: a bound input is read from `data` at every run() (the caller
+  // keeps it valid and unchanged during run); a bound output is written to `data` at the
+  // end of every run(). Binding nullptr removes the binding.
+  Status bind_input(size_t index, const void* data, int64_t bytes);
+  Status bind_output(size_t index, void* data, int64_t bytes);
+
+  Status run();
+
+  // Output `index` of the last run, as a new vector, or copied into `dst` (exactly its size).
+  Result<std::vector<uint8_t>> output(size_t index) const;
+  Result<std::vector<uint8_t>> output(const std::string& name) const;
+  Status read_output(size_t index, void* dst, int64_t bytes) const;
+
+  // The planned session underneath: devices, placement, per-op profile of the last run.
+  const Session& session() const { return *session_; }
+
+ private:
+  ModelSession() = default;
+  Status check_index(size_t index, bool input) const;
+  Status check_bytes(const TensorInfo& t, int64_t bytes, const char* what) const;
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Session> session_;
+  std::vector<std::pair<const void*, int64_t>> bound_in_;
+  std::vector<std::pair<void*, int64_t>> bound_out_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,158 @@
+/* Tessera's C API: load a TFLite or GGUF model, run it in sessions on a device, generate
+ * text with a GGUF language model, list the devices. Only C types cross this interface.
+ *
+ * Errors: every function that can fail returns a tessera_status; TESSERA_OK is 0. The
+ * message of the last failure on the calling thread (naming what is wrong and where) is
+ * tessera_last_error(); it stays valid until the next failing call on that thread.
+ *
+ * Ownership: objects made by tessera_*_create / _load are freed with the matching _free
+ * function (which accepts NULL). Strings and arrays returned through info structs belong
+ * to the object they describe and live as long as it does.
+ *
+ * Thread safety: a tessera_model is immutable and may be shared by sessions on any number
+ * of threads; a tessera_session and a tessera_lm are used by one thread at a time. The
+ * device list and tessera_last_error may be used from any thread.
+ *
+ * Link with the CMake target Tessera::c (find_package(Tessera)) or `pkg-config --libs tessera`. */
+#ifndef TESSERA_TESSERA_C_H
+#define TESSERA_TESSERA_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tessera_status {
+  TESSERA_OK = 0,
+  TESSERA_INVALID_ARGUMENT = 1, /* something malformed: a file, a shape, an option, a NULL */
+  TESSERA_NOT_FOUND = 2,        /* a named thing (file, device, tensor) does not exist */
+  TESSERA_UNSUPPORTED = 3,      /* valid, but not implemented for this op, dtype or device */
+  TESSERA_OUT_OF_MEMORY = 4,    /* a device's capacity or largest allocation exceeded */
+  TESSERA_OUT_OF_RANGE = 5,     /* an index, region or offset outside its bounds */
+  TESSERA_IO_ERROR = 6,         /* file system or kernel interface failure */
+  TESSERA_INTERNAL = 7          /* a broken invariant inside Tessera (a bug) */
+} tessera_status;
+
+/* Element types, in the order of tessera::DType. */
+typedef enum tessera_dtype {
+  TESSERA_F32 = 0, TESSERA_F16, TESSERA_BF16, TESSERA_I8, TESSERA_U8, TESSERA_I16, TESSERA_I32,
+  TESSERA_I64, TESSERA_BOOL, TESSERA_Q8_0, TESSERA_Q4_0, TESSERA_Q4_1, TESSERA_Q5_0, TESSERA_Q5_1,
+  TESSERA_Q2_K, TESSERA_Q3_K, TESSERA_Q4_K, TESSERA_Q5_K, TESSERA_Q6_K
+} tessera_dtype;
+
+const char* tessera_version(void);
+/* The message of the last failed call on this thread ("" when none failed yet). */
+const char* tessera_last_error(void);
+/* "ok", "invalid_argument", "not_found", ... (the enumerator's name in lower case). */
+const char* tessera_status_name(tessera_status status);
+const char* tessera_dtype_name(tessera_dtype dtype);
+
+/* ---- devices ---- */
+typedef struct tessera_device_info {
+  const char* name;        /* the spec for tessera_session_create: "cpu", "tile:wormhole_n150" */
+  const char* description;
+  int is_model;            /* 1: a device model, its device times are modelled */
+  int available;           /* 0: it could not be created here; error says why */
+  const char* error;
+  int64_t capacity_bytes;
+  int cores;
+} tessera_device_info;
+
+size_t tessera_device_count(void);
+/* Strings stay valid until the process ends. */
+tessera_status tessera_device_get(size_t index, tessera_device_info* out);
+
+/* ---- models ---- */
+typedef struct tessera_model tessera_model;
+
+typedef struct tessera_tensor_info {
+  const char* name;
+  tessera_dtype dtype;
+  size_t rank;
+  const int64_t* shape;        /* rank dims */
+  int64_t bytes;               /* row-major host bytes of the tensor */
+  size_t num_scales;           /* 0: not quantized; 1: per tensor; more: per channel */
+  const float* scales;
+  const int64_t* zero_points;  /* num_scales entries (or 0 when the file gives none) */
+  size_t num_zero_points;
+  int quant_axis;              /* -1: per tensor */
+} tessera_tensor_info;
+
+/* A .tflite model, or a .gguf llama model's 1-token decode step. */
+tessera_status tessera_model_load(const char* path, tessera_model** out);
+/* A .tflite model in memory; the bytes are copied. */
+tessera_status tessera_model_load_tflite_buffer(const void* data, size_t size, tessera_model** out);
+void tessera_model_free(tessera_model* model);
+size_t tessera_model_num_inputs(const tessera_model* model);
+size_t tessera_model_num_outputs(const tessera_model* model);
+tessera_status tessera_model_input_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
+tessera_status tessera_model_output_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
+tessera_status tessera_model_input_index(const tessera_model* model, const char* name, size_t* index);
+tessera_status tessera_model_output_index(const tessera_model* model, const char* name, size_t* index);
+
+/* An image file (BMP, JPEG, PNG) decoded, resized and converted to input `index` (its
+ * dtype, quantization and layout) into `dst`, exactly the input's byte size. */
+tessera_status tessera_model_image_input(const tessera_model* model, const char* image_path, size_t index, void* dst,
+                                         size_t bytes);
+
+/* ---- sessions ---- */
+typedef struct tessera_session tessera_session;
+
+/* Prepares `model` on `device` (NULL: "cpu"). `options` is NULL or a NULL-terminated list
+ * of "KEY=VALUE" device options (e.g. "threads=2"). The session keeps the model alive. */
+tessera_status tessera_session_create(const tessera_model* model, const char* device, const char* const* options,
+                                      tessera_session** out);
+void tessera_session_free(tessera_session* session);
+/* Copies exactly the input's byte size (tessera_tensor_info.bytes). */
+tessera_status tessera_session_set_input(tessera_session* session, size_t index, const void* data, size_t bytes);
+tessera_status tessera_session_set_input_by_name(tessera_session* session, const char* name, const void* data,
+                                                 size_t bytes);
+/* User buffers: a bound input is read at every run, a bound output written at the end of
+ * every run; the caller keeps them valid. data == NULL removes the binding. */
+tessera_status tessera_session_bind_input(tessera_session* session, size_t index, const void* data, size_t bytes);
+tessera_status tessera_session_bind_output(tessera_session* session, size_t index, void* data, size_t bytes);
+tessera_status tessera_session_run(tessera_session* session);
+/* Copies output `index` of the last run into `dst` (exactly its byte size). */
+tessera_status tessera_session_read_output(const tessera_session* session, size_t index, void* dst, size_t bytes);
+
+/* ---- text generation (GGUF llama / qwen2) ---- */
+typedef struct tessera_lm tessera_lm;
+
+typedef struct tessera_generate_options {
+  int64_t max_tokens;    /* default 64 */
+  float temperature;     /* 0: greedy (default) */
+  int top_k;             /* default 40 */
+  float top_p;           /* default 0.95 */
+  float repeat_penalty;  /* default 1 (off) */
+  int repeat_last_n;     /* default 64 */
+  uint64_t seed;         /* default 0 */
+} tessera_generate_options;
+
+void tessera_generate_options_init(tessera_generate_options* options);
+
+/* Called with each generated piece of text (not NUL-terminated; `size` bytes); return
+ * nonzero to continue, 0 to stop. */
+typedef int (*tessera_piece_callback)(const char* piece, size_t size, void* user);
+
+/* `device` NULL: "cpu"; `context` 0: the file's context length (at most 4096). */
+tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out);
+void tessera_lm_free(tessera_lm* lm);
+/* Generates from an empty cache. `callback` may be NULL. When `text` is not NULL it
+ * receives the whole generated text, NUL-terminated, to be freed with tessera_string_free. */
+tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tessera_generate_options* options,
+                                   tessera_piece_callback callback, void* user, char** text);
+void tessera_string_free(char* text);
+/* Token ids of `text`; *count receives how many there are even when capacity is smaller
+ * (then nothing beyond capacity is written and the status is TESSERA_OUT_OF_RANGE). */
+tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
+                                   size_t capacity, size_t* count);
+int64_t tessera_lm_vocab_size(const tessera_lm* lm);
+int64_t tessera_lm_context_length(const tessera_lm* lm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_C_H */

@@ -1,0 +1,202 @@
+// The embedding API for models (include/tessera/model.h): a loaded, immutable Model and
+// ModelSession, a thin layer over Graph and Session with names, infos and user buffers.
+#include "tessera/model.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "import/gguf/llama_model.h"
+#include "import/tflite/image.h"
+#include "import/tflite/tflite_importer.h"
+
+namespace tessera {
+
+std::vector<DeviceSummary> list_devices() {
+  std::vector<DeviceSummary> out;
+  for (const DeviceInfo& info : device_registry()) {
+    std::vector<std::string> presets = info.presets.empty() ? std::vector<std::string>{""} : info.presets;
+    for (const std::string& preset : presets) {
+      DeviceSummary s;
+      s.name = preset.empty() ? info.name : info.name + ":" + preset;
+      s.description = info.summary;
+      auto dev = create_device(s.name);
+      if (!dev.ok()) {
+        s.available = false;
+        s.error = dev.status().message();
+      } else {
+        const DeviceProperties& p = (*dev)->properties();
+        s.description = p.description;
+        s.is_model = p.is_model;
+        s.capacity_bytes = p.capacity_bytes;
+        s.cores = p.cores;
+        s.properties = p.extra;
+      }
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+Result<TensorInfo> info_of(const Tensor& t) {
+  TensorInfo i;
+  i.name = t.name;
+  i.dtype = t.dtype;
+  i.shape = t.shape;
+  i.quant = t.quant;
+  TS_ASSIGN_OR_RETURN(i.bytes, t.host_bytes());
+  return i;
+}
+
+Result<size_t> find_index(const std::vector<TensorInfo>& list, const std::string& name, const char* what) {
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name == name) return i;
+  std::string names;
+  for (const auto& t : list) names += (names.empty() ? "'" : ", '") + t.name + "'";
+  return error(StatusCode::not_found, "the model has no ", what, " named '", name, "' (its ", what, "s: ", names,
+               ")");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Model>> Model::make(Graph g, std::string name) {
+  TS_RETURN_IF_ERROR(g.validate().with_context("model '" + name + "'"));
+  std::shared_ptr<Model> m(new Model());
+  m->name_ = std::move(name);
+  for (TensorId id : g.inputs) {
+    TS_ASSIGN_OR_RETURN(TensorInfo i, info_of(g.tensor(id)));
+    m->inputs_.push_back(std::move(i));
+  }
+  for (TensorId id : g.outputs) {
+    TS_ASSIGN_OR_RETURN(TensorInfo i, info_of(g.tensor(id)));
+    m->outputs_.push_back(std::move(i));
+  }
+  m->graph_ = std::move(g);
+  return std::shared_ptr<const Model>(std::move(m));
+}
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
+  if (std::filesystem::is_directory(st))
+    return error(StatusCode::invalid_argument, "model file '", path, "' is a directory");
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".tflite") {
+    TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_file(path));
+    return make(std::move(g), path);
+  }
+  if (ext == ".gguf") {
+    TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
+    TS_ASSIGN_OR_RETURN(Graph g, llama->build_step(1));
+    return make(std::move(g), path);
+  }
+  return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext,
+               "' files (Tessera reads .tflite and .gguf)");
+}
+
+Result<std::shared_ptr<const Model>> Model::from_tflite_buffer(const ConstData& bytes) {
+  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(bytes));
+  return make(std::move(g), "tflite buffer");
+}
+
+Result<std::shared_ptr<const Model>> Model::from_graph(Graph g, std::string name) {
+  return make(std::move(g), std::move(name));
+}
+
+Result<size_t> Model::input_index(const std::string& name) const { return find_index(inputs_, name, "input"); }
+Result<size_t> Model::output_index(const std::string& name) const { return find_index(outputs_, name, "output"); }
+
+Result<std::vector<uint8_t>> Model::image_input(const std::string& image_path, size_t index) const {
+  if (index >= graph_.inputs.size())
+    return error(StatusCode::out_of_range, "input ", index, " does not exist (the model has ", graph_.inputs.size(), ")");
+  TS_ASSIGN_OR_RETURN(tflite::Image img, tflite::read_image(image_path));
+  return tflite::image_to_input(img, graph_.tensor(graph_.inputs[index]));
+}
+
+Result<std::unique_ptr<ModelSession>> ModelSession::create(std::shared_ptr<const Model> model,
+                                                           const SessionOptions& opts) {
+  if (!model) return error(StatusCode::invalid_argument, "ModelSession::create: no model");
+  std::unique_ptr<ModelSession> s(new ModelSession());
+  // The graph copy shares the model's weights (ConstData holds its owner); nothing large is copied.
+  TS_ASSIGN_OR_RETURN(s->session_, Session::create(model->graph(), opts));
+  s->model_ = std::move(model);
+  s->bound_in_.assign(s->model_->inputs().size(), {nullptr, 0});
+  s->bound_out_.assign(s->model_->outputs().size(), {nullptr, 0});
+  return s;
+}
+
+ModelSession::~ModelSession() = default;
+
+Status ModelSession::check_index(size_t index, bool input) const {
+  size_t n = input ? num_inputs() : num_outputs();
+  if (index >= n)
+    return error(StatusCode::out_of_range, input ? "input " : "output ", index, " does not exist (the model has ", n,
+                 input ? " inputs)" : " outputs)");
+  return Status::Ok();
+}
+
+Status ModelSession::check_bytes(const TensorInfo& t, int64_t bytes, const char* what) const {
+  if (bytes != t.bytes)
+    return error(StatusCode::invalid_argument, what, " '", t.name, "' ", dtype_name(t.dtype), shape_str(t.shape),
+                 " takes ", t.bytes, " bytes, got ", bytes);
+  return Status::Ok();
+}
+
+Status ModelSession::set_input(size_t index, const void* data, int64_t bytes) {
+  TS_RETURN_IF_ERROR(check_index(index, true));
+  if (!data) return error(StatusCode::invalid_argument, "input ", index, " '", input_info(index).name, "': no data");
+  return session_->set_input(index, data, bytes);
+}
+
+Status ModelSession::set_input(const std::string& name, const void* data, int64_t bytes) {
+  TS_ASSIGN_OR_RETURN(size_t i, model_->input_index(name));
+  return set_input(i, data, bytes);
+}
+
+Status ModelSession::bind_input(size_t index, const void* data, int64_t bytes) {
+  TS_RETURN_IF_ERROR(check_index(index, true));
+  if (data) TS_RETURN_IF_ERROR(check_bytes(input_info(index), bytes, "input"));
+  bound_in_[index] = {data, data ? bytes : 0};
+  return Status::Ok();
+}
+
+Status ModelSession::bind_output(size_t index, void* data, int64_t bytes) {
+  TS_RETURN_IF_ERROR(check_index(index, false));
+  if (data) TS_RETURN_IF_ERROR(check_bytes(output_info(index), bytes, "output"));
+  bound_out_[index] = {data, data ? bytes : 0};
+  return Status::Ok();
+}
+
+Status ModelSession::run() {
+  for (size_t i = 0; i < bound_in_.size(); ++i)
+    if (bound_in_[i].first) TS_RETURN_IF_ERROR(session_->set_input(i, bound_in_[i].first, bound_in_[i].second));
+  TS_RETURN_IF_ERROR(session_->run());
+  for (size_t i = 0; i < bound_out_.size(); ++i)
+    if (bound_out_[i].first) TS_RETURN_IF_ERROR(read_output(i, bound_out_[i].first, bound_out_[i].second));
+  return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> ModelSession::output(size_t index) const {
+  TS_RETURN_IF_ERROR(check_index(index, false));
+  return session_->output(index);
+}
+
+Result<std::vector<uint8_t>> ModelSession::output(const std::string& name) const {
+  TS_ASSIGN_OR_RETURN(size_t i, model_->output_index(name));
+  return output(i);
+}
+
+Status ModelSession::read_output(size_t index, void* dst, int64_t bytes) const {
+  TS_RETURN_IF_ERROR(check_index(index, false));
+  TS_RETURN_IF_ERROR(check_bytes(output_info(index), bytes, "output"));
+  if (!dst) return error(StatusCode::invalid_argument, "output ", index, ": no destination buffer");
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> v, session_->output(index));
+  if (static_cast<int64_t>(v.size()) != bytes)
+    return error(StatusCode::internal, "output ", index, " has ", v.size(), " bytes, expected ", bytes);
+  std::memcpy(dst, v.data(), v.size());
+  return Status::Ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,348 @@
+// The C API (include/tessera/tessera_c.h) over the C++ embedding API. No exception or C++
+// type crosses it: every entry point catches what the C++ side might throw (allocation
+// failure) and turns it into a status with a message.
+#include "tessera/tessera_c.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/generate.h"
+#include "tessera/model.h"
+#include "tessera/version.h"
+
+struct tessera_model {
+  std::shared_ptr<const tessera::Model> model;
+};
+struct tessera_session {
+  std::shared_ptr<const tessera::Model> model;
+  std::unique_ptr<tessera::ModelSession> session;
+};
+struct tessera_lm {
+  std::unique_ptr<tessera::LanguageModel> lm;
+};
+
+namespace {
+
+using tessera::Status;
+using tessera::StatusCode;
+
+static_assert(static_cast<int>(tessera::DType::q6_k) == TESSERA_Q6_K, "tessera_dtype follows tessera::DType");
+static_assert(static_cast<int>(tessera::DType::boolean) == TESSERA_BOOL, "tessera_dtype follows tessera::DType");
+static_assert(static_cast<int>(StatusCode::internal) == TESSERA_INTERNAL, "tessera_status follows StatusCode");
+static_assert(static_cast<int>(StatusCode::out_of_range) == TESSERA_OUT_OF_RANGE, "tessera_status follows StatusCode");
+
+thread_local std::string g_last_error;
+
+tessera_status fail(const Status& s) {
+  g_last_error = s.message();
+  return static_cast<tessera_status>(s.code());
+}
+tessera_status fail(StatusCode code, const std::string& msg) { return fail(Status(code, msg)); }
+tessera_status done(const Status& s) { return s.ok() ? TESSERA_OK : fail(s); }
+
+// Runs `f` (returning tessera_status), turning any exception into TESSERA_INTERNAL.
+template <typename F>
+tessera_status guarded(const char* fn, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(StatusCode::out_of_memory, std::string(fn) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(StatusCode::internal, std::string(fn) + ": " + e.what());
+  } catch (...) {
+    return fail(StatusCode::internal, std::string(fn) + ": unknown exception");
+  }
+}
+
+#define TESSERA_C_REQUIRE(cond, fn, what) \
+  if (!(cond)) return fail(StatusCode::invalid_argument, std::string(fn) + ": " + what)
+
+// Device list, made once; its strings live until the process ends.
+const std::vector<tessera::DeviceSummary>& devices() {
+  static const std::vector<tessera::DeviceSummary> list = tessera::list_devices();
+  return list;
+}
+
+void fill_info(const tessera::TensorInfo& t, tessera_tensor_info* out) {
+  out->name = t.name.c_str();
+  out->dtype = static_cast<tessera_dtype>(t.dtype);
+  out->rank = t.shape.size();
+  out->shape = t.shape.data();
+  out->bytes = t.bytes;
+  out->num_scales = t.quant.scale.size();
+  out->scales = t.quant.scale.empty() ? nullptr : t.quant.scale.data();
+  out->num_zero_points = t.quant.zero_point.size();
+  out->zero_points = t.quant.zero_point.empty() ? nullptr : t.quant.zero_point.data();
+  out->quant_axis = t.quant.axis;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tessera_version(void) { return TESSERA_VERSION_STRING; }
+const char* tessera_last_error(void) { return g_last_error.c_str(); }
+const char* tessera_status_name(tessera_status status) {
+  static const char* const names[] = {"ok",           "invalid_argument", "not_found", "unsupported",
+                                      "out_of_memory", "out_of_range",     "io_error",  "internal"};
+  if (status < TESSERA_OK || status > TESSERA_INTERNAL) return "unknown";
+  return names[status];
+}
+const char* tessera_dtype_name(tessera_dtype dtype) {
+  if (dtype < TESSERA_F32 || dtype > TESSERA_Q6_K) return "unknown";
+  return tessera::dtype_name(static_cast<tessera::DType>(dtype));
+}
+
+size_t tessera_device_count(void) {
+  try {
+    return devices().size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+tessera_status tessera_device_get(size_t index, tessera_device_info* out) {
+  return guarded("tessera_device_get", [&] {
+    TESSERA_C_REQUIRE(out, "tessera_device_get", "out is NULL");
+    const auto& list = devices();
+    if (index >= list.size())
+      return fail(StatusCode::out_of_range, "tessera_device_get: device " + std::to_string(index) +
+                                                " does not exist (there are " + std::to_string(list.size()) + ")");
+    const auto& d = list[index];
+    out->name = d.name.c_str();
+    out->description = d.description.c_str();
+    out->is_model = d.is_model ? 1 : 0;
+    out->available = d.available ? 1 : 0;
+    out->error = d.error.c_str();
+    out->capacity_bytes = d.capacity_bytes;
+    out->cores = d.cores;
+    return TESSERA_OK;
+  });
+}
+
+tessera_status tessera_model_load(const char* path, tessera_model** out) {
+  return guarded("tessera_model_load", [&] {
+    TESSERA_C_REQUIRE(path && out, "tessera_model_load", "path or out is NULL");
+    *out = nullptr;
+    auto m = tessera::Model::load(path);
+    if (!m.ok()) return fail(m.status());
+    *out = new tessera_model{std::move(*m)};
+    return TESSERA_OK;
+  });
+}
+
+tessera_status tessera_model_load_tflite_buffer(const void* data, size_t size, tessera_model** out) {
+  return guarded("tessera_model_load_tflite_buffer", [&] {
+    TESSERA_C_REQUIRE(data && out, "tessera_model_load_tflite_buffer", "data or out is NULL");
+    *out = nullptr;
+    const auto* p = static_cast<const uint8_t*>(data);
+    auto m = tessera::Model::from_tflite_buffer(tessera::ConstData::from_vector(std::vector<uint8_t>(p, p + size)));
+    if (!m.ok()) return fail(m.status());
+    *out = new tessera_model{std::move(*m)};
+    return TESSERA_OK;
+  });
+}
+
+void tessera_model_free(tessera_model* model) { delete model; }
+size_t tessera_model_num_inputs(const tessera_model* model) { return model ? model->model->inputs().size() : 0; }
+size_t tessera_model_num_outputs(const tessera_model* model) { return model ? model->model->outputs().size() : 0; }
+
+static tessera_status tensor_info(const char* fn, const tessera_model* model, size_t index, tessera_tensor_info* out,
+                                  bool input) {
+  return guarded(fn, [&] {
+    TESSERA_C_REQUIRE(model && out, fn, "model or out is NULL");
+    const auto& list = input ? model->model->inputs() : model->model->outputs();
+    if (index >= list.size())
+      return fail(StatusCode::out_of_range, std::string(fn) + ": " + (input ? "input " : "output ") +
+                                                std::to_string(index) + " does not exist (the model has " +
+                                                std::to_string(list.size()) + ")");
+    fill_info(list[index], out);
+    return TESSERA_OK;
+  });
+}
+
+tessera_status tessera_model_input_info(const tessera_model* model, size_t index, tessera_tensor_info* out) {
+  return tensor_info("tessera_model_input_info", model, index, out, true);
+}
+tessera_status tessera_model_output_info(const tessera_model* model, size_t index, tessera_tensor_info* out) {
+  return tensor_info("tessera_model_output_info", model, index, out, false);
+}
+
+tessera_status tessera_model_input_index(const tessera_model* model, const char* name, size_t* index) {
+  return guarded("tessera_model_input_index", [&] {
+    TESSERA_C_REQUIRE(model && name && index, "tessera_model_input_index", "model, name or index is NULL");
+    auto i = model->model->input_index(name);
+    if (!i.ok()) return fail(i.status());
+    *index = *i;
+    return TESSERA_OK;
+  });
+}
+tessera_status tessera_model_output_index(const tessera_model* model, const char* name, size_t* index) {
+  return guarded("tessera_model_output_index", [&] {
+    TESSERA_C_REQUIRE(model && name && index, "tessera_model_output_index", "model, name or index is NULL");
+    auto i = model->model->output_index(name);
+    if (!i.ok()) return fail(i.status());
+    *index = *i;
+    return TESSERA_OK;
+  });
+}
+
+tessera_status tessera_model_image_input(const tessera_model* model, const char* image_path, size_t index, void* dst,
+                                         size_t bytes) {
+  return guarded("tessera_model_image_input", [&] {
+    TESSERA_C_REQUIRE(model && image_path && dst, "tessera_model_image_input", "model, image_path or dst is NULL");
+    auto v = model->model->image_input(image_path, index);
+    if (!v.ok()) return fail(v.status());
+    if (v->size() != bytes)
+      return fail(StatusCode::invalid_argument, "tessera_model_image_input: input " + std::to_string(index) +
+                                                    " takes " + std::to_string(v->size()) + " bytes, got " +
+                                                    std::to_string(bytes));
+    std::memcpy(dst, v->data(), bytes);
+    return TESSERA_OK;
+  });
+}
+
+tessera_status tessera_session_create(const tessera_model* model, const char* device, const char* const* options,
+                                      tessera_session** out) {
+  return guarded("tessera_session_create", [&] {
+    TESSERA_C_REQUIRE(model && out, "tessera_session_create", "model or out is NULL");
+    *out = nullptr;
+    tessera::SessionOptions so;
+    so.device = device ? device : "cpu";
+    for (size_t i = 0; options && options[i]; ++i) {
+      std::string kv = options[i];
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return fail(StatusCode::invalid_argument,
+                    "tessera_session_create: option " + std::to_string(i) + " '" + kv + "' is not KEY=VALUE");
+      so.device_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    auto s = tessera::ModelSession::create(model->model, so);
+    if (!s.ok()) return fail(s.status());
+    *out = new tessera_session{model->model, std::move(*s)};
+    return TESSERA_OK;
+  });
+}
+
+void tessera_session_free(tessera_session* session) { delete session; }
+
+tessera_status tessera_session_set_input(tessera_session* session, size_t index, const void* data, size_t bytes) {
+  return guarded("tessera_session_set_input", [&] {
+    TESSERA_C_REQUIRE(session && data, "tessera_session_set_input", "session or data is NULL");
+    return done(session->session->set_input(index, data, static_cast<int64_t>(bytes)));
+  });
+}
+tessera_status tessera_session_set_input_by_name(tessera_session* session, const char* name, const void* data,
+                                                 size_t bytes) {
+  return guarded("tessera_session_set_input_by_name", [&] {
+    TESSERA_C_REQUIRE(session && name && data, "tessera_session_set_input_by_name", "session, name or data is NULL");
+    return done(session->session->set_input(std::string(name), data, static_cast<int64_t>(bytes)));
+  });
+}
+tessera_status tessera_session_bind_input(tessera_session* session, size_t index, const void* data, size_t bytes) {
+  return guarded("tessera_session_bind_input", [&] {
+    TESSERA_C_REQUIRE(session, "tessera_session_bind_input", "session is NULL");
+    return done(session->session->bind_input(index, data, static_cast<int64_t>(bytes)));
+  });
+}
+tessera_status tessera_session_bind_output(tessera_session* session, size_t index, void* data, size_t bytes) {
+  return guarded("tessera_session_bind_output", [&] {
+    TESSERA_C_REQUIRE(session, "tessera_session_bind_output", "session is NULL");
+    return done(session->session->bind_output(index, data, static_cast<int64_t>(bytes)));
+  });
+}
+tessera_status tessera_session_run(tessera_session* session) {
+  return guarded("tessera_session_run", [&] {
+    TESSERA_C_REQUIRE(session, "tessera_session_run", "session is NULL");
+    return done(session->session->run());
+  });
+}
+tessera_status tessera_session_read_output(const tessera_session* session, size_t index, void* dst, size_t bytes) {
+  return guarded("tessera_session_read_output", [&] {
+    TESSERA_C_REQUIRE(session && dst, "tessera_session_read_output", "session or dst is NULL");
+    return done(session->session->read_output(index, dst, static_cast<int64_t>(bytes)));
+  });
+}
+
+void tessera_generate_options_init(tessera_generate_options* options) {
+  if (!options) return;
+  tessera::GenerateOptions d;
+  options->max_tokens = d.max_tokens;
+  options->temperature = d.temperature;
+  options->top_k = d.top_k;
+  options->top_p = d.top_p;
+  options->repeat_penalty = d.repeat_penalty;
+  options->repeat_last_n = d.repeat_last_n;
+  options->seed = d.seed;
+}
+
+tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out) {
+  return guarded("tessera_lm_load", [&] {
+    TESSERA_C_REQUIRE(path && out, "tessera_lm_load", "path or out is NULL");
+    *out = nullptr;
+    tessera::LanguageModelOptions lo;
+    lo.session.device = device ? device : "cpu";
+    lo.context = context;
+    auto lm = tessera::LanguageModel::load(path, lo);
+    if (!lm.ok()) return fail(lm.status());
+    *out = new tessera_lm{std::move(*lm)};
+    return TESSERA_OK;
+  });
+}
+
+void tessera_lm_free(tessera_lm* lm) { delete lm; }
+
+tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tessera_generate_options* options,
+                                   tessera_piece_callback callback, void* user, char** text) {
+  return guarded("tessera_lm_generate", [&] {
+    TESSERA_C_REQUIRE(lm && prompt, "tessera_lm_generate", "lm or prompt is NULL");
+    if (text) *text = nullptr;
+    tessera::GenerateOptions go;
+    if (options) {
+      go.max_tokens = options->max_tokens;
+      go.temperature = options->temperature;
+      go.top_k = options->top_k;
+      go.top_p = options->top_p;
+      go.repeat_penalty = options->repeat_penalty;
+      go.repeat_last_n = options->repeat_last_n;
+      go.seed = options->seed;
+    }
+    tessera::TokenCallback cb;
+    if (callback) cb = [&](std::string_view piece) { return callback(piece.data(), piece.size(), user) != 0; };
+    auto r = lm->lm->generate(prompt, go, cb);
+    if (!r.ok()) return fail(r.status());
+    if (text) {
+      char* s = static_cast<char*>(std::malloc(r->text.size() + 1));
+      if (!s) return fail(StatusCode::out_of_memory, "tessera_lm_generate: out of host memory");
+      std::memcpy(s, r->text.data(), r->text.size());
+      s[r->text.size()] = '\0';
+      *text = s;
+    }
+    return TESSERA_OK;
+  });
+}
+
+void tessera_string_free(char* text) { std::free(text); }
+
+tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
+                                   size_t capacity, size_t* count) {
+  return guarded("tessera_lm_tokenize", [&] {
+    TESSERA_C_REQUIRE(lm && text && count, "tessera_lm_tokenize", "lm, text or count is NULL");
+    TESSERA_C_REQUIRE(ids || capacity == 0, "tessera_lm_tokenize", "ids is NULL with a nonzero capacity");
+    std::vector<int32_t> v = lm->lm->tokenize(text, add_bos != 0);
+    *count = v.size();
+    if (v.size() > capacity)
+      return fail(StatusCode::out_of_range, "tessera_lm_tokenize: " + std::to_string(v.size()) +
+                                                " tokens do not fit in " + std::to_string(capacity));
+    if (!v.empty()) std::memcpy(ids, v.data(), v.size() * sizeof(int32_t));
+    return TESSERA_OK;
+  });
+}
+
+int64_t tessera_lm_vocab_size(const tessera_lm* lm) { return lm ? lm->lm->vocab_size() : 0; }
+int64_t tessera_lm_context_length(const tessera_lm* lm) { return lm ? lm->lm->context_length() : 0; }
+
+}  // extern "C"

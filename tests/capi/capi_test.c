@@ -1,0 +1,345 @@
+/* The C API (tessera/tessera_c.h), exercised from C: devices, error reporting, a TFLite
+ * model on the cpu against the TFLite interpreter's own output (byte for byte), user
+ * buffers, an in-memory model, the rknpu device, and text generation against the CLI and
+ * llama.cpp's tokenization.
+ *
+ * Usage: capi_test SHARED_DIR TESSERA_CLI. Without the shared fixtures the model checks
+ * are skipped (or fail with TESSERA_REQUIRE_FIXTURES=1). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/tessera_c.h"
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    ++checks;                                                     \
+    if (!(cond)) {                                                \
+      ++failures;                                                 \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                               \
+      fprintf(stderr, "\n");                                      \
+    }                                                             \
+  } while (0)
+
+#define CHECK_OK(expr) CHECK((expr) == TESSERA_OK, "%s: %s", #expr, tessera_last_error())
+
+static const char* shared_dir;
+static const char* cli;
+
+static char* path_of(const char* rel) {
+  size_t n = strlen(shared_dir) + strlen(rel) + 2;
+  char* p = malloc(n);
+  snprintf(p, n, "%s/%s", shared_dir, rel);
+  return p;
+}
+
+/* The whole file, or NULL when absent. */
+static unsigned char* read_all(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char* buf = malloc(n > 0 ? (size_t)n : 1);
+  *size = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  return buf;
+}
+
+static int fixture_missing(const char* what) {
+  const char* req = getenv("TESSERA_REQUIRE_FIXTURES");
+  if (req && strcmp(req, "1") == 0) {
+    ++failures;
+    fprintf(stderr, "missing fixture %s\n", what);
+  } else {
+    fprintf(stderr, "skipped: fixture %s is absent\n", what);
+  }
+  return 0;
+}
+
+static size_t argmax_u8(const unsigned char* v, size_t n) {
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i)
+    if (v[i] > v[best]) best = i;
+  return best;
+}
+
+static void test_basics(void) {
+  CHECK(strlen(tessera_version()) > 0, "empty version");
+  CHECK(strcmp(tessera_dtype_name(TESSERA_U8), "u8") == 0, "u8 is '%s'", tessera_dtype_name(TESSERA_U8));
+  CHECK(strcmp(tessera_dtype_name(TESSERA_Q4_K), "q4_K") == 0, "q4_K is '%s'", tessera_dtype_name(TESSERA_Q4_K));
+  CHECK(strcmp(tessera_status_name(TESSERA_NOT_FOUND), "not_found") == 0, "%s", tessera_status_name(TESSERA_NOT_FOUND));
+
+  size_t n = tessera_device_count();
+  CHECK(n >= 3, "%zu devices", n);
+  int saw_rknpu = 0;
+  for (size_t i = 0; i < n; ++i) {
+    tessera_device_info d;
+    CHECK_OK(tessera_device_get(i, &d));
+    if (i == 0) CHECK(strcmp(d.name, "cpu") == 0, "device 0 is '%s'", d.name);
+    if (strcmp(d.name, "rknpu") == 0) saw_rknpu = d.available && d.is_model;
+    CHECK(strlen(d.description) > 0, "device %s has no description", d.name);
+  }
+  CHECK(saw_rknpu, "no available rknpu device model");
+  tessera_device_info d;
+  CHECK(tessera_device_get(n, &d) == TESSERA_OUT_OF_RANGE, "device %zu", n);
+  CHECK(strstr(tessera_last_error(), "does not exist") != NULL, "message '%s'", tessera_last_error());
+
+  tessera_model* m = (tessera_model*)1;
+  CHECK(tessera_model_load("/nonexistent/model.tflite", &m) == TESSERA_NOT_FOUND, "missing file");
+  CHECK(m == NULL, "out not cleared");
+  CHECK(strstr(tessera_last_error(), "/nonexistent/model.tflite") != NULL, "message '%s'", tessera_last_error());
+  CHECK(tessera_model_load(NULL, &m) == TESSERA_INVALID_ARGUMENT, "NULL path");
+  tessera_model_free(NULL);
+  tessera_session_free(NULL);
+  tessera_lm_free(NULL);
+}
+
+static void test_tflite(void) {
+  char* model_path = path_of("models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  char* in_path = path_of("reference/mnv1_128_cat.input.bin");
+  char* ref_path = path_of("reference/mnv1_128_cat.tflite-output.bin");
+  size_t in_size = 0, ref_size = 0, file_size = 0;
+  unsigned char* input = read_all(in_path, &in_size);
+  unsigned char* ref = read_all(ref_path, &ref_size);
+  unsigned char* file = read_all(model_path, &file_size);
+  if (!input || !ref || !file) {
+    fixture_missing("mobilenet_v1_0.25_128_quant.tflite / reference/mnv1_128_cat.*");
+    goto out;
+  }
+
+  tessera_model* m = NULL;
+  CHECK_OK(tessera_model_load(model_path, &m));
+  if (!m) goto out;
+  CHECK(tessera_model_num_inputs(m) == 1 && tessera_model_num_outputs(m) == 1, "%zu inputs, %zu outputs",
+        tessera_model_num_inputs(m), tessera_model_num_outputs(m));
+  tessera_tensor_info in, outi;
+  CHECK_OK(tessera_model_input_info(m, 0, &in));
+  CHECK_OK(tessera_model_output_info(m, 0, &outi));
+  CHECK(in.dtype == TESSERA_U8 && in.rank == 4 && in.shape[0] == 1 && in.shape[1] == 128 && in.shape[2] == 128 &&
+            in.shape[3] == 3,
+        "input %s rank %zu", tessera_dtype_name(in.dtype), in.rank);
+  CHECK(in.bytes == (int64_t)in_size, "input takes %lld bytes, the reference input has %zu", (long long)in.bytes, in_size);
+  CHECK(in.num_scales == 1 && in.scales[0] > 0 && in.num_zero_points == 1, "input quantization");
+  CHECK(outi.dtype == TESSERA_U8 && outi.bytes == (int64_t)ref_size, "output %s %lld bytes",
+        tessera_dtype_name(outi.dtype), (long long)outi.bytes);
+  size_t idx = 99;
+  CHECK_OK(tessera_model_input_index(m, in.name, &idx));
+  CHECK(idx == 0, "input index %zu", idx);
+  CHECK(tessera_model_output_index(m, "no such tensor", &idx) == TESSERA_NOT_FOUND, "unknown output name");
+  CHECK(strstr(tessera_last_error(), outi.name) != NULL, "message lists the outputs: '%s'", tessera_last_error());
+  CHECK(tessera_model_input_info(m, 1, &in) == TESSERA_OUT_OF_RANGE, "input 1");
+
+  /* The cpu against the interpreter's output, byte for byte. */
+  const char* opts[] = {"threads=2", NULL};
+  tessera_session* s = NULL;
+  CHECK_OK(tessera_session_create(m, "cpu", opts, &s));
+  if (!s) goto free_model;
+  CHECK(tessera_session_set_input(s, 0, input, in_size - 1) == TESSERA_INVALID_ARGUMENT, "short input accepted");
+  CHECK(strstr(tessera_last_error(), "bytes") != NULL, "message '%s'", tessera_last_error());
+  CHECK_OK(tessera_session_set_input_by_name(s, in.name, input, in_size));
+  CHECK_OK(tessera_session_run(s));
+  unsigned char* out = malloc(ref_size);
+  CHECK_OK(tessera_session_read_output(s, 0, out, ref_size));
+  CHECK(memcmp(out, ref, ref_size) == 0, "cpu output differs from the TFLite interpreter's");
+  size_t top = argmax_u8(out, ref_size);
+
+  /* User buffers on a second session over an in-memory copy of the model: seeded input. */
+  tessera_model* mb = NULL;
+  CHECK_OK(tessera_model_load_tflite_buffer(file, file_size, &mb));
+  unsigned char* rnd = malloc(in_size);
+  unsigned int seed = 12345;
+  for (size_t i = 0; i < in_size; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    rnd[i] = (unsigned char)(seed >> 16);
+  }
+  tessera_session* sb = NULL;
+  if (mb) CHECK_OK(tessera_session_create(mb, NULL, NULL, &sb));
+  if (sb) {
+    unsigned char* bound = calloc(ref_size, 1);
+    CHECK_OK(tessera_session_bind_input(sb, 0, rnd, in_size));
+    CHECK_OK(tessera_session_bind_output(sb, 0, bound, ref_size));
+    CHECK(tessera_session_bind_output(sb, 0, bound, ref_size + 1) == TESSERA_INVALID_ARGUMENT, "wrong size bound");
+    CHECK_OK(tessera_session_run(sb));
+    /* The same input through set_input / read_output on the first session. */
+    CHECK_OK(tessera_session_set_input(s, 0, rnd, in_size));
+    CHECK_OK(tessera_session_run(s));
+    CHECK_OK(tessera_session_read_output(s, 0, out, ref_size));
+    CHECK(memcmp(out, bound, ref_size) == 0, "bound output differs from read_output");
+    CHECK(memcmp(out, ref, ref_size) != 0, "a random input gave the cat's scores");
+    free(bound);
+  }
+  tessera_session_free(sb);
+  tessera_model_free(mb);
+  free(rnd);
+
+  /* A truncated model is an error with a message, not a crash. */
+  tessera_model* bad = NULL;
+  CHECK(tessera_model_load_tflite_buffer(file, file_size / 3, &bad) != TESSERA_OK, "truncated model loaded");
+  CHECK(bad == NULL && strlen(tessera_last_error()) > 0, "no message for the truncated model");
+
+  /* The rknpu device model classifies the cat as the cpu does. */
+  tessera_session* sr = NULL;
+  CHECK_OK(tessera_session_create(m, "rknpu", NULL, &sr));
+  if (sr) {
+    CHECK_OK(tessera_session_set_input(sr, 0, input, in_size));
+    CHECK_OK(tessera_session_run(sr));
+    CHECK_OK(tessera_session_read_output(sr, 0, out, ref_size));
+    CHECK(argmax_u8(out, ref_size) == top, "rknpu top-1 %zu, cpu %zu", argmax_u8(out, ref_size), top);
+  }
+  tessera_session_free(sr);
+  CHECK(tessera_session_create(m, "no-such-device", NULL, &sr) == TESSERA_NOT_FOUND, "unknown device");
+  CHECK(strstr(tessera_last_error(), "no-such-device") != NULL, "message '%s'", tessera_last_error());
+  free(out);
+  tessera_session_free(s);
+free_model:
+  tessera_model_free(m);
+out:
+  free(input);
+  free(ref);
+  free(file);
+  free(model_path);
+  free(in_path);
+  free(ref_path);
+}
+
+struct pieces {
+  char text[4096];
+  size_t size;
+  int calls;
+  int stop_after;
+};
+
+static int on_piece(const char* piece, size_t size, void* user) {
+  struct pieces* p = user;
+  if (p->size + size < sizeof(p->text)) {
+    memcpy(p->text + p->size, piece, size);
+    p->size += size;
+    p->text[p->size] = '\0';
+  }
+  ++p->calls;
+  return p->stop_after == 0 || p->calls < p->stop_after;
+}
+
+/* The tessera CLI's stdout for `generate MODEL -p PROMPT -n N` (prompt + text + newline). */
+static char* cli_generate(const char* model, const char* prompt, int n) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' generate '%s' -p '%s' -n %d 2>/dev/null", cli, model, prompt, n);
+  FILE* f = popen(cmd, "r");
+  if (!f) return NULL;
+  char* buf = calloc(65536, 1);
+  size_t got = fread(buf, 1, 65535, f);
+  buf[got] = '\0';
+  if (pclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static void test_generate(void) {
+  char* model = path_of("models/gguf/aidreams260K.gguf");
+  FILE* probe = fopen(model, "rb");
+  if (!probe) {
+    fixture_missing("models/gguf/aidreams260K.gguf");
+    free(model);
+    return;
+  }
+  fclose(probe);
+  tessera_lm* lm = NULL;
+  CHECK_OK(tessera_lm_load(model, "cpu", 0, &lm));
+  if (!lm) {
+    free(model);
+    return;
+  }
+  CHECK(tessera_lm_context_length(lm) > 30, "context %lld", (long long)tessera_lm_context_length(lm));
+  CHECK(tessera_lm_vocab_size(lm) > 0, "vocab");
+
+  const char* prompt = "Once upon a time";
+  tessera_generate_options go;
+  tessera_generate_options_init(&go);
+  CHECK(go.max_tokens == 64 && go.temperature == 0.0f && go.top_k == 40, "defaults");
+  go.max_tokens = 30;
+  struct pieces p = {{0}, 0, 0, 0};
+  char* text = NULL;
+  CHECK_OK(tessera_lm_generate(lm, prompt, &go, on_piece, &p, &text));
+  CHECK(text != NULL && strcmp(text, p.text) == 0, "returned text '%s', pieces '%s'", text ? text : "(null)", p.text);
+  CHECK(p.calls > 0 && p.calls <= 30, "%d pieces", p.calls);
+  char* expected = cli_generate(model, prompt, 30);
+  CHECK(expected != NULL, "the CLI failed");
+  if (expected && text) {
+    char joined[8192];
+    snprintf(joined, sizeof joined, "%s%s\n", prompt, text);
+    CHECK(strcmp(joined, expected) == 0, "C API '%s' vs CLI '%s'", joined, expected);
+  }
+  free(expected);
+  tessera_string_free(text);
+
+  /* The callback stops generation; a second call starts from an empty cache. */
+  struct pieces q = {{0}, 0, 0, 3};
+  CHECK_OK(tessera_lm_generate(lm, prompt, &go, on_piece, &q, NULL));
+  CHECK(q.calls == 3, "%d pieces after asking to stop at 3", q.calls);
+  CHECK(strncmp(q.text, p.text, q.size) == 0, "restarted generation differs: '%s' vs '%s'", q.text, p.text);
+
+  go.top_p = 2.0f;
+  go.temperature = 0.5f;
+  CHECK(tessera_lm_generate(lm, prompt, &go, NULL, NULL, NULL) == TESSERA_INVALID_ARGUMENT, "top_p 2 accepted");
+  CHECK(strstr(tessera_last_error(), "top-p") != NULL, "message '%s'", tessera_last_error());
+  tessera_lm_free(lm);
+  free(model);
+
+  /* Tokenization against llama.cpp's prompt ids (models/gguf/refs/llamacpp-greedy.tsv). */
+  char* tsv_path = path_of("models/gguf/refs/llamacpp-greedy.tsv");
+  char* kq = path_of("models/gguf/kquant/kq-llama-256d-4L-F32.gguf");
+  FILE* tsv = fopen(tsv_path, "r");
+  if (!tsv) {
+    fixture_missing("models/gguf/refs/llamacpp-greedy.tsv");
+  } else {
+    char line[8192];
+    int compared = 0;
+    CHECK_OK(tessera_lm_load(kq, NULL, 0, &lm));
+    while (lm && fgets(line, sizeof line, tsv)) {
+      char* cols[4] = {0};
+      char* save = NULL;
+      char* tok = strtok_r(line, "\t", &save);
+      for (int c = 0; c < 4 && tok; ++c, tok = strtok_r(NULL, "\t", &save)) cols[c] = tok;
+      if (!cols[2] || strcmp(cols[0], "kq-llama-256d-4L-F32.gguf") != 0) continue;
+      int32_t want[256], got[256];
+      size_t nwant = 0, ngot = 0;
+      for (char* s = strtok_r(cols[2], " ", &save); s && nwant < 256; s = strtok_r(NULL, " ", &save))
+        want[nwant++] = (int32_t)strtol(s, NULL, 10);
+      CHECK_OK(tessera_lm_tokenize(lm, cols[1], 1, got, 256, &ngot));
+      CHECK(ngot == nwant && memcmp(got, want, nwant * sizeof(int32_t)) == 0, "tokens of '%s' differ from llama.cpp's",
+            cols[1]);
+      size_t small = 0;
+      CHECK(tessera_lm_tokenize(lm, cols[1], 1, got, 1, &small) == TESSERA_OUT_OF_RANGE && small == nwant,
+            "capacity 1: count %zu", small);
+      ++compared;
+    }
+    CHECK(compared == 2, "%d prompts compared", compared);
+    fclose(tsv);
+    tessera_lm_free(lm);
+  }
+  free(tsv_path);
+  free(kq);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: capi_test SHARED_DIR TESSERA_CLI\n");
+    return 2;
+  }
+  shared_dir = argv[1];
+  cli = argv[2];
+  test_basics();
+  test_tflite();
+  test_generate();
+  printf("capi_test: %d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
