@@ -35,3 +35,9 @@ endforeach()
 # between static libraries, which CMake resolves by repeating them on the link line.
 target_link_libraries(tessera_runtime INTERFACE tessera)
 set_property(TARGET tessera APPEND PROPERTY LINK_INTERFACE_MULTIPLICITY 3)
+
+# `tessera serve` (docs/serving.md): the protocol logic (requests, tensors, streaming, metrics,
+# model queues) as a component of its own, apart from the umbrella; the HTTP socket layer
+# lives with the CLI (tools/tessera/serve) and links cpp-httplib.
+find_package(nlohmann_json 3 REQUIRED)
+tessera_component(tessera_serve DIRS src/serve DEPS tessera nlohmann_json::nlohmann_json fmt::fmt)
