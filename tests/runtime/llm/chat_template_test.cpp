@@ -1,0 +1,249 @@
+// Chat templates: each family's text for one system + user + assistant + user conversation,
+// written out by hand from the family's published format; detection from Jinja markers;
+// the fixtures' templates; and BOS placement when the text is tokenized (never twice).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fixtures.h"
+#include "import/gguf/gguf_file.h"
+#include "import/gguf/tokenizer.h"
+#include "runtime/llm/chat_template.h"
+
+namespace tessera::llm {
+namespace {
+
+// Leading/trailing spaces in two messages check which families trim content.
+const std::vector<ChatMessage> kConversation = {
+    {"system", "You are a terse assistant."},
+    {"user", "Hi there!"},
+    {"assistant", " Hello. "},
+    {"user", "What is 2+2?"},
+};
+
+ChatTemplate named(std::string_view n) {
+  auto t = ChatTemplate::by_name(n);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+  return std::move(t).value();
+}
+
+TEST(ChatTemplate, Llama3) {
+  const std::string want =
+      "<|start_header_id|>system<|end_header_id|>\n\nYou are a terse assistant.<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nHi there!<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>";
+  ChatTemplate t = named("llama3");
+  EXPECT_EQ(t.apply(kConversation, false), want);
+  EXPECT_EQ(t.apply(kConversation, true), want + "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(t.stop_strings(), std::vector<std::string>{"<|eot_id|>"});
+}
+
+TEST(ChatTemplate, ChatMLAndQwenAlias) {
+  const std::string want =
+      "<|im_start|>system\nYou are a terse assistant.<|im_end|>\n"
+      "<|im_start|>user\nHi there!<|im_end|>\n"
+      "<|im_start|>assistant\n Hello. <|im_end|>\n"
+      "<|im_start|>user\nWhat is 2+2?<|im_end|>\n";
+  for (const char* name : {"chatml", "qwen"}) {
+    ChatTemplate t = named(name);
+    EXPECT_EQ(t.name(), "chatml");
+    EXPECT_EQ(t.apply(kConversation, false), want);
+    EXPECT_EQ(t.apply(kConversation, true), want + "<|im_start|>assistant\n");
+    EXPECT_EQ(t.stop_strings(), std::vector<std::string>{"<|im_end|>"});
+  }
+}
+
+TEST(ChatTemplate, Llama2) {
+  // The first BOS comes from the tokenizer; later turns start with "<s>" in the text.
+  const std::string want =
+      "[INST] <<SYS>>\nYou are a terse assistant.\n<</SYS>>\n\nHi there! [/INST] Hello. </s>"
+      "<s>[INST] What is 2+2? [/INST]";
+  ChatTemplate t = named("llama2");
+  EXPECT_EQ(t.apply(kConversation, true), want);
+  EXPECT_EQ(t.apply(kConversation, false), want);
+  EXPECT_EQ(t.stop_strings(), std::vector<std::string>{"</s>"});
+  // Without a system message.
+  std::vector<ChatMessage> plain(kConversation.begin() + 1, kConversation.end());
+  EXPECT_EQ(t.apply(plain, true), "[INST] Hi there! [/INST] Hello. </s><s>[INST] What is 2+2? [/INST]");
+}
+
+TEST(ChatTemplate, Phi3) {
+  const std::string want =
+      "<|system|>\nYou are a terse assistant.<|end|>\n"
+      "<|user|>\nHi there!<|end|>\n"
+      "<|assistant|>\n Hello. <|end|>\n"
+      "<|user|>\nWhat is 2+2?<|end|>\n";
+  ChatTemplate t = named("phi3");
+  EXPECT_EQ(t.apply(kConversation, false), want);
+  EXPECT_EQ(t.apply(kConversation, true), want + "<|assistant|>\n");
+  EXPECT_EQ(t.stop_strings(), std::vector<std::string>{"<|end|>"});
+}
+
+TEST(ChatTemplate, Gemma) {
+  // No system role: its text opens the first user turn; the assistant is "model".
+  const std::string want =
+      "<start_of_turn>user\nYou are a terse assistant.\n\nHi there!<end_of_turn>\n"
+      "<start_of_turn>model\nHello.<end_of_turn>\n"
+      "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n";
+  ChatTemplate t = named("gemma");
+  EXPECT_EQ(t.apply(kConversation, false), want);
+  EXPECT_EQ(t.apply(kConversation, true), want + "<start_of_turn>model\n");
+  EXPECT_EQ(t.stop_strings(), std::vector<std::string>{"<end_of_turn>"});
+}
+
+TEST(ChatTemplate, IncrementalPrefixProperty) {
+  for (const auto& name : ChatTemplate::names()) {
+    ChatTemplate t = named(name);
+    const std::string all = t.apply(kConversation, true);
+    for (size_t n = 2; n < kConversation.size(); ++n) {
+      std::span<const ChatMessage> prefix(kConversation.data(), n);
+      const std::string p = t.apply(prefix, kConversation[n].role == "assistant");
+      EXPECT_EQ(all.compare(0, p.size(), p), 0) << name << ": prefix of " << n << " messages:\n" << p;
+    }
+  }
+}
+
+TEST(ChatTemplate, NamesAndUnknownName) {
+  EXPECT_EQ(ChatTemplate::names(), (std::vector<std::string>{"llama3", "chatml", "llama2", "phi3", "gemma"}));
+  auto t = ChatTemplate::by_name("vicuna");
+  ASSERT_FALSE(t.ok());
+  const std::string msg = t.status().to_string();
+  EXPECT_NE(msg.find("'vicuna'"), std::string::npos) << msg;
+  for (const char* n : {"llama3", "chatml", "qwen", "llama2", "phi3", "gemma"})
+    EXPECT_NE(msg.find(n), std::string::npos) << msg;
+}
+
+TEST(ChatTemplate, DetectsFamiliesFromMarkers) {
+  // Short Jinja sources holding each family's markers the way its templates write them.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + "
+       "m['content'] | trim + '<|eot_id|>' }}{% endfor %}",
+       "llama3"},
+      {"{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}",
+       "chatml"},
+      {"{% for m in messages %}{% if m['role'] == 'system' %}{{ '<<SYS>>\\n' + m['content'] + '\\n<</SYS>>\\n\\n' "
+       "}}{% else %}{{ bos_token + '[INST] ' + m['content'] + ' [/INST]' }}{% endif %}{% endfor %}",
+       "llama2"},
+      {"{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endfor %}"
+       "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}",
+       "phi3"},
+      {"{% for m in messages %}{{ '<start_of_turn>' + role + '\\n' + m['content'] | trim + '<end_of_turn>\\n' }}"
+       "{% endfor %}",
+       "gemma"},
+  };
+  for (const auto& [src, want] : cases) {
+    auto t = ChatTemplate::detect(src);
+    ASSERT_TRUE(t.ok()) << want << ": " << t.status().to_string();
+    EXPECT_EQ(t->name(), want);
+    EXPECT_EQ(t->default_system(), "");
+  }
+}
+
+TEST(ChatTemplate, UnknownAndAmbiguousTemplatesAreRefusedNamingTheKey) {
+  for (const std::string src : {"{% for m in messages %}USER: {{ m['content'] }}{% endfor %}",
+                                "{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}",
+                                "<|im_start|> or <start_of_turn>"}) {
+    auto t = ChatTemplate::detect(src);
+    ASSERT_FALSE(t.ok()) << src;
+    const std::string msg = t.status().to_string();
+    EXPECT_NE(msg.find("tokenizer.chat_template"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--chat-template"), std::string::npos) << msg;
+  }
+}
+
+TEST(ChatTemplate, ChatMLDefaultSystemFromTemplate) {
+  // A template that writes a system turn of its own when the conversation has none.
+  const std::string src =
+      "{% for m in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+      "{{ '<|im_start|>system\\nBe kind.<|im_end|>\\n' }}{% endif %}"
+      "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}";
+  auto t = ChatTemplate::detect(src);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->default_system(), "Be kind.");
+  std::vector<ChatMessage> user_only = {{"user", "Hi"}};
+  EXPECT_EQ(t->apply(user_only, true),
+            "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // A conversation with its own system message keeps only that one.
+  EXPECT_EQ(t->apply(std::span(kConversation.data(), 2), false),
+            "<|im_start|>system\nYou are a terse assistant.<|im_end|>\n<|im_start|>user\nHi there!<|im_end|>\n");
+}
+
+// How many times `id` occurs in `ids`.
+size_t count_of(const std::vector<int32_t>& ids, int32_t id) { return std::count(ids.begin(), ids.end(), id); }
+
+TEST(ChatTemplate, Llama3FixtureHasNoTemplateAndTakesTheOverride) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/llama3-256d-2L-Q4_K_M-embQ3_K.gguf");
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto none = chat_template_for(*f, "");
+  ASSERT_FALSE(none.ok());
+  const std::string msg = none.status().to_string();
+  EXPECT_NE(msg.find("tokenizer.chat_template"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--chat-template"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("llama3"), std::string::npos) << msg;
+  EXPECT_FALSE(chat_template_for(*f, "nope").ok());
+
+  auto t = chat_template_for(*f, "llama3");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  auto tok = gguf::Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  // BOS from the tokenizer, once; the markers and the stop string are single tokens.
+  const std::vector<int32_t> ids = tok->encode(t->apply(kConversation, true), tok->add_bos(), true);
+  ASSERT_TRUE(tok->add_bos());
+  EXPECT_EQ(ids.front(), tok->bos());
+  EXPECT_EQ(count_of(ids, tok->bos()), 1u);
+  const int32_t header = tok->find("<|start_header_id|>"), eot = tok->find("<|eot_id|>");
+  ASSERT_GE(header, 0);
+  ASSERT_GE(eot, 0);
+  EXPECT_EQ(ids[1], header);
+  EXPECT_EQ(count_of(ids, header), 5u);
+  EXPECT_EQ(count_of(ids, eot), 4u);
+  EXPECT_GE(tok->find(t->stop_strings().at(0)), 0);
+}
+
+TEST(ChatTemplate, Qwen2FixtureIsDetectedAsChatMLWithItsDefaultSystem) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/qwen2-256d-2L-Q4_K_M-embQ3_K.gguf");
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto t = chat_template_for(*f, "");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->name(), "chatml");
+  EXPECT_EQ(t->default_system(), "You are a helpful assistant");
+  auto tok = gguf::Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  // Qwen2 adds no BOS (its BOS id is <|endoftext|>): the text starts with <|im_start|>.
+  EXPECT_FALSE(tok->add_bos());
+  std::vector<ChatMessage> user_only = {{"user", "Hi"}};
+  const std::vector<int32_t> ids = tok->encode(t->apply(user_only, true), tok->add_bos(), true);
+  const int32_t start = tok->find("<|im_start|>"), end = tok->find("<|im_end|>");
+  ASSERT_GE(start, 0);
+  ASSERT_GE(end, 0);
+  EXPECT_EQ(ids.front(), start);
+  EXPECT_EQ(count_of(ids, tok->bos()), 0u);
+  EXPECT_EQ(count_of(ids, start), 3u);  // default system, user, assistant opening
+  EXPECT_EQ(count_of(ids, end), 2u);
+  EXPECT_EQ(tok->decode(ids).find("You are a helpful assistant"), tok->decode(ids).find("You are"));
+}
+
+TEST(ChatTemplate, Phi3VocabularyGetsOneBos) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/vocab/ggml-vocab-phi-3.gguf");
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto tok = gguf::Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  ChatTemplate t = named("phi3");
+  const std::vector<int32_t> ids = tok->encode(t.apply(kConversation, true), tok->add_bos(), true);
+  ASSERT_TRUE(tok->add_bos());
+  EXPECT_EQ(ids.front(), tok->bos());
+  EXPECT_EQ(count_of(ids, tok->bos()), 1u);
+  const int32_t end = tok->find("<|end|>"), assistant = tok->find("<|assistant|>");
+  ASSERT_GE(end, 0);
+  ASSERT_GE(assistant, 0);
+  EXPECT_EQ(ids[1], tok->find("<|system|>"));
+  EXPECT_EQ(count_of(ids, end), 4u);
+  EXPECT_EQ(count_of(ids, assistant), 2u);
+}
+
+}  // namespace
+}  // namespace tessera::llm
