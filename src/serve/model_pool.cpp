@@ -39,6 +39,14 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
     if (!llama.ok()) return llama.status().with_context(what);
     m->llama_ = std::move(llama).value();
     if (config.ctx > 0) TS_RETURN_IF_ERROR(m->llama_->set_context(config.ctx).with_context(what));
+    auto chat = llm::chat_template_for(m->llama_->file(), config.chat_template);
+    if (chat.ok()) {
+      m->chat_ = std::move(chat).value();
+    } else if (!config.chat_template.empty()) {
+      return chat.status().with_context(what);  // a bad --chat-template name
+    } else {
+      m->chat_error_ = chat.status().message();
+    }
     llm::GeneratorOptions go;
     go.session = opts;
     go.batch = config.batch;

@@ -16,11 +16,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "import/gguf/llama_model.h"
+#include "runtime/llm/chat_template.h"
 #include "runtime/llm/generator.h"
 #include "serve/metrics.h"
 #include "serve/tensor_json.h"
@@ -60,6 +62,10 @@ class ServedModel {
   const std::string& name() const { return config_.name; }
   bool is_llm() const { return llama_ != nullptr; }
   const gguf::LlamaModel* llama() const { return llama_.get(); }
+  // GGUF: the chat template (--chat-template, else the file's), or null with chat_error()
+  // saying why there is none.
+  const llm::ChatTemplate* chat_template() const { return chat_ ? &*chat_ : nullptr; }
+  const std::string& chat_error() const { return chat_error_; }
   const std::vector<TensorSpec>& inputs() const { return inputs_; }
   const std::vector<TensorSpec>& outputs() const { return outputs_; }
 
@@ -77,6 +83,8 @@ class ServedModel {
   ModelConfig config_;
   Metrics& metrics_;
   std::unique_ptr<gguf::LlamaModel> llama_;
+  std::optional<llm::ChatTemplate> chat_;
+  std::string chat_error_;
   std::vector<TensorSpec> inputs_, outputs_;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;

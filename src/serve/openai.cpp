@@ -237,6 +237,46 @@ json usage_chunk(const CompletionRequest& req, const std::string& id, int64_t cr
           {"usage", usage_json(u)}};
 }
 
+CompletionRequest parse_v2_text_request(const json& j, const std::string& model, std::string& id) {
+  const std::string what = "model '" + model + "' infer request";
+  if (has(j, "id")) {
+    if (!j["id"].is_string()) throw ApiError(400, what + ": \"id\" must be a string");
+    id = j["id"].get<std::string>();
+  }
+  if (!has(j, "inputs") || !j["inputs"].is_array()) throw ApiError(400, what + ": \"inputs\" must be an array of tensors");
+  if (j["inputs"].size() != 1 || !j["inputs"][0].is_object() || j["inputs"][0].value("name", "") != kV2TextInput)
+    throw ApiError(422, what + ": a GGUF model takes one input, '" + std::string(kV2TextInput) + "' (BYTES, shape [1])");
+  const json& in = j["inputs"][0];
+  if (in.value("datatype", "") != "BYTES")
+    throw ApiError(422, what + ", input 'text_input': datatype " + in.value("datatype", json("")).dump() +
+                            " but the model takes BYTES");
+  if (!in.contains("shape") || in["shape"] != json::array({1}))
+    throw ApiError(422, what + ", input 'text_input': shape " + in.value("shape", json()).dump() +
+                            " but the model takes [1]");
+  const json data = in.value("data", json());
+  const json* text = data.is_array() && data.size() == 1 ? &data[0] : nullptr;
+  if (text && text->is_array() && text->size() == 1) text = &(*text)[0];
+  if (!text || !text->is_string())
+    throw ApiError(422, what + ", input 'text_input': data must hold one string");
+  json c = json::object();
+  if (has(j, "parameters")) {
+    if (!j["parameters"].is_object()) throw ApiError(400, what + ": \"parameters\" must be an object");
+    for (const char* key : {"max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "repeat_penalty"})
+      if (j["parameters"].contains(key)) c[key] = j["parameters"][key];
+  }
+  c["model"] = model;
+  c["prompt"] = *text;
+  return parse_completion_request(c, false);
+}
+
+json v2_text_response(const std::string& model, const std::string& id, const std::string& text) {
+  json j = {{"model_name", model},
+            {"model_version", "1"},
+            {"outputs", json::array({{{"name", kV2TextOutput}, {"datatype", "BYTES"}, {"shape", {1}}, {"data", {text}}}})}};
+  if (!id.empty()) j["id"] = id;
+  return j;
+}
+
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }

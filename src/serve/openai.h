@@ -84,6 +84,14 @@ nlohmann::json completion_chunk(const CompletionRequest& req, const std::string&
 // The last chunk of a stream with stream_options.include_usage: no choices, usage counts.
 nlohmann::json usage_chunk(const CompletionRequest& req, const std::string& id, int64_t created, const Usage& u);
 
+// Open Inference Protocol requests to a GGUF model: one BYTES input "text_input" of shape
+// [1] holding the prompt; sampling fields (max_tokens, temperature, top_p, top_k, seed,
+// stop) in the request's "parameters". The answer is one BYTES output "text_output" [1].
+constexpr const char* kV2TextInput = "text_input";
+constexpr const char* kV2TextOutput = "text_output";
+CompletionRequest parse_v2_text_request(const nlohmann::json& j, const std::string& model, std::string& id);
+nlohmann::json v2_text_response(const std::string& model, const std::string& id, const std::string& text);
+
 // Server-sent events: "data: <json>\n\n", and the terminator "data: [DONE]\n\n".
 std::string sse_event(const nlohmann::json& j);
 std::string sse_done();

@@ -25,6 +25,7 @@ void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 // Thrown by command callbacks for a library error; main prints it and exits non-zero.
 struct CommandFailed {
