@@ -22,9 +22,11 @@ nlohmann::json parse_json_body(const std::string& body, const std::string& what)
   try {
     j = nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based position where the parser gave up.
-    throw ApiError(400, what + ": malformed JSON at byte " + std::to_string(e.byte) + " of " +
-                            std::to_string(body.size()));
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 28: ...":
+    // keep the position and the reason.
+    std::string why = e.what();
+    if (auto at = why.find("parse error"); at != std::string::npos) why = why.substr(at);
+    throw ApiError(400, what + ": malformed JSON (" + std::to_string(body.size()) + " bytes): " + why);
   }
   if (!j.is_object()) throw ApiError(400, what + ": the body must be a JSON object, got " + std::string(j.type_name()));
   return j;

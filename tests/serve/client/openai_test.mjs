@@ -10,6 +10,14 @@ requireFixtures(MODELS.aidreams, MODELS.llama3);
 timeCap(100);
 const OpenAI = openaiClass();
 const CTX = 1024;
+const prompt = 'Once upon a time';
+// References first: `tessera generate` blocks this process, and a keep-alive connection
+// left idle meanwhile may be closed by the server under the client's feet.
+const greedy = {
+  llm: generateText(MODELS.aidreams, prompt, 40, ['-c', String(CTX)]),
+  llama3: generateText(MODELS.llama3, prompt, 12, ['-c', String(CTX)]),
+};
+const seeded = generateText(MODELS.aidreams, prompt, 30, ['-c', String(CTX), '--temp', '0.9', '-s', '1234', '--top-k', '40', '--top-p', '0.95']);
 const server = await startServer([
   '--model', `llm=${MODELS.aidreams}`, '--model', `llama3=${MODELS.llama3}`,
   '--parallel', '2', '--ctx-size', String(CTX), '--chat-template', 'llm=chatml',
@@ -21,9 +29,8 @@ const list = await client.models.list();
 assert.deepEqual(list.data.map((m) => m.id).sort(), ['llama3', 'llm']);
 
 // Greedy completions equal `tessera generate` with the same context size.
-const prompt = 'Once upon a time';
-for (const [model, path, n] of [['llm', MODELS.aidreams, 40], ['llama3', MODELS.llama3, 12]]) {
-  const want = generateText(path, prompt, n, ['-c', String(CTX)]);
+for (const [model, n] of [['llm', 40], ['llama3', 12]]) {
+  const want = greedy[model];
   const r = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0 });
   assert.equal(r.object, 'text_completion');
   assert.equal(r.choices[0].text, want, `${model}: greedy text equals tessera generate`);
@@ -53,7 +60,7 @@ for (const [model, path, n] of [['llm', MODELS.aidreams, 40], ['llama3', MODELS.
 
 // Sampling with a seed equals `tessera generate --temp --seed` (same top-k, top-p), twice.
 {
-  const want = generateText(MODELS.aidreams, prompt, 30, ['-c', String(CTX), '--temp', '0.9', '-s', '1234', '--top-k', '40', '--top-p', '0.95']);
+  const want = seeded;
   for (let i = 0; i < 2; ++i) {
     const r = await client.completions.create({
       model: 'llm', prompt, max_tokens: 30, temperature: 0.9, seed: 1234, top_p: 0.95, top_k: 40,
