@@ -8,6 +8,10 @@ mkdir -p "$dir"
 if [ ! -f "$dir/node_modules/openai/package.json" ] ||
    ! grep -q "\"version\": \"$version\"" "$dir/node_modules/openai/package.json"; then
   [ -f "$dir/package.json" ] || echo '{"name": "tessera-serve-client", "private": true}' > "$dir/package.json"
-  npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts "openai@$version" >/dev/null
+  if ! npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts "openai@$version" >/dev/null; then
+    # Offline: the tests that need the client skip (exit 77) rather than fail.
+    echo "serve client: npm could not install openai@$version; the openai client tests will skip" >&2
+    exit 0
+  fi
 fi
 echo "serve client ready: $dir/node_modules/openai ($version)"

@@ -14,6 +14,9 @@ PACKAGES=(
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
+  libcpp-httplib-dev                           # tessera serve: the HTTP server (cpp-httplib 0.11)
+  nlohmann-json3-dev                           # tessera serve: JSON of the OpenAI and v2 protocols
+  curl                                         # the tessera serve tests (v2 requests)
 )
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)
@@ -33,6 +36,9 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
+
+# The `openai` npm client of the `tessera serve` tests (tests/serve/client), into the build folder.
+scripts/serve_client_setup.sh build/serve-client
 
 # The TFLite interpreter (npm @tensorflow/tfjs-tflite, builtin kernels) that tests/oracle
 # compares against, installed into the build folder (../shared is read-only in CI).

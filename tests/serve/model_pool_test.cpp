@@ -58,14 +58,16 @@ TEST(ServedModel, QueueBoundAnswers503AndEveryAcceptedJobRuns) {
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
   std::atomic<int> ran{0}, started{0};
-  for (int i = 0; i < 5; ++i)
-    model.submit([&, gate](Slot& slot) {
-      EXPECT_TRUE(slot.session);
-      ++started;
-      gate.wait();
-      ++ran;
-    });
+  auto job = [&, gate](Slot& slot) {
+    EXPECT_TRUE(slot.session);
+    ++started;
+    gate.wait();
+    ++ran;
+  };
+  model.submit(job);
+  model.submit(job);
   while (started < 2) std::this_thread::yield();
+  for (int i = 0; i < 3; ++i) model.submit(job);
   const QueueGauge g = model.gauge();
   EXPECT_EQ(g.active, 2);
   EXPECT_EQ(g.queued, 3);
@@ -79,7 +81,9 @@ TEST(ServedModel, QueueBoundAnswers503AndEveryAcceptedJobRuns) {
 TEST(ServedModel, SlotsGiveTheSameOutputsAsOneSession) {
   if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "fixture " << kModel << " absent";
   Metrics metrics;
-  ModelConfig c{"mb", kModel};
+  ModelConfig c;
+  c.name = "mb";
+  c.path = kModel;
   c.parallel = 3;
   auto m = ServedModel::load(c, metrics);
   ASSERT_TRUE(m.ok()) << m.status().to_string();

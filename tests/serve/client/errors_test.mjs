@@ -56,6 +56,9 @@ expectError(post('/v2/models/mb/infer', JSON.stringify({ inputs: [{ ...good, nam
 const big = tmpFile('big.json', JSON.stringify({ inputs: [{ ...good, data }] }));
 expectError(post('/v2/models/mb/infer', `@${big}`), 413, new RegExp(`limit of ${MAX_BODY} bytes`));
 expectError(post('/v1/completions', `@${tmpFile('big2.json', JSON.stringify({ model: 'llm', prompt: 'a'.repeat(MAX_BODY) }))}`), 413, /limit/);
+// A large body without a JSON content type (curl -d sends form-urlencoded): a 413 that says so.
+expectError(['-X', 'POST', '--data-binary', `@${tmpFile('form.txt', JSON.stringify({ model: 'llm', prompt: 'a'.repeat(9000) }))}`,
+  `${U}/v1/completions`], 413, /form-urlencoded body is limited to 8192 bytes/);
 // Prompt longer than the context (422).
 expectError(post('/v1/completions', JSON.stringify({ model: 'llm', prompt: 'the cat sat on the mat '.repeat(100) })), 422, /the prompt has \d+ tokens but the context holds 128/);
 

@@ -116,12 +116,20 @@ await assert.rejects(client.completions.create({ model: 'llm', prompt: 'the cat 
   const controller = new AbortController();
   const stream = await client.completions.create(
     { model: 'llama3', prompt, max_tokens: 1000, temperature: 0, stream: true }, { signal: controller.signal });
-  let chunks = 0;
+  let chunks = 0, shortDone = false;
   try {
-    for await (const c of stream) if (++chunks === 3) controller.abort();
+    for await (const c of stream) {
+      if (++chunks !== 3) continue;
+      // Fairness: with --parallel 2 a short request is answered while the long one streams.
+      const r = await client.completions.create({ model: 'llama3', prompt: 'Hi', max_tokens: 2, temperature: 0 });
+      assert.equal(r.usage.completion_tokens, 2);
+      shortDone = true;
+      controller.abort();
+    }
   } catch (e) {
     assert.ok(/abort/i.test(String(e.name) + String(e.message)), `aborted: ${e}`);
   }
+  assert.ok(shortDone, 'a short request finished during the long stream');
   const t0 = Date.now();
   let active = 1, text = '';
   while (Date.now() - t0 < 10000) {

@@ -1,12 +1,16 @@
 #include "http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -61,6 +65,7 @@ struct Server {
   ServerOptions opts;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};  // a signal came: answers close their connections
 
   ServedModel& find(const std::string& name) {
     for (auto& m : models)
@@ -220,6 +225,7 @@ httplib::Server::Handler wrap(Server& s, std::string endpoint, Handler h) {
     const auto t0 = Clock::now();
     std::string model;
     bool streaming = false;
+    if (s.draining) res.set_header("Connection", "close");  // clients reconnect to another server
     try {
       h(req, res, model, streaming);
     } catch (const ApiError& e) {
@@ -373,6 +379,30 @@ void add_routes(httplib::Server& svr, Server& s) {
   }));
 }
 
+// The listening socket on `port` among this process's descriptors, or -1.
+int listening_socket(int port) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(e.path().filename().string());
+    } catch (...) {
+      continue;
+    }
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = -1;
+    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (p == port) return fd;
+  }
+  return -1;
+}
+
 }  // namespace
 
 Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metrics& metrics,
@@ -390,6 +420,10 @@ Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metr
     if (!res.body.empty()) return;  // an answer of ours already
     std::string msg;
     if (res.status == 404) msg = "no endpoint " + req.method + " " + req.path + " (see docs/serving.md)";
+    else if (res.status == 413 && req.get_header_value("Content-Type") == "application/x-www-form-urlencoded")
+      // cpp-httplib parses form bodies itself and caps them at CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH.
+      msg = "a form-urlencoded body is limited to " + std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+            " bytes; send Content-Type: application/json (or application/octet-stream for binary tensor data)";
     else if (res.status == 413)
       msg = "request body larger than the limit of " + std::to_string(opts.max_body_bytes) + " bytes (--max-body)";
     else if (res.status == 405) msg = "method " + req.method + " not allowed on " + req.path;
@@ -425,15 +459,25 @@ Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metr
                models.size(), models.size() == 1 ? "" : "s");
   std::fflush(stderr);
   s.ready = true;
-  // Stops the listener when a signal has been seen; the thread pool then finishes the
-  // requests in flight before listen_after_bind returns.
   std::atomic<bool> listening_done{false};
-  // (stop() is repeated: one made before the listener has started would be lost.)
+  // Stops the listener when a signal has been seen. httplib's stop() would also cut the
+  // streams in flight (its chunked writer ends when the server socket is invalidated), so
+  // the listening socket is shut down instead: accept() fails, the accept loop ends, and
+  // the thread pool finishes every request already taken before listen_after_bind
+  // returns. (stop() is the fallback, repeated: one made before listening would be lost.)
   std::thread watcher([&] {
+    bool stopped = false;
     while (!listening_done) {
-      if (stop_requested) {
+      if (stop_requested && !stopped) {
         s.ready = false;
-        svr.stop();
+        s.draining = true;
+        const int fd = listening_socket(port);
+        if (fd >= 0) {
+          ::shutdown(fd, SHUT_RDWR);
+          stopped = true;
+        } else {
+          svr.stop();
+        }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
