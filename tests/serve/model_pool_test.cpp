@@ -2,6 +2,8 @@
 // drain on stop, and the --model spec.
 #include "serve/model_pool.h"
 
+#include "fixtures.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +16,7 @@
 namespace tessera::serve {
 namespace {
 
-const std::string kModel = std::string(TESSERA_SHARED_DIR) + "/models/tflite/mobilenet_v1_0.25_128_quant.tflite";
+constexpr const char* kModelRel = "models/tflite/mobilenet_v1_0.25_128_quant.tflite";
 
 template <typename F>
 int status_of(F&& f) {
@@ -41,7 +43,7 @@ TEST(ModelSpec, SplitsTheDeviceAfterTheExtension) {
 }
 
 TEST(ServedModel, QueueBoundAnswers503AndEveryAcceptedJobRuns) {
-  if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "fixture " << kModel << " absent";
+  TESSERA_REQUIRE_FIXTURE(kModel, kModelRel);
   Metrics metrics;
   ModelConfig c;
   c.name = "mb";
@@ -79,7 +81,7 @@ TEST(ServedModel, QueueBoundAnswers503AndEveryAcceptedJobRuns) {
 }
 
 TEST(ServedModel, SlotsGiveTheSameOutputsAsOneSession) {
-  if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "fixture " << kModel << " absent";
+  TESSERA_REQUIRE_FIXTURE(kModel, kModelRel);
   Metrics metrics;
   ModelConfig c;
   c.name = "mb";

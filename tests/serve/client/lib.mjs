@@ -18,12 +18,14 @@ export const MODELS = {
 export const TMP = mkdtempSync(join(tmpdir(), 'tessera-serve-'));
 process.on('exit', () => rmSync(TMP, { recursive: true, force: true }));
 
-// Skips (CTest SKIP_RETURN_CODE 77) when a fixture or tool is absent.
+// Skips (CTest SKIP_RETURN_CODE 77) when a fixture or tool is absent; fails instead with
+// TESSERA_REQUIRE_FIXTURES=1 (as CI runs the tests).
 export function requireFixtures(...paths) {
   for (const p of [BIN, ...paths])
     if (!p || !existsSync(p)) {
-      console.log(`SKIP: ${p} absent`);
-      process.exit(77);
+      const required = process.env.TESSERA_REQUIRE_FIXTURES === '1';
+      console.log(`${required ? 'FAIL' : 'SKIP'}: ${p} absent`);
+      process.exit(required ? 1 : 77);
     }
 }
 

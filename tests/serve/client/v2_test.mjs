@@ -11,7 +11,8 @@ import {
 requireFixtures(MODELS.mobilenet, MODELS.aidreams);
 timeCap(100);
 const server = await startServer([
-  '--model', `mb=${MODELS.mobilenet}`, '--model', `mbtile=${MODELS.mobilenet}:tile`, '--model', `llm=${MODELS.aidreams}`,
+  '--model', `mb=${MODELS.mobilenet}`, '--model', `mbtile=${MODELS.mobilenet}:tile`, '--model', `mbrk=${MODELS.mobilenet}:rknpu`,
+  '--model', `llm=${MODELS.aidreams}`, '--parallel', '3',
 ]);
 const U = server.url;
 
@@ -28,7 +29,7 @@ assert.equal(meta.outputs[0].datatype, 'UINT8');
 const input = meta.inputs[0], output = meta.outputs[0];
 const size = input.shape.reduce((a, b) => a * b, 1);
 
-for (const [model, device] of [['mb', 'cpu'], ['mbtile', 'tile']]) {
+for (const [model, device] of [['mb', 'cpu'], ['mbtile', 'tile'], ['mbrk', 'rknpu']]) {
   for (const seed of [1, 2]) {
     // The reference: `tessera run` on the same bytes.
     const bytes = seededBytes(size, seed * 7919 + device.length);
@@ -66,6 +67,25 @@ for (const [model, device] of [['mb', 'cpu'], ['mbtile', 'tile']]) {
   console.log(`${model} (${device}): JSON and binary outputs byte-identical to tessera run`);
 }
 
+// Three sessions sharing the rknpu device model (its three cores), six requests at once.
+{
+  const jobs = [0, 1, 2, 3, 4, 5].map(async (i) => {
+    const bytes = seededBytes(size, 1000 + i);
+    const prefix = tmpFile(`rk-ref-${i}`);
+    tessera(['run', MODELS.mobilenet, '-d', 'rknpu', '-i', tmpFile(`rk-in-${i}.bin`, bytes), '-o', prefix]);
+    const want = readFileSync(`${prefix}.0.bin`);
+    const r = await fetch(`${U}/v2/models/mbrk/infer`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: input.name, datatype: 'UINT8', shape: input.shape, data: [...bytes] }] }),
+    });
+    assert.equal(r.status, 200);
+    assert.ok(Buffer.from((await r.json()).outputs[0].data).equals(want), `concurrent rknpu request ${i}`);
+  });
+  await Promise.all(jobs);
+  console.log('mbrk: 6 concurrent requests over 3 rknpu sessions, each equal to tessera run -d rknpu');
+}
+
 // v2 on a GGUF model: text in, text out, equal to the greedy completion and `tessera generate`.
 {
   const prompt = 'The little dog';
@@ -87,6 +107,8 @@ assert.equal(m.status, 200);
 const text = m.body.toString();
 assert.equal(metric(text, 'tessera_requests_total{model="mb",endpoint="v2_infer",code="200"}'), 4);
 assert.equal(metric(text, 'tessera_requests_total{model="mbtile",endpoint="v2_infer",code="200"}'), 4);
+assert.equal(metric(text, 'tessera_requests_total{model="mbrk",endpoint="v2_infer",code="200"}'), 10);
+assert.ok(metric(text, 'tessera_device_busy_seconds_total{model="mbrk",device="rknpu"}') > 0);
 assert.ok(metric(text, 'tessera_request_duration_seconds_count{endpoint="v2_infer"}') >= 9);
 assert.ok(metric(text, 'tessera_device_busy_seconds_total{model="mbtile",device="tile"}') > 0);
 assert.equal(metric(text, 'tessera_generated_tokens_total{model="llm"}'), 24);
