@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "cli.h"
@@ -61,10 +62,16 @@ void add_serve_command(CLI::App& app) {
     sigaddset(&set, SIGUSR1);  // wakes the signal thread at the end
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::atomic<bool> stop{false};
+    // The first SIGINT/SIGTERM drains; a second one exits at once (status 1).
     std::thread signals([&] {
-      int sig = 0;
-      sigwait(&set, &sig);
-      if (sig != SIGUSR1) {
+      for (;;) {
+        int sig = 0;
+        sigwait(&set, &sig);
+        if (sig == SIGUSR1) return;
+        if (stop) {
+          std::fprintf(stderr, "tessera serve: second signal, exiting without waiting\n");
+          std::_Exit(1);
+        }
         std::fprintf(stderr, "tessera serve: %s, finishing the requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         stop = true;
       }

@@ -44,4 +44,24 @@ try {
 }
 assert.ok(refused, 'the port is closed after shutdown');
 console.log(`SIGTERM during a stream: ${chunks.length} chunks and [DONE] delivered, exit 0`);
+
+// A second signal does not wait: exit status 1 while a long generation still runs.
+{
+  const s2 = await startServer(['--model', `slow=${MODELS.llama3}`]);
+  const long = fetch(`${s2.url}/v1/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'slow', prompt: 'Once', max_tokens: 200, temperature: 0, stream: true }),
+    headers: { 'Content-Type': 'application/json' },
+  }).then(async (r) => { for await (const _ of r.body); }).catch(() => {});
+  await new Promise((r) => setTimeout(r, 500));
+  const t0 = Date.now();
+  s2.proc.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 200));
+  s2.proc.kill('SIGINT');
+  assert.deepEqual(await s2.exited, { code: 1, signal: null }, s2.log());
+  assert.ok(Date.now() - t0 < 5000, 'exited without finishing the 200 tokens');
+  assert.match(s2.log(), /second signal/);
+  await long;
+  console.log(`second signal: exit 1 after ${Date.now() - t0} ms`);
+}
 console.log('PASS shutdown');

@@ -19,6 +19,7 @@ const U = server.url;
 assert.deepEqual(curlJson([`${U}/v2/health/live`]).json, { live: true });
 assert.deepEqual(curlJson([`${U}/v2/health/ready`]).json, { ready: true });
 assert.equal(curlJson([`${U}/v2/models/mb/ready`]).status, 200);
+assert.equal(curlJson([`${U}/v2/models/mb/versions/1`]).json.name, 'mb');
 assert.ok(curlJson([`${U}/v2`]).json.extensions.includes('binary_tensor_data'));
 const meta = curlJson([`${U}/v2/models/mb`]).json;
 assert.equal(meta.name, 'mb');

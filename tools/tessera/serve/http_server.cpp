@@ -329,18 +329,21 @@ void add_routes(httplib::Server& svr, Server& s) {
   svr.Get("/v2", wrap(s, "v2_metadata", [&](auto&, auto& res, auto&, auto&) {
     send_json(res, 200, {{"name", "tessera"}, {"version", "0.1.0"}, {"extensions", {"binary_tensor_data"}}});
   }));
-  svr.Get(R"(/v2/models/([^/]+))", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
-    ServedModel& m = s.find(req.matches[1]);
-    label = m.name();
-    send_json(res, 200, v2_model_metadata(m));
-  }));
-  svr.Get(R"(/v2/models/([^/]+)/ready)", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
-    label = s.find(req.matches[1]).name();
-    send_json(res, 200, {{"name", label}, {"ready", true}});
-  }));
-  svr.Post(R"(/v2/models/([^/]+)/infer)", wrap(s, "v2_infer", [&](const auto& req, auto& res, auto& label, auto& st) {
-    v2_infer(s, req, res, label, st);
-  }));
+  // Each model has one version, "1"; the paths with /versions/V name it explicitly.
+  for (const std::string model : {"/v2/models/([^/]+)", "/v2/models/([^/]+)/versions/1"}) {
+    svr.Get(model, wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
+      ServedModel& m = s.find(req.matches[1]);
+      label = m.name();
+      send_json(res, 200, v2_model_metadata(m));
+    }));
+    svr.Get(model + "/ready", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
+      label = s.find(req.matches[1]).name();
+      send_json(res, 200, {{"name", label}, {"ready", true}});
+    }));
+    svr.Post(model + "/infer", wrap(s, "v2_infer", [&](const auto& req, auto& res, auto& label, auto& st) {
+      v2_infer(s, req, res, label, st);
+    }));
+  }
   auto model_entry = [](const ServedModel& m) {
     return json{{"id", m.name()},
                 {"object", "model"},
