@@ -1,6 +1,7 @@
 // Shared pieces of the `tessera serve` integration tests: start the real server on a free
 // loopback port, call curl and the tessera CLI, load the openai npm client, cap the time.
-// Environment (set by tests/CMakeLists.txt): TESSERA_BIN, TESSERA_SHARED, SERVE_CLIENT_DIR.
+// Environment (set by tests/CMakeLists.txt): TESSERA_BIN, TESSERA_SHARED, SERVE_CLIENT_DIR; optional
+// TESSERA_SERVE_BIN, the server to test when not TESSERA_BIN (e.g. a ThreadSanitizer build).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
@@ -9,6 +10,8 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 
 export const BIN = process.env.TESSERA_BIN;
+// The server binary, when it differs from the one making references (a sanitizer build).
+export const SERVE_BIN = process.env.TESSERA_SERVE_BIN || BIN;
 export const SHARED = process.env.TESSERA_SHARED;
 export const MODELS = {
   aidreams: `${SHARED}/models/gguf/aidreams260K-Q8_0.gguf`,
@@ -52,7 +55,7 @@ process.on('unhandledRejection', (e) => {
 // Starts `tessera serve ARGS --port 0` and resolves once it listens: {url, port, proc, log(), exited}.
 export async function startServer(args) {
   const portFile = join(TMP, `port-${servers.length}-${Date.now()}`);
-  const proc = spawn(BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--port-file', portFile, ...args], {
+  const proc = spawn(SERVE_BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--port-file', portFile, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
