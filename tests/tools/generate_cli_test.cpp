@@ -63,9 +63,9 @@ TEST_F(GenerateCli, SynthInspectBench) {
   ASSERT_EQ(run("generate " + path("s.gguf") + " -p 'abc' -n 4"), 0) << err_;
   // The context: the file's (32) by default, -c sets it; the KV cache is sized by it:
   // 2 layers x K and V x 2 KV heads x 16 dims x 32 rows x 2 bytes (f16) = 8 KiB.
-  EXPECT_NE(err_.find("context 32 tokens, KV cache 0.0 MiB (8192 bytes, f16)"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("context 32 used / 32 trained, KV cache 0.01 MiB (8192 bytes, f16)"), std::string::npos) << err_;
   ASSERT_EQ(run("generate " + path("s.gguf") + " -p 'abc' -n 2 -c 8"), 0) << err_;
-  EXPECT_NE(err_.find("context 8 tokens, KV cache 0.0 MiB (2048 bytes, f16)"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("context 8 used / 32 trained, KV cache 0.00 MiB (2048 bytes, f16)"), std::string::npos) << err_;
   EXPECT_NE(run("generate " + path("s.gguf") + " -p 'a b c d e f g h i j' -n 2 -c 4"), 0);
   EXPECT_NE(err_.find("the context holds 4"), std::string::npos) << err_;
 }

@@ -9,6 +9,10 @@
 #include "tessera/session.h"
 #include "runtime/llm/generator.h"
 
+namespace tessera::gguf {
+class LlamaModel;
+}
+
 namespace tessera::cli {
 
 // Each command file adds one subcommand; main.cpp calls them in order.
@@ -23,6 +27,8 @@ void add_pose_command(CLI::App& app);
 void add_detect_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
@@ -58,6 +64,9 @@ std::string shared_dir();
 
 // GGUF (gguf_cli.cpp): inspect's GGUF section and bench's prompt/generation speeds.
 bool is_gguf_path(const std::string& path);
+// The start-up summary of generate and chat on stderr, as llama.cpp users expect: arch,
+// parameters, tensor types with counts, vocabulary, context used / trained, KV cache size.
+void print_model_summary(const gguf::LlamaModel& model, const llm::Generator& gen, const std::string& kv_type);
 void print_gguf_summary(const std::string& path);
 struct GgufBenchArgs {
   int prompt_tokens = 512;   // -p: test ppN

@@ -25,6 +25,7 @@ void add_generate_command(CLI::App& app) {
     int64_t ctx = 0;
     std::string kv_type = "f16";
     std::string offload;
+    bool quiet = false;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -45,6 +46,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of the cpu layers: f16 (default) or f32");
   cmd->add_option("--offload,--n-gpu-layers", a->offload,
                   "Run the first N layers (or 'all') on --device and the rest on the cpu");
+  cmd->add_flag("--quiet,-q", a->quiet, "No model summary or speed line on stderr");
   a->dev.add_to(cmd);
   cmd->callback([a] {
     auto model = take(gguf::LlamaModel::open(a->model));
@@ -60,8 +62,7 @@ void add_generate_command(CLI::App& app) {
     take(llm::Sampler::validate(so));
     auto gen = take(llm::Generator::create(
         *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch, a->kv_type))));
-    fmt::print(stderr, "context {} tokens, KV cache {:.1f} MiB ({} bytes, {})\n", gen->context_length(),
-               gen->kv_cache_bytes() / 1048576.0, gen->kv_cache_bytes(), a->kv_type);
+    if (!a->quiet) print_model_summary(*model, *gen, a->kv_type);
     std::vector<int32_t> prompt = tok.encode(a->prompt, tok.add_bos());
     if (prompt.empty()) prompt.push_back(tok.bos());
     if (static_cast<int64_t>(prompt.size()) > model->context_length())
@@ -81,7 +82,8 @@ void add_generate_command(CLI::App& app) {
     }));
     std::fputs("\n", stdout);
     std::fflush(stdout);
-    fmt::print(stderr, "\nprompt: {} tokens, {:.1f} tokens/s | generation: {} tokens, {:.1f} tokens/s{}\n",
+    if (!a->quiet)
+      fmt::print(stderr, "\nprompt: {} tokens, {:.1f} tokens/s | generation: {} tokens, {:.1f} tokens/s{}\n",
                stats.prompt_tokens, stats.prompt_tokens_per_second(), stats.generated_tokens,
                stats.generate_tokens_per_second(),
                stats.stopped_at_eos ? " (end of sequence)"

@@ -72,6 +72,53 @@ void print_gguf_summary(const std::string& path) {
   fmt::print("the graph below is the 1-token decode step; the KV cache is its state\n");
 }
 
+namespace {
+
+// general.file_type: llama.cpp's llama_ftype numbers, the name users know a file by.
+std::string file_type_name(int64_t ft) {
+  static const std::map<int64_t, const char*> kNames = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
+      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
+      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {32, "BF16"},
+  };
+  auto it = kNames.find(ft);
+  return it == kNames.end() ? fmt::format("type {}", ft) : it->second;
+}
+
+}  // namespace
+
+void print_model_summary(const gguf::LlamaModel& model, const llm::Generator& gen, const std::string& kv_type) {
+  const gguf::File& f = model.file();
+  const gguf::LlamaParams& p = model.params();
+  std::map<std::string, int> count_by_type;
+  int64_t params = 0, bytes = 0;
+  for (const auto& t : f.tensors()) {
+    count_by_type[dtype_name(t.dtype)]++;
+    params += num_elements(t.shape);
+    bytes += t.bytes;
+  }
+  std::string types;
+  for (const auto& [type, n] : count_by_type) types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", type, n);
+  const gguf::Value* name = f.find("general.name");
+  const gguf::Value* ft = f.find("general.file_type");
+  const gguf::Tokenizer& tok = model.tokenizer();
+  fmt::print(stderr, "model: {}{}\n", f.what(),
+             name && name->type == gguf::ValueType::string ? fmt::format(" ('{}')", name->s) : "");
+  fmt::print(stderr, "  arch {}, {} layers, dim {}, {} heads ({} KV, head size {}), ffn {}, rope base {}{}\n",
+             p.arch, p.layers, p.dim, p.heads, p.kv_heads, p.head_dim, p.ffn, p.rope_base,
+             p.tied_output ? ", tied output" : "");
+  const double mparams = params / 1e6;
+  fmt::print(stderr, "  {} parameters, {:.2f} MiB{}; tensors: {}\n",
+             mparams >= 1000 ? fmt::format("{:.2f} B", mparams / 1e3) : fmt::format("{:.2f} M", mparams),
+             bytes / 1048576.0,
+             ft && ft->as_int() ? fmt::format(", file type {}", file_type_name(*ft->as_int())) : "", types);
+  fmt::print(stderr, "  vocab {} ({}), BOS {}{}, EOS {}\n", p.vocab,
+             tok.model() == gguf::Tokenizer::Model::bpe ? "byte-level BPE" : "SentencePiece", tok.bos(),
+             tok.add_bos() ? " (added)" : " (not added)", tok.eos());
+  fmt::print(stderr, "  context {} used / {} trained, KV cache {:.2f} MiB ({} bytes, {})\n", gen.context_length(),
+             p.context, gen.kv_cache_bytes() / 1048576.0, gen.kv_cache_bytes(), kv_type);
+}
+
 void GgufBenchArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--pp,-p", prompt_tokens, "GGUF: prompt tokens of the ppN test (0 skips it)")
       ->check(CLI::Range(0, 1 << 20));

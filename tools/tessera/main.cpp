@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_detect_command(app);
   tessera::cli::add_generate_command(app);
   tessera::cli::add_score_command(app);
+  tessera::cli::add_chat_command(app);
+  tessera::cli::add_perplexity_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
   tessera::cli::add_serve_command(app);

@@ -200,10 +200,10 @@ Result<ChatTemplate> chat_template_for(const gguf::File& metadata, std::string_v
   if (!override_name.empty()) return ChatTemplate::by_name(override_name);
   const gguf::Value* v = metadata.find(std::string(kTemplateKey));
   if (!v)
-    return error(StatusCode::not_found, "'", metadata.what(), "' has no ", kTemplateKey,
+    return error(StatusCode::not_found, metadata.what(), " has no ", kTemplateKey,
                  "; pass --chat-template with one of ", name_list());
   if (v->type != gguf::ValueType::string)
-    return error(StatusCode::invalid_argument, "'", metadata.what(), "': ", kTemplateKey,
+    return error(StatusCode::invalid_argument, metadata.what(), ": ", kTemplateKey,
                  " is not a string; pass --chat-template with one of ", name_list());
   return ChatTemplate::detect(v->s);
 }

@@ -54,6 +54,15 @@ class Generator {
   // Forgets the cached tokens (position 0). The cache rows need no clearing: the mask
   // hides rows that were not written in this sequence.
   void reset() { pos_ = 0; }
+  // Keeps the first `n` cached tokens (0 <= n <= position()) and forgets the rest; the next
+  // token is written to row n. As for reset, the mask hides the forgotten rows. Chat uses it
+  // to keep the longest common prefix of the cached tokens and the next turn's tokens.
+  Status rewind(int64_t n) {
+    if (n < 0 || n > pos_)
+      return error(StatusCode::out_of_range, "generator: cannot rewind to ", n, " of ", pos_, " cached tokens");
+    pos_ = n;
+    return {};
+  }
   int64_t position() const { return pos_; }
   int64_t context_length() const { return ctx_; }
   // Bytes of the KV cache (every state tensor of the step graphs), allocated once.

@@ -1,6 +1,8 @@
 // The llama graph and the generator on the real aidreams260K model (F32, Q8_0, Q4_0).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -106,6 +108,66 @@ TEST(LlamaGenerate, Q4_0IsFluentAndTracksF32) {
   }
   // Measured: 56 of 60 (93%); 4-bit weights must keep well over half of the F32 choices.
   EXPECT_GE(agree, 42) << agree << " of " << ref->tokens.size();
+}
+
+}  // namespace
+}  // namespace tessera::gguf
+
+namespace tessera::gguf {
+namespace {
+
+// Generator::rewind (chat's cache reuse): feeding A + B, rewinding to |A| and feeding C gives
+// the logits of a fresh run over A + C, for both the batched and the one-token paths; the
+// forgotten rows of B are hidden, not attended to.
+TEST(LlamaGenerate, RewindKeepsAPrefixOfTheCache) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/aidreams260K.gguf");
+  auto model = LlamaModel::open(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  llm::GeneratorOptions go;
+  go.batch = 8;
+  auto gen = llm::Generator::create(**model, go);
+  ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+  const Tokenizer& tok = (*model)->tokenizer();
+  const std::vector<int32_t> a = tok.encode("Once upon a time, there was a little girl", true);
+  const std::vector<int32_t> b = tok.encode(" who lived in a big house near the sea and", false);
+  const std::vector<int32_t> c = tok.encode(" named Lily. She liked to play", false);
+  ASSERT_GT(b.size(), c.size());  // B's rows past A + C stay written but must be hidden
+  std::vector<int32_t> ac = a;
+  ac.insert(ac.end(), c.begin(), c.end());
+  auto fresh = (*gen)->feed(ac);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().to_string();
+  const std::vector<float> want = *fresh;
+
+  (*gen)->reset();
+  std::vector<int32_t> ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  ASSERT_TRUE((*gen)->feed(ab).ok());
+  EXPECT_FALSE((*gen)->rewind(static_cast<int64_t>(ab.size()) + 1).ok());
+  EXPECT_FALSE((*gen)->rewind(-1).ok());
+  ASSERT_TRUE((*gen)->rewind(static_cast<int64_t>(a.size())).ok());
+  EXPECT_EQ((*gen)->position(), static_cast<int64_t>(a.size()));
+  auto got = (*gen)->feed(c);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), want.size());
+  double max_diff = 0, spread = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_diff = std::max<double>(max_diff, std::abs((*got)[i] - want[i]));
+    spread = std::max<double>(spread, std::abs(want[i]));
+  }
+  // Same tokens at the same positions; only how they were batched differs.
+  EXPECT_LT(max_diff, 1e-4 * spread) << "max |diff| " << max_diff << ", max |logit| " << spread;
+
+  // Token by token after a rewind, against the same fresh run.
+  ASSERT_TRUE((*gen)->rewind(static_cast<int64_t>(a.size())).ok());
+  std::vector<float> last;
+  for (int32_t id : c) {
+    auto l = (*gen)->step(id);
+    ASSERT_TRUE(l.ok()) << l.status().to_string();
+    last = *l;
+  }
+  max_diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) max_diff = std::max<double>(max_diff, std::abs(last[i] - want[i]));
+  EXPECT_LT(max_diff, 1e-4 * spread) << "max |diff| " << max_diff;
 }
 
 }  // namespace

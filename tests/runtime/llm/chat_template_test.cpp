@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "fixtures.h"
 #include "import/gguf/gguf_file.h"
+#include "import/gguf/gguf_writer.h"
 #include "import/gguf/tokenizer.h"
 #include "runtime/llm/chat_template.h"
 
@@ -167,6 +169,46 @@ TEST(ChatTemplate, ChatMLDefaultSystemFromTemplate) {
   // A conversation with its own system message keeps only that one.
   EXPECT_EQ(t->apply(std::span(kConversation.data(), 2), false),
             "<|im_start|>system\nYou are a terse assistant.<|im_end|>\n<|im_start|>user\nHi there!<|im_end|>\n");
+}
+
+// chat_template_for on files written here: a template of a known family, one of no known
+// family, a key of the wrong type, and an override that wins over the file's template.
+TEST(ChatTemplate, ChatTemplateForReadsTheFileKey) {
+  auto parsed = [](const std::function<void(gguf::Writer&)>& fill) {
+    gguf::Writer w;
+    w.set_string("general.architecture", "llama");
+    fill(w);
+    auto bytes = w.bytes();
+    EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+    auto f = gguf::File::parse(ConstData::from_vector(std::move(bytes).value()), "t.gguf");
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    return std::move(f).value();
+  };
+  const gguf::File gemma = parsed([](gguf::Writer& w) {
+    w.set_string("tokenizer.chat_template", "{{ '<start_of_turn>' + role + '\\n' }}");
+  });
+  auto t = chat_template_for(gemma, "");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->name(), "gemma");
+  t = chat_template_for(gemma, "phi3");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->name(), "phi3");
+
+  const gguf::File vicuna = parsed([](gguf::Writer& w) {
+    w.set_string("tokenizer.chat_template", "{% for m in messages %}USER: {{ m['content'] }}{% endfor %}");
+  });
+  auto unknown = chat_template_for(vicuna, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().to_string().find("tokenizer.chat_template: no known chat template family"),
+            std::string::npos)
+      << unknown.status().to_string();
+  EXPECT_TRUE(chat_template_for(vicuna, "chatml").ok());
+
+  const gguf::File number = parsed([](gguf::Writer& w) { w.set_u32("tokenizer.chat_template", 7); });
+  auto wrong = chat_template_for(number, "");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().to_string().find("tokenizer.chat_template is not a string"), std::string::npos)
+      << wrong.status().to_string();
 }
 
 // How many times `id` occurs in `ids`.

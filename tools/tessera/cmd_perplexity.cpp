@@ -1,0 +1,122 @@
+// `tessera perplexity MODEL.gguf -f TEXT [-c N] [-b N]`: the perplexity of a model over a
+// text, computed as llama-perplexity computes it, so the numbers compare:
+//  - the text is tokenized once (BOS first when the vocabulary adds it) and cut into
+//    chunks of n_ctx tokens (-c); a partial last chunk is dropped, and at least two chunks
+//    are needed;
+//  - each chunk is evaluated from an empty KV cache, its first token replaced by BOS when
+//    the vocabulary adds BOS;
+//  - only the second half is scored: the logits at positions n_ctx/2 .. n_ctx-2 against the
+//    next token, -log softmax in double (the max subtracted in float, as llama.cpp does);
+//  - after each chunk the running estimate exp(mean NLL) is printed as "[i]ppl,"; at the
+//    end "PPL = exp(mean) +/- ppl * sd(NLL) / sqrt(count - 1)".
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "cli.h"
+#include "import/gguf/llama_model.h"
+#include "runtime/llm/generator.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// log softmax(logits)[tok], as llama-perplexity computes it.
+double log_prob(const std::vector<float>& logits, int32_t tok) {
+  float max = logits[0];
+  for (float v : logits) max = std::max(max, v);
+  double sum = 0;
+  for (float v : logits) sum += std::exp(v - max);
+  return static_cast<double>(logits[static_cast<size_t>(tok)] - max) - std::log(sum);
+}
+
+}  // namespace
+
+void add_perplexity_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("perplexity", "Perplexity over a text file, computed as llama-perplexity does");
+  struct Args {
+    std::string model, text_file, kv_type = "f16";
+    int64_t ctx = 0, batch = 512, chunks = -1;
+    bool exact = false, quiet = false;
+    DeviceArgs dev;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("model", a->model, "GGUF model file")->required();
+  cmd->add_option("--file,-f", a->text_file, "Text file to score")->required();
+  cmd->add_option("--ctx-size,-c", a->ctx, "Tokens per chunk (default: the model's context, at most 4096)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
+  cmd->add_option("--batch,-b", a->batch, "Tokens per step while reading the first half of a chunk")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--chunks", a->chunks, "Score at most this many chunks (default: all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32");
+  cmd->add_flag("--exact", a->exact,
+                "f32 activations into every matrix product and an f32 KV cache (the reference arithmetic; "
+                "by default matrix inputs are rounded to 8 bits as llama.cpp's CPU path does)");
+  cmd->add_flag("--quiet,-q", a->quiet, "No model summary on stderr");
+  a->dev.add_to(cmd);
+  cmd->callback([a] {
+    auto model = take(gguf::LlamaModel::open(a->model));
+    if (a->ctx > 0) take(model->set_context(a->ctx));
+    const int64_t n_ctx = model->context_length();
+    if (n_ctx < 4) take(error(StatusCode::invalid_argument, "perplexity needs a context of at least 4 tokens"));
+    std::ifstream f(a->text_file, std::ios::binary);
+    if (!f) take(error(StatusCode::not_found, "cannot read the text file '", a->text_file, "'"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const gguf::Tokenizer& tok = model->tokenizer();
+    const std::vector<int32_t> tokens = tok.encode(ss.str(), tok.add_bos());
+    if (static_cast<int64_t>(tokens.size()) < 2 * n_ctx)
+      take(error(StatusCode::invalid_argument, "'", a->text_file, "' has ", tokens.size(),
+                 " tokens; perplexity with a context of ", n_ctx, " needs at least ", 2 * n_ctx,
+                 " (two chunks); pass a smaller -c or a longer text"));
+    int64_t n_chunk = static_cast<int64_t>(tokens.size()) / n_ctx;
+    if (a->chunks > 0) n_chunk = std::min(n_chunk, a->chunks);
+
+    std::string kv_type = a->exact ? "f32" : a->kv_type;
+    if (a->exact) model->set_input_rounding(false);
+    auto gen = take(llm::Generator::create(*model, take(generator_options(a->dev, "", model->layers(),
+                                                                           std::min(a->batch, n_ctx), kv_type))));
+    if (!a->quiet) {
+      print_model_summary(*model, *gen, kv_type);
+      fmt::print(stderr, "perplexity: {} tokens, {} chunks of {}, batch {}, scoring the last {} of each{}\n",
+                 tokens.size(), n_chunk, n_ctx, std::min(a->batch, n_ctx), n_ctx - 1 - n_ctx / 2,
+                 a->exact ? " (exact f32 arithmetic)" : "");
+    }
+    const int64_t first = n_ctx / 2;
+    double nll = 0, nll2 = 0;
+    int64_t count = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t c = 0; c < n_chunk; ++c) {
+      std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
+      if (tok.add_bos()) chunk[0] = tok.bos();
+      gen->reset();
+      // Positions 0..first in one feed: the logits at position `first`; then one token at a
+      // time for the logits at first+1 .. n_ctx-2.
+      std::vector<float> logits = take(gen->feed(std::vector<int32_t>(chunk.begin(), chunk.begin() + first + 1)));
+      for (int64_t j = first; j <= n_ctx - 2; ++j) {
+        const double lp = log_prob(logits, chunk[static_cast<size_t>(j + 1)]);
+        nll -= lp;
+        nll2 += lp * lp;
+        ++count;
+        if (j + 1 <= n_ctx - 2) logits = take(gen->step(chunk[static_cast<size_t>(j + 1)]));
+      }
+      fmt::print("[{}]{:.4f},", c + 1, std::exp(nll / count));
+      std::fflush(stdout);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double mean = nll / count;
+    const double ppl = std::exp(mean);
+    const double var = nll2 / count - mean * mean;
+    const double err = var > 0 && count > 1 ? ppl * std::sqrt(var / (count - 1)) : 0.0;
+    fmt::print("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", ppl, err);
+    if (!a->quiet)
+      fmt::print(stderr, "scored {} tokens in {} chunks, {:.2f} s ({:.1f} tokens/s)\n", count, n_chunk, seconds,
+                 n_chunk * (n_ctx - 1) / std::max(seconds, 1e-9));
+  });
+}
+
+}  // namespace tessera::cli
