@@ -150,39 +150,23 @@ size_t incomplete_utf8_tail(const std::string& s) {
   return 0;
 }
 
-std::string TextStream::emit(size_t n) {
-  std::string out = pending_.substr(0, n);
-  pending_.erase(0, n);
+std::string TextStream::push(const std::string& piece) {
+  std::string out = partial_ + scanner_.add(piece);
+  partial_.clear();
+  if (!scanner_.stopped()) {  // after a stop nothing follows: send what there is
+    const size_t hold = incomplete_utf8_tail(out);
+    partial_ = out.substr(out.size() - hold);
+    out.resize(out.size() - hold);
+  }
   text_ += out;
   return out;
 }
 
-std::string TextStream::push(const std::string& piece) {
-  if (stopped_) return {};
-  pending_ += piece;
-  size_t first = std::string::npos;
-  for (const auto& s : stop_) first = std::min(first, pending_.find(s));
-  if (first != std::string::npos) {
-    stopped_ = true;
-    std::string out = emit(first);
-    pending_.clear();
-    return out;
-  }
-  // Hold back the longest tail of pending_ that a stop string starts with.
-  size_t hold = 0;
-  for (const auto& s : stop_)
-    for (size_t k = std::min(s.size() - 1, pending_.size()); k > hold; --k)
-      if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
-        hold = k;
-        break;
-      }
-  hold = std::max(hold, incomplete_utf8_tail(pending_));
-  return emit(pending_.size() - hold);
-}
-
 std::string TextStream::finish() {
-  if (stopped_) return {};
-  return emit(pending_.size());
+  std::string out = partial_ + (scanner_.stopped() ? std::string() : scanner_.flush());
+  partial_.clear();
+  text_ += out;
+  return out;
 }
 
 json usage_json(const Usage& u) {

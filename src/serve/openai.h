@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/llm/sampler.h"
+#include "runtime/llm/stop_scanner.h"
 
 namespace tessera::serve {
 
@@ -41,28 +42,27 @@ struct CompletionRequest {
 // the field for a missing or ill-typed field or a value out of range.
 CompletionRequest parse_completion_request(const nlohmann::json& j, bool chat);
 
-// The generated text of a stream of token pieces, cut at the first stop string.
-// Text that might still turn out to begin a stop string, and an incomplete UTF-8 sequence
-// at the end, are held back until the next piece decides; the rest is returned at once.
+// The generated text of a stream of token pieces, cut at the first stop string: the
+// runtime's llm::StopScanner (text that might still begin a stop string is held back until
+// the next piece decides), and an incomplete UTF-8 sequence at the end held back too, so
+// that every returned chunk is whole characters (JSON strings must be valid UTF-8).
 class TextStream {
  public:
-  explicit TextStream(std::vector<std::string> stop) : stop_(std::move(stop)) {}
+  explicit TextStream(std::vector<std::string> stop) : scanner_(std::move(stop)) {}
   // Adds one token's text; returns the text now final (possibly empty). Once a stop string
   // has matched, stopped() is true, the text before it has been returned and the
   // rest is dropped.
   std::string push(const std::string& piece);
   // The end of generation: whatever was held back (nothing after a stop).
   std::string finish();
-  bool stopped() const { return stopped_; }
+  bool stopped() const { return scanner_.stopped(); }
   // Everything returned so far.
   const std::string& text() const { return text_; }
 
  private:
-  std::string emit(size_t n);
-  std::vector<std::string> stop_;
-  std::string pending_;  // not yet returned
+  llm::StopScanner scanner_;
+  std::string partial_;  // the start of a UTF-8 character whose other bytes are still to come
   std::string text_;
-  bool stopped_ = false;
 };
 
 // Bytes at the end of `s` that begin a UTF-8 sequence not yet complete (0 to 3).
