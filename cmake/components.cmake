@@ -61,3 +61,9 @@ foreach(t ${tessera_exported})
   list(REMOVE_DUPLICATES iface)
   set_target_properties(${t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${iface}")
 endforeach()
+
+# `tessera serve` (docs/serving.md): the protocol logic (requests, tensors, streaming, metrics,
+# model queues) as a component of its own, apart from the umbrella; the HTTP socket layer
+# lives with the CLI (tools/tessera/serve) and links cpp-httplib.
+find_package(nlohmann_json 3 REQUIRED)
+tessera_component(tessera_serve DIRS src/serve DEPS tessera nlohmann_json::nlohmann_json fmt::fmt)

@@ -16,6 +16,9 @@ PACKAGES=(
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
   pybind11-dev python3-dev python3-numpy       # the Python package (python/, -DTESSERA_BUILD_PYTHON)
   python3-pytest                               # the Python package's tests (python/tests)
+  libcpp-httplib-dev                           # tessera serve: the HTTP server (cpp-httplib 0.11)
+  nlohmann-json3-dev                           # tessera serve: JSON of the OpenAI and v2 protocols
+  curl                                         # the tessera serve tests (v2 requests)
 )
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)
@@ -35,6 +38,9 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
+
+# The `openai` npm client of the `tessera serve` tests (tests/serve/client), into the build folder.
+scripts/serve_client_setup.sh build/serve-client
 
 # The TFLite interpreter (npm @tensorflow/tfjs-tflite, builtin kernels) that tests/oracle
 # compares against, installed into the build folder (../shared is read-only in CI).

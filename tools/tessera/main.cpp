@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_perplexity_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
+  tessera::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,495 @@
+#include "http_server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "serve/api_error.h"
+#include "serve/openai.h"
+#include "serve/tensor_json.h"
+
+namespace tessera::cli {
+
+namespace {
+
+using nlohmann::json;
+using serve::ApiError;
+using serve::ServedModel;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// How long a stream waits for the next token before it writes an SSE comment, which both
+// keeps proxies from timing out and finds a client that has gone.
+constexpr auto kStreamHeartbeat = std::chrono::seconds(1);
+// Retry-After of a 503 (queue full), in seconds: about one short request's time.
+constexpr int kRetryAfterSeconds = 1;
+
+void send_json(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(serve::dump_json(j), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  if (status == 503) res.set_header("Retry-After", std::to_string(kRetryAfterSeconds));
+  send_json(res, status, serve::error_json(status, message));
+}
+
+// One generation's results, filled by the slot thread and read by the request's thread.
+struct Generation {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> pieces;  // final text not yet sent (streaming)
+  std::string text;                // all the text (non-streaming)
+  std::string finish_reason;
+  std::string error;
+  serve::Usage usage;
+  bool done = false;
+  std::atomic<bool> cancel{false};  // the client has gone: stop at the next token
+};
+
+struct Server {
+  std::vector<std::unique_ptr<ServedModel>>& models;
+  serve::Metrics& metrics;
+  ServerOptions opts;
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};  // a signal came: answers close their connections
+
+  ServedModel& find(const std::string& name) {
+    for (auto& m : models)
+      if (m->name() == name) return *m;
+    std::string names;
+    for (auto& m : models) names += (names.empty() ? "'" : ", '") + m->name() + "'";
+    throw ApiError(404, "unknown model '" + name + "' (serving " + names + ")");
+  }
+  std::vector<serve::QueueGauge> gauges() const {
+    std::vector<serve::QueueGauge> g;
+    for (auto& m : models) g.push_back(m->gauge());
+    return g;
+  }
+};
+
+// The slot job of a generation: the same prompt handling and sampling as `tessera
+// generate`, pieces cut by the stop strings, results into `g`.
+serve::Job generation_job(ServedModel& m, serve::Metrics& metrics, const serve::CompletionRequest& req,
+                          std::vector<int32_t> prompt, bool strip_first_space, std::vector<std::string> stop_tokens,
+                          std::shared_ptr<Generation> g) {
+  return [&m, &metrics, req, prompt = std::move(prompt), strip_first_space, stop_tokens = std::move(stop_tokens),
+          g](serve::Slot& slot) {
+    auto finish = [&](std::string reason, std::string error) {
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->finish_reason = std::move(reason);
+      g->error = std::move(error);
+      g->done = true;
+      g->cv.notify_all();
+    };
+    if (g->cancel) return finish("cancelled", "");
+    const gguf::Tokenizer& tok = m.llama()->tokenizer();
+    llm::Generator& gen = *slot.generator;
+    gen.reset();
+    llm::Sampler sampler(req.sampling);
+    std::vector<std::string> stops = req.stop;
+    stops.insert(stops.end(), stop_tokens.begin(), stop_tokens.end());
+    serve::TextStream text(stops);
+    bool shown_empty = strip_first_space, stop_token = false;
+    auto emit = [&](const std::string& out) {
+      if (out.empty()) return;
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->pieces.push_back(out);
+      g->text += out;
+      g->cv.notify_all();
+    };
+    const int64_t max_tokens = req.max_tokens.value_or(gen.context_length());
+    auto st = gen.generate(prompt, max_tokens, sampler, tok.eos(), [&](int32_t id) {
+      if (g->cancel) return false;
+      for (const auto& s : stop_tokens)
+        if (tok.token_text(id) == s) {
+          stop_token = true;
+          return false;
+        }
+      std::string piece = tok.piece(id);
+      // As `tessera generate` shows it: no leading space before the first visible text.
+      if (shown_empty && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
+      if (!piece.empty()) shown_empty = false;
+      emit(text.push(piece));
+      return !text.stopped();
+    });
+    emit(text.finish());
+    if (!st.ok()) return finish("error", st.status().to_string());
+    {
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->usage = {static_cast<int64_t>(prompt.size()), st->generated_tokens};
+    }
+    metrics.tokens(m.name(), st->prompt_tokens, st->generated_tokens, st->generate_seconds);
+    if (text.stopped() || stop_token || st->stopped_at_eos) return finish("stop", "");
+    finish(g->cancel ? "cancelled" : "length", "");
+  };
+}
+
+// Starts a completion (OpenAI or v2 text): the prompt, then either a stream of SSE chunks
+// or one JSON answer made by `answer`.
+void run_generation(Server& s, ServedModel& m, serve::CompletionRequest req, httplib::Response& res, bool& streaming,
+                    const std::string& endpoint, const std::function<json(const Generation&)>& answer) {
+  const gguf::Tokenizer& tok = m.llama()->tokenizer();
+  std::string text = req.prompt;
+  bool special = false;
+  std::vector<std::string> stop_tokens;
+  if (req.chat) {
+    const llm::ChatTemplate* t = m.chat_template();
+    if (!t)
+      throw ApiError(400, "model '" + m.name() + "' has no chat template (" + m.chat_error() +
+                              "); start the server with --chat-template " + m.name() + "=NAME");
+    std::vector<llm::ChatMessage> msgs;
+    for (const auto& msg : req.messages) msgs.push_back({msg.role == "developer" ? "system" : msg.role, msg.content});
+    text = t->apply(msgs, true);
+    special = true;
+    stop_tokens = t->stop_strings();
+  }
+  std::vector<int32_t> prompt = tok.encode(text, tok.add_bos(), special);
+  if (prompt.empty()) prompt.push_back(tok.bos());
+  const int64_t ctx = m.llama()->context_length();
+  if (static_cast<int64_t>(prompt.size()) > ctx)
+    throw ApiError(422, "model '" + m.name() + "': the prompt has " + std::to_string(prompt.size()) +
+                            " tokens but the context holds " + std::to_string(ctx));
+  if (Status v = llm::Sampler::validate(req.sampling); !v.ok()) throw ApiError(400, v.message());
+  if (!req.seeded) req.sampling.seed = std::random_device{}();
+  const bool strip = !req.chat && tok.decode(prompt).empty();
+  auto g = std::make_shared<Generation>();
+  m.submit(generation_job(m, s.metrics, req, std::move(prompt), strip, std::move(stop_tokens), g));
+
+  const std::string id = std::string(req.chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.next_id++);
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  if (!req.stream) {
+    std::unique_lock<std::mutex> lock(g->mu);
+    g->cv.wait(lock, [&] { return g->done; });
+    if (!g->error.empty()) throw std::runtime_error(g->error);
+    if (answer) return send_json(res, 200, answer(*g));
+    return send_json(res, 200, serve::completion_response(req, id, created, g->text, g->finish_reason, g->usage));
+  }
+  streaming = true;
+  const auto t0 = Clock::now();
+  auto first = std::make_shared<bool>(true);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [g, req, id, created, first](size_t, httplib::DataSink& sink) {
+        std::unique_lock<std::mutex> lock(g->mu);
+        g->cv.wait_for(lock, kStreamHeartbeat, [&] { return !g->pieces.empty() || g->done; });
+        std::deque<std::string> out;
+        out.swap(g->pieces);
+        const bool done = g->done;
+        lock.unlock();
+        auto write = [&](const std::string& data) {
+          if (sink.write(data.data(), data.size())) return true;
+          g->cancel = true;  // the client has gone: the slot stops at the next token
+          return false;
+        };
+        if (out.empty() && !done) return write(": keep-alive\n\n");
+        for (const auto& piece : out) {
+          if (!write(serve::sse_event(serve::completion_chunk(req, id, created, piece, "", *first)))) return false;
+          *first = false;
+        }
+        if (!done) return true;
+        const bool ok = g->error.empty()
+                            ? write(serve::sse_event(serve::completion_chunk(req, id, created, "", g->finish_reason, *first)))
+                            : write(serve::sse_event(serve::error_json(500, g->error)));
+        if (!ok) return false;
+        if (req.include_usage && !write(serve::sse_event(serve::usage_chunk(req, id, created, g->usage)))) return false;
+        if (!write(serve::sse_done())) return false;
+        sink.done();
+        return true;
+      },
+      [g, &s, model = m.name(), endpoint, t0](bool success) {
+        if (!success) g->cancel = true;
+        s.metrics.request(model, endpoint, success ? 200 : 499, seconds_since(t0));
+      });
+}
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&, std::string& model, bool& streaming)>;
+
+// Times the request, turns ApiError and other exceptions into JSON errors, counts it.
+httplib::Server::Handler wrap(Server& s, std::string endpoint, Handler h) {
+  return [&s, endpoint = std::move(endpoint), h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = Clock::now();
+    std::string model;
+    bool streaming = false;
+    if (s.draining) res.set_header("Connection", "close");  // clients reconnect to another server
+    try {
+      h(req, res, model, streaming);
+    } catch (const ApiError& e) {
+      send_error(res, e.status(), e.what());
+    } catch (const nlohmann::json::exception& e) {
+      send_error(res, 400, std::string("bad JSON value: ") + e.what());
+    } catch (const std::exception& e) {
+      send_error(res, 500, e.what());
+    }
+    if (!streaming) s.metrics.request(model, endpoint, res.status, seconds_since(t0));
+  };
+}
+
+json v2_model_metadata(const ServedModel& m) {
+  json j = {{"name", m.name()}, {"versions", {"1"}}, {"parameters", {{"device", m.config().device}}}};
+  if (m.is_llm()) {
+    j["platform"] = "tessera_gguf";
+    j["inputs"] = json::array({{{"name", serve::kV2TextInput}, {"datatype", "BYTES"}, {"shape", {1}}}});
+    j["outputs"] = json::array({{{"name", serve::kV2TextOutput}, {"datatype", "BYTES"}, {"shape", {1}}}});
+  } else {
+    j["platform"] = "tessera_tflite";
+    j["inputs"] = json::array();
+    j["outputs"] = json::array();
+    for (const auto& t : m.inputs()) j["inputs"].push_back(serve::tensor_metadata(t));
+    for (const auto& t : m.outputs()) j["outputs"].push_back(serve::tensor_metadata(t));
+  }
+  return j;
+}
+
+void v2_infer(Server& s, const httplib::Request& req, httplib::Response& res, std::string& label, bool& streaming) {
+  ServedModel& m = s.find(req.matches[1]);
+  label = m.name();
+  if (m.is_llm()) {
+    std::string id;
+    const json j = serve::parse_json_body(req.body, "model '" + m.name() + "' infer request");
+    serve::CompletionRequest cr = serve::parse_v2_text_request(j, m.name(), id);
+    return run_generation(s, m, std::move(cr), res, streaming, "v2_infer", [&](const Generation& g) {
+      return serve::v2_text_response(m.name(), id, g.text);
+    });
+  }
+  std::optional<size_t> header_length;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    const std::string v = req.get_header_value("Inference-Header-Content-Length");
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || !end || *end || v[0] == '-')
+      throw ApiError(400, "Inference-Header-Content-Length must be a byte count, got '" + v + "'");
+    header_length = static_cast<size_t>(n);
+  }
+  auto ir = std::make_shared<serve::InferRequest>(
+      serve::parse_infer_request(req.body, header_length, m.name(), m.inputs(), m.outputs()));
+  struct Run {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::vector<std::vector<uint8_t>> outputs;
+    std::string error;
+  };
+  auto run = std::make_shared<Run>();
+  m.submit([ir, run](serve::Slot& slot) {
+    Session& session = *slot.session;
+    Status st;
+    for (size_t k = 0; k < ir->inputs.size() && st.ok(); ++k)
+      st = session.set_input(k, ir->inputs[k].data(), static_cast<int64_t>(ir->inputs[k].size()));
+    if (st.ok()) st = session.run();
+    std::vector<std::vector<uint8_t>> outs;
+    for (size_t k = 0; k < session.graph().outputs.size() && st.ok(); ++k) {
+      auto o = session.output(k);
+      if (o.ok()) outs.push_back(std::move(o).value());
+      else st = o.status();
+    }
+    std::lock_guard<std::mutex> lock(run->mu);
+    run->outputs = std::move(outs);
+    if (!st.ok()) run->error = st.to_string();
+    run->done = true;
+    run->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(run->mu);
+  run->cv.wait(lock, [&] { return run->done; });
+  if (!run->error.empty()) throw std::runtime_error("model '" + m.name() + "': " + run->error);
+  serve::InferResponse r = serve::make_infer_response(m.name(), *ir, m.outputs(), run->outputs);
+  res.status = 200;
+  if (r.header_length) {
+    res.set_header("Inference-Header-Content-Length", std::to_string(*r.header_length));
+    res.set_content(r.body, "application/octet-stream");
+  } else {
+    res.set_content(r.body, "application/json");
+  }
+}
+
+void add_routes(httplib::Server& svr, Server& s) {
+  svr.Get("/health", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
+    send_json(res, 200, {{"status", "ok"}});
+  }));
+  svr.Get("/v2/health/live", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
+    send_json(res, 200, {{"live", true}});
+  }));
+  svr.Get("/v2/health/ready", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
+    send_json(res, s.ready ? 200 : 503, {{"ready", s.ready.load()}});
+  }));
+  svr.Get("/v2", wrap(s, "v2_metadata", [&](auto&, auto& res, auto&, auto&) {
+    send_json(res, 200, {{"name", "tessera"}, {"version", "0.1.0"}, {"extensions", {"binary_tensor_data"}}});
+  }));
+  // Each model has one version, "1"; the paths with /versions/V name it explicitly.
+  for (const std::string model : {"/v2/models/([^/]+)", "/v2/models/([^/]+)/versions/1"}) {
+    svr.Get(model, wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
+      ServedModel& m = s.find(req.matches[1]);
+      label = m.name();
+      send_json(res, 200, v2_model_metadata(m));
+    }));
+    svr.Get(model + "/ready", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
+      label = s.find(req.matches[1]).name();
+      send_json(res, 200, {{"name", label}, {"ready", true}});
+    }));
+    svr.Post(model + "/infer", wrap(s, "v2_infer", [&](const auto& req, auto& res, auto& label, auto& st) {
+      v2_infer(s, req, res, label, st);
+    }));
+  }
+  auto model_entry = [](const ServedModel& m) {
+    return json{{"id", m.name()},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "tessera"},
+                {"tessera", {{"kind", m.is_llm() ? "llm" : "tensor"}, {"device", m.config().device},
+                             {"parallel", m.config().parallel}}}};
+  };
+  svr.Get("/v1/models", wrap(s, "models", [&, model_entry](auto&, auto& res, auto&, auto&) {
+    json data = json::array();
+    for (auto& m : s.models) data.push_back(model_entry(*m));
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
+  }));
+  svr.Get(R"(/v1/models/([^/]+))", wrap(s, "models", [&, model_entry](const auto& req, auto& res, auto& label, auto&) {
+    ServedModel& m = s.find(req.matches[1]);
+    label = m.name();
+    send_json(res, 200, model_entry(m));
+  }));
+  for (bool chat : {false, true}) {
+    const std::string endpoint = chat ? "chat_completions" : "completions";
+    svr.Post(chat ? "/v1/chat/completions" : "/v1/completions",
+             wrap(s, endpoint, [&, chat, endpoint](const auto& req, auto& res, auto& label, auto& st) {
+               const json j = serve::parse_json_body(req.body, chat ? "chat completion request" : "completion request");
+               serve::CompletionRequest cr = serve::parse_completion_request(j, chat);
+               ServedModel& m = s.find(cr.model);
+               label = m.name();
+               if (!m.is_llm())
+                 throw ApiError(400, "model '" + m.name() + "' is a tensor model, not a GGUF language model; it answers "
+                                     "POST /v2/models/" + m.name() + "/infer");
+               run_generation(s, m, std::move(cr), res, st, endpoint, nullptr);
+             }));
+  }
+  svr.Get("/metrics", wrap(s, "metrics", [&](auto&, auto& res, auto&, auto&) {
+    res.status = 200;
+    res.set_content(s.metrics.render(s.gauges()), "text/plain; version=0.0.4");
+  }));
+}
+
+// The listening socket on `port` among this process's descriptors, or -1.
+int listening_socket(int port) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(e.path().filename().string());
+    } catch (...) {
+      continue;
+    }
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = -1;
+    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (p == port) return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metrics& metrics,
+                  const ServerOptions& opts, std::atomic<bool>& stop_requested) {
+  Server s{models, metrics, opts};
+  httplib::Server svr;
+  // Every request waiting in a model queue holds an HTTP thread: enough threads for every
+  // slot and queue place, plus a few for health, metadata and metrics, so that the queue
+  // limit (503) is what bounds the backlog.
+  size_t threads = 8;
+  for (auto& m : models) threads += static_cast<size_t>(m->config().parallel) + m->config().max_queue;
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_payload_max_length(opts.max_body_bytes);
+  svr.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // an answer of ours already
+    std::string msg;
+    if (res.status == 404) msg = "no endpoint " + req.method + " " + req.path + " (see docs/serving.md)";
+    else if (res.status == 413 && req.get_header_value("Content-Type") == "application/x-www-form-urlencoded")
+      // cpp-httplib parses form bodies itself and caps them at CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH.
+      msg = "a form-urlencoded body is limited to " + std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+            " bytes; send Content-Type: application/json (or application/octet-stream for binary tensor data)";
+    else if (res.status == 413)
+      msg = "request body larger than the limit of " + std::to_string(opts.max_body_bytes) + " bytes (--max-body)";
+    else if (res.status == 405) msg = "method " + req.method + " not allowed on " + req.path;
+    else msg = "bad request (HTTP status " + std::to_string(res.status) + ")";
+    res.set_content(serve::dump_json(serve::error_json(res.status, msg)), "application/json");
+    metrics.request("", "error", res.status, 0);
+  });
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, msg);
+  });
+  add_routes(svr, s);
+
+  int port = opts.port;
+  if (port == 0) {
+    port = svr.bind_to_any_port(opts.host);
+    if (port < 0) return error(StatusCode::io_error, "serve: cannot bind to '", opts.host, "'");
+  } else if (!svr.bind_to_port(opts.host, port)) {
+    return error(StatusCode::io_error, "serve: cannot bind to ", opts.host, ":", port, " (in use or not allowed?)");
+  }
+  if (!opts.port_file.empty()) {
+    std::ofstream f(opts.port_file);
+    f << port << "\n";
+    if (!f) return error(StatusCode::io_error, "serve: cannot write --port-file '", opts.port_file, "'");
+  }
+  std::fprintf(stderr, "tessera serve: listening on http://%s:%d (%zu model%s)\n", opts.host.c_str(), port,
+               models.size(), models.size() == 1 ? "" : "s");
+  std::fflush(stderr);
+  s.ready = true;
+  std::atomic<bool> listening_done{false};
+  // Stops the listener when a signal has been seen. httplib's stop() would also cut the
+  // streams in flight (its chunked writer ends when the server socket is invalidated), so
+  // the listening socket is shut down instead: accept() fails, the accept loop ends, and
+  // the thread pool finishes every request already taken before listen_after_bind
+  // returns. (stop() is the fallback, repeated: one made before listening would be lost.)
+  std::thread watcher([&] {
+    bool stopped = false;
+    while (!listening_done) {
+      if (stop_requested && !stopped) {
+        s.ready = false;
+        s.draining = true;
+        const int fd = listening_socket(port);
+        if (fd >= 0) {
+          ::shutdown(fd, SHUT_RDWR);
+          stopped = true;
+        } else {
+          svr.stop();
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const bool ok = svr.listen_after_bind();
+  listening_done = true;
+  watcher.join();
+  if (!ok && !stop_requested) return error(StatusCode::io_error, "serve: the listener failed");
+  return Status();
+}
+
+}  // namespace tessera::cli
