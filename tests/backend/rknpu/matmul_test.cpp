@@ -22,6 +22,9 @@
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "convert/dtype.h"
+#include "fixtures.h"
+#include "import/gguf/gguf_file.h"
+#include "tessera/convert.h"
 
 namespace tessera::rknpu_test {
 namespace {
@@ -51,7 +54,9 @@ struct MmGraph {
 
 float round16(float v) { return convert::f16_to_f32(convert::f32_to_f16(v)); }
 
-MmGraph build_mm(const MmSpec& s) {
+// `raw`: the weight matrix's stored bytes of `s.wtype` (any GGUF block type), instead of
+// random ones; its exact values come from the conversion registry.
+MmGraph build_mm(const MmSpec& s, const ConstData* raw = nullptr) {
   MmGraph r;
   std::mt19937 rng(s.seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -67,7 +72,13 @@ MmGraph build_mm(const MmSpec& s) {
   r.w16.resize(static_cast<size_t>(nk));
   r.wexact.resize(static_cast<size_t>(nk));
   std::vector<uint8_t> bytes;
-  if (s.wtype == DType::f16) {
+  if (raw) {
+    bytes.assign(raw->data, raw->data + raw->size);
+    EXPECT_TRUE(convert::convert(Format::row_major(s.wtype, {s.n, s.k}), raw->data, Format::row_major(DType::f32, {s.n, s.k}),
+                                 r.wexact.data())
+                    .ok());
+    for (int64_t i = 0; i < nk; ++i) r.w16[i] = round16(r.wexact[i]);
+  } else if (s.wtype == DType::f16) {
     bytes.resize(static_cast<size_t>(nk * 2));
     for (int64_t i = 0; i < nk; ++i) {
       const uint16_t h = convert::f32_to_f16(nd(rng) * 0.05f);
@@ -151,9 +162,9 @@ Result<MmRun> run_on(const MmGraph& mg, const std::string& device, const DeviceO
 
 // Runs a spec on rknpu and the cpu and checks both bounds; returns the largest error
 // relative to its bound against the fp16 reference (for reporting).
-double check_spec(const MmSpec& s) {
+double check_spec(const MmSpec& s, const ConstData* raw = nullptr) {
   SCOPED_TRACE(s.label());
-  MmGraph mg = build_mm(s);
+  MmGraph mg = build_mm(s, raw);
   auto npu = run_on(mg, "rknpu");
   auto cpu = run_on(mg, "cpu");
   EXPECT_TRUE(npu.ok()) << npu.status().to_string();
@@ -220,6 +231,20 @@ TEST(RknpuMatmul, Q8_0AndQ4_0WeightsConvertOnceToFp16) {
 
 // GEMV streams every weight once: one core at its share of the weight-stream bandwidth,
 // three cores (N split, the default) at the SoC's, plus job and task overheads.
+// Every matrix of a shared K-quant model (Q4_K, Q6_K, Q3_K ... as stored), with a bias.
+TEST(RknpuMatmul, SharedKQuantMatricesConvertOnceToFp16) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/qwen2-256d-2L-Q4_K_M-embQ3_K.gguf");
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  int checked = 0;
+  for (const auto& t : f->tensors()) {
+    if (t.shape.size() != 2 || t.shape[0] % 16 || t.shape[1] % 32) continue;
+    check_spec({3, t.shape[1], t.shape[0], t.dtype, true, static_cast<uint32_t>(50 + checked)}, &t.data);
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
+}
+
 TEST(RknpuMatmul, ModelledTimeIsBoundedByTheWeightStream) {
   MmGraph mg = build_mm({1, 2048, 2048, DType::f16, false, 31});
   auto three = run_on(mg, "rknpu");
