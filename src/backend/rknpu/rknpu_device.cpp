@@ -100,7 +100,19 @@ class RknpuDevice : public Device {
     // Constants (weights, biases) keep their logical form here, for the plan's report: the
     // plan allocates no copy of them (program_owns_constants), each compiled program packs
     // its own into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
-    if (t.role == Role::weight && t.data) return t.host_format();
+    if (t.role == Role::weight && t.data) {
+      // A matrix read only as a matmul's weights is held as fp16 blocks (by the programs, as
+      // rk_matmul_weight: the plan reports that rounding; formats.md).
+      bool matmul_only = t.shape.size() == 2, read = false;
+      for (const Node& n : g.nodes())
+        for (size_t i = 0; i < n.inputs.size(); ++i)
+          if (n.inputs[i] == id) {
+            read = true;
+            matmul_only = matmul_only && i == 1 && is_float_matmul(g, n);
+          }
+      if (read && matmul_only) return Format{Encoding::f16, Layout::rk_matmul_weight, t.shape};
+      return t.host_format();
+    }
     return std::nullopt;
   }
 
