@@ -1,15 +1,18 @@
 // libFuzzer target for the rknpu device model: its register-stream decoder and executor.
 // The input rewrites the stream of a valid task that the compiler emits (a 3x3 conv, a
-// depthwise conv, an element-wise add or a max pool over 8x8x16 feature maps), so that the
-// mutations start from streams that reach every block. Whatever the stream, submit() must
+// depthwise conv, an element-wise add or a max pool over 8x8x16 feature maps, an fp16
+// matmul 8x64x32 with and without its fp32 bias), so that the mutations start from streams
+// that reach every block and both the int8 and the fp16/fp32 paths. Whatever the stream, submit() must
 // return a Status: no crash, no access outside the buffer objects, no unbounded work
 // (scripts/fuzz.sh runs it).
 //
 // Input: byte 0 picks the task; then records of 7 bytes (op, entry index u16, value u32):
-//   op % 4 == 0  the entry's 32-bit value
-//   op % 4 == 1  the entry's register offset (low 16 bits of value)
-//   op % 4 == 2  the entry's target (low 16 bits of value)
-//   op % 4 == 3  a new entry appended: target op >> 2, offset index, value
+//   op % 5 == 0  the entry's 32-bit value
+//   op % 5 == 1  the entry's register offset (low 16 bits of value)
+//   op % 5 == 2  the entry's target (low 16 bits of value)
+//   op % 5 == 3  a new entry appended: target op >> 2, offset index, value
+//   op % 5 == 4  a precision field (CNA IN/PROC, CORE PROC, DPU IN/PROC/OUT, DPU_RDMA IN/PROC;
+//                chosen by index) set to value & 7, in the entry that writes its register
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +22,7 @@
 #include "backend/rknpu/emit.h"
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
+#include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
 #include "tessera/graph.h"
@@ -107,6 +111,48 @@ struct World {
                       {{"filter_h", int64_t{2}}, {"filter_w", int64_t{2}}, {"stride_h", int64_t{2}}, {"stride_w", int64_t{2}}},
                       "pool", DType::u8, QuantParams{{0.02f}, {120}}));
     }
+    add_matmul(false, 5);
+    add_matmul(true, 6);
+  }
+
+  // fp16 matmul: A f32 [8, 64] (fp16 NC1HWC2 in the input BO: 8 surfaces of 8 rows, 1 KiB),
+  // F16 weights [32, 64], C fp32 [8, 32] (8 surfaces of 8 rows: the output BO's 1 KiB).
+  void add_matmul(bool bias, uint32_t seed) {
+    Graph g;
+    Tensor x;
+    x.name = "x";
+    x.shape = {8, 64};
+    x.dtype = DType::f32;
+    x.role = Role::input;
+    TensorId xi = g.add_tensor(x);
+    std::vector<uint8_t> wb(32 * 64 * 2);
+    for (size_t i = 0; i < wb.size(); i += 2) {
+      seed = seed * 1103515245u + 12345u;
+      const uint16_t h = static_cast<uint16_t>(0x3000 | ((seed >> 16) & 0x0FFF) | ((seed >> 4) & 0x8000));  // |w| in [2^-3, 2^-1)
+      std::memcpy(wb.data() + i, &h, 2);
+    }
+    Tensor w;
+    w.name = "w";
+    w.shape = {32, 64};
+    w.dtype = DType::f16;
+    w.role = Role::weight;
+    w.data = ConstData::from_vector(std::move(wb));
+    std::vector<TensorId> ins{xi, g.add_tensor(w)};
+    if (bias) {
+      std::vector<uint8_t> bb(32 * 4);
+      for (size_t i = 0; i < 32; ++i) {
+        const float v = 0.25f * float(i) - 4.0f;
+        std::memcpy(bb.data() + 4 * i, &v, 4);
+      }
+      Tensor b;
+      b.name = "b";
+      b.shape = {32};
+      b.dtype = DType::f32;
+      b.role = Role::weight;
+      b.data = ConstData::from_vector(std::move(bb));
+      ins.push_back(g.add_tensor(b));
+    }
+    add(g, g.add_op(OpKind::fully_connected, ins, {}, "mm"));
   }
 
   // Compiles node 0 of `g` (output `y`) for the first tile, addresses on the world's BOs.
@@ -144,11 +190,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint32_t value;
     std::memcpy(&value, data + p + 3, 4);
     uint64_t& x = e[index % e.size()];
-    switch (op % 4) {
+    switch (op % 5) {
       case 0: x = (x & ~(uint64_t{0xFFFFFFFF} << 16)) | uint64_t{value} << 16; break;
       case 1: x = (x & ~uint64_t{0xFFFF}) | (value & 0xFFFF); break;
       case 2: x = (x & ~(uint64_t{0xFFFF} << 48)) | uint64_t{value & 0xFFFF} << 48; break;
-      default: e.push_back(uint64_t{static_cast<uint8_t>(op >> 2)} << 48 | uint64_t{value} << 16 | index); break;
+      case 3: e.push_back(uint64_t{static_cast<uint8_t>(op >> 2)} << 48 | uint64_t{value} << 16 | index); break;
+      default: {
+        namespace R = rknpu::regs;
+        static const R::Field kPrecision[] = {
+            R::CNA::CONV_CON1__IN_PRECISION,   R::CNA::CONV_CON1__PROC_PRECISION,
+            R::CORE::MISC_CFG__PROC_PRECISION, R::DPU::DATA_FORMAT__IN_PRECISION,
+            R::DPU::DATA_FORMAT__PROC_PRECISION, R::DPU::DATA_FORMAT__OUT_PRECISION,
+            R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__PROC_PRECISION};
+        const R::Field& f = kPrecision[index % (sizeof(kPrecision) / sizeof(kPrecision[0]))];
+        for (uint64_t& entry : e)
+          if ((entry & 0xFFFF) == f.reg) {
+            uint32_t v = static_cast<uint32_t>(entry >> 16);
+            const uint32_t mask = static_cast<uint32_t>(f.max()) << f.low;
+            v = (v & ~mask) | ((value & 7u & static_cast<uint32_t>(f.max())) << f.low);
+            entry = (entry & ~(uint64_t{0xFFFFFFFF} << 16)) | uint64_t{v} << 16;
+          }
+        break;
+      }
     }
   }
   for (size_t i = 0; i < w.maps.size(); ++i) std::memcpy(w.maps[i].cpu, w.initial[i].data(), w.initial[i].size());

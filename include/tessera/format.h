@@ -32,6 +32,8 @@ enum class Layout : uint8_t {
   rk_conv_weight,  // RK3588 packed conv weights, logical [OC, KH, KW, IC]
   rk_dw_weight,    // RK3588 packed depthwise weights, logical [1, KH, KW, C]
   nchw,            // NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W]
+  rk_matmul_weight,  // RK3588 matmul weight blocks, logical [N, K] (N kernels of K values):
+                     // [ceil(N/n)][ceil(K/32)][n][32], n = 16 (f16) or 32 (i8); 1 KiB blocks
 };
 
 const char* encoding_name(Encoding e);

@@ -57,9 +57,19 @@ Status run_dw(const Format& from, const uint8_t* src, const Format& to, uint8_t*
   return store(to, pack_rk_dw_weights(from.shape, widen(from, src), elem), dst);
 }
 
+bool matches_matmul(const Format& from, const Format& to) {
+  return from.layout == Layout::row_major && to.layout == Layout::rk_matmul_weight && from.encoding == to.encoding &&
+         (from.encoding == Encoding::f16 || from.encoding == Encoding::i8) && from.shape.size() == 2;
+}
+Status run_matmul(const Format& from, const uint8_t* src, const Format& to, uint8_t* dst, const StepContext&) {
+  const int elem = from.encoding == Encoding::i8 ? 1 : 2;
+  return store(to, pack_rk_matmul_weights(src, from.shape[0], from.shape[1], elem), dst);
+}
+
 const Rule kRules[] = {
     {"rk_pack_conv_weight", matches_conv, run_conv, true, ""},
     {"rk_pack_dw_weight", matches_dw, run_dw, true, ""},
+    {"rk_pack_matmul_weight", matches_matmul, run_matmul, true, ""},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "convert/rk_weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tessera::convert {
@@ -95,6 +96,29 @@ Result<std::vector<uint8_t>> pack_rk_dw_weights(const Shape& logical, const std:
     for (int64_t x = 0; x < g.kw; ++x)
       for (int64_t c = 0; c < g.c; ++c)
         TS_RETURN_IF_ERROR(store(out, rk_dw_weight_index(g, y, x, c), d[(y * g.kw + x) * g.c + c], elem_bytes, "depthwise"));
+  return out;
+}
+
+RkMatmulGeometry rk_matmul_geometry(int64_t n, int64_t k, int elem_bytes) {
+  RkMatmulGeometry g;
+  g.n = n;
+  g.k = k;
+  g.kernels = elem_bytes == 1 ? 32 : 16;
+  g.np = (n + g.kernels - 1) / g.kernels * g.kernels;
+  g.kp = (k + kRkMatmulKBlock - 1) / kRkMatmulKBlock * kRkMatmulKBlock;
+  return g;
+}
+
+std::vector<uint8_t> pack_rk_matmul_weights(const uint8_t* src, int64_t n, int64_t k, int elem_bytes) {
+  const RkMatmulGeometry g = rk_matmul_geometry(n, k, elem_bytes);
+  std::vector<uint8_t> out(static_cast<size_t>(g.elements() * elem_bytes), 0);
+  // Each kernel's 32-value K runs are contiguous in both layouts: copy them whole.
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k0 = 0; k0 < k; k0 += kRkMatmulKBlock) {
+      const int64_t len = std::min<int64_t>(kRkMatmulKBlock, k - k0);
+      std::memcpy(out.data() + rk_matmul_weight_index(g, r, k0) * elem_bytes, src + (r * k + k0) * elem_bytes,
+                  static_cast<size_t>(len * elem_bytes));
+    }
   return out;
 }
 

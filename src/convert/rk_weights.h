@@ -51,4 +51,26 @@ int64_t rk_dw_weight_index(const RkDwGeometry& g, int64_t y, int64_t x, int64_t 
 Result<std::vector<uint8_t>> pack_rk_conv_weights(const Shape& logical, const std::vector<int32_t>& d, int elem_bytes);
 Result<std::vector<uint8_t>> pack_rk_dw_weights(const Shape& logical, const std::vector<int32_t>& d, int elem_bytes);
 
+// Matmul weight blocks (rknpu-matmul.md "Layouts", the rk_matmul_weight layout), logical
+// [N, K] (N kernels of K values, i.e. B transposed, as a GGUF weight matrix is stored):
+//   [ceil(N/n)][ceil(K/32)][n][32] with n = 16 kernels for 2-byte elements (fp16) and 32 for
+//   1-byte (int8); each block is 1 KiB, N-block-major then K-block. Padding is 0.
+struct RkMatmulGeometry {
+  int64_t n = 0, k = 0;     // logical
+  int64_t np = 0, kp = 0;   // padded: N to the block's kernels, K to 32
+  int64_t kernels = 16;     // kernels per block
+  int64_t elements() const { return np * kp; }
+};
+constexpr int64_t kRkMatmulKBlock = 32;
+// Geometry of [N, K] weights with `elem_bytes` (2: fp16, 1: int8) elements.
+RkMatmulGeometry rk_matmul_geometry(int64_t n, int64_t k, int elem_bytes);
+// Element index of logical (n, k) in the packed buffer; valid for padding positions too.
+inline int64_t rk_matmul_weight_index(const RkMatmulGeometry& g, int64_t n, int64_t k) {
+  return ((n / g.kernels) * (g.kp / kRkMatmulKBlock) + k / kRkMatmulKBlock) * g.kernels * kRkMatmulKBlock +
+         (n % g.kernels) * kRkMatmulKBlock + k % kRkMatmulKBlock;
+}
+// Packs row-major [N, K] elements of `elem_bytes` bytes (raw bits: fp16 or int8) into the
+// blocks; a pure relayout, exact.
+std::vector<uint8_t> pack_rk_matmul_weights(const uint8_t* src, int64_t n, int64_t k, int elem_bytes);
+
 }  // namespace tessera::convert

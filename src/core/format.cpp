@@ -49,6 +49,7 @@ const char* layout_name(Layout l) {
     case Layout::nc1hwc2: return "nc1hwc2";
     case Layout::rk_conv_weight: return "rk_conv_weight";
     case Layout::rk_dw_weight: return "rk_dw_weight";
+    case Layout::rk_matmul_weight: return "rk_matmul_weight";
     case Layout::nchw: return "nchw";
   }
   return "?";
@@ -60,6 +61,7 @@ std::optional<Layout> layout_from_name(const std::string& name) {
   if (name == "nc1hwc2") return Layout::nc1hwc2;
   if (name == "rk_conv_weight") return Layout::rk_conv_weight;
   if (name == "rk_dw_weight") return Layout::rk_dw_weight;
+  if (name == "rk_matmul_weight") return Layout::rk_matmul_weight;
   if (name == "nchw") return Layout::nchw;
   return std::nullopt;
 }
@@ -150,6 +152,14 @@ Result<Shape> checked_padded_shape(const Format& f) {
     case Layout::nchw:
       if (shape.size() != 4) return shape;
       return Shape{shape[0], shape[3], shape[1], shape[2]};
+    case Layout::rk_matmul_weight: {
+      // [Np, Kp]: N rounded up to the block's kernels (16 for f16, 32 for i8), K to 32
+      // (rknpu-matmul.md "Layouts"; src/convert/rk_weights.h).
+      if (shape.size() != 2) return shape;
+      const int64_t kernels = f.encoding == Encoding::f16 ? 16 : 32;
+      p = {Size(shape[0]).rounded_up(kernels), Size(shape[1]).rounded_up(32)};
+      break;
+    }
   }
   Shape out;
   for (const Size& d : p) {
@@ -196,8 +206,12 @@ Result<int64_t> Format::byte_size() const {
     case Layout::nc1hwc2:
     case Layout::nchw:
     case Layout::rk_conv_weight:
-    case Layout::rk_dw_weight: {
-      if (!(layout == Layout::nc1hwc2 && shape.size() == 2) && shape.size() != 4)
+    case Layout::rk_dw_weight:
+    case Layout::rk_matmul_weight: {
+      if (layout == Layout::rk_matmul_weight && (shape.size() != 2 || (encoding != Encoding::f16 && encoding != Encoding::i8)))
+        return error(StatusCode::invalid_argument, "layout rk_matmul_weight holds f16 or i8 [N, K], got ", ei.name, " ",
+                     shape_str(shape));
+      if (layout != Layout::rk_matmul_weight && !(layout == Layout::nc1hwc2 && shape.size() == 2) && shape.size() != 4)
         return error(StatusCode::invalid_argument, "layout ", layout_name(layout), " needs a rank-4 shape, got ",
                      shape_str(shape));
       if (ei.bytes == 0)
@@ -254,7 +268,7 @@ Result<Format> Format::parse(const std::string& text, Shape s) {
   auto l = layout_from_name(lay);
   if (!l)
     return error(StatusCode::invalid_argument, "unknown layout '", lay, "' in format '", text,
-                 "' (known: row_major|nhwc, tile32|tile, nc1hwc2, nchw, rk_conv_weight, rk_dw_weight)");
+                 "' (known: row_major|nhwc, tile32|tile, nc1hwc2, nchw, rk_conv_weight, rk_dw_weight, rk_matmul_weight)");
   Format f{*e, *l, std::move(s)};
   if (auto b = f.byte_size(); !b.ok()) return b.status().with_context("format '" + text + "'");
   return f;

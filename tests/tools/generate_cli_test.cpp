@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
+#include "tessera/device.h"
 #include "tools/cli_fixture.h"
 
 namespace tessera {
@@ -36,6 +37,27 @@ TEST_F(GenerateCli, SeededSamplingRepeats) {
   ASSERT_EQ(run(args), 0) << err_;
   EXPECT_EQ(out_, first);
   EXPECT_EQ(first.rfind("The robot", 0), 0u) << first;
+}
+
+// The rknpu device: every matrix of an F16 model as an fp16 matmul on the NPU (inspect says
+// so), the cpu's greedy text, and bench's modelled tokens/s.
+TEST_F(GenerateCli, RknpuRunsTheMatricesWithTheCpuTextAndModelledSpeed) {
+  bool rknpu = false;
+  for (const auto& d : device_registry()) rknpu = rknpu || d.name == "rknpu";
+  if (!rknpu) GTEST_SKIP() << "no rknpu device in this build";
+  ASSERT_EQ(run("gguf-synth --dim 128 --layers 2 --heads 4 --ffn 256 --vocab 300 --ctx 32 --type f16 " + path("r.gguf")), 0)
+      << err_;
+  ASSERT_EQ(run("inspect --brief --device rknpu " + path("r.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("blk.1/ffn_down -> f32[1,128]  [npu matmul fp16 x fp16 -> fp32]"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 12"), 0) << err_;
+  const std::string cpu = out_;
+  ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 12 --device rknpu --offload all"), 0) << err_;
+  EXPECT_EQ(out_, cpu);
+  ASSERT_EQ(run("bench " + path("r.gguf") + " --device rknpu --offload all -p 8 -n 2 -r 1 -t 1"), 0) << err_;
+  EXPECT_NE(out_.find("pp8 (modelled, not measured): "), std::string::npos) << out_;
+  EXPECT_NE(out_.find("tg2 (modelled, not measured): "), std::string::npos) << out_;
+  EXPECT_NE(run("generate " + path("r.gguf") + " -p 'abc' -n 2 --device rknpu --device-opt weights=int8"), 0);
+  EXPECT_NE(err_.find("the int8 weight policy is not built"), std::string::npos) << err_;
 }
 
 TEST_F(GenerateCli, SynthInspectBench) {

@@ -31,6 +31,26 @@ constexpr int64_t kWeightGroupIc = 32;          // ... x 32 input channels per b
 constexpr int64_t kDwGroup = 64;                // depthwise weights: 64-channel groups
 constexpr int32_t kU8Offset = 0x80;             // uint8 tensors are offset by 0x80 to int8
 
+// ---- matrix multiplication (rknpu-matmul.md "Layouts") ----
+constexpr int64_t kFp16C2 = 8;                  // fp16 feature data: NC1HWC2 with C2 = 8 (16-byte atoms)
+constexpr int64_t kFp32OutC2 = 4;               // fp32 / int32 output: (N/4, M, 4)
+constexpr int64_t kMatmulKGroup = 32;           // weight blocks hold 32 consecutive K values per kernel
+constexpr int64_t kMatmulFp16Kernels = 16;      // fp16 weight block: 16 kernels x 32 K (1 KiB)
+constexpr int64_t kMatmulInt8Kernels = 32;      // int8 weight block: 32 kernels x 32 K (1 KiB)
+constexpr int64_t kFp16MacsPerCycle = 512;      // fp16 MACs per cycle per core (TRM via [S2])
+// Empirical register values of the matmul path ([S1] gen_matmul_fp16 / gen_matmul_int8,
+// rknpu-matmul.md "Precisions and register fields"); nothing documents their meaning.
+constexpr uint32_t kMatmulSizeEFp32 = 3;        // DPU BS_OW_CFG SIZE_E_0/1/2 for fp32 output
+constexpr uint32_t kMatmulSizeEInt32 = 7;       // ... for int32 output
+constexpr int64_t kMatmulSurfAddFp32 = 4;       // DPU SURFACE_ADD = M x 4 for fp32 output
+constexpr int64_t kMatmulSurfAddInt32 = 8;      // ... x 8 for int32 output
+constexpr uint32_t kMatmulOutputMode = 2;       // DPU FEATURE_MODE_CFG OUTPUT_MODE
+constexpr uint32_t kMatmulBurstLen = 15;        // DPU FEATURE_MODE_CFG BURST_LEN
+constexpr uint32_t kMatmulQdEnFp16 = 1;         // CORE MISC_CFG QD_EN: 1 for fp16, 0 for int8 in [S1]
+// [S10]: a matmul without an element-wise input must still program DPU_RDMA with
+// MRDMA_DISABLE set, or the job times out on rocket.
+constexpr uint32_t kMatmulMrdmaDisable = 1;
+
 // ---- register command streams (rknpu.md "Tasks, jobs and register command streams") ----
 constexpr int64_t kRegcmdAlign = 64;            // a task's command buffer is 64-byte aligned
 constexpr int kRegcmdTargetShift = 48;          // entry = target << 48 | value << 16 | offset
@@ -40,7 +60,11 @@ constexpr int kRegcmdValueShift = 16;
 // NVDLA's conventions (nvdla.org hardware manual), as Mesa's driver does.
 constexpr uint32_t kPrecisionInt8 = 0;          // IN/PROC/OUT_PRECISION: int8
 constexpr uint32_t kPrecisionInt16 = 1;         // int16
-constexpr uint32_t kPrecisionInt32 = 2;         // OUT_PRECISION only: raw int32 results
+// Matmul precisions (rknpu-matmul.md "Precisions and register fields", [S1] npu_hw.h):
+// fp16 = 2, int32 = 4, fp32 = 5 in the CNA/CORE/DPU precision fields.
+constexpr uint32_t kPrecisionFp16 = 2;
+constexpr uint32_t kPrecisionInt32 = 4;         // DPU OUT_PRECISION: raw int32 results
+constexpr uint32_t kPrecisionFp32 = 5;          // DPU OUT_PRECISION: fp32 results
 constexpr uint32_t kConvModeDirect = 0;         // CNA CONV_MODE: direct convolution
 constexpr uint32_t kConvModeDepthwise = 3;      // depthwise (Mesa's value)
 constexpr uint32_t kAluAlgoMax = 0;             // BS/EW ALU: max
@@ -82,6 +106,13 @@ constexpr double kDramBytesPerSecond = 6.0e9;
 // The SoC's DRAM bandwidth, which the three cores share when all are busy (LPDDR4x/5 on
 // RK3588 boards: about 17 GB/s at peak).
 constexpr double kSocDramBytesPerSecond = 17.0e9;
+// DRAM bandwidth of a matmul's weight stream (1 KiB blocks read in order, megabytes long),
+// the SoC's total and one core's share, calibrated against RKLLM's published decode speed
+// (rknpu-matmul.md [S6]: TinyLlama 1.1B w8a8 at 24.43 tokens/s reads its 1.03 GB of int8
+// weights 24.43 times a second, at least 25.2 GB/s; docs/rknpu.md "Matrix multiplication").
+// Convolutions keep the knobs above (calibrated against Mesa's MobileNet).
+constexpr double kMatmulSocDramBytesPerSecond = 25.2e9;
+constexpr double kMatmulDramBytesPerSecond = kMatmulSocDramBytesPerSecond / 3;
 // Fixed cost of one task: the PC fetching ~130 register writes, block setup and drain.
 constexpr double kTaskOverheadSeconds = 18e-6;
 // Fixed cost of one job: kernel scheduling, IOMMU/cache maintenance, the completion

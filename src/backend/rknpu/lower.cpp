@@ -647,6 +647,7 @@ const char* npu_op_type_name(NpuOpType t) {
     case NpuOpType::add: return "add";
     case NpuOpType::avg_pool: return "avg_pool";
     case NpuOpType::max_pool: return "max_pool";
+    case NpuOpType::matmul: return "matmul";
   }
   return "?";
 }
@@ -716,7 +717,7 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::add: return lower_add(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
-      case OpKind::fully_connected: return lower_fc(g, n, opts);
+      case OpKind::fully_connected: return is_float_matmul(g, n) ? lower_matmul(g, n, opts) : lower_fc(g, n, opts);
       default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
     }
   }();

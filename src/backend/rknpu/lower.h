@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -94,6 +94,16 @@ struct NpuOp {
   // PPU pooling.
   int32_t recip_w = 0, recip_h = 0;
 
+  // Matrix multiplication (fully connected on f32 activations with GGUF weights), as a 1x1
+  // convolution with H = M rows, W = 1, C = K (rknpu-matmul.md): in_h = out_h = M,
+  // in_c = K, out_c = N. A is fp16 NC1HWC2 (C2 = 8), B the rk_matmul_weight fp16 blocks,
+  // C fp32 NC1HWC2 (C2 = 4); `bs_table_used` adds the fp32 bias (one kBsEntryBytes entry per
+  // output channel, the first 4 bytes the bias's fp32 bits) in the DPU's BS ALU.
+  bool fp16 = false;
+  // Cores the matmul's N is split across (program.cpp): the tiling makes at least this many
+  // N chunks, and chunk i runs on core i % lanes.
+  int lanes = 1;
+
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
   int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
 };
@@ -103,11 +113,21 @@ constexpr int64_t kBsEntryBytes = 8;
 
 struct LowerOptions {
   bool pack = true;  // pack weights and tables (false: only check and size)
+  bool pack_weights = true;  // matmul: convert the weights (false: they are already on the device)
 };
+
+// The weight policy of matrix multiplications (`--device-opt weights=`): GGUF weights are
+// converted once, when the program is compiled, into the NPU's blocks.
+enum class WeightPolicy : uint8_t { fp16 };
 
 // Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
 // cannot run it, shown by `tessera inspect`.
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts = {});
+
+// Fully connected on f32 activations (GGUF decoders): an fp16 matrix multiplication
+// (lower_matmul.cpp). is_float_matmul tells lower_node to take this path.
+bool is_float_matmul(const Graph& g, const Node& n);
+Result<NpuOp> lower_matmul(const Graph& g, const Node& n, const LowerOptions& opts = {});
 
 // Splits a per-channel convolution without an activation (a "linear" layer, whose negative
 // outputs matter) into two passes that together round every channel exactly as TFLite:

@@ -14,6 +14,7 @@
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/transport.h"
+#include "convert/dtype.h"
 #include "convert/rk_weights.h"
 
 namespace tessera::rknpu {
@@ -104,13 +105,15 @@ struct Cube {
 // The bytes of an NC1HWC2 cube at `addr`, which must lie in one BO. Lines and surfaces must
 // not overlap (line >= w * 16, surf >= h * line when there are several surfaces): the model
 // does not define aliasing strides, and they would let a small BO stand for a huge cube.
+// `c2`: channels per 16-byte atom (16 int8, 8 fp16, 4 fp32).
 Result<Cube> map_cube(Memory& m, uint64_t addr, int64_t channels, int64_t h, int64_t w, int64_t line, int64_t surf,
-                      const char* what) {
+                      const char* what, int64_t c2 = kC2) {
+  constexpr int64_t kAtom = 16;
   if (channels < 1 || h < 1 || w < 1) return error(StatusCode::invalid_argument, what, ": empty cube");
-  if ((h > 1 && line < w * kC2) || (channels > kC2 && surf < h * line))
+  if ((h > 1 && line < w * kAtom) || (channels > c2 && surf < h * line))
     return error(StatusCode::invalid_argument, what, ": line stride ", line, " / surface stride ", surf,
                  " overlap a ", channels, "x", h, "x", w, " cube");
-  int64_t len = ((channels + kC2 - 1) / kC2 - 1) * surf + (h - 1) * line + w * kC2;
+  int64_t len = ((channels + c2 - 1) / c2 - 1) * surf + (h - 1) * line + w * kAtom;
   TS_ASSIGN_OR_RETURN(uint8_t * p, m.translate(addr, len, what));
   return Cube{p, line, surf};
 }
@@ -128,8 +131,13 @@ class Executor {
     if (cna) {
       if (!dpu || r_.get(R::DPU::FEATURE_MODE_CFG__FLYING_MODE))
         return error(StatusCode::invalid_argument, "convolution task without the DPU on the fly");
-      TS_RETURN_IF_ERROR(convolve(t));
-      TS_RETURN_IF_ERROR(post_process(t));
+      if (r_.get(R::CNA::CONV_CON1__PROC_PRECISION) == kPrecisionFp16) {
+        TS_RETURN_IF_ERROR(matmul_fp16(t));
+        TS_RETURN_IF_ERROR(post_process_float(t));
+      } else {
+        TS_RETURN_IF_ERROR(convolve(t));
+        TS_RETURN_IF_ERROR(post_process(t));
+      }
     } else if (dpu) {
       TS_RETURN_IF_ERROR(read_mrdma(t));
       TS_RETURN_IF_ERROR(post_process(t));
@@ -264,6 +272,138 @@ class Executor {
     t.mac_seconds = double(t.hw_macs) / rate / kClockHz;
     t.dram_bytes += (ic + kC2 - 1) / kC2 * in_h * in_w * kC2;                 // input band
     if (!r_.get(R::CNA::CBUF_CON0__WEIGHT_REUSE)) t.dram_bytes += wbytes;   // weights unless resident
+    return Status::Ok();
+  }
+
+  // fp16 1x1 convolution (a matrix multiplication, rknpu-matmul.md): the CNA reads fp16
+  // NC1HWC2 data (C2 = 8: 16-byte atoms) and rk_matmul_weight fp16 blocks; the CORE
+  // multiplies in fp16 (products exact in fp32) and accumulates in fp32, into facc_.
+  // Accumulation order (an assumption, docs/rknpu.md): one fp32 partial sum per lane of a
+  // 16-byte atom (k mod 8), each summed in K order, then the eight lanes added in order.
+  Status matmul_fp16(TaskTiming& t) {
+    if (r_.get(R::CNA::CONV_CON1__IN_PRECISION) != kPrecisionFp16 || r_.get(R::CORE::MISC_CFG__PROC_PRECISION) != kPrecisionFp16)
+      return error(StatusCode::unsupported, "fp16 processing with CNA input precision ", r_.get(R::CNA::CONV_CON1__IN_PRECISION),
+                   " and CORE precision ", r_.get(R::CORE::MISC_CFG__PROC_PRECISION), " is not modelled");
+    if (r_.get(R::CNA::CONV_CON1__CONV_MODE) != kConvModeDirect || r_.get(R::CORE::MISC_CFG__DW_EN))
+      return error(StatusCode::unsupported, "fp16 processing is modelled for direct convolution only");
+    const int64_t in_w = r_.get(R::CNA::DATA_SIZE0__DATAIN_WIDTH), in_h = r_.get(R::CNA::DATA_SIZE0__DATAIN_HEIGHT);
+    const int64_t kp = r_.get(R::CNA::DATA_SIZE1__DATAIN_CHANNEL), k = r_.get(R::CNA::DATA_SIZE1__DATAIN_CHANNEL_REAL) + 1;
+    if (r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH) != 1 || r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT) != 1 ||
+        r_.get(R::CNA::CONV_CON3__CONV_X_STRIDE) != 1 || r_.get(R::CNA::CONV_CON3__CONV_Y_STRIDE) != 1 ||
+        r_.get(R::CNA::PAD_CON0__PAD_TOP) != 0 || r_.get(R::CNA::PAD_CON0__PAD_LEFT) != 0)
+      return error(StatusCode::unsupported, "fp16 processing is modelled for 1x1 kernels, stride 1, no padding (matmul)");
+    oh_ = r_.get(R::CORE::DATAOUT_SIZE_0__DATAOUT_HEIGHT) + 1;
+    ow_ = r_.get(R::CORE::DATAOUT_SIZE_0__DATAOUT_WIDTH) + 1;
+    oc_ = r_.get(R::CORE::DATAOUT_SIZE_1__DATAOUT_CHANNEL) + 1;
+    if (ow_ != r_.get(R::CNA::DATA_SIZE2__DATAOUT_WIDTH) || oc_ != r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS) ||
+        oh_ != in_h || ow_ != in_w)
+      return error(StatusCode::invalid_argument, "CNA and CORE sizes disagree (a 1x1 kernel keeps the input's size)");
+    if (kp != (k + kMatmulKGroup - 1) / kMatmulKGroup * kMatmulKGroup)
+      return error(StatusCode::invalid_argument, "DATAIN_CHANNEL ", kp, " is not K = ", k, " rounded up to 32");
+    TS_RETURN_IF_ERROR(map_float_destination().status());
+    TS_ASSIGN_OR_RETURN(Cube in, map_cube(m_, r_.get(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR), k, in_h, in_w,
+                                          r_.get(R::CNA::DMA_CON1__LINE_STRIDE), r_.get(R::CNA::DMA_CON2__SURF_STRIDE),
+                                          "CNA feature data", kFp16C2));
+    const int64_t per_kernel = r_.get(R::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL);
+    const int64_t wbytes = r_.get(R::CNA::WEIGHT_SIZE0__WEIGHT_BYTES);
+    const convert::RkMatmulGeometry g = convert::rk_matmul_geometry(oc_, k, 2);
+    if (per_kernel != kp * 2 || wbytes < g.elements() * 2)
+      return error(StatusCode::invalid_argument, "WEIGHT_BYTES ", wbytes, " / per kernel ", per_kernel, " do not hold ", oc_,
+                   " kernels of ", kp, " fp16 values");
+    TS_ASSIGN_OR_RETURN(uint8_t * wp, m_.translate(r_.get(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0), wbytes, "CNA weights"));
+    // A row of fp32 values per position (K padded with zeros to a whole atom) and per kernel.
+    const int64_t k8 = (k + kFp16C2 - 1) / kFp16C2 * kFp16C2;
+    std::vector<float> a(static_cast<size_t>(in_h * in_w * k8), 0.0f), b(static_cast<size_t>(oc_ * k8), 0.0f);
+    for (int64_t y = 0; y < in_h; ++y)
+      for (int64_t x = 0; x < in_w; ++x)
+        for (int64_t c = 0; c < k; ++c) {
+          uint16_t h;
+          std::memcpy(&h, in.base + (c / kFp16C2) * in.surf + y * in.line + x * 16 + (c % kFp16C2) * 2, 2);
+          a[(y * in_w + x) * k8 + c] = convert::f16_to_f32(h);
+        }
+    for (int64_t o = 0; o < oc_; ++o)
+      for (int64_t c = 0; c < k; ++c) {
+        uint16_t h;
+        std::memcpy(&h, wp + convert::rk_matmul_weight_index(g, o, c) * 2, 2);
+        b[o * k8 + c] = convert::f16_to_f32(h);
+      }
+    facc_.assign(static_cast<size_t>(oc_ * oh_ * ow_), 0.0f);
+    for (int64_t p = 0; p < in_h * in_w; ++p) {
+      const float* ar = &a[p * k8];
+      for (int64_t o = 0; o < oc_; ++o) {
+        const float* br = &b[o * k8];
+        float lane[kFp16C2] = {};
+        for (int64_t c = 0; c < k8; c += kFp16C2)
+          for (int64_t j = 0; j < kFp16C2; ++j) lane[j] += ar[c + j] * br[c + j];
+        float sum = 0.0f;
+        for (int64_t j = 0; j < kFp16C2; ++j) sum += lane[j];
+        facc_[o * oh_ * ow_ + p] = sum;  // [oc][oh][ow]
+      }
+    }
+    // Time: padded atoms (16 kernels, K to 32) at the fp16 rate.
+    const int64_t oc16 = (oc_ + kMatmulFp16Kernels - 1) / kMatmulFp16Kernels * kMatmulFp16Kernels;
+    t.hw_macs = oh_ * ow_ * oc16 * kp;
+    t.mac_seconds = double(t.hw_macs) / double(kFp16MacsPerCycle) / kClockHz;
+    t.weight_stream = true;
+    t.dram_bytes += (k + kFp16C2 - 1) / kFp16C2 * in_h * in_w * 16;
+    if (!r_.get(R::CNA::CBUF_CON0__WEIGHT_REUSE)) t.dram_bytes += wbytes;
+    return Status::Ok();
+  }
+
+  // The DPU's fp32 destination cube (C2 = 4: 16-byte atoms), oc_ x oh_ x ow_ at DST_BASE_ADDR.
+  Result<Cube> map_float_destination() {
+    const int64_t surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
+    return map_cube(m_, r_.get(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR), oc_, oh_, ow_, ow_ * 16, surf, "DPU destination",
+                    kFp32OutC2);
+  }
+
+  // DPU after an fp16 matmul: BS's ALU may add an fp32 operand per channel (the table's
+  // first 4 bytes, or the register's bits); the fp32 sums are written as fp32. Every other
+  // stage must be bypassed: their float behaviour is not documented, so it is not modelled.
+  Status post_process_float(TaskTiming& t) {
+    if (ow_ != r_.get(R::DPU::DATA_CUBE_WIDTH__WIDTH) + 1 || oh_ != r_.get(R::DPU::DATA_CUBE_HEIGHT__HEIGHT) + 1 ||
+        oc_ != r_.get(R::DPU::DATA_CUBE_CHANNEL__CHANNEL) + 1)
+      return error(StatusCode::invalid_argument, "DPU cube size differs from its source");
+    if (r_.get(R::DPU::DATA_FORMAT__IN_PRECISION) != kPrecisionFp16 || r_.get(R::DPU::DATA_FORMAT__PROC_PRECISION) != kPrecisionFp16 ||
+        r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION) != kPrecisionFp32)
+      return error(StatusCode::unsupported, "DPU precisions in ", r_.get(R::DPU::DATA_FORMAT__IN_PRECISION), " proc ",
+                   r_.get(R::DPU::DATA_FORMAT__PROC_PRECISION), " out ", r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION),
+                   " after an fp16 matmul are not modelled (fp16 in, fp32 out)");
+    const bool bs = !r_.get(R::DPU::BS_CFG__BS_BYPASS);
+    const bool bs_alu = bs && !r_.get(R::DPU::BS_CFG__BS_ALU_BYPASS);
+    if (bs && (!r_.get(R::DPU::BS_CFG__BS_MUL_BYPASS) || !r_.get(R::DPU::BS_CFG__BS_RELU_BYPASS) || r_.get(R::DPU::BS_CFG__BS_RELUX_EN)))
+      return error(StatusCode::unsupported, "BS multiplier / ReLU on fp32 sums are not modelled");
+    if (bs_alu && r_.get(R::DPU::BS_CFG__BS_ALU_ALGO) != kAluAlgoAdd)
+      return error(StatusCode::unsupported, "BS ALU algorithm ", r_.get(R::DPU::BS_CFG__BS_ALU_ALGO), " is not modelled");
+    if (!r_.get(R::DPU::BN_CFG__BN_BYPASS) || !r_.get(R::DPU::EW_CFG__EW_BYPASS))
+      return error(StatusCode::unsupported, "BN / EW stages on fp32 sums are not modelled");
+    if (r_.get(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE) != 1 || r_.get(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT) != 0 ||
+        r_.get(R::DPU::OUT_CVT_SCALE__FP32TOFP16_EN) || r_.get(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET) != 0)
+      return error(StatusCode::unsupported, "an fp32 output conversion other than scale 1, shift 0, offset 0 is not modelled");
+    const bool alu_table = bs_alu && r_.get(R::DPU::BS_CFG__BS_ALU_SRC);
+    if (alu_table && !(r_.get(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE) & 1u))
+      return error(StatusCode::invalid_argument, "BS reads its operands from memory but BRDMA does not fetch them");
+    const uint8_t* table = nullptr;
+    if (alu_table) {
+      TS_ASSIGN_OR_RETURN(uint8_t * p, m_.translate(r_.get(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR), oc_ * kBsEntryBytes, "BS table"));
+      table = p;
+      t.dram_bytes += oc_ * kBsEntryBytes;
+    }
+    const uint32_t reg_bits = r_.get(R::DPU::BS_ALU_CFG__BS_ALU_OPERAND);
+    TS_ASSIGN_OR_RETURN(Cube dst, map_float_destination());
+    for (int64_t c = 0; c < oc_; ++c) {
+      uint32_t bits = reg_bits;
+      if (table) std::memcpy(&bits, table + c * kBsEntryBytes, 4);
+      float add;
+      std::memcpy(&add, &bits, 4);
+      for (int64_t y = 0; y < oh_; ++y)
+        for (int64_t x = 0; x < ow_; ++x) {
+          float v = facc_[(c * oh_ + y) * ow_ + x];
+          if (bs_alu) v += add;
+          std::memcpy(dst.base + (c / kFp32OutC2) * dst.surf + y * dst.line + x * 16 + (c % kFp32OutC2) * 4, &v, 4);
+        }
+    }
+    t.dram_bytes += (oc_ + kFp32OutC2 - 1) / kFp32OutC2 * oh_ * ow_ * 16;
     return Status::Ok();
   }
 
@@ -454,6 +594,7 @@ class Executor {
   const RegisterFile& r_;
   int64_t oh_ = 0, ow_ = 0, oc_ = 0;
   std::vector<int32_t> acc_;  // [oc][oh][ow]
+  std::vector<float> facc_;   // [oc][oh][ow], fp32 sums of an fp16 matmul
 };
 
 // The kernel's scheduling, as the model keeps it on one modelled clock shared by every
@@ -479,7 +620,26 @@ class Timeline {
   // each task's DRAM time and time and the clock fields. A task's DRAM bandwidth is the
   // core's own, or an equal share of the SoC's when more cores than that allows are busy
   // as its job starts (kSocDramBytesPerSecond).
-  void place(int entity, const std::vector<JobDesc>& jobs, SubmitTiming& st) {
+  // Submits issued at once on `entities` (one lane each): they start together, each on its
+  // own core while cores are idle, share the DRAM as concurrent jobs, and every entity is
+  // ready again when the last lane ends (the host waits for all of them).
+  void place_lanes(const std::vector<int>& entities, const std::vector<std::vector<JobDesc>>& lanes,
+                   std::vector<SubmitTiming>& sts) {
+    double start = 0, end = 0;
+    for (int e : entities) start = std::max(start, entity_ready_[e]);
+    // The lanes write disjoint parts of the same BOs: they fence only on earlier writers.
+    const std::map<uint32_t, double> before = last_write_;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      entity_ready_[entities[i]] = start;
+      place(entities[i], lanes[i], sts[i], static_cast<int>(lanes.size()), &before);
+      end = std::max(end, sts[i].end);
+    }
+    for (int e : entities) entity_ready_[e] = end;
+  }
+
+  void place(int entity, const std::vector<JobDesc>& jobs, SubmitTiming& st, int concurrent = 1,
+             const std::map<uint32_t, double>* fences = nullptr) {
+    if (!fences) fences = &last_write_;
     st.start = entity_ready_[entity];
     // drm_sched_pick_best: the first core with the fewest queued jobs, i.e. the first idle
     // core when one is, else (here) the one free earliest.
@@ -492,14 +652,16 @@ class Timeline {
       double ready = std::max(t, core_free_[core]);
       for (const auto* list : {&jobs[j].in_bos, &jobs[j].out_bos})
         for (uint32_t h : *list)
-          if (auto it = last_write_.find(h); it != last_write_.end()) ready = std::max(ready, it->second);
+          if (auto it = fences->find(h); it != fences->end()) ready = std::max(ready, it->second);
       JobTiming& jt = st.jobs[j];
       int busy = 1;
       for (int c = 0; c < kCores; ++c) busy += c != core && core_free_[c] > ready;
+      busy = std::max(busy, std::min(concurrent, kCores));
       const double bandwidth = std::min(kDramBytesPerSecond, kSocDramBytesPerSecond / busy);
+      const double stream_bandwidth = std::min(kMatmulDramBytesPerSecond, kMatmulSocDramBytesPerSecond / busy);
       double duration = kJobOverheadSeconds;
       for (TaskTiming& tt : jt.tasks) {
-        tt.dram_seconds = double(tt.dram_bytes) / bandwidth;
+        tt.dram_seconds = double(tt.dram_bytes) / (tt.weight_stream ? stream_bandwidth : bandwidth);
         tt.seconds = kTaskOverheadSeconds + std::max(tt.mac_seconds, tt.dram_seconds);
         duration += tt.seconds;
       }
@@ -509,7 +671,7 @@ class Timeline {
       t = st.start + jt.end;
       core_free_[core] = t;
       st.core_busy[core] += duration;
-      for (uint32_t h : jobs[j].out_bos) last_write_[h] = t;
+      for (uint32_t h : jobs[j].out_bos) last_write_[h] = std::max(last_write_[h], t);
     }
     st.end = t;
     st.seconds = st.end - st.start;
@@ -542,7 +704,28 @@ class ModelTransport : public Transport {
   bool modelled() const override { return true; }
   int open_entity() override { return timeline_.open_entity(); }
 
+  Result<std::vector<SubmitTiming>> submit_lanes(const std::vector<int>& entities,
+                                                 const std::vector<std::vector<JobDesc>>& lanes) override {
+    if (entities.size() != lanes.size()) return error(StatusCode::invalid_argument, "lanes and entities differ in number");
+    std::vector<SubmitTiming> sts(lanes.size());
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      for (size_t k = 0; k < i; ++k)
+        if (entities[k] == entities[i]) return error(StatusCode::invalid_argument, "two lanes on entity ", entities[i]);
+      TS_ASSIGN_OR_RETURN(sts[i], execute(entities[i], lanes[i]));
+    }
+    timeline_.place_lanes(entities, lanes, sts);
+    return sts;
+  }
+
   Result<SubmitTiming> submit(int entity, const std::vector<JobDesc>& jobs) override {
+    TS_ASSIGN_OR_RETURN(SubmitTiming st, execute(entity, jobs));
+    timeline_.place(entity, jobs, st);
+    return st;
+  }
+
+  // Runs the jobs' tasks (the register streams) and returns their MAC time and DRAM bytes;
+  // the timeline places them.
+  Result<SubmitTiming> execute(int entity, const std::vector<JobDesc>& jobs) {
     if (entity < 0 || entity >= timeline_.entities())
       return error(StatusCode::invalid_argument, "unknown scheduler entity ", entity);
     SubmitTiming st;
@@ -568,7 +751,6 @@ class ModelTransport : public Transport {
       }
       st.jobs.push_back(std::move(jt));
     }
-    timeline_.place(entity, jobs, st);
     return st;
   }
 

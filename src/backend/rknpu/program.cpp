@@ -11,7 +11,15 @@ namespace tessera::rknpu {
 
 RknpuProgram::~RknpuProgram() {
   for (auto& op : ops) {
-    if (op.weights.handle) (void)transport_->destroy_bo(op.weights.handle);
+    if (op.weight_key && cache_) {
+      auto it = cache_->entries.find(op.weight_key);
+      if (it != cache_->entries.end() && --it->second.refs == 0) {
+        (void)transport_->destroy_bo(it->second.bo.handle);
+        cache_->entries.erase(it);
+      }
+    } else if (op.weights.handle) {
+      (void)transport_->destroy_bo(op.weights.handle);
+    }
     if (op.bs.handle) (void)transport_->destroy_bo(op.bs.handle);
   }
   if (regcmd.handle) (void)transport_->destroy_bo(regcmd.handle);
@@ -19,7 +27,7 @@ RknpuProgram::~RknpuProgram() {
 
 int64_t RknpuProgram::device_bytes() const {
   int64_t bytes = 0;
-  for (const auto& c : ops) bytes += c.weights.size + c.bs.size;
+  for (const auto& c : ops) bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size;  // shared weights: the device's
   return bytes;
 }
 
@@ -47,9 +55,9 @@ Result<BoInfo> upload(Transport* t, const std::vector<uint8_t>& bytes) {
 }  // namespace
 
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
-                                                      Rounding rounding) {
+                                                      Rounding rounding, int cores, WeightCache* cache) {
   const Graph& g = *seg.graph;
-  auto prog = std::make_unique<RknpuProgram>(t);
+  auto prog = std::make_unique<RknpuProgram>(t, cache);
   prog->graph = &g;
   prog->nodes = seg.nodes;
   prog->policy = policy;
@@ -65,10 +73,23 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
   for (int ni : seg.nodes) {
     const Node& n = g.nodes()[ni];
-    auto lowered = lower_node(g, n);
+    // Matmul weights already packed for another program of this device are not packed again.
+    const uint8_t* key = nullptr;
+    if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;
+    LowerOptions lo;
+    lo.pack_weights = !(key && cache->entries.count(key));
+    auto lowered = lower_node(g, n, lo);
     if (!lowered.ok()) return lowered.status().with_context(n.label());
     NpuOp op = std::move(*lowered);
     op.nodes = {ni};
+    if (key) {
+      CompiledOp c;
+      c.op = std::move(op);
+      c.weight_key = key;
+      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
+      prog->ops.push_back(std::move(c));
+      continue;
+    }
     bool fused = false;
     if (n.op == OpKind::add && rounding == Rounding::fast) {
       // Fuse into the convolution producing one operand, when that conv's output has no
@@ -118,9 +139,30 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
     prog->ops.push_back(std::move(c));
   }
+  // A segment of matmuls (the projections of a decoder layer) splits each one's N across
+  // the cores: decode streams every weight once per token, and three cores' DMA read three
+  // times the bytes a single core's does (hw.h); pipelining layers instead would not shorten
+  // one token, whose layers run in sequence.
+  bool all_matmul = !prog->ops.empty();
+  for (const auto& c : prog->ops) all_matmul = all_matmul && c.op.type == NpuOpType::matmul;
+  prog->lanes = all_matmul && policy == SchedulePolicy::tessera ? std::clamp(cores, 1, kCores) : 1;
   for (auto& c : prog->ops) {
+    c.op.lanes = prog->lanes;
     TS_ASSIGN_OR_RETURN(c.tiling, plan_tiling(c.op, policy));
-    if (!c.op.weights.empty()) {
+    if (c.weight_key) {
+      WeightCache::Entry& e = cache->entries[c.weight_key];
+      if (e.refs == 0) {
+        auto bo = upload(t, c.op.weights);
+        if (!bo.ok()) {
+          cache->entries.erase(c.weight_key);
+          c.weight_key = nullptr;
+          return bo.status();
+        }
+        e.bo = *bo;
+      }
+      ++e.refs;
+      c.weights = e.bo;
+    } else if (!c.op.weights.empty()) {
       TS_ASSIGN_OR_RETURN(c.weights, upload(t, c.op.weights));
     }
     if (!c.op.bs_table.empty()) {
@@ -133,11 +175,28 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
   // only adds the job's overhead: Tessera puts the segment's tasks, in execution order, in
   // one job, starting another only when the job's estimated time would pass a fifth of the
   // kernel's per-job timeout. Mesa makes one job per op.
+  if (prog->lanes > 1) {
+    // One job per lane holding, for every op, the N chunks i with i % lanes == lane.
+    prog->jobs.resize(static_cast<size_t>(prog->lanes));
+    for (int l = 0; l < prog->lanes; ++l) prog->jobs[l].lane = l;
+    for (size_t i = 0; i < prog->ops.size(); ++i) {
+      const Tiling& tl = prog->ops[i].tiling;
+      int64_t chunk = -1, prev_oc0 = -1;
+      for (size_t k = 0; k < tl.tiles.size(); ++k) {
+        if (tl.tiles[k].oc0 != prev_oc0) ++chunk, prev_oc0 = tl.tiles[k].oc0;
+        prog->jobs[chunk % prog->lanes].tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
+      }
+    }
+    prog->jobs.erase(std::remove_if(prog->jobs.begin(), prog->jobs.end(), [](const JobPlan& j) { return j.tasks.empty(); }),
+                     prog->jobs.end());
+    return prog;
+  }
   double job_estimate = 0;
   for (size_t i = 0; i < prog->ops.size(); ++i) {
     const CompiledOp& c = prog->ops[i];
     const double estimate = double(c.op.macs) / (double(kMacsPerCycle) * kClockHz) /
                                 (c.op.int16 ? kInt16MacRateFactor : 1.0) /
+                                (c.op.fp16 ? double(kFp16MacsPerCycle) / double(kMacsPerCycle) : 1.0) /
                                 (c.op.type == NpuOpType::depthwise ? kDepthwiseMacEfficiency : 1.0) +
                             double(c.tiling.tiles.size()) * kTaskOverheadSeconds;
     if (policy == SchedulePolicy::mesa || prog->jobs.empty() || job_estimate + estimate > kJobTimeoutSeconds / 5) {

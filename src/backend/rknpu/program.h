@@ -18,18 +18,31 @@ namespace tessera::rknpu {
 struct CompiledOp {
   NpuOp op;
   Tiling tiling;
-  BoInfo weights;  // packed weights (conv, depthwise), resident for the program's life
+  BoInfo weights;  // packed weights (conv, depthwise, matmul), resident for the program's life
   BoInfo bs;       // bias/scale table
+  const uint8_t* weight_key = nullptr;  // matmul: its weights' entry in the WeightCache
+};
+
+// Packed matmul weights shared by the programs of one device (a decoder's prompt and decode
+// graphs read the same weights), keyed by the constant's bytes: converted and uploaded
+// once, freed with the last program that uses them.
+struct WeightCache {
+  struct Entry {
+    BoInfo bo;
+    int refs = 0;
+  };
+  std::map<const uint8_t*, Entry> entries;
 };
 
 // Tasks of one job, in order: (op index, tile index).
 struct JobPlan {
   std::vector<std::pair<int, int>> tasks;
+  int lane = 0;  // the core lane (entity) it is submitted on; see RknpuProgram::lanes
 };
 
 class RknpuProgram : public Program {
  public:
-  RknpuProgram(Transport* t) : transport_(t) {}
+  RknpuProgram(Transport* t, WeightCache* cache = nullptr) : transport_(t), cache_(cache) {}
   ~RknpuProgram() override;
   std::string describe() const override;
   int64_t device_bytes() const override;  // the packed weight and table BOs
@@ -41,6 +54,10 @@ class RknpuProgram : public Program {
   SchedulePolicy policy = SchedulePolicy::tessera;
   std::vector<std::string> notes;  // fusion decisions, for dumps
   int entity = 0;                  // the transport's scheduler entity its jobs are submitted to
+  // Lanes: a segment of matmuls splits each one's N across `lanes` cores, lane i's jobs
+  // submitted on lane_entities[i] at once (lane 0 on `entity`), see compile_segment.
+  int lanes = 1;
+  std::vector<int> lane_entities;
 
   // Built for one set of addresses (re-built when the bindings move).
   std::vector<uint32_t> bound_signature;
@@ -50,6 +67,7 @@ class RknpuProgram : public Program {
 
  private:
   Transport* transport_;
+  WeightCache* cache_;
 };
 
 // How closely the NPU follows TFLite's rounding. `exact`: per-channel convolutions without
@@ -60,8 +78,10 @@ class RknpuProgram : public Program {
 enum class Rounding : uint8_t { exact, fast };
 
 // Compiles a segment for `policy`; weights and tables are uploaded through `t`.
+// `cores`: a segment made only of matmuls splits each one's N across this many cores.
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
-                                                      Rounding rounding = Rounding::exact);
+                                                      Rounding rounding = Rounding::exact, int cores = 1,
+                                                      WeightCache* cache = nullptr);
 
 // Builds (or reuses) the command buffers for the BOs in `bo_of` (tensor -> BO) and returns
 // the jobs to submit.

@@ -34,12 +34,24 @@ bool is_feature_map(const Tensor& t) { return quantized_activation(t) && t.shape
 // Rows [N, C] of a fully connected layer: one line of N pixels in NC1HWC2 (format.h).
 bool is_rows(const Tensor& t) { return quantized_activation(t) && t.shape.size() == 2; }
 
+// f32 rows [M, K] of a matrix multiplication (its A, or its C).
+bool is_float_rows(const Tensor& t) { return t.dtype == DType::f32 && !t.data && t.shape.size() == 2; }
+
+// The node producing tensor `id`, or null.
+const Node* producer_of(const Graph& g, TensorId id) {
+  for (const Node& n : g.nodes())
+    for (TensorId o : n.outputs)
+      if (o == id) return &n;
+  return nullptr;
+}
+
 class RknpuDevice : public Device {
  public:
-  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding)
-      : Device(make_props(*t, policy, rounding)), transport_(std::move(t)), policy_(policy), rounding_(rounding) {}
+  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores)
+      : Device(make_props(*t, policy, rounding, cores)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
+        cores_(cores) {}
 
-  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding) {
+  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores) {
     DeviceProperties p;
     p.name = "rknpu";
     p.description = t.modelled() ? "Rockchip RK3588 NPU (device model: register streams executed, time modelled)"
@@ -57,8 +69,11 @@ class RknpuDevice : public Device {
                {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
                {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes, adds unfused)"
                                                     : "fast (one pass, adds fused into convs)"},
-               {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights"},
+               {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights; matmul: fp16 NC1HWC2 "
+                           "(C2=8) A, fp16 weight blocks, fp32 NC1HWC2 (C2=4) C"},
                {"cbuf", "12 banks x 32 KiB per core"},
+               {"matmul", "fp16 x fp16 -> fp32, weights converted once to fp16 blocks; N split across " +
+                              std::to_string(cores) + (cores == 1 ? " core" : " cores")},
                {"address space", "32-bit, one buffer object per tensor"}};
     return p;
   }
@@ -72,10 +87,32 @@ class RknpuDevice : public Device {
       f.pad_value = t.quant.zero_point_at(0) - (t.dtype == DType::u8 ? kU8Offset : 0);
       return f;
     }
+    if (is_float_rows(t)) {
+      // A matmul's C: fp32 (N/4, M, 4); its A: fp16 (K/8, M, 8), converted on the way in
+      // (rknpu-matmul.md "Layouts"; the transfer rounds f32 to fp16, nearest even).
+      const Node* p = producer_of(g, id);
+      const bool c = p && is_float_matmul(g, *p);
+      Format f{c ? Encoding::f32 : Encoding::f16, Layout::nc1hwc2, t.shape};
+      f.c2 = c ? kFp32OutC2 : kFp16C2;
+      f.pad_value = 0;
+      return f;
+    }
     // Constants (weights, biases) keep their logical form here, for the plan's report: the
     // plan allocates no copy of them (program_owns_constants), each compiled program packs
     // its own into the native layouts (rk_conv_weight / rk_dw_weight + bias table).
-    if (t.role == Role::weight && t.data) return t.host_format();
+    if (t.role == Role::weight && t.data) {
+      // A matrix read only as a matmul's weights is held as fp16 blocks (by the programs, as
+      // rk_matmul_weight: the plan reports that rounding; formats.md).
+      bool matmul_only = t.shape.size() == 2, read = false;
+      for (const Node& n : g.nodes())
+        for (size_t i = 0; i < n.inputs.size(); ++i)
+          if (n.inputs[i] == id) {
+            read = true;
+            matmul_only = matmul_only && i == 1 && is_float_matmul(g, n);
+          }
+      if (read && matmul_only) return Format{Encoding::f16, Layout::rk_matmul_weight, t.shape};
+      return t.host_format();
+    }
     return std::nullopt;
   }
 
@@ -86,9 +123,14 @@ class RknpuDevice : public Device {
     if (!op.ok()) return Support::no(op.status().message());
     if (policy_ == SchedulePolicy::mesa && (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool))
       return Support::no("the mesa schedule runs pooling on the cpu, as Mesa does");
-    // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares).
+    // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares);
+    // a matmul streams its weights from DRAM, which bounds it as often as the MACs do.
     double cost = double(op->macs) / double(kMacsPerCycle) / kClockHz + kTaskOverheadSeconds;
-    std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->int16 ? " (int16 MACs)" : "") +
+    if (op->type == NpuOpType::matmul)
+      cost = std::max(double(op->macs) / double(kFp16MacsPerCycle) / kClockHz, double(op->weight_bytes) / kDramBytesPerSecond) +
+             kTaskOverheadSeconds;
+    std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->fp16 ? " fp16 x fp16 -> fp32" : "") +
+                       (op->int16 ? " (int16 MACs)" : "") +
                        (op->per_channel ? " (per-channel scales)" : "") +
                        (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     return Support::yes(cost, note);
@@ -143,13 +185,20 @@ class RknpuDevice : public Device {
         if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2)
           return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
                        f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
+        if (!t.data && f != seg.formats.end() && is_float_matmul(*seg.graph, seg.graph->nodes()[i]) &&
+            (f->second.encoding != Encoding::f16 || f->second.c2 != kFp16C2))
+          return error(StatusCode::unsupported, "[fully_connected] input '", t.name, "' is in ", f->second.to_string(),
+                       "; the NPU's fp16 matmul reads fp16 NC1HWC2 with C2 = 8");
       }
-    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_));
+    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_));
     // One scheduler entity per session (its programs share the session's graph): a session's
-    // segments run in order, while sessions sharing this device can use other cores.
-    auto [it, fresh] = entity_of_graph_.try_emplace(seg.graph, 0);
-    if (fresh && entity_of_graph_.size() > 1) it->second = transport_->open_entity();
-    prog->entity = it->second;
+    // segments run in order, while sessions sharing this device can use other cores. A
+    // program split across cores submits its other lanes on further entities of the session.
+    auto [it, fresh] = entity_of_graph_.try_emplace(seg.graph, std::vector<int>{0});
+    if (fresh && entity_of_graph_.size() > 1) it->second[0] = transport_->open_entity();
+    while (static_cast<int>(it->second.size()) < prog->lanes) it->second.push_back(transport_->open_entity());
+    prog->entity = it->second[0];
+    prog->lane_entities.assign(it->second.begin(), it->second.begin() + prog->lanes);
     return std::unique_ptr<Program>(std::move(prog));
   }
 
@@ -164,7 +213,36 @@ class RknpuDevice : public Device {
     }
     TS_RETURN_IF_ERROR(bind_program(p, transport_.get(), bo_of));
     auto t0 = std::chrono::steady_clock::now();
-    TS_ASSIGN_OR_RETURN(SubmitTiming st, transport_->submit(p.entity, p.job_descs));
+    SubmitTiming st;
+    if (p.lanes > 1) {
+      // Lanes submitted at once; their timings merged in job order (one job per lane).
+      std::vector<std::vector<JobDesc>> lanes(static_cast<size_t>(p.lanes));
+      for (size_t j = 0; j < p.jobs.size(); ++j) lanes[p.jobs[j].lane].push_back(p.job_descs[j]);
+      std::vector<int> entities;
+      std::vector<std::vector<JobDesc>> used;
+      for (int l = 0; l < p.lanes; ++l)
+        if (!lanes[l].empty()) entities.push_back(p.lane_entities[l]), used.push_back(std::move(lanes[l]));
+      TS_ASSIGN_OR_RETURN(std::vector<SubmitTiming> sts, transport_->submit_lanes(entities, used));
+      st.start = sts.empty() ? 0 : sts[0].start;
+      st.core_busy.assign(kCores, 0.0);
+      for (const SubmitTiming& lt : sts) {
+        st.end = std::max(st.end, lt.end);
+        st.seconds = std::max(st.seconds, lt.seconds);
+        for (size_t c = 0; c < lt.core_busy.size() && c < st.core_busy.size(); ++c) st.core_busy[c] += lt.core_busy[c];
+      }
+      // Jobs in p.jobs order: lane l's k-th job is the k-th job of its submit.
+      std::vector<size_t> next(sts.size(), 0);
+      std::map<int, size_t> submit_of_lane;
+      for (size_t i = 0, l = 0; l < static_cast<size_t>(p.lanes); ++l)
+        if (std::any_of(p.jobs.begin(), p.jobs.end(), [&](const JobPlan& j) { return j.lane == static_cast<int>(l); }))
+          submit_of_lane[static_cast<int>(l)] = i++;
+      for (const JobPlan& j : p.jobs) {
+        const size_t si = submit_of_lane[j.lane];
+        st.jobs.push_back(sts[si].jobs[next[si]++]);
+      }
+    } else {
+      TS_ASSIGN_OR_RETURN(st, transport_->submit(p.entity, p.job_descs));
+    }
     double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (dump_enabled()) TS_RETURN_IF_ERROR(dump_program(p, bo_of, transport_.get(), counters_.executes));
     // Per node: the modelled time of its op's tasks, with each job's overhead charged to
@@ -202,7 +280,9 @@ class RknpuDevice : public Device {
   SchedulePolicy policy_;
   Rounding rounding_;
   std::map<uint32_t, BoInfo> bos_;
-  std::map<const Graph*, int> entity_of_graph_;  // session (by its plan's graph) -> scheduler entity
+  int cores_;
+  WeightCache weight_cache_;  // matmul weights packed once for all programs (declared after transport_)
+  std::map<const Graph*, std::vector<int>> entity_of_graph_;  // session (by its plan's graph) -> its entities (lanes)
 };
 
 }  // namespace
@@ -225,6 +305,16 @@ DeviceInfo rknpu_device_info() {
       else if (it->second != "exact")
         return error(StatusCode::invalid_argument, "rknpu: rounding must be 'exact' or 'fast', got '", it->second, "'");
     }
+    int cores = rknpu::kCores;
+    if (auto it = opts.find("cores"); it != opts.end()) {
+      if (it->second == "1") cores = 1;
+      else if (it->second != "3")
+        return error(StatusCode::invalid_argument, "rknpu: cores must be 1 or 3 (a matmul segment's N split), got '",
+                     it->second, "'");
+    }
+    if (auto it = opts.find("weights"); it != opts.end() && it->second != "fp16")
+      return error(StatusCode::invalid_argument, "rknpu: weights must be 'fp16' (the int8 weight policy is not built), got '",
+                   it->second, "'");
     std::string transport = "model";
     if (auto it = opts.find("transport"); it != opts.end()) transport = it->second;
     std::unique_ptr<rknpu::Transport> t;
@@ -237,7 +327,7 @@ DeviceInfo rknpu_device_info() {
     } else {
       return error(StatusCode::invalid_argument, "rknpu: transport must be 'model' or 'rocket', got '", transport, "'");
     }
-    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding));
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores));
   };
   return info;
 }

@@ -23,12 +23,77 @@ Status cbuf_error(const NpuOp& op, const std::string& what) {
 }
 }  // namespace
 
+// Matrix multiplication (rknpu-matmul.md "Limits"): a task holds `rows` rows of A (K fp16
+// values each) in the data banks and whole 16-kernel fp16 weight blocks of `chunk` output
+// channels in the weight banks. Every split of the 12 banks is tried; the one with the
+// fewest tasks wins (then the fewest N chunks: each re-reads A). Tasks run N-chunk-major so
+// that the rows of one chunk reuse its weights (WEIGHT_REUSE after the chunk's first task).
+// K is never split: one kernel's K values must fit one bank and one 16-kernel group the
+// weight banks beside one data bank, i.e. K <= 11264 for fp16; a larger K falls back.
+Result<Tiling> plan_matmul_tiling(const NpuOp& op) {
+  Tiling t;
+  const int64_t eb = 2;
+  const int64_t m = op.in_h, k = op.in_c, n = op.out_c;
+  const int64_t kp = ceil_div(k, kMatmulKGroup) * kMatmulKGroup;
+  t.data_row_bytes = kp * eb;
+  const int64_t per_kernel = kp * eb;
+  if (per_kernel > kCbufBankBytes || !fits(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL, per_kernel))
+    return cbuf_error(op, "K = " + std::to_string(k) + ": one kernel's " + std::to_string(per_kernel) +
+                              " weight bytes exceed one 32 KiB CBUF bank (no K split: [S1] keeps a kernel in one bank)");
+  if (!fits(regs::CNA::DATA_SIZE1__DATAIN_CHANNEL, kp))
+    return cbuf_error(op, "K = " + std::to_string(k) + " exceeds DATAIN_CHANNEL");
+  const int64_t group_bytes = kMatmulFp16Kernels * per_kernel;
+  // Rows per task: the data banks, FEATURE_GRAINS (rows + 1, 10 bits), DATAIN_HEIGHT (11 bits).
+  const int64_t max_rows = std::min<int64_t>(static_cast<int64_t>(regs::CNA::CONV_CON2__FEATURE_GRAINS.max()) - 1,
+                                             static_cast<int64_t>(regs::CNA::DATA_SIZE0__DATAIN_HEIGHT.max()));
+  // Output channels per task: the DPU's 13-bit channel field and the CNA's 14-bit kernel count.
+  // Split across `lanes` cores: at most a lane's share of N (whole 16-kernel groups) per chunk.
+  const int64_t lane_share = ceil_div(ceil_div(n, std::max(op.lanes, 1)), kMatmulFp16Kernels) * kMatmulFp16Kernels;
+  const int64_t max_chunk = std::min({static_cast<int64_t>(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL.max()) + 1,
+                                      static_cast<int64_t>(regs::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS.max()), lane_share}) /
+                            kMatmulFp16Kernels * kMatmulFp16Kernels;
+  int best_db = -1;
+  int64_t best_tasks = 0, best_chunks = 0, best_rows = 0, best_chunk = 0;
+  for (int64_t db = 1; db < kCbufBanks; ++db) {
+    const int64_t wb = kCbufBanks - db;
+    const int64_t rows = std::min({m, db * kCbufBankBytes / t.data_row_bytes, max_rows});
+    const int64_t chunk = std::min({wb * kCbufBankBytes / group_bytes * kMatmulFp16Kernels, n, max_chunk});
+    if (rows < 1 || chunk < 1) continue;
+    const int64_t chunks = ceil_div(n, chunk), tasks = chunks * ceil_div(m, rows);
+    if (best_db < 0 || tasks < best_tasks || (tasks == best_tasks && chunks < best_chunks)) {
+      best_db = static_cast<int>(db);
+      best_tasks = tasks;
+      best_chunks = chunks;
+      best_rows = rows;
+      best_chunk = chunk;
+    }
+  }
+  if (best_db < 0)
+    return cbuf_error(op, "K = " + std::to_string(k) + ": one 16-kernel fp16 weight group (" + std::to_string(group_bytes) +
+                              " bytes) and one row of A (" + std::to_string(t.data_row_bytes) +
+                              " bytes) do not fit the 12 CBUF banks (K is not split across tasks)");
+  t.data_banks = best_db;
+  t.weight_banks = kCbufBanks - best_db;
+  t.weights_resident = best_chunk >= n;
+  for (int64_t oc0 = 0; oc0 < n; oc0 += best_chunk)
+    for (int64_t r0 = 0; r0 < m; r0 += best_rows) {
+      TaskTile tile;
+      tile.out_row0 = tile.in_row0 = r0;
+      tile.out_rows = tile.in_rows = std::min(best_rows, m - r0);
+      tile.oc0 = oc0;
+      tile.ocn = std::min(best_chunk, n - oc0);
+      t.tiles.push_back(tile);
+    }
+  return t;
+}
+
 int64_t cbuf_row_bytes(const NpuOp& op) {
   const int64_t eb = op.int16 ? 2 : 1;
   return op.in_w * ceil_div(op.in_c, kC2) * kC2 * eb;
 }
 
 Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
+  if (op.type == NpuOpType::matmul) return plan_matmul_tiling(op);
   Tiling t;
   if (op.type == NpuOpType::add || op.type == NpuOpType::avg_pool || op.type == NpuOpType::max_pool) {
     // The DPU and PPU read their operands from DRAM; one task covers the whole cube.

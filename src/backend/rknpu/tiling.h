@@ -41,6 +41,10 @@ Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy);
 // The same check supports() uses.
 inline Result<Tiling> check_tiling(const NpuOp& op) { return plan_tiling(op, SchedulePolicy::tessera); }
 
+// The matmul's tiling (rows of A x 16-kernel groups of N; K is never split), used by
+// plan_tiling for NpuOpType::matmul.
+Result<Tiling> plan_matmul_tiling(const NpuOp& op);
+
 // Bytes of one input row in CBUF: width x channels padded to C2 (x2 in int16).
 int64_t cbuf_row_bytes(const NpuOp& op);
 

@@ -42,6 +42,7 @@ struct TaskTiming {
   double dram_seconds = 0;
   int64_t dram_bytes = 0;
   int64_t hw_macs = 0;  // MACs the array performs, padding included
+  bool weight_stream = false;  // a matmul task: its DRAM traffic is a long sequential stream
 };
 struct JobTiming {
   int core = -1;
@@ -73,6 +74,18 @@ class Transport {
   // Runs the jobs on `entity`, each after the jobs that wrote a BO it reads or writes
   // (the kernel's implicit fences), and waits for them to finish.
   virtual Result<SubmitTiming> submit(int entity, const std::vector<JobDesc>& jobs) = 0;
+  // Issues one submit per entity at once (lanes[i] on entities[i]: an op split across the
+  // cores) and waits for all of them; afterwards every one of the entities is ready when
+  // the last lane ends. The default submits the lanes one after another.
+  virtual Result<std::vector<SubmitTiming>> submit_lanes(const std::vector<int>& entities,
+                                                         const std::vector<std::vector<JobDesc>>& lanes) {
+    std::vector<SubmitTiming> out;
+    for (size_t i = 0; i < lanes.size() && i < entities.size(); ++i) {
+      TS_ASSIGN_OR_RETURN(SubmitTiming st, submit(entities[i], lanes[i]));
+      out.push_back(std::move(st));
+    }
+    return out;
+  }
   // Whether submit() reports modelled time.
   virtual bool modelled() const = 0;
 };

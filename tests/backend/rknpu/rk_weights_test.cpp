@@ -6,6 +6,7 @@
 #include <random>
 
 #include "convert/rk_weights.h"
+#include "tessera/convert.h"
 #include "tessera/format.h"
 
 namespace tessera::convert {
@@ -81,6 +82,36 @@ TEST(RkWeights, BadShapesAreErrors) {
   EXPECT_FALSE(rk_conv_geometry({3, 3, 3}).ok());
   EXPECT_FALSE(rk_dw_geometry({2, 3, 3, 8}).ok());
   EXPECT_FALSE(pack_rk_conv_weights({2, 1, 1, 2}, {1, 2, 3}, 1).ok());
+}
+
+// The matmul's weight blocks (rk_matmul_weight, rknpu-matmul.md "Layouts"): f16 [N, K] ->
+// [N/16][K/32][16][32] through the registry, every element where the index says, padding 0,
+// and the byte size of the padded blocks; i8 blocks hold 32 kernels.
+TEST(RkMatmulWeights, F16BlocksPlaceEveryKernelsKRunAndPadWithZeros) {
+  const int64_t n = 40, k = 70;  // N pads to 48, K to 96
+  std::vector<uint16_t> src(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint16_t>(0x3C00 + (i * 7919) % 1021 + 1);  // no zeros
+  const Format from{Encoding::f16, Layout::row_major, {n, k}}, to{Encoding::f16, Layout::rk_matmul_weight, {n, k}};
+  auto bytes = to.byte_size();
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, 48 * 96 * 2);
+  std::vector<uint16_t> dst(static_cast<size_t>(*bytes / 2), 0xFFFF);
+  ASSERT_TRUE(convert::convert(from, src.data(), to, dst.data()).ok());
+  const convert::RkMatmulGeometry g = convert::rk_matmul_geometry(n, k, 2);
+  std::vector<bool> seen(dst.size(), false);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t i = convert::rk_matmul_weight_index(g, r, c);
+      ASSERT_LT(i, static_cast<int64_t>(dst.size()));
+      EXPECT_EQ(dst[i], src[r * k + c]);
+      seen[i] = true;
+    }
+  for (size_t i = 0; i < dst.size(); ++i)
+    if (!seen[i]) EXPECT_EQ(dst[i], 0) << i;
+  // Block (1, 2) starts at byte (1 * 3 + 2) KiB and holds kernel 16's K values 64..69 first.
+  EXPECT_EQ(dst[(1 * 3 + 2) * 512], src[16 * k + 64]);
+  EXPECT_EQ(convert::rk_matmul_geometry(40, 70, 1).np, 64);  // i8: 32 kernels per block
+  EXPECT_FALSE((Format{Encoding::f32, Layout::rk_matmul_weight, {n, k}}.byte_size().ok()));
 }
 
 }  // namespace
