@@ -14,6 +14,7 @@ PACKAGES=(
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
+  g++-aarch64-linux-gnu qemu-user              # aarch64 cross-build, tests under emulation (scripts/aarch64.sh)
 )
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)
