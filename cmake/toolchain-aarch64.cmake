@@ -15,10 +15,20 @@ set(CMAKE_CXX_COMPILER ${TESSERA_CROSS_TRIPLE}-g++)
 # Debian multiarch: find_package and find_library look in /usr/lib/aarch64-linux-gnu.
 set(CMAKE_LIBRARY_ARCHITECTURE ${TESSERA_CROSS_TRIPLE})
 
-# Run target programs (tests, build-time generators) under qemu with the cross C library.
+# Run target programs (tests, build-time generators) under qemu. The arm64 library packages
+# bring Debian's arm64 C library (libc6:arm64, /lib/aarch64-linux-gnu), which the loader finds
+# through ld.so.cache; it must run with its own loader (/lib/ld-linux-aarch64.so.1), so qemu's
+# prefix is / then: the cross package's loader (/usr/aarch64-linux-gnu/lib) with that libc.so
+# is a mismatched pair and hangs in the first pthread_create. Without libc6:arm64 the cross
+# C library is the only one and its folder is the prefix.
+if(EXISTS /lib/ld-linux-aarch64.so.1)
+  set(TESSERA_QEMU_PREFIX /)
+else()
+  set(TESSERA_QEMU_PREFIX /usr/${TESSERA_CROSS_TRIPLE})
+endif()
 find_program(TESSERA_QEMU_AARCH64 qemu-aarch64)
 if(TESSERA_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${TESSERA_QEMU_AARCH64} -L /usr/${TESSERA_CROSS_TRIPLE})
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${TESSERA_QEMU_AARCH64} -L ${TESSERA_QEMU_PREFIX})
 endif()
 
 # Programs (flatc, pkg-config) are the host's; libraries and packages the target's.

@@ -14,8 +14,10 @@ PACKAGES=(
   clang libclang-rt-14-dev                     # libFuzzer targets
   ccache                                       # faster rebuilds
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
-  g++-aarch64-linux-gnu qemu-user              # aarch64 cross-build, tests under emulation (scripts/aarch64.sh)
 )
+# The aarch64 cross-build and its tests under emulation (scripts/aarch64.sh), on x86-64 hosts
+# (on an aarch64 board the ordinary build is the aarch64 build).
+[ "$(uname -m)" = x86_64 ] && PACKAGES+=(g++-aarch64-linux-gnu qemu-user)
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)
 command -v npm >/dev/null || PACKAGES+=(npm)
