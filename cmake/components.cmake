@@ -1,6 +1,7 @@
 # The library's components, each a static library, linked together as `tessera`.
 # Splitting keeps incremental builds small and lets one component build without the others.
 
+include(cmake/arch.cmake)  # which architecture-specific kernels this build compiles
 tessera_component(tessera_core DIRS src/core src/ops DEPS fmt::fmt)
 tessera_component(tessera_convert DIRS src/convert DEPS tessera_core)
 tessera_component(tessera_runtime DIRS src/backend/common src/passes src/runtime DEPS tessera_convert)

@@ -20,6 +20,9 @@ PACKAGES=(
   nlohmann-json3-dev                           # tessera serve: JSON of the OpenAI and v2 protocols
   curl                                         # the tessera serve tests (v2 requests)
 )
+# The aarch64 cross-build and its tests under emulation (scripts/aarch64.sh), on x86-64 hosts
+# (on an aarch64 board the ordinary build is the aarch64 build).
+[ "$(uname -m)" = x86_64 ] && PACKAGES+=(g++-aarch64-linux-gnu qemu-user)
 # node and npm run the TFLite oracle (tests/oracle); Debian's packages unless some are installed.
 command -v node >/dev/null || PACKAGES+=(nodejs)
 command -v npm >/dev/null || PACKAGES+=(npm)

@@ -3,8 +3,9 @@
 # clang build in ./build-fuzz), then every GoogleTest program through CTest. Fixtures are
 # read from ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of
 # skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing); the
-# thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips);
-# the examples are built against the installed package (scripts/examples.sh).
+# thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips),
+# an aarch64 cross-build runs its tests under qemu (scripts/aarch64.sh; TESSERA_AARCH64=0
+# skips), and the examples are built against the installed package (scripts/examples.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-20}"
@@ -15,6 +16,11 @@ fi
 # TESSERA_TSAN=0 skips it.
 if [ "${TESSERA_TSAN:-1}" != 0 ]; then
   ./scripts/tsan.sh
+fi
+# The aarch64 cross-build (./build-aarch64): core, convert and packed-kernel tests under
+# qemu-user. TESSERA_AARCH64=0 skips it.
+if [ "${TESSERA_AARCH64:-1}" != 0 ]; then
+  ./scripts/aarch64.sh
 fi
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2 "$@"

@@ -109,22 +109,40 @@ int64_t pack_gguf_tiles(DType t, const uint8_t* src, uint8_t* dst, const TileGeo
 }
 
 uint8_t pack_face_row(const float* v, uint8_t* codes, int wbits) {
-  return use_avx2() ? avx2::pack_face_row(v, codes, wbits) : ref::pack_face_row(v, codes, wbits);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::pack_face_row(v, codes, wbits);
+#endif
+  return ref::pack_face_row(v, codes, wbits);
 }
 void unpack_face_row(uint8_t e, const uint8_t* codes, float* v, int wbits) {
-  use_avx2() ? avx2::unpack_face_row(e, codes, v, wbits) : ref::unpack_face_row(e, codes, v, wbits);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::unpack_face_row(e, codes, v, wbits);
+#endif
+  ref::unpack_face_row(e, codes, v, wbits);
 }
 int64_t pack_f32_tiles(const float* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
-  return use_avx2() ? avx2::pack_f32_tiles(src, dst, g, wbits, bad, stop) : ref::pack_f32_tiles(src, dst, g, wbits, bad, stop);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::pack_f32_tiles(src, dst, g, wbits, bad, stop);
+#endif
+  return ref::pack_f32_tiles(src, dst, g, wbits, bad, stop);
 }
 int64_t pack_q8_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
-  return use_avx2() ? avx2::pack_q8_0_tiles(src, dst, g, wbits, bad, stop) : ref::pack_q8_0_tiles(src, dst, g, wbits, bad, stop);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::pack_q8_0_tiles(src, dst, g, wbits, bad, stop);
+#endif
+  return ref::pack_q8_0_tiles(src, dst, g, wbits, bad, stop);
 }
 int64_t pack_q4_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop) {
-  return use_avx2() ? avx2::pack_q4_0_tiles(src, dst, g, wbits, bad, stop) : ref::pack_q4_0_tiles(src, dst, g, wbits, bad, stop);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::pack_q4_0_tiles(src, dst, g, wbits, bad, stop);
+#endif
+  return ref::pack_q4_0_tiles(src, dst, g, wbits, bad, stop);
 }
 void unpack_tiles(const uint8_t* src, float* dst, const TileGeom& g, int wbits) {
-  use_avx2() ? avx2::unpack_tiles(src, dst, g, wbits) : ref::unpack_tiles(src, dst, g, wbits);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::unpack_tiles(src, dst, g, wbits);
+#endif
+  ref::unpack_tiles(src, dst, g, wbits);
 }
 
 Status bfp_nonfinite_error(Encoding e, const BfpBadRow& bad, const Shape& shape) {

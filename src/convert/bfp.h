@@ -78,6 +78,7 @@ int64_t pack_q8_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int
 int64_t pack_q4_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop);
 void unpack_tiles(const uint8_t* src, float* dst, const TileGeom& g, int wbits);
 }  // namespace ref
+#if defined(__x86_64__)
 namespace avx2 {
 uint8_t pack_face_row(const float* v, uint8_t* codes, int wbits);
 void unpack_face_row(uint8_t e, const uint8_t* codes, float* v, int wbits);
@@ -86,5 +87,6 @@ int64_t pack_q8_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int
 int64_t pack_q4_0_tiles(const uint8_t* src, uint8_t* dst, const TileGeom& g, int wbits, BfpBadRow* bad, bool stop);
 void unpack_tiles(const uint8_t* src, float* dst, const TileGeom& g, int wbits);
 }  // namespace avx2
+#endif
 
 }  // namespace tessera::convert

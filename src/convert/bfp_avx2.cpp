@@ -1,5 +1,6 @@
 // AVX2 bfp face-row packer and unpacker; bit-identical to the reference in bfp.cpp.
 // One face row is two 8-lane vectors; the row exponent is a horizontal max.
+#if defined(__x86_64__)  // x86-64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -350,3 +351,4 @@ void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks) {
 }  // namespace tessera::convert::avx2
 
 #pragma GCC pop_options
+#endif  // __x86_64__

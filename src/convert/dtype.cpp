@@ -60,19 +60,33 @@ void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
 }  // namespace ref
 
 void f32_to_bf16_n(const float* src, uint16_t* dst, int64_t n) {
-  use_avx2() ? avx2::f32_to_bf16_n(src, dst, n) : ref::f32_to_bf16_n(src, dst, n);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::f32_to_bf16_n(src, dst, n);
+#endif
+  ref::f32_to_bf16_n(src, dst, n);
 }
 void bf16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
-  use_avx2() ? avx2::bf16_to_f32_n(src, dst, n) : ref::bf16_to_f32_n(src, dst, n);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::bf16_to_f32_n(src, dst, n);
+#endif
+  ref::bf16_to_f32_n(src, dst, n);
 }
 void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n) {
-  use_avx2() ? avx2::f32_to_f16_n(src, dst, n) : ref::f32_to_f16_n(src, dst, n);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::f32_to_f16_n(src, dst, n);
+#endif
+  ref::f32_to_f16_n(src, dst, n);
 }
 void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n) {
-  use_avx2() ? avx2::f16_to_f32_n(src, dst, n) : ref::f16_to_f32_n(src, dst, n);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::f16_to_f32_n(src, dst, n);
+#endif
+  ref::f16_to_f32_n(src, dst, n);
 }
 void flip_sign_bit_n(const uint8_t* src, uint8_t* dst, int64_t n) {
+#if TESSERA_X86_64
   if (use_avx2()) return avx2::flip_sign_bit_n(src, dst, n);
+#endif
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ 0x80u;
 }
 

@@ -60,6 +60,7 @@ void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n);
 }  // namespace ref
 
 // AVX2 versions (defined only for x86-64; callers check use_avx2()).
+#if defined(__x86_64__)
 namespace avx2 {
 void f32_to_bf16_n(const float* src, uint16_t* dst, int64_t n);
 void bf16_to_f32_n(const uint16_t* src, float* dst, int64_t n);
@@ -67,6 +68,7 @@ void f32_to_f16_n(const float* src, uint16_t* dst, int64_t n);
 void f16_to_f32_n(const uint16_t* src, float* dst, int64_t n);
 void flip_sign_bit_n(const uint8_t* src, uint8_t* dst, int64_t n);
 }  // namespace avx2
+#endif
 
 // Bytes of one element of a plain (non-block) encoding; 0 for block encodings.
 int encoding_size(Encoding e);

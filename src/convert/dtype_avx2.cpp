@@ -1,4 +1,5 @@
 // AVX2 + F16C kernels for the element casts of dtype.h; bit-identical to the references.
+#if defined(__x86_64__)  // x86-64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -75,3 +76,4 @@ void flip_sign_bit_n(const uint8_t* src, uint8_t* dst, int64_t n) {
 }  // namespace tessera::convert::avx2
 
 #pragma GCC pop_options
+#endif  // __x86_64__

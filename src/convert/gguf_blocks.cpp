@@ -9,12 +9,16 @@
 namespace tessera::convert {
 
 void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks) {
+#if TESSERA_X86_64
   if (use_avx2()) return avx2::dequant_q8_0_n(src, dst, n_blocks);
+#endif
   for (int64_t b = 0; b < n_blocks; ++b) dequant_q8_0_block(src + b * kQ8_0BlockBytes, dst + b * kQBlock);
 }
 
 void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks) {
+#if TESSERA_X86_64
   if (use_avx2()) return avx2::dequant_q4_0_n(src, dst, n_blocks);
+#endif
   for (int64_t b = 0; b < n_blocks; ++b) dequant_q4_0_block(src + b * kQ4_0BlockBytes, dst + b * kQBlock);
 }
 

@@ -37,9 +37,11 @@ inline void dequant_q4_0_block(const uint8_t* block, float* out) {
 // identical results).
 void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
 void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
+#if defined(__x86_64__)
 namespace avx2 {  // in bfp_avx2.cpp
 void dequant_q8_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
 void dequant_q4_0_n(const uint8_t* src, float* dst, int64_t n_blocks);
 }  // namespace avx2
+#endif
 
 }  // namespace tessera::convert

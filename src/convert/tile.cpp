@@ -29,10 +29,16 @@ void untilize(const void* src, void* dst, const TileGeom& g, int esize) { untili
 }  // namespace ref
 
 void tilize(const void* src, void* dst, const TileGeom& g, int esize) {
-  use_avx2() ? avx2::tilize(src, dst, g, esize) : ref::tilize(src, dst, g, esize);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::tilize(src, dst, g, esize);
+#endif
+  ref::tilize(src, dst, g, esize);
 }
 void untilize(const void* src, void* dst, const TileGeom& g, int esize) {
-  use_avx2() ? avx2::untilize(src, dst, g, esize) : ref::untilize(src, dst, g, esize);
+#if TESSERA_X86_64
+  if (use_avx2()) return avx2::untilize(src, dst, g, esize);
+#endif
+  ref::untilize(src, dst, g, esize);
 }
 
 void tile_to_block(const void* tile, void* block, int esize) {

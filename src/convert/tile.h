@@ -44,9 +44,11 @@ namespace ref {
 void tilize(const void* src, void* dst, const TileGeom& g, int esize);
 void untilize(const void* src, void* dst, const TileGeom& g, int esize);
 }  // namespace ref
+#if defined(__x86_64__)
 namespace avx2 {
 void tilize(const void* src, void* dst, const TileGeom& g, int esize);
 void untilize(const void* src, void* dst, const TileGeom& g, int esize);
 }  // namespace avx2
+#endif
 
 }  // namespace tessera::convert

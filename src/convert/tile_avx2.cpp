@@ -1,4 +1,5 @@
 // The tilize/untilize loops of tile_impl.h compiled for AVX2 (256-bit face-row moves).
+#if defined(__x86_64__)  // x86-64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
@@ -16,3 +17,4 @@ void untilize(const void* src, void* dst, const TileGeom& g, int esize) { untili
 }  // namespace tessera::convert::avx2
 
 #pragma GCC pop_options
+#endif  // __x86_64__

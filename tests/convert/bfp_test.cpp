@@ -94,6 +94,9 @@ TEST(Bfp, ErrorBoundHoldsOnRandomRows) {
 }
 
 TEST(Bfp, Avx2MatchesReferenceOnRandomAndSpecialRows) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
   if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU";
   auto v = random_floats(16 * 20000, 5, true, -150, 127);
   // Ties: values exactly half a code step apart from each other within the row.
@@ -122,9 +125,13 @@ TEST(Bfp, Avx2MatchesReferenceOnRandomAndSpecialRows) {
         ASSERT_EQ(0, std::memcmp(fa, fb, sizeof(fa))) << "E " << e << " codes from " << c;
       }
     }
+#endif
 }
 
 TEST(Bfp, TilesAvx2MatchReferenceOnOddShapes) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
   if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU";
   for (Shape s : {Shape{3, 33, 47}, Shape{1, 5}, Shape{70}, Shape{2, 64, 96}}) {
     const TileGeom g = tile_geom(s);
@@ -141,6 +148,7 @@ TEST(Bfp, TilesAvx2MatchReferenceOnOddShapes) {
       ASSERT_EQ(0, std::memcmp(fa.data(), fb.data(), fa.size() * 4)) << shape_str(s);
     }
   }
+#endif
 }
 
 TEST(Bfp, PaddingIsZeroAndRoundTripOfDecodedValuesIsExact) {

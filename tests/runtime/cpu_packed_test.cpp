@@ -171,8 +171,9 @@ TEST(CpuPacked, GridIsByteIdenticalToTheReferenceKernels) {
     const Bytes input = random_codes(rng, g.tensor(g.inputs[0]).elements());
     const Bytes ref = run_one(g, input, cpu_options("reference", 1));
     ASSERT_FALSE(ref.empty()) << label(s);
-    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::scalar}) {
-      convert::set_simd_level(level);
+    // every level this CPU has: AVX2 on x86-64, NEON on aarch64, and the scalar kernels
+    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
+      if (convert::set_simd_level(level) != level) continue;
       for (int threads : {1, 3}) {
         const Bytes got = run_one(g, input, cpu_options("packed", threads));
         ASSERT_EQ(got, ref) << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads
@@ -248,11 +249,21 @@ TEST(CpuPacked, AddAndSubTablesAreByteIdenticalToTheReferenceKernels) {
       }
 }
 
+// The SIMD kernels of this architecture (AVX2 on x86-64 CPUs that have it, NEON on aarch64).
+const cpu::uk::QConvKernels* simd_qconv_kernels() {
 #if defined(__x86_64__)
-// The AVX2 GEMM panel against the scalar one on random accumulators and requantization
+  if (convert::cpu_has_avx2()) return &cpu::uk::avx2_qconv_kernels();
+#elif defined(__aarch64__)
+  return &cpu::uk::neon_qconv_kernels();
+#endif
+  return nullptr;
+}
+
+// The SIMD GEMM panel against the scalar one on random accumulators and requantization
 // parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output.
-TEST(CpuPacked, Avx2RequantizationMatchesTheScalarDefinition) {
-  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
+  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
+  if (!simd) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
   std::mt19937 rng(99);
   std::uniform_int_distribution<int> v16(-255, 255);
   std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
@@ -282,11 +293,10 @@ TEST(CpuPacked, Avx2RequantizationMatchesTheScalarDefinition) {
     const int nvalid = 16 - trial % 4;
     std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
     cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);
-    cpu::uk::avx2_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
-    ASSERT_EQ(yv, ys) << "trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
+    simd->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
+    ASSERT_EQ(yv, ys) << simd->isa << ", trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
   }
 }
-#endif
 
 }  // namespace
 }  // namespace tessera

@@ -1,7 +1,7 @@
-// The fast LLM fully_connected kernels (backend/cpu/kernels/linear_q8.h): AVX2 against the
-// portable kernels bit for bit, both against a dot product in double within the bound of
-// the 8-bit activation rounding, and the cpu kernel through a Session (thread counts, the
-// opt-in attribute, the reference when not asked).
+// The fast LLM fully_connected kernels (backend/cpu/kernels/linear_q8.h): AVX2 and NEON
+// against the portable kernels bit for bit, both against a dot product in double within
+// the bound of the 8-bit activation rounding, and the cpu kernel through a Session (thread
+// counts, the opt-in attribute, the reference when not asked).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,6 +106,8 @@ Rounded round_rows(const std::vector<float>& x, int64_t m, int64_t k, bool simd)
   auto* f = cpu::q8::scalar::quantize_row;
 #if defined(__x86_64__)
   if (simd) f = cpu::q8::avx2::quantize_row;
+#elif defined(__aarch64__)
+  if (simd) f = cpu::q8::neon::quantize_row;
 #endif
   for (int64_t i = 0; i < m; ++i) f(x.data() + i * k, k, r.q.data() + i * k, r.d.data() + i * k / kBlock);
   return r;
@@ -166,6 +168,33 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
           cpu::q8::avx2::gemm_quant(g, 0, oc / 2);
           cpu::q8::avx2::gemm_quant(g, oc / 2, oc);
         }
+        ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+      }
+#endif
+}
+
+TEST(LinearQ8, NeonMatchesScalarBitForBit) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "no NEON kernels on this architecture";
+#else
+  uint32_t seed = 300;
+  for (DType t : {DType::q8_0, DType::q4_0})
+    for (int64_t m : {1, 2, 5, 9})
+      for (int64_t oc : {1, 6, 13}) {
+        const int64_t k = kBlock * (oc % 4 + 1) * 2;
+        SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
+                     std::to_string(k));
+        Weights w = random_weights(t, oc, k, ++seed);
+        std::vector<float> x = random_acts(m * k, ++seed);
+        std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+        Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
+        ASSERT_EQ(rs.q, rv.q);
+        ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
+        cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), m, k}, ys.data(), oc};
+        cpu::q8::scalar::gemm_quant(g, 0, oc);
+        g.y = yv.data();
+        cpu::q8::neon::gemm_quant(g, 0, oc / 2);  // two calls: a split like two threads make
+        cpu::q8::neon::gemm_quant(g, oc / 2, oc);
         ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
       }
 #endif

@@ -6,7 +6,7 @@
 // rounded to binary16 as its q8_0 blocks store it, q = round-half-even(x * (127 / amax)),
 // q = 0 when amax = 0), then every block's dot
 // product is an exact integer. The float arithmetic is fixed per output element, so the
-// scalar and AVX2 kernels give identical bits whatever the tiling or thread count:
+// scalar, AVX2 and NEON kernels give identical bits whatever the tiling or thread count:
 //   8 lanes; lane l of block b holds s = sum_{i<4} w[32b+4l+i] * q[32b+4l+i] (exact int)
 //   acc[l] = fma(dw_b * dx_b, float(s), acc[l])      for b = 0, 1, ... in order
 //   y = hsum8(acc)
@@ -72,6 +72,14 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
 }  // namespace avx2
+#endif
+
+#if defined(__aarch64__)
+// NEON (arm/linear_q8_neon.cpp); F16 weights use the scalar kernel.
+namespace neon {
+void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+}  // namespace neon
 #endif
 
 }  // namespace tessera::cpu::q8

@@ -1,9 +1,9 @@
 // Micro-kernels of the packed quantized conv path (kernels/quant_conv_fast.cpp): an int16
 // GEMM tile for conv2d / fully connected, a depthwise row, input centring, and TFLite's
-// requantization of int32 accumulators. Each exists as portable scalar code and, on x86-64,
-// as AVX2 (x86/qconv_avx2.cpp); both give the reference kernels' exact integers, since
-// int32 sums do not depend on their order and the requantization is the same fixed-point
-// arithmetic lane by lane.
+// requantization of int32 accumulators. Each exists as portable scalar code, on x86-64 as
+// AVX2 (x86/qconv_avx2.cpp) and on aarch64 as NEON (arm/qconv_neon.cpp); all give the
+// reference kernels' exact integers, since int32 sums do not depend on their order and the
+// requantization is the same fixed-point arithmetic lane by lane.
 //
 // Operands are centred int16 (x - x_zp, w - w_zp: within [-255, 255]), so a pair of
 // products fits vpmaddwd's int32 lanes exactly; 8-bit operand instructions (vpmaddubsw)
@@ -81,7 +81,11 @@ const QConvKernels& scalar_qconv_kernels();
 #if defined(__x86_64__)
 const QConvKernels& avx2_qconv_kernels();
 #endif
-// The kernels the cpu uses now: AVX2 when the CPU has it and TESSERA_SIMD allows it.
+#if defined(__aarch64__)
+const QConvKernels& neon_qconv_kernels();
+#endif
+// The kernels the cpu uses now: AVX2 (x86-64 CPUs that have it) or NEON (aarch64) unless
+// TESSERA_SIMD=scalar or convert::set_simd_level() asks for the scalar ones.
 const QConvKernels& qconv_kernels();
 
 }  // namespace tessera::cpu::uk

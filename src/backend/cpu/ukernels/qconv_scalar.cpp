@@ -1,5 +1,5 @@
 // Portable scalar micro-kernels of the packed quantized conv path (see qconv.h): the
-// definition the AVX2 kernels are tested against, and the path on CPUs without AVX2.
+// definition the AVX2 and NEON kernels are tested against, and the path on other CPUs.
 #include <cstring>
 
 #include "backend/cpu/kernels/quant_math.h"
@@ -78,6 +78,8 @@ const QConvKernels& scalar_qconv_kernels() {
 const QConvKernels& qconv_kernels() {
 #if defined(__x86_64__)
   if (convert::use_avx2()) return avx2_qconv_kernels();
+#elif defined(__aarch64__)
+  if (convert::use_neon()) return neon_qconv_kernels();
 #endif
   return scalar_qconv_kernels();
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Cross-builds Tessera for aarch64 (the CPU of RK3588 boards) with Debian's cross toolchain
+# into ./build-aarch64 and runs its test programs under qemu-user: core_tests and
+# convert_tests, then runtime_tests' packed-kernel and linear-kernel tests (CpuPacked*,
+# LinearQ8*: the NEON kernels against the scalar and the reference kernels). Installs what
+# it needs first: g++-aarch64-linux-gnu, qemu-user and the arm64 builds of the libraries
+# (Debian multiarch, :arm64 packages). TESSERA_AARCH64_RUNTIME=0 skips runtime_tests.
+# docs/aarch64.md explains the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build-aarch64
+TRIPLE=aarch64-linux-gnu
+
+if [ "$(uname -m)" = aarch64 ]; then
+  echo "aarch64: this machine is aarch64; its ordinary build (./build) is the aarch64 build, nothing to cross-build"
+  exit 0
+fi
+
+HOST_PACKAGES=(g++-aarch64-linux-gnu qemu-user)
+# Multi-Arch: same packages, installed beside the host's (headers shared, libraries and CMake
+# packages under /usr/lib/aarch64-linux-gnu). CLI11 is header-only (Arch: all, the host's).
+ARM64_PACKAGES=(libfmt-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libflatbuffers-dev:arm64 libstb-dev:arm64)
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+missing=()
+for p in "${HOST_PACKAGES[@]}" "${ARM64_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "aarch64: adding the arm64 architecture to dpkg"
+    $SUDO dpkg --add-architecture arm64
+  fi
+  echo "aarch64: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The toolchain file is read when the build folder is first configured (CMake ignores it later).
+toolchain=()
+[ -f "$BUILD/CMakeCache.txt" ] || toolchain=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake)
+cmake -S . -B "$BUILD" "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=OFF >/dev/null
+targets=(core_tests convert_tests)
+[ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ] && targets+=(runtime_tests)
+cmake --build "$BUILD" -j2 --target "${targets[@]}"
+
+# Debian's arm64 C library (libc6:arm64, which the :arm64 packages bring) with its own loader:
+# qemu's prefix is / (see cmake/toolchain-aarch64.cmake; the cross package's loader with that
+# libc.so hangs in pthread_create).
+QEMU=(qemu-aarch64 -L /)
+[ -e /lib/ld-linux-aarch64.so.1 ] || QEMU=(qemu-aarch64 -L "/usr/$TRIPLE")
+for t in core_tests convert_tests; do
+  echo "aarch64: $t under qemu"
+  "${QEMU[@]}" "$BUILD/tests/$t" --gtest_brief=1
+done
+if [ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ]; then
+  echo "aarch64: runtime_tests (CpuPacked*:LinearQ8*) under qemu"
+  "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter='CpuPacked*:LinearQ8*'
+fi

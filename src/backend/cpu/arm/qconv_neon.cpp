@@ -1,0 +1,254 @@
+// NEON micro-kernels of the packed quantized conv path (see ukernels/qconv.h), for aarch64.
+// Products are widening multiply-accumulates (smlal) of centred int16 operands into int32
+// lanes, exact like the scalar kernels' int32 sums; the requantization is TFLite's
+// fixed-point arithmetic on 4 lanes, the same integers as q::multiply (sqrdmulh is
+// gemmlowp's rounding doubling high multiply, then a rounding divide by 2^rshift with ties
+// away from zero) and q::multiply_single_round (a 64-bit rounding shift, saturated to
+// int32 like the scalar definition). The tests compare them with the scalar kernels.
+#if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "backend/cpu/ukernels/qconv.h"
+
+namespace tessera::cpu::uk {
+
+namespace {
+
+// Requantization parameters of 4 channels, loaded once and applied to many rows.
+struct Rq4 {
+  int32x4_t bias, mult, lsh, neg_rsh, mask, half_mask;
+  int64x2_t neg_ts_lo, neg_ts_hi;  // single rounding: -(31 - lshift + rshift) per 64-bit lane
+};
+
+inline Rq4 load_rq4(const Requant& rq, int64_t ch) {
+  Rq4 v;
+  v.bias = vld1q_s32(rq.bias + ch);
+  v.mult = vld1q_s32(rq.mult + ch);
+  v.lsh = vld1q_s32(rq.lshift + ch);
+  const int32x4_t rsh = vld1q_s32(rq.rshift + ch);
+  v.neg_rsh = vnegq_s32(rsh);
+  const int32x4_t one = vdupq_n_s32(1);
+  v.mask = vsubq_s32(vshlq_s32(one, rsh), one);  // 2^rsh - 1 (wraps to INT32_MAX at 31)
+  v.half_mask = vshrq_n_s32(v.mask, 1);
+  const int32x4_t neg_ts = vsubq_s32(vsubq_s32(v.lsh, rsh), vdupq_n_s32(31));
+  v.neg_ts_lo = vmovl_s32(vget_low_s32(neg_ts));
+  v.neg_ts_hi = vmovl_high_s32(neg_ts);
+  return v;
+}
+
+// 4 accumulators -> requantized, zero point added, clamped (int32 lanes).
+inline int32x4_t requant4(int32x4_t acc, const Rq4& v, const Requant& rq) {
+  const int32x4_t x = vaddq_s32(acc, v.bias);
+  int32x4_t r;
+  if (!rq.single_round) {
+    // gemmlowp's SaturatingRoundingDoublingHighMul of (x << lshift) is sqrdmulh: both are
+    // floor((a * b + 2^30) / 2^31), saturating only INT32_MIN * INT32_MIN (mult >= 0 here).
+    const int32x4_t hi = vqrdmulhq_s32(vshlq_s32(x, v.lsh), v.mult);
+    // rounding divide by 2^rshift, ties away from zero
+    const int32x4_t rem = vandq_s32(hi, v.mask);
+    const int32x4_t thr = vsubq_s32(v.half_mask, vshrq_n_s32(hi, 31));  // + 1 where negative
+    r = vsubq_s32(vshlq_s32(hi, v.neg_rsh), vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+  } else {
+    // (x * mult + 2^(ts - 1)) >> ts on 64 bits (a rounding shift), then saturated to int32.
+    const int64x2_t lo = vrshlq_s64(vmull_s32(vget_low_s32(x), vget_low_s32(v.mult)), v.neg_ts_lo);
+    const int64x2_t hi = vrshlq_s64(vmull_high_s32(x, v.mult), v.neg_ts_hi);
+    r = vcombine_s32(vqmovn_s64(lo), vqmovn_s64(hi));
+  }
+  r = vaddq_s32(r, vdupq_n_s32(rq.zp));
+  r = vmaxq_s32(r, vdupq_n_s32(rq.lo));
+  return vminq_s32(r, vdupq_n_s32(rq.hi));
+}
+
+// 16 requantized lanes in channel order (values already in the 8-bit range) -> bytes.
+inline uint8x16_t pack16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, bool i8) {
+  const int16x8_t lo = vcombine_s16(vqmovn_s32(a), vqmovn_s32(b));
+  const int16x8_t hi = vcombine_s16(vqmovn_s32(c), vqmovn_s32(d));
+  if (i8) return vreinterpretq_u8_s8(vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+  return vcombine_u8(vqmovun_s16(lo), vqmovun_s16(hi));
+}
+
+inline void store_bytes(uint8_t* y, uint8x16_t v, int n) {
+  if (n == 16) {
+    vst1q_u8(y, v);
+  } else {
+    uint8_t tmp[16];
+    vst1q_u8(tmp, v);
+    std::memcpy(y, tmp, static_cast<size_t>(n));
+  }
+}
+
+void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
+  const int16x8_t z = vdupq_n_s16(static_cast<int16_t>(zp));
+  int64_t i = 0;
+  if (is_i8) {
+    const int8_t* s = reinterpret_cast<const int8_t*>(x);
+    for (; i + 16 <= n; i += 16) {
+      const int8x16_t b = vld1q_s8(s + i);
+      vst1q_s16(out + i, vsubq_s16(vmovl_s8(vget_low_s8(b)), z));
+      vst1q_s16(out + i + 8, vsubq_s16(vmovl_high_s8(b), z));
+    }
+    for (; i < n; ++i) out[i] = static_cast<int16_t>(s[i] - zp);
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      const uint8x16_t b = vld1q_u8(x + i);
+      vst1q_s16(out + i, vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b))), z));
+      vst1q_s16(out + i + 8, vsubq_s16(vreinterpretq_s16_u16(vmovl_high_u8(b)), z));
+    }
+    for (; i < n; ++i) out[i] = static_cast<int16_t>(x[i] - zp);
+  }
+}
+
+inline int32_t load_pair(const int16_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Row R of the tile: c += a_R[2p] * b.val[0] + a_R[2p + 1] * b.val[1] for 16 columns, the
+// operand pair taken from lanes 2(R%4), 2(R%4)+1 of a03 (rows 0-3) or a45 (rows 4-5).
+struct Acc16 {
+  int32x4_t c[4];
+};
+
+template <int R>
+inline Acc16 row_mac(Acc16 acc, const int16x8x2_t& b0, const int16x8x2_t& b1, int16x8_t a03, int16x4_t a45) {
+  int32x4_t c0 = acc.c[0], c1 = acc.c[1], c2 = acc.c[2], c3 = acc.c[3];
+  if constexpr (R < 4) {
+    constexpr int l = 2 * R;
+    c0 = vmlal_laneq_s16(c0, vget_low_s16(b0.val[0]), a03, l);
+    c0 = vmlal_laneq_s16(c0, vget_low_s16(b0.val[1]), a03, l + 1);
+    c1 = vmlal_high_laneq_s16(c1, b0.val[0], a03, l);
+    c1 = vmlal_high_laneq_s16(c1, b0.val[1], a03, l + 1);
+    c2 = vmlal_laneq_s16(c2, vget_low_s16(b1.val[0]), a03, l);
+    c2 = vmlal_laneq_s16(c2, vget_low_s16(b1.val[1]), a03, l + 1);
+    c3 = vmlal_high_laneq_s16(c3, b1.val[0], a03, l);
+    c3 = vmlal_high_laneq_s16(c3, b1.val[1], a03, l + 1);
+  } else {
+    constexpr int l = 2 * (R - 4);
+    c0 = vmlal_lane_s16(c0, vget_low_s16(b0.val[0]), a45, l);
+    c0 = vmlal_lane_s16(c0, vget_low_s16(b0.val[1]), a45, l + 1);
+    c1 = vmlal_high_lane_s16(c1, b0.val[0], a45, l);
+    c1 = vmlal_high_lane_s16(c1, b0.val[1], a45, l + 1);
+    c2 = vmlal_lane_s16(c2, vget_low_s16(b1.val[0]), a45, l);
+    c2 = vmlal_lane_s16(c2, vget_low_s16(b1.val[1]), a45, l + 1);
+    c3 = vmlal_high_lane_s16(c3, b1.val[0], a45, l);
+    c3 = vmlal_high_lane_s16(c3, b1.val[1], a45, l + 1);
+  }
+  return Acc16{{c0, c1, c2, c3}};
+}
+
+// One requantized row of the tile (the accumulators passed by value: in registers).
+inline void store_row(Acc16 a, const Rq4& v0, const Rq4& v1, const Rq4& v2, const Rq4& v3, const Requant& rq,
+                      int nvalid, uint8_t* y) {
+  store_bytes(y,
+              pack16(requant4(a.c[0], v0, rq), requant4(a.c[1], v1, rq), requant4(a.c[2], v2, rq),
+                     requant4(a.c[3], v3, rq), rq.out_i8),
+              nvalid);
+}
+
+// Rows 0..MR-1 of the tile: MR x 16 int32 accumulators (24 of the 32 vector registers at
+// MR = 6), the panel's pair p loaded once as two de-interleaved halves per 8 columns, the
+// rows' operand pairs gathered into two registers.
+template <int MR>
+inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
+                      int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  static_assert(MR >= 1 && MR <= 6);
+  const int32x4_t z = vdupq_n_s32(0);
+  Acc16 c0{{z, z, z, z}}, c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  const int16_t* ar[6];
+  for (int r = 0; r < 6; ++r) ar[r] = a + (r < MR ? r : 0) * lda;
+  for (int64_t p = 0; p < kpairs; ++p) {
+    // b.val[0]: first operand of the pair for 8 columns, b.val[1]: the second
+    const int16x8x2_t b0 = vld2q_s16(panel + p * 32), b1 = vld2q_s16(panel + p * 32 + 16);
+    int32x4_t q = vdupq_n_s32(load_pair(ar[0] + 2 * p));
+    if constexpr (MR > 1) q = vsetq_lane_s32(load_pair(ar[1] + 2 * p), q, 1);
+    if constexpr (MR > 2) q = vsetq_lane_s32(load_pair(ar[2] + 2 * p), q, 2);
+    if constexpr (MR > 3) q = vsetq_lane_s32(load_pair(ar[3] + 2 * p), q, 3);
+    int32x2_t h = vdup_n_s32(0);
+    if constexpr (MR > 4) h = vset_lane_s32(load_pair(ar[4] + 2 * p), h, 0);
+    if constexpr (MR > 5) h = vset_lane_s32(load_pair(ar[5] + 2 * p), h, 1);
+    const int16x8_t a03 = vreinterpretq_s16_s32(q);
+    const int16x4_t a45 = vreinterpret_s16_s32(h);
+    c0 = row_mac<0>(c0, b0, b1, a03, a45);
+    if constexpr (MR > 1) c1 = row_mac<1>(c1, b0, b1, a03, a45);
+    if constexpr (MR > 2) c2 = row_mac<2>(c2, b0, b1, a03, a45);
+    if constexpr (MR > 3) c3 = row_mac<3>(c3, b0, b1, a03, a45);
+    if constexpr (MR > 4) c4 = row_mac<4>(c4, b0, b1, a03, a45);
+    if constexpr (MR > 5) c5 = row_mac<5>(c5, b0, b1, a03, a45);
+  }
+  const Rq4 v0 = load_rq4(rq, n0), v1 = load_rq4(rq, n0 + 4), v2 = load_rq4(rq, n0 + 8), v3 = load_rq4(rq, n0 + 12);
+  store_row(c0, v0, v1, v2, v3, rq, nvalid, y);
+  if constexpr (MR > 1) store_row(c1, v0, v1, v2, v3, rq, nvalid, y + ldy);
+  if constexpr (MR > 2) store_row(c2, v0, v1, v2, v3, rq, nvalid, y + 2 * ldy);
+  if constexpr (MR > 3) store_row(c3, v0, v1, v2, v3, rq, nvalid, y + 3 * ldy);
+  if constexpr (MR > 4) store_row(c4, v0, v1, v2, v3, rq, nvalid, y + 4 * ldy);
+  if constexpr (MR > 5) store_row(c5, v0, v1, v2, v3, rq, nvalid, y + 5 * ldy);
+}
+
+void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
+                int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + kTileRows <= m; r += kTileRows)
+    gemm_tile<kTileRows>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy);
+  switch (m - r) {
+    case 1: gemm_tile<1>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 2: gemm_tile<2>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 3: gemm_tile<3>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 4: gemm_tile<4>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 5: gemm_tile<5>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    default: break;
+  }
+}
+
+// Lane l of a group holds channel dw_lane_channel(l) (qconv.h): accumulator vectors q0..q3
+// hold lanes 0-3 (channels 0-3), 4-7 (8-11), 8-11 (4-7) and 12-15 (12-15); the weights of
+// lane l are at (pair * 32 + l * 2), the requantization arrays at group * 16 + l.
+void dw_row(const DwRow& r) {
+  const int pairs = (r.taps + 1) / 2;
+  const int64_t groups = r.cpad / kPanel;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int16_t* wg = r.w + g * pairs * 32;
+    const Rq4 v0 = load_rq4(*r.rq, g * kPanel), v1 = load_rq4(*r.rq, g * kPanel + 4),
+              v2 = load_rq4(*r.rq, g * kPanel + 8), v3 = load_rq4(*r.rq, g * kPanel + 12);
+    const int64_t left = r.channels - g * kPanel;
+    const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
+    for (int64_t ox = 0; ox < r.ow; ++ox) {
+      const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
+      int32x4_t q0 = vdupq_n_s32(0), q1 = q0, q2 = q0, q3 = q0;
+      for (int p = 0; p < pairs; ++p) {
+        const int t0 = 2 * p, t1 = 2 * p + 1;
+        // w.val[0]: weights of tap t0 for 8 lanes, w.val[1]: of tap t1
+        const int16x8x2_t wa = vld2q_s16(wg + p * 32), wb = vld2q_s16(wg + p * 32 + 16);
+        const int16x8_t xa0 = vld1q_s16(xg + r.tap_off[t0]), xa1 = vld1q_s16(xg + r.tap_off[t0] + 8);
+        q0 = vmlal_s16(q0, vget_low_s16(xa0), vget_low_s16(wa.val[0]));
+        q1 = vmlal_s16(q1, vget_low_s16(xa1), vget_high_s16(wa.val[0]));
+        q2 = vmlal_s16(q2, vget_high_s16(xa0), vget_low_s16(wb.val[0]));
+        q3 = vmlal_high_s16(q3, xa1, wb.val[0]);
+        if (t1 < r.taps) {
+          const int16x8_t xb0 = vld1q_s16(xg + r.tap_off[t1]), xb1 = vld1q_s16(xg + r.tap_off[t1] + 8);
+          q0 = vmlal_s16(q0, vget_low_s16(xb0), vget_low_s16(wa.val[1]));
+          q1 = vmlal_s16(q1, vget_low_s16(xb1), vget_high_s16(wa.val[1]));
+          q2 = vmlal_s16(q2, vget_high_s16(xb0), vget_low_s16(wb.val[1]));
+          q3 = vmlal_high_s16(q3, xb1, wb.val[1]);
+        }
+      }
+      // channel order: lanes 0-3, 8-11, 4-7, 12-15
+      const uint8x16_t bytes = pack16(requant4(q0, v0, *r.rq), requant4(q2, v2, *r.rq), requant4(q1, v1, *r.rq),
+                                      requant4(q3, v3, *r.rq), r.rq->out_i8);
+      store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
+    }
+  }
+}
+
+}  // namespace
+
+const QConvKernels& neon_qconv_kernels() {
+  static const QConvKernels k{centre, gemm_panel, dw_row, "neon"};
+  return k;
+}
+
+}  // namespace tessera::cpu::uk
+
+#endif  // __aarch64__
