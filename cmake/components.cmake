@@ -66,5 +66,8 @@ endforeach()
 # `tessera serve` (docs/serving.md): the protocol logic (requests, tensors, streaming, metrics,
 # model queues) as a component of its own, apart from the umbrella; the HTTP socket layer
 # lives with the CLI (tools/tessera/serve) and links cpp-httplib.
-find_package(nlohmann_json 3 REQUIRED)
-tessera_component(tessera_serve DIRS src/serve DEPS tessera nlohmann_json::nlohmann_json fmt::fmt)
+# TESSERA_BUILD_SERVE=OFF leaves it out (the aarch64 cross-build, which has no arm64 cpp-httplib).
+if(TESSERA_BUILD_SERVE)
+  find_package(nlohmann_json 3 REQUIRED)
+  tessera_component(tessera_serve DIRS src/serve DEPS tessera nlohmann_json::nlohmann_json fmt::fmt)
+endif()

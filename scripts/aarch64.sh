@@ -40,7 +40,8 @@ fi
 # The toolchain file is read when the build folder is first configured (CMake ignores it later).
 toolchain=()
 [ -f "$BUILD/CMakeCache.txt" ] || toolchain=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake)
-cmake -S . -B "$BUILD" "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B "$BUILD" "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCH=OFF \
+  -DTESSERA_BUILD_SERVE=OFF -DTESSERA_BUILD_PYTHON=OFF >/dev/null
 targets=(core_tests convert_tests)
 [ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ] && targets+=(runtime_tests)
 cmake --build "$BUILD" -j2 --target "${targets[@]}"

@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
   tessera::cli::add_perplexity_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
+#if defined(TESSERA_HAS_SERVE)
   tessera::cli::add_serve_command(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
