@@ -29,7 +29,8 @@ run_target() {
   shift
   cmake --build "$B" -j2 --target "$name"
   mkdir -p "$corpus" "$B/crashes/$name"
-  for seed in "$@"; do [ -f "$seed" ] && cp -n "$seed" "$corpus/" || true; done
+  # fuzz/regressions/NAME: inputs that once failed, replayed first by every run.
+  for seed in "$@" fuzz/regressions/"$name"/*; do [ -f "$seed" ] && cp -n "$seed" "$corpus/" || true; done
   echo "fuzz: $name for ${SECONDS_PER_TARGET}s on $(ls "$corpus" | wc -l) inputs"
   # A fixed seed makes a run repeatable: a slower machine explores a prefix of the same inputs.
   "$B/fuzz/$name" "$corpus" -seed="${TESSERA_FUZZ_SEED:-1}" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \

@@ -578,9 +578,12 @@ class Executor {
             }
           int64_t o;
           if (avg) {
-            // sum * (1/kw) * (1/kh), both 0.16 fixed point, rounded half up.
+            // sum * (1/kw) * (1/kh), both 0.16 fixed point, rounded half up. A stream's pad
+            // value and reciprocals are arbitrary register values: the product is formed in
+            // 128 bits (|sum| < 2^48, rw and rh < 2^16) and clamped, never overflowed.
             constexpr int kBits = 2 * kRecipFractionBits;
-            o = (sum * rw * rh + (int64_t{1} << (kBits - 1))) >> kBits;
+            const __int128 p = static_cast<__int128>(sum) * rw * rh + (__int128{1} << (kBits - 1));
+            o = static_cast<int64_t>(std::clamp<__int128>(p >> kBits, -(__int128{1} << 40), __int128{1} << 40));
           } else {
             o = best;
           }
