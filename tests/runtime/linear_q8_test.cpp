@@ -99,17 +99,21 @@ std::vector<float> random_acts(int64_t n, uint32_t seed) {
 struct Rounded {
   std::vector<int8_t> q;
   std::vector<float> d;
+  std::vector<int32_t> s;  // block sums
 };
 
 Rounded round_rows(const std::vector<float>& x, int64_t m, int64_t k, bool simd) {
-  Rounded r{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock)};
+  Rounded r{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock), std::vector<int32_t>(x.size() / kBlock)};
   auto* f = cpu::q8::scalar::quantize_row;
 #if defined(__x86_64__)
   if (simd) f = cpu::q8::avx2::quantize_row;
 #elif defined(__aarch64__)
   if (simd) f = cpu::q8::neon::quantize_row;
 #endif
-  for (int64_t i = 0; i < m; ++i) f(x.data() + i * k, k, r.q.data() + i * k, r.d.data() + i * k / kBlock);
+  for (int64_t i = 0; i < m; ++i) {
+    f(x.data() + i * k, k, r.q.data() + i * k, r.d.data() + i * k / kBlock);
+    cpu::q8::block_sums(r.q.data() + i * k, k, r.s.data() + i * k / kBlock);
+  }
   return r;
 }
 
@@ -144,7 +148,7 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 100;
   for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
-    for (int64_t m : {1, 2, 5, 9})
+    for (int64_t m : {1, 2, 5, 9, 70})
       for (int64_t oc : {1, 6, 13}) {
         const int64_t k = t == DType::f16 ? (oc == 6 ? 172 : 8 * oc + 3) : kBlock * (oc % 4 + 1) * 2;
         SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
@@ -162,7 +166,7 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
           Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
           ASSERT_EQ(rs.q, rv.q);
           ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
-          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), m, k}, ys.data(), oc};
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), m, k}, ys.data(), oc};
           cpu::q8::scalar::gemm_quant(g, 0, oc);
           g.y = yv.data();
           cpu::q8::avx2::gemm_quant(g, 0, oc / 2);
@@ -179,7 +183,7 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
 #else
   uint32_t seed = 300;
   for (DType t : {DType::q8_0, DType::q4_0})
-    for (int64_t m : {1, 2, 5, 9})
+    for (int64_t m : {1, 2, 5, 9, 70})
       for (int64_t oc : {1, 6, 13}) {
         const int64_t k = kBlock * (oc % 4 + 1) * 2;
         SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
@@ -190,7 +194,7 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
         Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
         ASSERT_EQ(rs.q, rv.q);
         ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
-        cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), m, k}, ys.data(), oc};
+        cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), m, k}, ys.data(), oc};
         cpu::q8::scalar::gemm_quant(g, 0, oc);
         g.y = yv.data();
         cpu::q8::neon::gemm_quant(g, 0, oc / 2);  // two calls: a split like two threads make
@@ -214,7 +218,7 @@ TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
       cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y.data(), oc}, 0, oc);
     } else {
       Rounded r = round_rows(x, m, k, convert::use_avx2());  // the level the dispatch uses
-      cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), m, k}, y.data(), oc}, 0, oc);
+      cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y.data(), oc}, 0, oc);
     }
     double worst = 0;
     for (int64_t i = 0; i < m; ++i)
@@ -289,7 +293,7 @@ TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
                                 0, oc);
     } else {
       Rounded r = round_rows(x, m, k, false);
-      cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), m, k}, want.data(), oc},
+      cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, want.data(), oc},
                                   0, oc);
     }
     const Graph rounded = fc_graph(w, m, true);

@@ -2,16 +2,16 @@
 // q4_0 block dot products; bit-identical to the scalar ones there (F16 weights use the
 // scalar kernel).
 //
-// The 8 lanes of a block (4 consecutive values each) are two int32x4: smull of the int8
-// weights and activations gives exact int16 products (|w x| <= 128 * 127), two pairwise
-// additions (saddlp, addp) sum each lane's 4 in int32, and fmla is the fma of the scalar
-// definition lane by lane. Output elements are computed in tiles of MR activation rows so
-// each decoded weight block serves MR rows; a tile changes nothing in an element's
-// arithmetic.
+// A block's exact integer sum: smull of the int8 weights and activations gives exact int16
+// products (|w x| <= 128 * 127), pairwise additions (saddlp, addp) and addv sum them in
+// int32, and the block's float step is the scalar definition's fma. Output elements are
+// computed in tiles of MR activation rows so each decoded weight block serves MR rows; a
+// tile changes nothing in an element's arithmetic.
 #if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <arm_neon.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -20,12 +20,6 @@
 namespace tessera::cpu::q8::neon {
 
 namespace {
-
-// (s4[0] + s4[2]) + (s4[1] + s4[3]) with s4[i] = a[i] + a[i + 4] (linear_q8.h's hsum8).
-inline float hsum8(float32x4_t lo, float32x4_t hi) {
-  const float32x4_t s4 = vaddq_f32(lo, hi);
-  return (vgetq_lane_f32(s4, 0) + vgetq_lane_f32(s4, 2)) + (vgetq_lane_f32(s4, 1) + vgetq_lane_f32(s4, 3));
-}
 
 // Weight block b of a row as 32 signed values (two int8x16) and its scale.
 template <bool kQ4>
@@ -45,33 +39,30 @@ inline float weight_block(const uint8_t* row, int64_t b, int8x16_t& w0, int8x16_
   return f16_to_f32(dh);
 }
 
-// acc += d * (the 8 lane sums of w . x) for one block.
-inline void block_dot(int8x16_t w0, int8x16_t w1, const int8_t* xq, float d, float32x4_t& lo, float32x4_t& hi) {
+// The exact block sum S_b = w . x of one block (linear_q8.h).
+inline int32_t block_dot(int8x16_t w0, int8x16_t w1, const int8_t* xq) {
   const int8x16_t x0 = vld1q_s8(xq), x1 = vld1q_s8(xq + 16);
   const int16x8_t p0 = vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), p1 = vmull_high_s8(w0, x0);
   const int16x8_t p2 = vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), p3 = vmull_high_s8(w1, x1);
-  const int32x4_t s_lo = vpaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1));  // lanes 0-3: values 0-15
-  const int32x4_t s_hi = vpaddq_s32(vpaddlq_s16(p2), vpaddlq_s16(p3));  // lanes 4-7: values 16-31
-  const float32x4_t dv = vdupq_n_f32(d);
-  lo = vfmaq_f32(lo, vcvtq_f32_s32(s_lo), dv);
-  hi = vfmaq_f32(hi, vcvtq_f32_s32(s_hi), dv);
+  const int32x4_t s = vaddq_s32(vpaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)), vpaddq_s32(vpaddlq_s16(p2), vpaddlq_s16(p3)));
+  return vaddvq_s32(s);
 }
 
 template <bool kQ4, int MR>
 void quant_rows(const QuantGemm& g, int64_t o, int64_t m0) {
   const int64_t blocks = g.x.k / kBlock;
   const uint8_t* row = g.w + o * g.w_row_bytes;
-  float32x4_t lo[MR], hi[MR];
-  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = vdupq_n_f32(0);
+  float acc[MR] = {};
   for (int64_t b = 0; b < blocks; ++b) {
     int8x16_t w0, w1;
     const float dw = weight_block<kQ4>(row, b, w0, w1);
     for (int r = 0; r < MR; ++r) {
       const int64_t m = m0 + r;
-      block_dot(w0, w1, g.x.q + m * g.x.k + b * kBlock, dw * g.x.d[m * blocks + b], lo[r], hi[r]);
+      const int32_t s = block_dot(w0, w1, g.x.q + m * g.x.k + b * kBlock);
+      acc[r] = std::fma(dw * g.x.d[m * blocks + b], static_cast<float>(s), acc[r]);
     }
   }
-  for (int r = 0; r < MR; ++r) g.y[(m0 + r) * g.ldy + o] = hsum8(lo[r], hi[r]);
+  for (int r = 0; r < MR; ++r) g.y[(m0 + r) * g.ldy + o] = acc[r];
 }
 
 template <bool kQ4>

@@ -61,18 +61,15 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = g.w + o * g.w_row_bytes;
     for (int64_t m = 0; m < g.x.m; ++m) {
-      float acc[8] = {};
+      float acc = 0;
       const int8_t* xq = g.x.q + m * g.x.k;
       for (int64_t b = 0; b < blocks; ++b) {
         const float dw = weight_block(g.wt, row, b, w);
-        const float d = dw * g.x.d[m * blocks + b];
-        for (int l = 0; l < 8; ++l) {
-          int32_t s = 0;
-          for (int i = 0; i < 4; ++i) s += int32_t{w[4 * l + i]} * xq[b * kBlock + 4 * l + i];
-          acc[l] = std::fma(d, static_cast<float>(s), acc[l]);
-        }
+        int32_t s = 0;
+        for (int i = 0; i < kBlock; ++i) s += int32_t{w[i]} * xq[b * kBlock + i];
+        acc = std::fma(dw * g.x.d[m * blocks + b], static_cast<float>(s), acc);
       }
-      g.y[m * g.ldy + o] = hsum8(acc);
+      g.y[m * g.ldy + o] = acc;
     }
   }
 }
@@ -95,6 +92,14 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
 }
 
 }  // namespace scalar
+
+void block_sums(const int8_t* q, int64_t n, int32_t* s) {
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    int32_t t = 0;
+    for (int i = 0; i < kBlock; ++i) t += q[b * kBlock + i];
+    s[b] = t;
+  }
+}
 
 #if defined(__x86_64__)
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
@@ -146,6 +151,7 @@ FcPath fc_path(const KernelContext& c) {
 struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d;
+  std::vector<int32_t> s;
 };
 ActScratch& act_scratch() {
   thread_local ActScratch s;
@@ -178,13 +184,18 @@ Status fully_connected(KernelContext& c) {
   const size_t nq = static_cast<size_t>(m_n * ic), nd = static_cast<size_t>(m_n * ic / q8::kBlock);
   if (s.q.size() < nq) s.q.resize(nq);
   if (s.d.size() < nd) s.d.resize(nd);
+  if (s.s.size() < nd) s.s.resize(nd);
   const float* xp = x.as<float>();
   int8_t* qp = s.q.data();
   float* dp = s.d.data();
+  int32_t* sp = s.s.data();
   parallel_rows(c, m_n, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) q8::quantize_row(xp + m * ic, ic, qp + m * ic, dp + m * (ic / q8::kBlock));
+    for (int64_t m = m0; m < m1; ++m) {
+      q8::quantize_row(xp + m * ic, ic, qp + m * ic, dp + m * (ic / q8::kBlock));
+      q8::block_sums(qp + m * ic, ic, sp + m * (ic / q8::kBlock));
+    }
   }, min_rows_per_chunk(4 * ic));
-  q8::QuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, m_n, ic}, y, oc_n};
+  q8::QuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, sp, m_n, ic}, y, oc_n};
   parallel_rows(c, oc_n, [&](int64_t o0, int64_t o1) { q8::gemm_quant(g, o0, o1), finish(o0, o1); },
                 min_rows_per_chunk(m_n * ic));
   return Status::Ok();

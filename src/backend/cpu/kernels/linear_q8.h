@@ -4,12 +4,13 @@
 // Quantized weights (q8_0, q4_0): each activation row is rounded once to 8-bit blocks of
 // 32 as llama.cpp rounds matmul inputs (amax = max |x| over the block, d = amax / 127
 // rounded to binary16 as its q8_0 blocks store it, q = round-half-even(x * (127 / amax)),
-// q = 0 when amax = 0), then every block's dot
-// product is an exact integer. The float arithmetic is fixed per output element, so the
-// scalar, AVX2 and NEON kernels give identical bits whatever the tiling or thread count:
-//   8 lanes; lane l of block b holds s = sum_{i<4} w[32b+4l+i] * q[32b+4l+i] (exact int)
-//   acc[l] = fma(dw_b * dx_b, float(s), acc[l])      for b = 0, 1, ... in order
-//   y = hsum8(acc)
+// q = 0 when amax = 0), then every block's dot product is an exact integer. The float
+// arithmetic is fixed per output element, so the scalar, AVX2 and NEON kernels give
+// identical bits whatever the tiling, weight interleaving or thread count:
+//   S_b = sum_{i<32} w[32b+i] * q[32b+i]               (exact int; |S_b| < 2^24, so float(S_b) is exact)
+//   acc = fma(dw_b * dx_b, float(S_b), acc)           for b = 0, 1, ... in order, from acc = 0
+//   y = acc
+// (one float sum per output, as llama.cpp's interleaved q4_0 kernels keep one per column).
 // F16 weights (any row length K): acc[l] = fma(w[8j+l], x[8j+l], acc[l]) for j in order,
 // the K % 8 tail t = fma(w[k], x[k], t) in order, y = hsum8(acc) + t.
 // hsum8(a) = (s4[0] + s4[2]) + (s4[1] + s4[3]) with s4[i] = a[i] + a[i+4].
@@ -32,6 +33,7 @@ constexpr int64_t kBlock = 32;  // values per activation block (= GGUF q8_0 / q4
 struct ActRows {
   const int8_t* q = nullptr;
   const float* d = nullptr;
+  const int32_t* s = nullptr;  // [m * k/32] sum of each block's q (block_sums); q4_0 weights need it
   int64_t m = 0;  // rows
   int64_t k = 0;  // values per row (multiple of 32)
 };
@@ -56,6 +58,9 @@ struct F16Gemm {
 
 // Rounds n values (n % 32 == 0) to q[n] and d[n / 32].
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
+// s[b] = sum of q[32b .. 32b + 32) for the n / 32 blocks of a rounded row (one definition, no
+// arithmetic choice: the integer sum).
+void block_sums(const int8_t* q, int64_t n, int32_t* s);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
 

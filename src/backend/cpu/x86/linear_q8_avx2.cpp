@@ -1,12 +1,12 @@
 // AVX2 + FMA + F16C kernels of linear_q8.h; bit-identical to the scalar ones there.
 //
-// Integer block dot products: q8_0 uses the sign trick, maddubs(|w|, sign(x, w)) multiplies
-// unsigned |w| <= 128 by signed x (|x| <= 127) into exact 16-bit pair sums (at most
-// 2 * 128 * 127 = 32512); q4_0 multiplies its unsigned nibbles by x (pairs at most
-// 2 * 15 * 127) and subtracts 8 sum x. madd with ones adds pairs into the 8 lanes of 4
-// values that linear_q8.h defines. Output elements are computed in tiles of MR activation rows by NR
-// weight rows so each decoded weight block serves MR rows; a tile changes nothing in the
-// arithmetic of an element.
+// q8_0 / q4_0: eight weight rows per pass, their blocks interleaved in registers so each
+// 32-bit lane is one row (see interleave_block): one broadcast of four activation bytes
+// feeds eight rows, maddubs multiplies, the lanes end as the eight exact block sums S_b,
+// and one fma per block adds dw * dx * S_b for the eight rows. A prompt (several
+// activation rows) packs each group of eight rows once into a small scratch and runs tiles
+// of 4 activation rows over it. F16: F16C conversion + FMA in tiles of MR activation rows by
+// NR weight rows. Tiling changes nothing in the arithmetic of an element.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/kernels/linear_q8.h"
 
@@ -30,68 +31,208 @@ inline float hsum8(__m256 a) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-inline float f16_scale(const uint8_t* blk) {
-  uint16_t dh;
-  std::memcpy(&dh, blk, 2);
-  return _cvtsh_ss(dh);
+// ---- q8_0 / q4_0 weights: eight output rows per pass ----
+//
+// The eight rows' block b is interleaved in registers: W[j] (j = 0..7) holds in its 32-bit
+// lane r the values 4j..4j+3 of row r (q4_0: unsigned nibbles 0..15, value = nibble - 8;
+// q8_0: the int8 values), so one broadcast of the activation's bytes 4j..4j+3 serves all
+// eight rows, and the lanes end as the eight rows' block sums S_b (linear_q8.h).
+constexpr int kRows = 8;
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
-// Weight block b of a row as 32 bytes in element order, and its scale: q8_0 signed
-// values; q4_0 the unsigned nibbles 0..15 (the value is nibble - 8).
+// Transposes four 16-byte pieces of eight rows (A[k] = piece of row k | piece of row k + 4)
+// so that out[j] holds dword j of every row in lane order 0..7.
+inline void transpose4(const __m256i A[4], __m256i out[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(A[0], A[1]), t1 = _mm256_unpackhi_epi32(A[0], A[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(A[2], A[3]), t3 = _mm256_unpackhi_epi32(A[2], A[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2), out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3), out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+inline __m256i load_pair(const uint8_t* lo, const uint8_t* hi) {
+  return _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)),
+                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo)));
+}
+
+// Block b of rows[0..8) interleaved into W[8], and the eight scales.
 template <bool kQ4>
-inline __m256i weight_block(const uint8_t* row, int64_t b, float& d) {
+inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m256i W[8]) {
+  constexpr int64_t kBytes = kQ4 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+  alignas(16) uint16_t dh[kRows];
+  for (int r = 0; r < kRows; ++r) std::memcpy(&dh[r], rows[r] + b * kBytes, 2);
+  __m256i A[4];
   if constexpr (kQ4) {
-    const uint8_t* blk = row + b * kQ4_0BlockBytes;
-    d = f16_scale(blk);
-    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0f));
+    // Byte i of the 16 holds value i (low nibble) and value i + 16 (high nibble).
+    for (int k = 0; k < 4; ++k) A[k] = load_pair(rows[k] + b * kBytes + 2, rows[k + 4] + b * kBytes + 2);
+    __m256i D[4];
+    transpose4(A, D);
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    for (int j = 0; j < 4; ++j) {
+      W[j] = _mm256_and_si256(D[j], lo4);
+      W[j + 4] = _mm256_and_si256(_mm256_srli_epi16(D[j], 4), lo4);
+    }
   } else {
-    const uint8_t* blk = row + b * kQ8_0BlockBytes;
-    d = f16_scale(blk);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    for (int h = 0; h < 2; ++h) {  // values 0..15, then 16..31
+      for (int k = 0; k < 4; ++k)
+        A[k] = load_pair(rows[k] + b * kBytes + 2 + 16 * h, rows[k + 4] + b * kBytes + 2 + 16 * h);
+      transpose4(A, W + 4 * h);
+    }
+  }
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+}
+
+// The eight block sums S_b of one activation block xq (its sum sx) against W (AW = |W| for
+// q8_0). Exact: q4_0's nibble x products are at most 15 * 127, so the eight 16-bit pair sums
+// of a lane stay within 8 * 2 * 15 * 127 = 30480 < 32767 before madd widens them; q8_0 takes
+// the sign trick, maddubs(|w|, sign(x, w)) with |w| <= 128 unsigned, pairs <= 2 * 128 * 127 =
+// 32512, widened per group.
+template <bool kQ4>
+inline __m256i block_dot(const __m256i* W, const __m256i* AW, const int8_t* xq, int32_t sx) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i p[8];
+  if constexpr (kQ4) {
+    for (int j = 0; j < 8; ++j) p[j] = _mm256_maddubs_epi16(W[j], bcast4(xq + 4 * j));
+    const __m256i s = _mm256_add_epi16(
+        _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3])),
+        _mm256_add_epi16(_mm256_add_epi16(p[4], p[5]), _mm256_add_epi16(p[6], p[7])));
+    // sum (nib - 8) x = sum nib x - 8 sum x
+    return _mm256_sub_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(8 * sx));
+  } else {
+    for (int j = 0; j < 8; ++j)
+      p[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(AW[j], _mm256_sign_epi8(bcast4(xq + 4 * j), W[j])), ones);
+    return _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3])),
+                            _mm256_add_epi32(_mm256_add_epi32(p[4], p[5]), _mm256_add_epi32(p[6], p[7])));
   }
 }
 
-template <bool kQ4, int MR, int NR>
-void quant_tile(const QuantGemm& g, int64_t m0, int64_t o0) {
+inline void store_rows(float* y, __m256 v, int n) {
+  if (n == kRows) return _mm256_storeu_ps(y, v);
+  alignas(32) float t[kRows];
+  _mm256_store_ps(t, v);
+  std::memcpy(y, t, static_cast<size_t>(n) * 4);
+}
+
+// Rows o .. o + n (n <= 8) of weights; missing rows repeat the last one (computed, not stored).
+inline void group_rows(const QuantGemm& g, int64_t o, int n, const uint8_t* rows[kRows]) {
+  for (int r = 0; r < kRows; ++r) rows[r] = g.w + (o + std::min(r, n - 1)) * g.w_row_bytes;
+}
+
+// Decode reads every weight once from memory: the hardware prefetchers do not follow eight
+// interleaved row streams far enough ahead, so each block step asks for its share of the
+// weight bytes kPrefetchGroups groups ahead (measured on Zen 3: TODO).
+#ifndef TS_PF
+#define TS_PF 8
+#endif
+constexpr int64_t kPrefetchGroups = TS_PF;
+
+// One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
+// bytes to prefetch over this group's blocks.
+template <bool kQ4>
+void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const uint8_t* pf_end) {
   const int64_t blocks = g.x.k / kBlock;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[MR][NR];
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_setzero_ps();
-  const uint8_t* rows[NR];
-  for (int n = 0; n < NR; ++n) rows[n] = g.w + (o0 + n) * g.w_row_bytes;
+  const uint8_t* rows[kRows];
+  group_rows(g, o, n, rows);
+  const int64_t pf_step = ((pf_end - pf) / blocks + 63) / 64 * 64;
+  __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    // Scales stay scalar (dw * dx is one float multiply either way): fewer live vector
-    // registers, so a 4 x 2 tile's accumulators are not spilled.
-    __m256i w[NR], aw[NR];
-    float dw[NR];
-    for (int n = 0; n < NR; ++n) {
-      w[n] = weight_block<kQ4>(rows[n], b, dw[n]);
-      if constexpr (!kQ4) aw[n] = _mm256_sign_epi8(w[n], w[n]);
-    }
+    for (const uint8_t* p = pf + b * pf_step, *e = std::min(pf_end, p + pf_step); p < e; p += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    __m256i W[8], AW[8];
+    const __m256 dw = interleave_block<kQ4>(rows, b, W);
+    if constexpr (!kQ4)
+      for (int j = 0; j < 8; ++j) AW[j] = _mm256_sign_epi8(W[j], W[j]);
+    const __m256i S = block_dot<kQ4>(W, AW, g.x.q + b * kBlock, kQ4 ? g.x.s[b] : 0);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[b])), _mm256_cvtepi32_ps(S), acc);
+  }
+  store_rows(g.y + o, acc, n);
+}
+
+// Several activation rows (prompt): a group's interleaved blocks are written once to a
+// scratch (per block: W[8], for q8_0 then |W|[8]; scales apart) and serve every row.
+struct GroupScratch {
+  std::vector<uint8_t> bytes;  // w, 32-byte aligned inside
+  __m256i* w = nullptr;
+  std::vector<float> d;
+};
+GroupScratch& group_scratch() {
+  thread_local GroupScratch s;
+  return s;
+}
+
+template <bool kQ4>
+void pack_group(const QuantGemm& g, int64_t o, int n, GroupScratch& s) {
+  constexpr int kRegs = kQ4 ? 8 : 16;
+  const int64_t blocks = g.x.k / kBlock;
+  const size_t need = static_cast<size_t>(blocks * kRegs) * sizeof(__m256i) + 32;
+  if (s.bytes.size() < need || !s.w) {
+    if (s.bytes.size() < need) s.bytes.resize(need);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(s.bytes.data());
+    s.w = reinterpret_cast<__m256i*>(s.bytes.data() + ((32 - p % 32) % 32));
+  }
+  if (s.d.size() < static_cast<size_t>(blocks * kRows)) s.d.resize(static_cast<size_t>(blocks * kRows));
+  const uint8_t* rows[kRows];
+  group_rows(g, o, n, rows);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i* W = s.w + b * kRegs;
+    _mm256_storeu_ps(s.d.data() + b * kRows, interleave_block<kQ4>(rows, b, W));
+    if constexpr (!kQ4)
+      for (int j = 0; j < 8; ++j) W[8 + j] = _mm256_sign_epi8(W[j], W[j]);
+  }
+}
+
+template <bool kQ4, int MR>
+void gemm_tile(const QuantGemm& g, const GroupScratch& s, int64_t m0, int64_t o, int n) {
+  constexpr int kRegs = kQ4 ? 8 : 16;
+  const int64_t blocks = g.x.k / kBlock;
+  __m256 acc[MR];
+  for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256i* W = s.w + b * kRegs;
+    const __m256 dw = _mm256_loadu_ps(s.d.data() + b * kRows);
     for (int m = 0; m < MR; ++m) {
-      const int64_t r = m0 + m;
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.x.q + r * g.x.k + b * kBlock));
-      const float dx = g.x.d[r * blocks + b];
-      // q4_0: sum (nib - 8) x = sum nib x - 8 sum x, the same integers; nib <= 15 is the
-      // unsigned operand directly, and 8 sum x per lane is shared by the NR weight rows.
-      __m256i x8;
-      if constexpr (kQ4) x8 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), ones);
-      for (int n = 0; n < NR; ++n) {
-        __m256i si;
-        if constexpr (kQ4) {
-          si = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w[n], xv), ones), x8);
-        } else {
-          si = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[n], _mm256_sign_epi8(xv, w[n])), ones);
-        }
-        acc[m][n] = _mm256_fmadd_ps(_mm256_set1_ps(dw[n] * dx), _mm256_cvtepi32_ps(si), acc[m][n]);
-      }
+      const int64_t r = (m0 + m) * blocks + b;
+      const __m256i S = block_dot<kQ4>(W, W + 8, g.x.q + r * kBlock, kQ4 ? g.x.s[r] : 0);
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[r])), _mm256_cvtepi32_ps(S), acc[m]);
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) g.y[(m0 + m) * g.ldy + o0 + n] = hsum8(acc[m][n]);
+  for (int m = 0; m < MR; ++m) store_rows(g.y + (m0 + m) * g.ldy + o, acc[m], n);
 }
+
+// Activation rows per pass over the weights: 64 rows of 2048 int8 values (128 KiB) stay
+// in L2 while the weight groups stream past them.
+constexpr int64_t kRowChunk = 64;
+constexpr int kTileRows = 4;  // activation rows per tile
+
+template <bool kQ4>
+void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
+  if (g.x.m == 1) {
+    const uint8_t* end = g.w + o1 * g.w_row_bytes;
+    const int64_t group_bytes = kRows * g.w_row_bytes;
+    for (int64_t o = o0; o < o1; o += kRows) {
+      const uint8_t* pf = std::min(end, g.w + o * g.w_row_bytes + kPrefetchGroups * group_bytes);
+      gemv_group<kQ4>(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + group_bytes));
+    }
+    return;
+  }
+  GroupScratch& s = group_scratch();
+  for (int64_t mc = 0; mc < g.x.m; mc += kRowChunk) {
+    const int64_t mend = std::min(g.x.m, mc + kRowChunk);
+    for (int64_t o = o0; o < o1; o += kRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kRows, o1 - o));
+      pack_group<kQ4>(g, o, n, s);
+      int64_t m = mc;
+      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows>(g, s, m, o, n);
+      for (; m < mend; ++m) gemm_tile<kQ4, 1>(g, s, m, o, n);
+    }
+  }
+}
+
+// ---- f16 weights ----
 
 template <int MR, int NR>
 void f16_tile(const F16Gemm& g, int64_t m0, int64_t o0) {
@@ -118,6 +259,32 @@ void f16_tile(const F16Gemm& g, int64_t m0, int64_t o0) {
     }
 }
 
+// One activation row (decode): eight weight rows per pass, eight fma chains in flight, and
+// the next group's weight bytes prefetched as for the quantized rows.
+void f16_gemv_group(const F16Gemm& g, int64_t o, int n, const uint16_t* pf, const uint16_t* pf_end) {
+  const int64_t k8 = g.k / 8 * 8;
+  const uint16_t* rows[kRows];
+  for (int r = 0; r < kRows; ++r) rows[r] = g.w + (o + std::min(r, n - 1)) * g.k;
+  // Prefetch lines (32 values each) spread over the k / 8 steps.
+  const int64_t steps = std::max<int64_t>(1, k8 / 8);
+  const int64_t pf_step = ((pf_end - pf) / steps + 31) / 32 * 32;
+  __m256 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < k8; j += 8) {
+    for (const uint16_t *p = pf + j / 8 * pf_step, *e = std::min(pf_end, p + pf_step); p < e; p += 32)
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    const __m256 xv = _mm256_loadu_ps(g.x + j);
+    for (int r = 0; r < kRows; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[r] + j))), xv,
+                               acc[r]);
+  }
+  for (int r = 0; r < n; ++r) {
+    float t = 0;
+    for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(rows[r][j]), g.x[j], t);
+    g.y[o + r] = hsum8(acc[r]) + t;
+  }
+}
+
 // Tiles of up to 4 x 4; [mr - 1][nr - 1] picks the instantiation for an edge tile.
 template <typename G, template <int, int> class Tile>
 struct TileTable {
@@ -128,13 +295,7 @@ struct TileTable {
       {Tile<3, 1>::run, Tile<3, 2>::run, Tile<3, 3>::run, Tile<3, 4>::run},
       {Tile<4, 1>::run, Tile<4, 2>::run, Tile<4, 3>::run, Tile<4, 4>::run}};
 };
-template <int MR, int NR> struct Q8Tile { static void run(const QuantGemm& g, int64_t m, int64_t o) { quant_tile<false, MR, NR>(g, m, o); } };
-template <int MR, int NR> struct Q4Tile { static void run(const QuantGemm& g, int64_t m, int64_t o) { quant_tile<true, MR, NR>(g, m, o); } };
 template <int MR, int NR> struct F16Tile { static void run(const F16Gemm& g, int64_t m, int64_t o) { f16_tile<MR, NR>(g, m, o); } };
-
-// Activation rows per pass over the weights: 64 rows of 2048 int8 values (128 KiB) stay
-// in L2 while the weight tiles stream past them.
-constexpr int64_t kRowChunk = 64;
 
 // Walks [0, rows) x [o0, o1) in tiles: within a chunk of activation rows, weight rows
 // outside, so a tile's weights stay in L1 while every row of the chunk passes over them.
@@ -179,17 +340,21 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
 }
 
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
-  // One activation row (decode): one weight row at a time (measured faster here than 2 or
-  // 4 interleaved rows); several rows (prompt): 4 x 2 tiles reuse each decoded weight
-  // block 4 times.
-  const int mr = g.x.m == 1 ? 1 : 4, nr = g.x.m == 1 ? 1 : 2;
   if (g.wt == DType::q4_0)
-    walk(g, g.x.m, o0, o1, TileTable<QuantGemm, Q4Tile>::fns, mr, nr);
+    gemm_quant_t<true>(g, o0, o1);
   else
-    walk(g, g.x.m, o0, o1, TileTable<QuantGemm, Q8Tile>::fns, mr, nr);
+    gemm_quant_t<false>(g, o0, o1);
 }
 
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  if (g.m == 1) {
+    const uint16_t* end = g.w + o1 * g.k;
+    for (int64_t o = o0; o < o1; o += kRows) {
+      const uint16_t* pf = std::min(end, g.w + (o + kPrefetchGroups * kRows) * g.k);
+      f16_gemv_group(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + kRows * g.k));
+    }
+    return;
+  }
   const int mr = g.m == 1 ? 1 : 2, nr = 4;
   walk(g, g.m, o0, o1, TileTable<F16Gemm, F16Tile>::fns, mr, nr);
 }
