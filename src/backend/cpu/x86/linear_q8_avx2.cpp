@@ -357,7 +357,7 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
     }
     return;
   }
-  const int mr = g.m == 1 ? 1 : 2, nr = 4;
+  const int mr = g.m == 1 ? 1 : 4, nr = 3;
   walk(g, g.m, o0, o1, TileTable<F16Gemm, F16Tile>::fns, mr, nr);
 }
 
