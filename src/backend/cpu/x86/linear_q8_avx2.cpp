@@ -155,45 +155,51 @@ void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const u
 // scratch (per block: W[8], for q8_0 then |W|[8]; scales apart) and serve every row of a
 // chunk of activation rows.
 struct GroupScratch {
-  std::vector<uint8_t> bytes;  // w, 32-byte aligned inside
-  __m256i* w = nullptr;
-  std::vector<float> d;
+  std::vector<uint8_t> bytes;  // the interleaved blocks (32-byte aligned inside) and the scales
 };
-GroupScratch& group_scratch() {
+
+// The packed group: per block kRegs registers, then blocks x 8 scales. Plain pointers, taken
+// once per call: reaching a thread_local through a reference inside the loops made the
+// compiler call __tls_get_addr on every block.
+struct Packed {
+  __m256i* w;
+  float* d;
+};
+
+template <bool kQ4>
+Packed group_buffer(int64_t blocks) {
+  constexpr int kRegs = kQ4 ? 8 : 16;
   thread_local GroupScratch s;
-  return s;
+  const size_t need = static_cast<size_t>(blocks) * (kRegs * sizeof(__m256i) + kRows * sizeof(float)) + 32;
+  if (s.bytes.size() < need) s.bytes.resize(need);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(s.bytes.data());
+  auto* w = reinterpret_cast<__m256i*>(s.bytes.data() + ((32 - p % 32) % 32));
+  return {w, reinterpret_cast<float*>(w + blocks * kRegs)};
 }
 
 template <bool kQ4>
-void pack_group(const QuantGemm& g, int64_t o, int n, GroupScratch& s) {
+void pack_group(const QuantGemm& g, int64_t o, int n, Packed pk) {
   constexpr int kRegs = kQ4 ? 8 : 16;
   const int64_t blocks = g.x.k / kBlock;
-  const size_t need = static_cast<size_t>(blocks * kRegs) * sizeof(__m256i) + 32;
-  if (s.bytes.size() < need || !s.w) {
-    if (s.bytes.size() < need) s.bytes.resize(need);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(s.bytes.data());
-    s.w = reinterpret_cast<__m256i*>(s.bytes.data() + ((32 - p % 32) % 32));
-  }
-  if (s.d.size() < static_cast<size_t>(blocks * kRows)) s.d.resize(static_cast<size_t>(blocks * kRows));
   const uint8_t* rows[kRows];
   group_rows(g, o, n, rows);
   for (int64_t b = 0; b < blocks; ++b) {
-    __m256i* W = s.w + b * kRegs;
-    _mm256_storeu_ps(s.d.data() + b * kRows, interleave_block<kQ4>(rows, b, W));
+    __m256i* W = pk.w + b * kRegs;
+    _mm256_storeu_ps(pk.d + b * kRows, interleave_block<kQ4>(rows, b, W));
     if constexpr (!kQ4)
       for (int j = 0; j < 8; ++j) W[8 + j] = _mm256_sign_epi8(W[j], W[j]);
   }
 }
 
 template <bool kQ4, int MR>
-void gemm_tile(const QuantGemm& g, const GroupScratch& s, int64_t m0, int64_t o, int n) {
+void gemm_tile(const QuantGemm& g, Packed pk, int64_t m0, int64_t o, int n) {
   constexpr int kRegs = kQ4 ? 8 : 16;
   const int64_t blocks = g.x.k / kBlock;
   __m256 acc[MR];
   for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m256i* W = s.w + b * kRegs;
-    const __m256 dw = _mm256_loadu_ps(s.d.data() + b * kRows);
+    const __m256i* W = pk.w + b * kRegs;
+    const __m256 dw = _mm256_loadu_ps(pk.d + b * kRows);
     for (int m = 0; m < MR; ++m) {
       const int64_t r = (m0 + m) * blocks + b;
       const __m256i S = block_dot<kQ4>(W, W + 8, g.x.q + r * kBlock, kQ4 ? g.x.s[r] : 0);
@@ -221,15 +227,15 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
     }
     return;
   }
-  GroupScratch& s = group_scratch();
+  const Packed pk = group_buffer<kQ4>(g.x.k / kBlock);
   for (int64_t mc = 0; mc < g.x.m; mc += kRowChunk) {
     const int64_t mend = std::min(g.x.m, mc + kRowChunk);
     for (int64_t o = o0; o < o1; o += kRows) {
       const int n = static_cast<int>(std::min<int64_t>(kRows, o1 - o));
-      pack_group<kQ4>(g, o, n, s);
+      pack_group<kQ4>(g, o, n, pk);
       int64_t m = mc;
-      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows>(g, s, m, o, n);
-      for (; m < mend; ++m) gemm_tile<kQ4, 1>(g, s, m, o, n);
+      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows>(g, pk, m, o, n);
+      for (; m < mend; ++m) gemm_tile<kQ4, 1>(g, pk, m, o, n);
     }
   }
 }
