@@ -30,6 +30,7 @@ namespace tessera::cpu::q8 {
 constexpr int64_t kBlock = 32;  // values per activation block (= GGUF q8_0 / q4_0 block)
 
 // Activation rows rounded to 8-bit blocks: row m has q[m * k .. + k) and d[m * k/32 ..].
+// Every q is in [-127, 127] (quantize_row's range): the AVX2 sign trick needs -128 absent.
 struct ActRows {
   const int8_t* q = nullptr;
   const float* d = nullptr;
