@@ -1,7 +1,8 @@
 // The LLM matrix kernels of backend/cpu/kernels/linear_q8.h on one thread, at the shapes of a
 // stories110M-shaped llama model (dim 768, FFN 2048, vocab 32000): y [M, OC] = x [M, K] w [OC, K]^T
 // for decode (M = 1) and a 512-token prompt (M = 512), weights in q4_0, q8_0 and f16.
-// The activation rounding (quantize_row) is timed with the product, as the cpu kernel runs it.
+// The activation rounding (quantize_row, block_sums) is timed with the product, as the cpu
+// kernel runs it.
 // Run: chrt -f 1 ./build/bench/llm_matmul_bench --benchmark_repetitions=5
 //          --benchmark_report_aggregates_only=true [--benchmark_filter=q4_0]   (read the _min rows)
 #include <benchmark/benchmark.h>
@@ -24,7 +25,7 @@ std::vector<uint8_t> weight_bytes(DType t, int64_t oc, int64_t k) {
   std::vector<uint8_t> b(static_cast<size_t>(oc * k / kBlock * block));
   for (auto& x : b) x = static_cast<uint8_t>(rng());
   if (t == DType::f16) {
-    for (size_t i = 1; i < b.size(); i += 2) b[i] = 0x3c ^ (b[i] & 0x80);  // +-[1, 2)
+    for (size_t i = 1; i < b.size(); i += 2) b[i] = 0x3c ^ (b[i] & 0x80);  // +-[1, 1.25)
   } else {
     for (size_t i = 0; i < b.size(); i += block) b[i] = 0x00, b[i + 1] = 0x24;
   }
