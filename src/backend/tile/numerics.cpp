@@ -136,4 +136,40 @@ float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int6
   return acc;
 }
 
+Requantizer make_requantizer(double real, bool single_round) {
+  Requantizer r;
+  r.single_round = single_round;
+  if (!(real > 0.0) || !std::isfinite(real)) return r;  // zero (or unusable): every sum maps to 0
+  int shift = 0;
+  const double frac = std::frexp(real, &shift);
+  double fixed = std::round(frac * 2147483648.0);  // Q31
+  if (fixed == 2147483648.0) {
+    fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) return r;  // too small to represent: zero, as TFLite
+  if (shift > 30) {           // TFLite saturates multipliers above 2^30
+    shift = 30;
+    fixed = 2147483647.0;
+  }
+  r.significand = static_cast<float>(fixed / 2147483648.0);
+  r.shift = shift;
+  return r;
+}
+
+float Requantizer::apply(float sum) const {
+  if (single_round) {
+    // sum x significand x 2^shift, rounded half up: floor, then + 1 where the (exact)
+    // fraction is at least one half.
+    const float x = sum * std::ldexp(significand, shift);
+    const float whole = std::floor(x);
+    return whole + (x - whole >= 0.5f ? 1.0f : 0.0f);
+  }
+  // The high multiply of (sum x 2^left) rounded half away from zero, then the right shift
+  // rounded half away from zero (both scalings by powers of two are exact).
+  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+  const float high = std::round(std::ldexp(sum, left) * significand);
+  return std::round(std::ldexp(high, -right));
+}
+
 }  // namespace tessera::tile
