@@ -16,12 +16,15 @@
 // Vector-engine ops (elementwise, softmax, norms, ...) compute in float32.
 //
 // Requantization (the integer path of quantized convolutions): the vector engine scales an
-// integer sum to output codes in float32, with the multiplier the host derives as TFLite
-// does (a Q31 significand and a power-of-two shift) and TFLite's rounding structure: once
-// (half up) for int8 CONV_2D / FULLY_CONNECTED, twice (half away from zero: the high
-// multiply, then the shift) for DEPTHWISE_CONV_2D and uint8 models. The float32 product
-// carries 24 of the multiplier's 31 bits, so results differ from the integer arithmetic
-// only where the exact product lies within about 2^-22 (relative) of a rounding boundary.
+// integer sum to output codes with float32 operations only, with the multiplier the host
+// derives as TFLite does (a Q31 significand and a power-of-two shift) and TFLite's rounding
+// structure: once (half up) for int8 CONV_2D / FULLY_CONNECTED, twice (the high multiply
+// half up, then the shift half away from zero) for DEPTHWISE_CONV_2D and uint8 models. The
+// Q31 significand is held as two float32 values (24 + 7 bits) and the product
+// sum x significand is formed without loss (Dekker's two-product: Veltkamp splits into
+// 12-bit halves whose products float32 holds exactly), so a rounding decision can differ
+// from the integer arithmetic only where the exact product lies within about 2^-25 of a
+// rounding boundary (true near-ties), not within float32's 2^-24 relative.
 #pragma once
 
 #include <cstdint>
@@ -72,11 +75,12 @@ float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int6
 // A requantization multiplier: real ~= (significand / 2^31) x 2^shift, as TFLite's
 // QuantizeMultiplier derives it (significand in [2^30, 2^31), shift clamped to [-31, 30]).
 struct Requantizer {
-  float significand = 0;  // the Q31 significand / 2^31, in [0.5, 1), rounded to float32
+  // The Q31 significand / 2^31, in [0.5, 1): its float32 rounding and the exact remainder.
+  float significand = 0, significand_rest = 0;
   int shift = 0;
   bool single_round = false;
-  // The integer-valued sum scaled and rounded to an integer-valued float32 (before the
-  // output zero point and clamp).
+  // The integer-valued sum (|sum| < 2^24) scaled and rounded to an integer-valued float32
+  // (before the output zero point and clamp).
   float apply(float sum) const;
 };
 Requantizer make_requantizer(double real, bool single_round);
