@@ -8,6 +8,10 @@
 #include <random>
 
 #include "tile_test_util.h"
+#if __has_include("import/tflite/tflite_importer.h") && __has_include("import/tflite/image.h")
+#include "import/tflite/image.h"
+#include "oracle/oracle.h"
+#endif
 
 namespace tessera {
 namespace {
@@ -168,6 +172,40 @@ TEST(TileQuantized, LowFidelityTruncatesTheCodes) {
   ASSERT_EQ(lofi.size(), 4u);
   EXPECT_NE(lofi[0], cpu[0]);
 }
+
+#if __has_include("import/tflite/tflite_importer.h") && __has_include("import/tflite/image.h")
+// The SSD backbone (every conv and depthwise, the reshapes, concatenations and the
+// logistic, cut before the post-processing) on the tile device gives the cpu's bytes, on
+// the photo and on a seeded random image: the detections follow (cli_tests DetectCli).
+TEST(TileQuantized, SsdBackboneEqualsTheCpuByteForByte) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/table.jpg");
+  const std::vector<uint8_t> model = testing::read_file(path);
+  const int post = oracle::find_operator(model, ::tflite::BuiltinOperator_CUSTOM);
+  ASSERT_GT(post, 0);
+  auto backbone = oracle::cut_before(model, post);
+  ASSERT_TRUE(backbone.ok()) << backbone.status().to_string();
+  auto g = tflite::load_tflite_file(path);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  auto img = tflite::read_image(image);
+  ASSERT_TRUE(img.ok()) << img.status().to_string();
+  auto photo = tflite::image_to_input(*img, g->tensor(g->inputs[0]));
+  ASSERT_TRUE(photo.ok()) << photo.status().to_string();
+  const std::vector<uint8_t> noise = oracle::random_bytes(photo->size(), 14);
+  for (const auto& in : {*photo, noise}) {
+    auto cpu = oracle::run_tessera(*backbone, {in}, "cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    auto tile = oracle::run_tessera(*backbone, {in}, "tile");
+    ASSERT_TRUE(tile.ok()) << tile.status().to_string();
+    ASSERT_EQ(tile->size(), cpu->size());
+    for (size_t o = 0; o < cpu->size(); ++o) {
+      int64_t differ = 0;
+      for (size_t i = 0; i < (*cpu)[o].size(); ++i) differ += (*cpu)[o][i] != (*tile)[o][i];
+      EXPECT_EQ(differ, 0) << "output " << o << ": " << differ << " of " << (*cpu)[o].size() << " codes differ";
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace tessera
