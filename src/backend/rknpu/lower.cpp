@@ -62,33 +62,11 @@ int tflite_shift(double m) {
 // 2^-k steps, added by the BN ALU before BN's rounding) moves the threshold exactly to
 // TFLite's. Linear layers keep D = 0: the offset TFLite applies has the sign of r, and an
 // ALU constant cannot follow the sign.
-//
-// One rounding (int8 conv / FC: floor(r + 1/2) for either sign) with k > 0: BN yields
-// floor(r * 2^k) (an ALU offset of -1/2 BN output unit) and OUT_CVT divides by 2^k rounding
-// half away from zero, which is floor(r + 1/2) for r >= 0 but, for r < 0, one step low
-// wherever floor(r * 2^k) / 2^k is a negative half: 2^-k of the negative values (k = 6: one
-// in 128 of a linear layer's outputs). A linear layer therefore lifts every value by
-// kSingleRoundLift output steps in the same ALU offset, so that every output that does not
-// clamp is rounded as a positive value, and OUT_CVT's offset takes the lift back off
-// (NpuOp::req_lift). Layers that clamp negative outputs need no lift.
-constexpr int32_t kSingleRoundLift = 256;  // output steps: r >= -256 covers every code that does not clamp
-
 Status encode_requant(NpuOp& op, int k) {
   const int64_t oc = op.out_c;
   op.bn_alu = false;
-  op.req_lift = op.single_round && k > 0 && !op.negatives_clamped ? kSingleRoundLift : 0;
   for (int64_t c = 0; c < oc; ++c) {
-    // The accumulator range BS must carry without saturating: the worst case |sum| of the
-    // weights x the largest input + |bias|, but no more than the values whose output lies
-    // within 1024 steps of zero. Beyond that every output clamps (an output spans 256
-    // steps), and so does a saturated BS result (at least ~500 steps after BN and OUT_CVT),
-    // so the bound only costs precision: a smaller range lets BS multiply by up to 2^15
-    // (a smaller shift s1), leaving BN a finer multiplier and its ALU offset finer units.
-    double vmax = op.req_vmax[c];
-    if (op.req_m[c] > 0) vmax = std::min(vmax, 1024.0 / op.req_m[c]);
-    // The lift enters BN's input through the ALU: BS must leave it room.
-    if (op.req_lift && op.req_m[c] > 0) vmax += op.req_lift / op.req_m[c];
-    auto pr = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), vmax,
+    auto pr = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), op.req_vmax[c],
                                 static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max()),
                                 static_cast<int>(regs::DPU::BN_MUL_CFG__BN_MUL_SHIFT_VALUE.max()));
     if (!pr.ok()) return error(StatusCode::unsupported, "scale of channel ", c, ": ", pr.status().message());
@@ -102,15 +80,11 @@ Status encode_requant(NpuOp& op, int k) {
     e[6] = static_cast<uint8_t>(pr->second.shift);
     int32_t alu = 0;
     if (op.single_round && k > 0) {
-      // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN takes
-      // (r + lift) * 2^k - 1/2 to the nearest integer, which is floor((r + lift) * 2^k) but
-      // at exact integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) + lift
-      // for r + lift >= 0 (see above), except at exact ties.
-      const double units = (double(op.req_lift) * std::ldexp(1.0, k) - 0.5) * std::ldexp(1.0, pr->second.shift) /
-                           pr->second.mantissa;
-      if (!(std::abs(units) < 2147483647.0))
-        return error(StatusCode::unsupported, "channel ", c, ": the BN offset ", units, " does not fit 32 bits");
-      alu = static_cast<int32_t>(std::llround(units));
+      // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN first
+      // takes r * 2^k - 1/2 to the nearest integer, which is floor(r * 2^k) but at exact
+      // integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) for either
+      // sign, except at exact ties. One constant offset for every channel, no sign split.
+      alu = static_cast<int32_t>(std::llround(-0.5 * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
     } else if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
       const double d = std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5;  // units of 2^-k output steps
       alu = static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
@@ -125,7 +99,7 @@ Status encode_requant(NpuOp& op, int k) {
       const int32_t want = op.single_round ? cpu::q::multiply_single_round(b, qm) : cpu::q::multiply(b, qm);
       auto dpu = [&](int32_t a) {
         const int32_t bs = scale_round(b, a, pr->first.shift);
-        return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k) - op.req_lift;
+        return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k);
       };
       int32_t a = pr->first.mantissa;
       for (int32_t step = 1; dpu(a) != want && step <= 64; ++step) {
@@ -402,7 +376,7 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   op.out_scale = {1, k};
   TS_RETURN_IF_ERROR(lower_activation(n, y, so * std::ldexp(1.0, -k), op.bn_relu, op.bn_relux, op.bn_relux_value));
   op.ew_unit = op.per_channel ? 0.0 : so * std::ldexp(1.0, -k);
-  op.out_offset = static_cast<int32_t>(out_zp) - off_out - op.req_lift;
+  op.out_offset = static_cast<int32_t>(out_zp) - off_out;
   if (!opts.pack) op.bs_table.clear();
   TS_RETURN_IF_ERROR(check_tiling(op).status());
   return op;

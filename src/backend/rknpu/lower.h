@@ -82,10 +82,6 @@ struct NpuOp {
   // TFLite rounds this op's requantization once (int8 conv / fully connected: ruy), not
   // twice: every channel's threshold moves by the same half step (encode_requant).
   bool single_round = false;
-  // Output steps added before OUT_CVT's rounding (BN ALU) and taken off by its offset, so
-  // that a single-rounding linear layer rounds every output as a positive value
-  // (lower.cpp encode_requant); 0 otherwise.
-  int32_t req_lift = 0;
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   int32_t ew_offset = 0;
   Scale16 ew_scale;
