@@ -177,7 +177,7 @@ class TileDevice : public Device {
         {"math", fmt::format("fidelity {}, {} accumulation", fidelity_name(o.matrix.fidelity),
                              accumulate_name(o.matrix.accumulate))},
         {"quantized tensors", o.formats.quantized_float
-                                  ? "float path: codes converted to real values at the kernel boundary (quantized=float)"
+                                  ? "on the device (quantized=float): conv / depthwise / fully connected on the codes with TFLite's requantization, other ops on real values converted at the kernel boundary"
                                   : "on the cpu's TFLite-exact kernels (option quantized=cpu)"},
     };
     return d;

@@ -173,6 +173,28 @@ TEST(TileQuantized, LowFidelityTruncatesTheCodes) {
   EXPECT_NE(lofi[0], cpu[0]);
 }
 
+// Per-channel weights whose scale count is not the output channel count: a clear error
+// naming the weight, not a read past the scales (the planner's canonicalize pass refuses
+// it first; the kernel checks again).
+TEST(TileQuantized, WrongPerChannelScaleCountIsAnError) {
+  Graph g;
+  TensorId x = quant_input(g, "x", {1, 4, 4, 8}, DType::i8, {{0.02f}, {-3}, -1});
+  TensorId w = quant_weight(g, "w_bad", {6, 1, 1, 8}, DType::i8, {{0.01f, 0.02f, 0.03f}, {0, 0, 0}, 0}, 40);
+  mark_output(g, *g.add_op(OpKind::conv2d, {x, w}, {}, "conv_bad", DType::i8, {{0.05f}, {0}, -1}));
+  SessionOptions so;
+  so.device = "tile";
+  auto s = Session::create(g, so);
+  Status st = s.ok() ? Status::Ok() : s.status();
+  if (s.ok()) {
+    std::vector<uint8_t> in = random_codes(4 * 4 * 8, 41);
+    ASSERT_TRUE((*s)->set_input(0, in.data(), static_cast<int64_t>(in.size())).ok());
+    st = (*s)->run();
+  }
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("w_bad"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("3 per-axis scales"), std::string::npos) << st.message();
+}
+
 #if __has_include("import/tflite/tflite_importer.h") && __has_include("import/tflite/image.h")
 // The SSD backbone (every conv and depthwise, the reshapes, concatenations and the
 // logistic, cut before the post-processing) on the tile device gives the cpu's bytes, on
