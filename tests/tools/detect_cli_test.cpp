@@ -134,31 +134,31 @@ TEST_F(DetectCli, RknpuFindsTheSameDetections) {
   EXPECT_NE(out_.find("modelled"), std::string::npos) << out_;
 }
 
-// The tile device model (bf16 activations, not byte-exact) finds the publisher's dining
-// table, cup and book like the cpu: same labels, boxes overlapping at IoU >= 0.9, scores
-// within 0.05. Known gap: its other detections differ (measured on table.jpg: the knife,
-// 0.50 on the cpu, is labelled scissors, and the second refrigerator at 0.30 is missing).
-TEST_F(DetectCli, TileFindsTheTableCupAndBookLikeTheCpu) {
+// The tile device model finds the cpu's detections: every one of the eight at >= 0.30 with
+// the same label, boxes overlapping at IoU >= 0.9 and scores within 0.05 (the issue's
+// bound for a device that is not byte-exact in general). Measured on table.jpg: identical,
+// since the backbone's convolutions run on the tile's integer path and give the cpu's
+// codes (tile_tests TileQuantized.SsdBackboneEqualsTheCpuByteForByte); among them the
+// knife at 0.50 (once labelled scissors) and the refrigerator at 0.30 (once missing).
+TEST_F(DetectCli, TileFindsTheSameDetectionsAsTheCpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(image, "images/table.jpg");
   TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
-  const std::string args = "detect " + model + " " + image + " --labels " + labels;
+  const std::string args = "detect " + model + " " + image + " --labels " + labels + " --threshold 0.3";
   ASSERT_EQ(run(args), 0) << err_;
   const std::vector<Box> cpu = detections();
   ASSERT_EQ(run(args + " --device tile"), 0) << err_;
   const std::vector<Box> tile = detections();
-  int compared = 0;
-  for (const Box& c : cpu) {
-    if (c.label != "dining table" && c.label != "cup" && c.label != "book") continue;
-    const Box* best = nullptr;
-    for (const Box& t : tile)
-      if (t.label == c.label && (!best || iou(t, c) > iou(*best, c))) best = &t;
-    ASSERT_NE(best, nullptr) << c.label << " missing on tile\n" << out_;
-    EXPECT_GE(iou(*best, c), 0.9f) << c.label;
-    EXPECT_NEAR(best->score, c.score, 0.05f) << c.label;
-    ++compared;
+  ASSERT_EQ(cpu.size(), 8u) << out_;
+  ASSERT_EQ(tile.size(), cpu.size()) << out_;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(tile[i].label, cpu[i].label) << i << "\n" << out_;
+    EXPECT_GE(iou(tile[i], cpu[i]), 0.9f) << cpu[i].label;
+    EXPECT_NEAR(tile[i].score, cpu[i].score, 0.05f) << cpu[i].label;
   }
-  EXPECT_EQ(compared, 5);  // two dining tables, a cup, two books
+  for (const char* l : {"knife", "refrigerator", "dining table", "cup", "book"})
+    EXPECT_TRUE(std::any_of(tile.begin(), tile.end(), [&](const Box& b) { return b.label == l; })) << l;
+  EXPECT_NE(out_.find("modelled"), std::string::npos) << out_;
 }
 
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {

@@ -82,8 +82,11 @@ Status encode_requant(NpuOp& op, int k) {
     if (op.single_round && k > 0) {
       // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN first
       // takes r * 2^k - 1/2 to the nearest integer, which is floor(r * 2^k) but at exact
-      // integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) for either
-      // sign, except at exact ties. One constant offset for every channel, no sign split.
+      // integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) for r >= 0,
+      // except at exact ties. For r < 0 it rounds a negative half of floor(r * 2^k) / 2^k
+      // away from zero, one step below TFLite: 2^-k of a linear layer's negative values
+      // (docs/rknpu.md "Against the TensorFlow Lite interpreter", with the measured fix
+      // that was reverted). One constant offset for every channel, no sign split.
       alu = static_cast<int32_t>(std::llround(-0.5 * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
     } else if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
       const double d = std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5;  // units of 2^-k output steps

@@ -21,14 +21,23 @@ namespace tessera::tile {
 class KernelIo {
  public:
   virtual ~KernelIo() = default;
-  // Input i's logical values, float32 row-major (shape = the tensor's shape).
+  // Input i's logical values, float32 row-major (shape = the tensor's shape). A u8/i8
+  // quantized input arrives as real values scale * (code - zero_point).
   virtual Result<std::vector<float>> load(int input) = 0;
+  // Input i of an integer-path kernel (a quantized conv / fully connected), float32
+  // row-major: a u8/i8 tensor's codes minus its zero point (per tensor or per channel),
+  // or the i32 bias's codes; integers of at most 9 bits (bias: 24) that bf16 / the source
+  // registers hold exactly.
+  virtual Result<std::vector<float>> load_centred(int input) = 0;
   // Input i's values as int32 (index tensors: ids, positions).
   virtual Result<std::vector<int32_t>> load_i32(int input) = 0;
   // Rows [r0, r1) along axis 0 of input i, float32 row-major; reads only their pages.
   virtual Result<std::vector<float>> load_rows(int input, int64_t r0, int64_t r1) = 0;
   // Output o from float32 row-major values, packed into its native format.
+  // A quantized output is requantized clamp(round(value / scale) + zero_point).
   virtual Status store(int output, const std::vector<float>& values) = 0;
+  // Quantized output o from codes the kernel has already requantized and clamped.
+  virtual Status store_codes(int output, const std::vector<float>& codes) = 0;
   // Rows [r0, r1) along `axis` of output o from float32 values of the region's extent: a
   // row-region write that touches only those pages (KV cache updates).
   virtual Status store_rows(int output, int axis, int64_t r0, int64_t r1, const std::vector<float>& values) = 0;
@@ -74,6 +83,10 @@ void add_norm_kernels(std::vector<TileKernel>& k);     // softmax, rms_norm, lay
 void add_data_kernels(std::vector<TileKernel>& k);     // get_rows, transpose, concat, reshape, reductions, scatter_rows
 
 // Helpers shared by kernel files.
+// A u8 / i8 tensor with quantization parameters (held on the device as its codes).
+inline bool is_quantized(const Tensor& t) {
+  return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty();
+}
 Status tile_kernel_error(const Node& n, const std::string& msg);  // "[op] 'name': msg"
 int64_t tiles_of(const Shape& s);                                  // 32x32 tiles of a tile32 tensor of shape s
 float apply_activation(float v, const std::string& act);           // none | relu | relu6 | relu_n1_to_1

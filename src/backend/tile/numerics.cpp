@@ -136,4 +136,86 @@ float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int6
   return acc;
 }
 
+Requantizer make_requantizer(double real, bool single_round) {
+  Requantizer r;
+  r.single_round = single_round;
+  if (!(real > 0.0) || !std::isfinite(real)) return r;  // zero (or unusable): every sum maps to 0
+  int shift = 0;
+  const double frac = std::frexp(real, &shift);
+  double fixed = std::round(frac * 2147483648.0);  // Q31
+  if (fixed == 2147483648.0) {
+    fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) return r;  // too small to represent: zero, as TFLite
+  if (shift > 30) {           // TFLite saturates multipliers above 2^30
+    shift = 30;
+    fixed = 2147483647.0;
+  }
+  r.significand = static_cast<float>(fixed / 2147483648.0);
+  r.significand_rest = static_cast<float>(fixed / 2147483648.0 - static_cast<double>(r.significand));  // <= 8 bits: exact
+  r.shift = shift;
+  return r;
+}
+
+namespace {
+
+// Veltkamp's split of a float32 into two halves of at most 12 significant bits (hi + lo == a).
+void split12(float a, float& hi, float& lo) {
+  const float c = 4097.0f * a;  // 2^12 + 1
+  hi = c - (c - a);
+  lo = a - hi;
+}
+
+// Dekker's two-product: a * b == p + e exactly (p the float32 product, e its rounding
+// error), with float32 multiplies and adds only (this file is built without contraction
+// into fused multiply-adds, which would change the error terms).
+void two_product(float a, float b, float& p, float& e) {
+  p = a * b;
+  float ah, al, bh, bl;
+  split12(a, ah, al);
+  split12(b, bh, bl);
+  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+
+// x x (sig + rest) x 2^scale rounded half up (toward +infinity), for an integer-valued x:
+// the product as p + e (exact) + t (x x rest, below 2^-24 of it, rounded with a relative
+// error of 2^-24). The integer part comes from p, the rounding decision from the small
+// remainder (p - floor(p), exact) + e + t. Half up on the negative side is half toward
+// zero on the magnitude.
+float round_half_up_product(float x, float sig, float rest, int scale) {
+  float p, e;
+  two_product(x, sig, p, e);
+  float t = x * rest;
+  p = std::ldexp(p, scale);
+  e = std::ldexp(e, scale);
+  t = std::ldexp(t, scale);
+  const bool negative = p < 0.0f;
+  if (negative) {
+    p = -p;
+    e = -e;
+    t = -t;
+  }
+  const float whole = std::floor(p);
+  // Below 2^23, |e| < ulp(p) / 2 < 1/2, so rem lies in (-1/2, 3/2); above, p is whole and
+  // rem = e + t is at most half an ulp of p: split it into its floor and fraction.
+  const float rem = (p - whole) + (e + t);
+  const float rem_whole = std::floor(rem);
+  const float frac = rem - rem_whole;
+  const float magnitude = whole + rem_whole + ((negative ? frac > 0.5f : frac >= 0.5f) ? 1.0f : 0.0f);
+  return negative ? -magnitude : magnitude;
+}
+
+}  // namespace
+
+float Requantizer::apply(float sum) const {
+  // ruy: sum x multiplier x 2^(shift - 31), rounded half up.
+  if (single_round) return round_half_up_product(sum, significand, significand_rest, shift);
+  // gemmlowp: the high multiply of (sum x 2^left) rounded half up, then the right shift
+  // rounded half away from zero (scalings by powers of two are exact).
+  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+  const float high = round_half_up_product(std::ldexp(sum, left), significand, significand_rest, 0);
+  return std::round(std::ldexp(high, -right));
+}
+
 }  // namespace tessera::tile

@@ -14,6 +14,17 @@
 // (fp32 destination accumulation) or, with bf16 accumulation, in float32 chunks of 16
 // terms that are added to a bfloat16 accumulator rounded to nearest even after each chunk.
 // Vector-engine ops (elementwise, softmax, norms, ...) compute in float32.
+//
+// Requantization (the integer path of quantized convolutions): the vector engine scales an
+// integer sum to output codes with float32 operations only, with the multiplier the host
+// derives as TFLite does (a Q31 significand and a power-of-two shift) and TFLite's rounding
+// structure: once (half up) for int8 CONV_2D / FULLY_CONNECTED, twice (the high multiply
+// half up, then the shift half away from zero) for DEPTHWISE_CONV_2D and uint8 models. The
+// Q31 significand is held as two float32 values (24 + 7 bits) and the product
+// sum x significand is formed without loss (Dekker's two-product: Veltkamp splits into
+// 12-bit halves whose products float32 holds exactly), so a rounding decision can differ
+// from the integer arithmetic only where the exact product lies within about 2^-25 of a
+// rounding boundary (true near-ties), not within float32's 2^-24 relative.
 #pragma once
 
 #include <cstdint>
@@ -60,5 +71,18 @@ double product_error_bound(Fidelity f);
 // Sum over k < K of in0[a + k] * in1[b + k] at the given fidelity and accumulation.
 float tile_dot(const SplitOperand& in0, int64_t a, const SplitOperand& in1, int64_t b, int64_t K,
                const MatrixNumerics& num);
+
+// A requantization multiplier: real ~= (significand / 2^31) x 2^shift, as TFLite's
+// QuantizeMultiplier derives it (significand in [2^30, 2^31), shift clamped to [-31, 30]).
+struct Requantizer {
+  // The Q31 significand / 2^31, in [0.5, 1): its float32 rounding and the exact remainder.
+  float significand = 0, significand_rest = 0;
+  int shift = 0;
+  bool single_round = false;
+  // The integer-valued sum (|sum| < 2^24) scaled and rounded to an integer-valued float32
+  // (before the output zero point and clamp).
+  float apply(float sum) const;
+};
+Requantizer make_requantizer(double real, bool single_round);
 
 }  // namespace tessera::tile

@@ -54,8 +54,6 @@ Result<TileOptions> parse_options(const DeviceOptions& opts) {
 
 std::string gib(int64_t b) { return fmt::format("{:.1f} GiB", b / double(int64_t{1} << 30)); }
 
-bool is_quantized(const Tensor& t) { return (t.dtype == DType::u8 || t.dtype == DType::i8) && !t.quant.empty(); }
-
 // Input 2 (i32 bias) of a conv / fully connected whose input and weights are quantized:
 // its real value is code x input scale x weight scale (TFLite's bias convention).
 bool quantized_bias(const Graph& g, const Node& n, size_t i) {
@@ -129,14 +127,18 @@ class NodeIo : public KernelIo {
  public:
   NodeIo(TileDevice& d, const Graph& g, const Node& n, const Bindings& b) : d_(d), g_(g), n_(n), b_(b) {}
   Result<std::vector<float>> load(int input) override;
+  Result<std::vector<float>> load_centred(int input) override;
   Result<std::vector<int32_t>> load_i32(int input) override;
   Result<std::vector<float>> load_rows(int input, int64_t r0, int64_t r1) override;
   Status store(int output, const std::vector<float>& values) override;
+  Status store_codes(int output, const std::vector<float>& codes) override;
   Status store_rows(int output, int axis, int64_t r0, int64_t r1, const std::vector<float>& values) override;
   int64_t dram_bytes = 0;
 
  private:
   Result<const Placement*> placement(TensorId id) const;
+  Result<std::vector<float>> load_stored(int input);  // the stored values (codes), as float32
+  Status pack(int output, const std::vector<float>& values);
   TileDevice& d_;
   const Graph& g_;
   const Node& n_;
@@ -175,7 +177,7 @@ class TileDevice : public Device {
         {"math", fmt::format("fidelity {}, {} accumulation", fidelity_name(o.matrix.fidelity),
                              accumulate_name(o.matrix.accumulate))},
         {"quantized tensors", o.formats.quantized_float
-                                  ? "float path: codes converted to real values at the kernel boundary (quantized=float)"
+                                  ? "on the device (quantized=float): conv / depthwise / fully connected on the codes with TFLite's requantization, other ops on real values converted at the kernel boundary"
                                   : "on the cpu's TFLite-exact kernels (option quantized=cpu)"},
     };
     return d;
@@ -366,6 +368,26 @@ Result<const Placement*> NodeIo::placement(TensorId id) const {
 }
 
 Result<std::vector<float>> NodeIo::load(int input) {
+  TS_ASSIGN_OR_RETURN(std::vector<float> values, load_stored(input));
+  dequantize_codes(g_, n_, input, values);  // quantized tensors: codes -> real values
+  return values;
+}
+
+Result<std::vector<float>> NodeIo::load_centred(int input) {
+  const Tensor& t = g_.tensor(n_.inputs.at(input));
+  const bool bias = quantized_bias(g_, n_, static_cast<size_t>(input));
+  if (!bias && !is_quantized(t))
+    return error(StatusCode::internal, "[", op_name(n_.op), "] input ", input, " '", t.name,
+                 "' is not quantized: it has no codes to centre");
+  TS_ASSIGN_OR_RETURN(std::vector<float> values, load_stored(input));
+  if (bias) return values;  // the i32 codes (exact below 2^24)
+  Affine a(t);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] -= static_cast<float>(a.q.zero_point_at(a.channel(static_cast<int64_t>(i))));  // exact: |code - zp| <= 255
+  return values;
+}
+
+Result<std::vector<float>> NodeIo::load_stored(int input) {
   TensorId id = n_.inputs.at(input);
   TS_ASSIGN_OR_RETURN(const Placement* p, placement(id));
   TS_ASSIGN_OR_RETURN(std::vector<int64_t> pages, touched_pages(p->format, Region::whole()));
@@ -374,7 +396,6 @@ Result<std::vector<float>> NodeIo::load(int input) {
   convert::Stats st;
   TS_RETURN_IF_ERROR(convert::convert(p->format, image.data(), Format::row_major(DType::f32, p->format.shape),
                                       values.data(), &st));
-  dequantize_codes(g_, n_, input, values);  // quantized tensors: codes -> real values
   return values;
 }
 
@@ -406,16 +427,27 @@ Result<std::vector<float>> NodeIo::load_rows(int input, int64_t r0, int64_t r1) 
 }
 
 Status NodeIo::store(int output, const std::vector<float>& values) {
+  const Tensor& t = g_.tensor(n_.outputs.at(output));
+  // A quantized output is requantized to its codes (exact integers, so the cast is exact).
+  return pack(output, is_quantized(t) ? quantize_values(t, values) : values);
+}
+
+Status NodeIo::store_codes(int output, const std::vector<float>& codes) {
+  const Tensor& t = g_.tensor(n_.outputs.at(output));
+  if (!is_quantized(t))
+    return error(StatusCode::internal, "[", op_name(n_.op), "] output '", t.name, "' is not quantized: codes have no meaning");
+  return pack(output, codes);
+}
+
+Status NodeIo::pack(int output, const std::vector<float>& out) {
   TensorId id = n_.outputs.at(output);
   TS_ASSIGN_OR_RETURN(const Placement* p, placement(id));
-  if (static_cast<int64_t>(values.size()) != num_elements(p->format.shape))
-    return error(StatusCode::internal, "[", op_name(n_.op), "] output '", g_.tensor(id).name, "' got ", values.size(),
+  if (static_cast<int64_t>(out.size()) != num_elements(p->format.shape))
+    return error(StatusCode::internal, "[", op_name(n_.op), "] output '", g_.tensor(id).name, "' got ", out.size(),
                  " values for shape ", shape_str(p->format.shape));
   TS_ASSIGN_OR_RETURN(int64_t bytes, p->format.byte_size());
   std::vector<uint8_t> image(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 0);
   convert::Stats st;
-  // A quantized output is requantized to its codes (exact integers, so the cast is exact).
-  const std::vector<float>& out = is_quantized(g_.tensor(id)) ? quantize_values(g_.tensor(id), values) : values;
   TS_RETURN_IF_ERROR(
       convert::convert(Format::row_major(DType::f32, p->format.shape), out.data(), p->format, image.data(), &st)
           .with_context("[" + std::string(op_name(n_.op)) + "] packing output '" + g_.tensor(id).name + "'"));

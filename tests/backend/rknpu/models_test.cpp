@@ -234,8 +234,9 @@ TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
               static_cast<long long>(conv_differ), static_cast<long long>(conv_values), static_cast<long long>(add_differ),
               static_cast<long long>(add_values), max_diff);
   EXPECT_LE(max_diff, 1);
-  // Near-ties, and int8 convs whose single rounding (the interpreter's) needs a half-step
-  // BN ALU offset that some channels cannot represent exactly: measured 2311 of 6.68 M.
+  // Near-ties, and the int8 linear convs' single rounding (the interpreter's), which OUT_CVT
+  // gets one step low for 2^-k of the negative values (docs/rknpu.md): measured 2311 of
+  // 6.68 M, 1589 of them in op 5 (k = 6).
   EXPECT_LE(conv_differ * 2'000, conv_values);
   EXPECT_LE(add_differ * 10'000, add_values);
 }
@@ -271,8 +272,8 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
     std::printf("[rknpu] nchw_grace: %lld of %zu values of %s differ by one step; the cpu continuing from them ends %d steps "
                 "from its own logits\n",
                 static_cast<long long>(differ), cpu.size(), n.label().c_str(), d);
-    // Measured: 1589 of 200,704 values of op 5 (the single-rounding offset, see
-    // EachOpAloneMatchesTheCpu), 12 steps at the logits.
+    // Measured: 1589 of 200,704 values of op 5 (the single rounding of its negative values,
+    // see EachOpAloneMatchesTheCpu), 12 steps at the logits.
     EXPECT_LE(differ * 100, static_cast<int64_t>(cpu.size()));
     EXPECT_GT(d, kTolerance);
     return;

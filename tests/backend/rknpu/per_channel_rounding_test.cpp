@@ -68,8 +68,8 @@ TEST(RknpuPerChannelRounding, LinearLayersAreExactInTwoPasses) {
   EXPECT_LE(fast.max_diff, 1);
   // The int8 convs round once, as the interpreter does (lower.cpp encode_requant, one pass
   // for either setting); the depthwise one rounds twice and still splits. Near-ties and
-  // channels whose half-step offset the BN ALU cannot represent exactly remain: measured 5
-  // of 163,072 values, bound at 1 in 20,000.
+  // negative values that OUT_CVT rounds one step low under the single rounding (2^-k of
+  // them; docs/rknpu.md) remain: measured 5 of 163,072 values, bound at 1 in 20,000.
   EXPECT_LE((exact.values - exact.exact) * 20'000, exact.values);
   // One pass rounds the depthwise layer's negatives at the common shift: more differences
   // (measured 43).

@@ -1,12 +1,15 @@
 // End to end: both quantized MobileNetV2 models classify grace_hopper.bmp as "military
 // uniform" on the tile device. By default (quantized=float) every node runs on the tile
-// device: u8/i8 codes are converted to real values at the kernel boundary, computed with
-// the device's float numerics and requantized, so the output codes differ slightly from
-// TFLite's integer arithmetic. With quantized=cpu the quantized nodes stay on the
-// cpu's TFLite-exact kernels, the scores equal the cpu's bit for bit, and the plan says why.
+// device: convolutions and fully connected layers on the integer path (codes exact in the
+// matrix engine, TFLite's requantization), the other ops on real values converted at the
+// kernel boundary and requantized. On this photo the uint8 MobileNetV2 gives the cpu's
+// scores byte for byte (its ten ADDs, on the float path, happen to round as TFLite's
+// integer ADD does); the int8 one differs by at most 2 codes, from near-ties of its ADDs. With quantized=cpu the quantized nodes stay on
+// the cpu's TFLite-exact kernels, the scores equal the cpu's bit for bit, and the plan says why.
 #if __has_include("import/tflite/tflite_importer.h") && __has_include("import/tflite/image.h")
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -99,8 +102,15 @@ TEST(TileClassify, BothMobileNetV2ModelsSeeAMilitaryUniform) {
     EXPECT_TRUE(tile.all_on_device) << m << "\n" << tile.report.substr(0, 3000);
     EXPECT_EQ(label(labels, tile.top, classes), "military uniform") << m << " top index " << tile.top;
     EXPECT_EQ(tile.top, cpu.top) << m;
-    // The top score stays within 32 output codes (of 256) of the cpu's TFLite-exact one.
-    EXPECT_NEAR(tile.values[tile.top], cpu.values[cpu.top], 32) << m;
+    // Every score within 2 codes of the cpu's TFLite-exact one (measured: the uint8 model
+    // identical, the int8 model 5 of 1001 scores off by 1 or 2).
+    ASSERT_EQ(tile.values.size(), cpu.values.size()) << m;
+    double worst = 0;
+    for (size_t i = 0; i < cpu.values.size(); ++i) worst = std::max(worst, std::fabs(tile.values[i] - cpu.values[i]));
+    EXPECT_LE(worst, 2) << m;
+    if (std::string(m).find("tf2_") == std::string::npos) {
+      EXPECT_EQ(tile.scores, cpu.scores) << m;
+    }
     std::printf("%s: tile top %lld, score code %.0f (cpu %.0f)\n", m, static_cast<long long>(tile.top),
                 tile.values[tile.top], cpu.values[cpu.top]);
 

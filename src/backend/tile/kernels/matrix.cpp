@@ -1,7 +1,18 @@
 // Matrix-engine kernels: matmul, fully_connected, and conv2d / depthwise_conv2d lowered
 // to tile matmuls by im2col. in0 is always the activation side, in1 the weight side
 // (the operand the fidelity truncates to 5 bits per pass); see numerics.h.
+//
+// Quantized models (u8/i8 input, weights and output): the integer path. The operands are
+// the codes minus their zero points, integers of at most 9 bits that bf16 and the source
+// registers hold exactly, so at HiFi4 (the default fidelity) every product is exact and
+// the fp32 destination sums them exactly while the sum stays below 2^24 (TFLite's int32
+// sum). The vector engine adds the bias (i32 codes) and requantizes in fp32 with TFLite's
+// multiplier and rounding (numerics.h Requantizer), then adds the output zero point and
+// clamps to the fused activation's code range. Dequantized real values would instead enter
+// the source registers truncated to 11 significant bits, losing the low bits of every
+// operand.
 #include <algorithm>
+#include <cmath>
 
 #include "backend/tile/kernel.h"
 
@@ -16,6 +27,91 @@ void matrix_rows(const SplitOperand& a, int64_t a_off, const SplitOperand& b, in
                  int64_t n, int64_t k, const MatrixNumerics& num, float* out) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < n; ++j) out[r * n + j] = tile_dot(a, a_off + r * k, b, b_off + j * k, k, num);
+}
+
+// ---- the integer path's operands and epilogue ----
+
+// A conv / fully connected on codes: input, weights and output quantized (input and
+// output per tensor), bias (if any) i32.
+bool integer_path(const KernelContext& c) {
+  return is_quantized(c.in(0)) && is_quantized(c.in(1)) && is_quantized(c.out(0)) &&
+         c.in(0).quant.scale.size() == 1 && c.out(0).quant.scale.size() == 1 &&
+         (!c.has_in(2) || c.in(2).dtype == DType::i32);
+}
+
+// What turns the fp32 destination sums of output channel o into stored values: bias and
+// fused activation (float path), or bias, requantization and the activation's code range
+// (integer path).
+struct Epilogue {
+  bool integer = false;
+  std::string act;
+  std::vector<float> bias;  // real values, or i32 codes on the integer path
+  std::vector<Requantizer> requant;  // per output channel: s_in x s_w / s_out
+  float zero_point = 0, lo = 0, hi = 0;
+
+  float operator()(float sum, int64_t o) const {
+    float v = sum + (bias.empty() ? 0.0f : bias[static_cast<size_t>(o)]);
+    if (!integer) return apply_activation(v, act);
+    float code = requant[static_cast<size_t>(o)].apply(v) + zero_point;
+    return std::min(std::max(code, lo), hi);
+  }
+};
+
+// Loads input i as the path wants it: real values, or centred codes.
+Result<std::vector<float>> load_operand(KernelContext& c, bool integer, int input) {
+  return integer ? c.io.load_centred(input) : c.io.load(input);
+}
+
+Result<Epilogue> make_epilogue(KernelContext& c, int64_t oc) {
+  Epilogue e;
+  e.integer = integer_path(c);
+  e.act = c.n.attr_str("activation", "none");
+  if (c.has_in(2)) {
+    TS_ASSIGN_OR_RETURN(e.bias, load_operand(c, e.integer, 2));
+    if (static_cast<int64_t>(e.bias.size()) != oc)
+      return tile_kernel_error(c.n, "bias has " + std::to_string(e.bias.size()) + " values for " + std::to_string(oc) +
+                                        " output channels");
+  }
+  if (!e.integer) return e;
+  const QuantParams& xq = c.in(0).quant;
+  const QuantParams& wq = c.in(1).quant;
+  const Tensor& y = c.out(0);
+  if (wq.scale.size() != 1 && static_cast<int64_t>(wq.scale.size()) != oc)
+    return tile_kernel_error(c.n, "weight '" + c.in(1).name + "' has " + std::to_string(wq.scale.size()) +
+                                      " scales for " + std::to_string(oc) + " output channels");
+  // The multipliers, derived on the host as TFLite derives them: from the float product of
+  // the input and weight scales for per-tensor weights of uint8 convolutions and of every
+  // fully connected, else from the double product. TFLite's int8 CONV_2D and
+  // FULLY_CONNECTED (ruy) round once, DEPTHWISE_CONV_2D and uint8 models twice.
+  const bool u8 = c.in(0).dtype == DType::u8;
+  const bool float_product = wq.scale.size() == 1 && (c.n.op == OpKind::fully_connected || u8);
+  const bool single_round = c.n.op != OpKind::depthwise_conv2d && !u8;
+  const float in_s = xq.scale[0], out_s = y.quant.scale[0];
+  e.requant.resize(static_cast<size_t>(oc));
+  for (int64_t o = 0; o < oc; ++o) {
+    const float w_s = wq.scale_at(wq.scale.size() == 1 ? 0 : o);
+    const double real = float_product ? static_cast<double>(in_s * w_s) / static_cast<double>(out_s)
+                                      : static_cast<double>(in_s) * static_cast<double>(w_s) / static_cast<double>(out_s);
+    e.requant[static_cast<size_t>(o)] = make_requantizer(real, single_round);
+  }
+  // The fused activation as a code range (TFLite's CalculateActivationRangeQuantized).
+  const float s = y.quant.scale[0];
+  const int64_t zp = y.quant.zero_point_at(0);
+  e.zero_point = static_cast<float>(zp);
+  auto code = [&](float real) { return static_cast<float>(zp + static_cast<int64_t>(std::round(real / s))); };
+  e.lo = y.dtype == DType::u8 ? 0.0f : -128.0f;
+  e.hi = y.dtype == DType::u8 ? 255.0f : 127.0f;
+  if (e.act == "relu" || e.act == "relu6") e.lo = std::max(e.lo, code(0.0f));
+  if (e.act == "relu6") e.hi = std::min(e.hi, code(6.0f));
+  if (e.act == "relu_n1_to_1") {
+    e.lo = std::max(e.lo, code(-1.0f));
+    e.hi = std::min(e.hi, code(1.0f));
+  }
+  return e;
+}
+
+Status store_output(KernelContext& c, const Epilogue& e, const std::vector<float>& y) {
+  return e.integer ? c.io.store_codes(0, y) : c.io.store(0, y);
 }
 
 // ---- matmul: a [..., M, K] x b [..., K, N] (or [..., N, K] with transpose_b) ----
@@ -89,24 +185,18 @@ Status fully_connected(KernelContext& c) {
   const int64_t oc = c.in(1).shape[0];
   if (c.in(1).shape.size() != 2 || c.in(1).shape[1] != ic)
     return tile_kernel_error(c.n, "weight must be [OC, " + std::to_string(ic) + "], got " + shape_str(c.in(1).shape));
-  TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
-  TS_ASSIGN_OR_RETURN(std::vector<float> w, c.io.load(1));
-  std::vector<float> bias;
-  if (c.has_in(2)) {
-    TS_ASSIGN_OR_RETURN(bias, c.io.load(2));
-  }
+  const bool integer = integer_path(c);
+  TS_ASSIGN_OR_RETURN(std::vector<float> x, load_operand(c, integer, 0));
+  TS_ASSIGN_OR_RETURN(std::vector<float> w, load_operand(c, integer, 1));
+  TS_ASSIGN_OR_RETURN(Epilogue epi, make_epilogue(c, oc));
   const int64_t rows = ic == 0 ? 0 : static_cast<int64_t>(x.size()) / ic;
   SplitOperand sx = split_in0(x.data(), static_cast<int64_t>(x.size()));
   SplitOperand sw = split_in1(w.data(), static_cast<int64_t>(w.size()));
   std::vector<float> y(static_cast<size_t>(rows * oc));
   matrix_rows(sx, 0, sw, 0, rows, oc, ic, c.matrix, y.data());
-  const std::string act = c.n.attr_str("activation", "none");
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < oc; ++j) {
-      float v = y[r * oc + j] + (bias.empty() ? 0.0f : bias[j]);
-      y[r * oc + j] = apply_activation(v, act);
-    }
-  return c.io.store(0, y);
+    for (int64_t j = 0; j < oc; ++j) y[r * oc + j] = epi(y[r * oc + j], j);
+  return store_output(c, epi, y);
 }
 
 KernelWork fc_work(const Graph& g, const Node& n) {
@@ -165,16 +255,14 @@ Status conv2d(KernelContext& c) {
     return tile_kernel_error(c.n, "weight input channels (" + std::to_string(wic) + ") do not divide the input's (" +
                                       std::to_string(q.ic) + ") into groups");
   const int64_t groups = q.ic / wic, ocg = oc / groups;
-  TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
-  TS_ASSIGN_OR_RETURN(std::vector<float> w, c.io.load(1));  // [OC][KH*KW*wIC]: already in1 order
-  std::vector<float> bias;
-  if (c.has_in(2)) {
-    TS_ASSIGN_OR_RETURN(bias, c.io.load(2));
-  }
+  const bool integer = integer_path(c);
+  // Padding is 0: a real zero, or on the integer path the zero point's centred code.
+  TS_ASSIGN_OR_RETURN(std::vector<float> x, load_operand(c, integer, 0));
+  TS_ASSIGN_OR_RETURN(std::vector<float> w, load_operand(c, integer, 1));  // [OC][KH*KW*wIC]: already in1 order
+  TS_ASSIGN_OR_RETURN(Epilogue epi, make_epilogue(c, oc));
   const int64_t k = q.kh * q.kw * wic, rows = q.n * q.oh * q.ow;
   SplitOperand sw = split_in1(w.data(), static_cast<int64_t>(w.size()));
   std::vector<float> y(static_cast<size_t>(rows * oc)), cols(static_cast<size_t>(rows * k)), part(rows * ocg);
-  const std::string act = c.n.attr_str("activation", "none");
   for (int64_t gi = 0; gi < groups; ++gi) {
     for (int64_t b = 0; b < q.n; ++b)
       for (int64_t oy = 0; oy < q.oh; ++oy)
@@ -185,10 +273,10 @@ Status conv2d(KernelContext& c) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < ocg; ++j) {
         int64_t o = gi * ocg + j;
-        y[r * oc + o] = apply_activation(part[r * ocg + j] + (bias.empty() ? 0 : bias[o]), act);
+        y[r * oc + o] = epi(part[r * ocg + j], o);
       }
   }
-  return c.io.store(0, y);
+  return store_output(c, epi, y);
 }
 
 KernelWork conv_work(const Graph& g, const Node& n) {
@@ -207,12 +295,10 @@ Status depthwise_conv2d(KernelContext& c) {
   const int64_t oc = c.out(0).shape[3];
   const int64_t mult = q.ic == 0 ? 0 : oc / q.ic;
   if (mult * q.ic != oc || c.in(1).shape[3] != oc) return tile_kernel_error(c.n, "channel multiplier mismatch");
-  TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
-  TS_ASSIGN_OR_RETURN(std::vector<float> w, c.io.load(1));  // [1][KH][KW][OC]
-  std::vector<float> bias;
-  if (c.has_in(2)) {
-    TS_ASSIGN_OR_RETURN(bias, c.io.load(2));
-  }
+  const bool integer = integer_path(c);
+  TS_ASSIGN_OR_RETURN(std::vector<float> x, load_operand(c, integer, 0));
+  TS_ASSIGN_OR_RETURN(std::vector<float> w, load_operand(c, integer, 1));  // [1][KH][KW][OC]
+  TS_ASSIGN_OR_RETURN(Epilogue epi, make_epilogue(c, oc));
   const int64_t k = q.kh * q.kw, rows = q.n * q.oh * q.ow;
   // in1 per output channel: [OC][KH*KW].
   std::vector<float> wt(static_cast<size_t>(oc * k));
@@ -232,13 +318,9 @@ Status depthwise_conv2d(KernelContext& c) {
       }
   SplitOperand sa = split_in0(cols.data(), static_cast<int64_t>(cols.size()));
   std::vector<float> y(static_cast<size_t>(rows * oc));
-  const std::string act = c.n.attr_str("activation", "none");
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < oc; ++o) {
-      float v = tile_dot(sa, (r * q.ic + o / mult) * k, sw, o * k, k, c.matrix);
-      y[r * oc + o] = apply_activation(v + (bias.empty() ? 0 : bias[o]), act);
-    }
-  return c.io.store(0, y);
+    for (int64_t o = 0; o < oc; ++o) y[r * oc + o] = epi(tile_dot(sa, (r * q.ic + o / mult) * k, sw, o * k, k, c.matrix), o);
+  return store_output(c, epi, y);
 }
 
 KernelWork dw_work(const Graph& g, const Node& n) {
