@@ -1,5 +1,6 @@
 // Lowering of fully connected nodes on f32 activations (the projections and FFN matrices of
-// a GGUF decoder) to fp16 matrix multiplications (rknpu-matmul.md): the hardware runs
+// a GGUF decoder) to fp16 matrix multiplications, or int8 ones under weights=int8 (below and
+// docs/rknpu.md "The int8 weight policy") (rknpu-matmul.md): the hardware runs
 // C[M, N] = A[M, K] B[K, N] as a 1x1 convolution with H = M, W = 1, C = K.
 //
 //  - A: the activations, converted to fp16 on their way to the NPU (round to nearest even,
@@ -12,6 +13,11 @@
 // The products of fp16 values are exact in fp32 and the hardware is taken to accumulate them
 // in fp32 (docs/rknpu.md "Matrix multiplication"), so the tolerance against a double
 // reference over the fp16-rounded inputs is that of a K-term fp32 sum.
+// int8 (weights=int8): B as int8 rk_matmul_weight blocks (32 kernels x 32 K) with one
+// symmetric scale per output channel (convert::quantize_matrix_i8, once at compile time),
+// A quantized per row by the host step before the job, C the raw int32 sums, scaled and
+// biased by the host step after it (program.cpp host_before / host_after).
+// K beyond one task (11264) is split into segments packed one after another (tiling.cpp).
 #include <cmath>
 #include <cstring>
 
