@@ -6,6 +6,7 @@
 
 #include "backend/rknpu/emit.h"
 #include "backend/rknpu/hw.h"
+#include "core/checked.h"
 #include "convert/rk_weights.h"
 
 namespace tessera::rknpu {
@@ -199,10 +200,14 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       made_here[c.op.output] = c.host_steps;
       if (!c.host_steps) continue;
       const int64_t m = c.op.in_h, k = c.op.in_c, n = c.op.out_c;
+      const std::string what = "[rknpu] " + c.op.label + " host-step buffer bytes";
       if (c.op.mm_int8) {
-        TS_ASSIGN_OR_RETURN(c.a8, t->create_bo((k + kC2 - 1) / kC2 * m * 16));
+        TS_ASSIGN_OR_RETURN(int64_t a8_bytes, checked_mul((k + kC2 - 1) / kC2 * 16, m, what));
+        TS_ASSIGN_OR_RETURN(c.a8, t->create_bo(a8_bytes));
       }
-      TS_ASSIGN_OR_RETURN(c.partial, t->create_bo(int64_t(c.tiling.k_segments) * ((n + kFp32OutC2 - 1) / kFp32OutC2) * m * 16));
+      TS_ASSIGN_OR_RETURN(int64_t cube, checked_mul((n + kFp32OutC2 - 1) / kFp32OutC2 * 16, m, what));
+      TS_ASSIGN_OR_RETURN(int64_t partial_bytes, checked_mul(cube, c.tiling.k_segments, what));
+      TS_ASSIGN_OR_RETURN(c.partial, t->create_bo(partial_bytes));
     }
   }
   // Jobs. The kernel runs one entity's jobs one at a time on one core, so a job boundary
