@@ -1,8 +1,9 @@
 // libFuzzer target for the rknpu device model: its register-stream decoder and executor.
 // The input rewrites the stream of a valid task that the compiler emits (a 3x3 conv, a
 // depthwise conv, an element-wise add or a max pool over 8x8x16 feature maps, an fp16
-// matmul 8x64x32 with and without its fp32 bias), so that the mutations start from streams
-// that reach every block and both the int8 and the fp16/fp32 paths. Whatever the stream, submit() must
+// matmul 8x64x32 with and without its fp32 bias, an int8 x int8 -> int32 matmul 8x64x32,
+// and the second K segment of a K-split int8 and fp16 matmul), so that the mutations start
+// from streams that reach every block and the int8, int8 -> int32 and fp16/fp32 paths. Whatever the stream, submit() must
 // return a Status: no crash, no access outside the buffer objects, no unbounded work
 // (scripts/fuzz.sh runs it).
 //
@@ -70,7 +71,7 @@ struct World {
 
   World() {
     for (int i = 0; i < 3; ++i) {
-      maps.push_back(*t->create_bo(8 * 8 * 16));
+      maps.push_back(*t->create_bo(4 * 8 * 8 * 16));  // room for two K segments' partial results
       std::vector<uint8_t> bytes(static_cast<size_t>(maps.back().size));
       for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<uint8_t>(k * 37 + i);
       std::memcpy(maps.back().cpu, bytes.data(), bytes.size());
@@ -113,11 +114,19 @@ struct World {
     }
     add_matmul(false, 5);
     add_matmul(true, 6);
+    rknpu::LowerOptions int8;
+    int8.weights = rknpu::WeightPolicy::int8;
+    add_matmul(false, 7, int8);
+    add_matmul(true, 8, int8, true);
+    add_matmul(true, 9, {}, true);
   }
 
   // fp16 matmul: A f32 [8, 64] (fp16 NC1HWC2 in the input BO: 8 surfaces of 8 rows, 1 KiB),
   // F16 weights [32, 64], C fp32 [8, 32] (8 surfaces of 8 rows: the output BO's 1 KiB).
-  void add_matmul(bool bias, uint32_t seed) {
+  // `ksplit`: the task of K segment 1 when K is cut into two segments of 32 (the stream a
+  // K > 11264 matmul's second segment has: A from surface 32 / C2, the weights' second
+  // segment, the second partial result).
+  void add_matmul(bool bias, uint32_t seed, const rknpu::LowerOptions& lo = {}, bool ksplit = false) {
     Graph g;
     Tensor x;
     x.name = "x";
@@ -152,16 +161,25 @@ struct World {
       b.data = ConstData::from_vector(std::move(bb));
       ins.push_back(g.add_tensor(b));
     }
-    add(g, g.add_op(OpKind::fully_connected, ins, {}, "mm"));
+    add(g, g.add_op(OpKind::fully_connected, ins, {}, "mm"), lo, ksplit);
   }
 
   // Compiles node 0 of `g` (output `y`) for the first tile, addresses on the world's BOs.
-  void add(Graph& g, Result<TensorId> y) {
+  void add(Graph& g, Result<TensorId> y, const rknpu::LowerOptions& lo = {}, bool ksplit = false) {
     if (!y.ok()) return;
-    auto op = rknpu::lower_node(g, g.nodes()[0]);
+    auto op = rknpu::lower_node(g, g.nodes()[0], lo);
     if (!op.ok()) return;
     auto tiling = rknpu::plan_tiling(*op, rknpu::SchedulePolicy::tessera);
     if (!tiling.ok() || tiling->tiles.empty()) return;
+    if (ksplit) {
+      // Two K segments of 32: segment 1's task reads its blocks from the second half of the
+      // packed [N, 64] weights (valid bytes, not the values a real split would pack there).
+      tiling->k_segments = 2;
+      tiling->k_chunk = 32;
+      tiling->tiles[0].k0 = 32;
+      tiling->tiles[0].kn = 32;
+      tiling->tiles[0].kseg = 1;
+    }
     rknpu::OpAddresses a{maps[0].dma_address, maps[2].dma_address, maps[1].dma_address, 0, 0};
     if (!op->weights.empty()) a.weights = upload(op->weights);
     if (!op->bs_table.empty()) a.bs = upload(op->bs_table);

@@ -1,7 +1,11 @@
 #include "convert/rk_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include "core/checked.h"
+#include "tessera/convert.h"
 
 namespace tessera::convert {
 
@@ -120,6 +124,43 @@ std::vector<uint8_t> pack_rk_matmul_weights(const uint8_t* src, int64_t n, int64
                   static_cast<size_t>(len * elem_bytes));
     }
   return out;
+}
+
+void quantize_rows_i8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(xr[j]));
+    const float s = amax / 127.0f;
+    scale[r] = s;
+    int8_t* qr = q + r * k;
+    if (!(s > 0.0f) || !std::isfinite(s)) {
+      // All zero (or not finite: the caller's data is broken; zeros keep the sums defined).
+      std::fill(qr, qr + k, int8_t{0});
+      if (!std::isfinite(s)) scale[r] = 0.0f;
+      continue;
+    }
+    const float inv = 1.0f / s;
+    for (int64_t j = 0; j < k; ++j) {
+      const float v = std::round(xr[j] * inv);  // nearest, halves away from zero
+      qr[j] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+    }
+  }
+}
+
+Result<RowQuantI8> quantize_matrix_i8(const Format& from, const uint8_t* src) {
+  if (from.shape.size() != 2)
+    return error(StatusCode::invalid_argument, "int8 matmul weights must be [N, K], got ", shape_str(from.shape));
+  const int64_t n = from.shape[0], k = from.shape[1];
+  TS_ASSIGN_OR_RETURN(int64_t nk, checked_mul(n, k, "int8 matmul weight elements"));
+  std::vector<float> f(static_cast<size_t>(nk));
+  TS_RETURN_IF_ERROR(convert(from, src, Format{Encoding::f32, Layout::row_major, {n, k}}, f.data())
+                         .with_context("int8 matmul weights: dequantizing " + from.to_string()));
+  RowQuantI8 r;
+  r.q.resize(static_cast<size_t>(nk));
+  r.scale.resize(static_cast<size_t>(n));
+  quantize_rows_i8(f.data(), n, k, k, r.q.data(), r.scale.data());
+  return r;
 }
 
 }  // namespace tessera::convert

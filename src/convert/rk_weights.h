@@ -20,6 +20,7 @@
 
 #include "tessera/status.h"
 #include "tessera/types.h"
+#include "tessera/format.h"
 
 namespace tessera::convert {
 
@@ -72,5 +73,22 @@ inline int64_t rk_matmul_weight_index(const RkMatmulGeometry& g, int64_t n, int6
 // Packs row-major [N, K] elements of `elem_bytes` bytes (raw bits: fp16 or int8) into the
 // blocks; a pure relayout, exact.
 std::vector<uint8_t> pack_rk_matmul_weights(const uint8_t* src, int64_t n, int64_t k, int elem_bytes);
+
+// Symmetric int8 quantization of rows (the int8 matmul's operands, docs/rknpu.md "int8"):
+// row r of `rows` x `k` f32 values gets scale s_r = max_j |x_rj| / 127 (0 for an all-zero
+// row) and codes q_rj = round(x_rj / s_r) (nearest, halves away from zero; |q| <= 127), so
+// that x_rj = s_r q_rj + e with |e| <= s_r / 2. Used once per weight matrix at upload (one
+// scale per output channel) and per call for the activations (one scale per row of A).
+struct RowQuantI8 {
+  std::vector<int8_t> q;     // [rows][k]
+  std::vector<float> scale;  // [rows]
+};
+// `ld`: the distance between rows in `x` (>= k).
+void quantize_rows_i8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scale);
+// Any registry-readable weight matrix [N, K] (F16, F32, BF16, every GGUF block type) ->
+// int8 codes and one scale per output channel: dequantized exactly to f32 first, then
+// requantized per row (for Q8_0 / Q4_0 / K-quants, whose block scales differ within a row,
+// this is a second rounding of at most s_r / 2 per value).
+Result<RowQuantI8> quantize_matrix_i8(const Format& from, const uint8_t* src);
 
 }  // namespace tessera::convert

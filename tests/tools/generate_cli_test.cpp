@@ -56,8 +56,19 @@ TEST_F(GenerateCli, RknpuRunsTheMatricesWithTheCpuTextAndModelledSpeed) {
   ASSERT_EQ(run("bench " + path("r.gguf") + " --device rknpu --offload all -p 8 -n 2 -r 1 -t 1"), 0) << err_;
   EXPECT_NE(out_.find("pp8 (modelled, not measured): "), std::string::npos) << out_;
   EXPECT_NE(out_.find("tg2 (modelled, not measured): "), std::string::npos) << out_;
-  EXPECT_NE(run("generate " + path("r.gguf") + " -p 'abc' -n 2 --device rknpu --device-opt weights=int8"), 0);
-  EXPECT_NE(err_.find("the int8 weight policy is not built"), std::string::npos) << err_;
+  // weights=int8: inspect says so, generate and bench run, score --agreement reports.
+  ASSERT_EQ(run("inspect --brief --device rknpu --device-opt weights=int8 " + path("r.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("blk.1/ffn_down -> f32[1,128]  [npu matmul int8 x int8 -> int32]"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 4 --device rknpu --offload all --device-opt weights=int8"), 0)
+      << err_;
+  ASSERT_EQ(run("bench " + path("r.gguf") + " --device rknpu --offload all --device-opt weights=int8 -p 8 -n 2 -r 1 -t 1"), 0)
+      << err_;
+  EXPECT_NE(out_.find("tg2 (modelled, not measured): "), std::string::npos) << out_;
+  ASSERT_EQ(run("score " + path("r.gguf") + " --agreement 8 -p 'abc' --device rknpu --device-opt weights=int8"), 0) << err_;
+  EXPECT_NE(out_.find("positions 8\ntop-1 agreement "), std::string::npos) << out_;
+  EXPECT_NE(out_.find("mean KL divergence "), std::string::npos) << out_;
+  EXPECT_NE(run("generate " + path("r.gguf") + " -p 'abc' -n 2 --device rknpu --device-opt weights=int4"), 0);
+  EXPECT_NE(err_.find("weights must be 'fp16' or 'int8', got 'int4'"), std::string::npos) << err_;
 }
 
 TEST_F(GenerateCli, SynthInspectBench) {

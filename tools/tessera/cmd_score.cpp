@@ -45,15 +45,39 @@ void add_score_command(CLI::App& app) {
   struct Args {
     std::string model, ids, out;
     DeviceArgs dev;
+    int64_t agreement = 0;
+    std::string prompt = "Once upon a time";
+    std::string offload = "all";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "GGUF model file")->required();
-  cmd->add_option("--ids", a->ids, "File of whitespace-separated token ids")->required();
-  cmd->add_option("--logits-out", a->out, "Output: float32 little-endian [n_ids, n_vocab]; row i after ids 0..i")
-      ->required();
+  cmd->add_option("--ids", a->ids, "File of whitespace-separated token ids");
+  cmd->add_option("--logits-out", a->out, "Output: float32 little-endian [n_ids, n_vocab]; row i after ids 0..i");
+  cmd->add_option("--agreement", a->agreement,
+                  "Instead: compare --device (with --offload, --device-opt) against the cpu in f32 over N greedy "
+                  "positions of the cpu from -p; prints top-1 agreement and mean KL divergence");
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt for --agreement");
+  cmd->add_option("--offload", a->offload, "Layers on --device for --agreement: N or all (default all)");
   a->dev.add_to(cmd);
   cmd->callback([a] {
     auto model = take(gguf::LlamaModel::open(a->model));
+    if (a->agreement > 0) {
+      // Both sides score exact f32 activations with an f32 KV cache; the reference is the
+      // cpu, the other the device flags given.
+      model->set_input_rounding(false);
+      DeviceArgs cpu_args;
+      cpu_args.threads = a->dev.threads;
+      llm::GeneratorOptions ro = take(generator_options(cpu_args, "", model->layers(), 8, "f32"));
+      llm::GeneratorOptions to = take(generator_options(a->dev, a->offload, model->layers(), 8, "f32"));
+      auto ref = take(llm::Generator::create(*model, ro));
+      auto test = take(llm::Generator::create(*model, to));
+      const std::vector<int32_t> prompt = model->tokenizer().encode(a->prompt, true);
+      const llm::Agreement ag = take(llm::compare_greedy(*ref, *test, prompt, a->agreement));
+      fmt::print("positions {}\ntop-1 agreement {} / {} ({:.2f} %)\nmean KL divergence {:.6g}\nmax KL divergence {:.6g}\n",
+                 ag.positions, ag.top1_agree, ag.positions, 100.0 * ag.top1_rate(), ag.mean_kl, ag.max_kl);
+      return;
+    }
+    if (a->ids.empty() || a->out.empty()) take(error(StatusCode::invalid_argument, "score needs --ids and --logits-out (or --agreement N)"));
     const std::vector<int32_t> ids = take(read_ids(a->ids, model->vocab_size()));
     if (static_cast<int64_t>(ids.size()) > model->context_length())
       take(error(StatusCode::out_of_range, "'", a->ids, "' has ", ids.size(), " ids but the context holds ",

@@ -161,17 +161,30 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
   r.write(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
 }
 
-// Matrix multiplication, fp16 x fp16 -> fp32 (rknpu-matmul.md "Precisions and register
-// fields", [S1] gen_matmul_fp16): a 1x1 convolution over H = rows of A, W = 1, C = K, the
-// CORE's fp32 sums written by the DPU as fp32 (N/4, M, 4), the bias added by BS's ALU.
+// Matrix multiplication (rknpu-matmul.md "Precisions and register fields", [S1]
+// gen_matmul_fp16 / gen_matmul_int8): a 1x1 convolution over H = rows of A, W = 1, C = K.
+//  - fp16 x fp16 -> fp32: the CORE's fp32 sums written by the DPU as fp32 (N/4, M, 4), the
+//    bias added by BS's ALU;
+//  - int8 x int8 -> int32: the CORE's int32 sums written raw as int32 (N/4, M, 4), every DPU
+//    stage bypassed (the host applies the scales and the bias).
+// A task of K segment s reads A's K values [k0, k0 + kn) (whole surfaces of the NC1HWC2
+// cube), segment s of the packed weights, and writes partial result s (C-sized cubes one
+// after another from the output address; only segment 0 adds the bias).
 void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& tile, const OpAddresses& a, bool reuse) {
-  const int64_t k = op.in_c, kp = (k + kMatmulKGroup - 1) / kMatmulKGroup * kMatmulKGroup, m = op.in_h;
-  const int64_t atom = kFp16C2 * 2;  // 16 bytes: 8 fp16 values of one row
-  const int64_t per_kernel = kp * 2;
-  const int64_t ocn_p = (tile.ocn + kMatmulFp16Kernels - 1) / kMatmulFp16Kernels * kMatmulFp16Kernels;
+  const bool int8 = op.mm_int8;
+  const int64_t k = tile.kn > 0 ? tile.kn : op.in_c, kp = (k + kMatmulKGroup - 1) / kMatmulKGroup * kMatmulKGroup;
+  const int64_t m = op.in_h;
+  const int64_t eb = int8 ? 1 : 2;
+  const int64_t c2 = int8 ? kC2 : kFp16C2;  // values per 16-byte atom of A
+  const int64_t atom = 16;
+  const int64_t kernels = int8 ? kMatmulInt8Kernels : kMatmulFp16Kernels;
+  const uint32_t prec = int8 ? kPrecisionInt8 : kPrecisionFp16;
+  const uint32_t out_prec = int8 ? kPrecisionInt32 : kPrecisionFp32;
+  const int64_t per_kernel = kp * eb;
+  const int64_t ocn_p = (tile.ocn + kernels - 1) / kernels * kernels;
   r.set(R::CNA::CONV_CON1__CONV_MODE, kConvModeDirect)
-      .set(R::CNA::CONV_CON1__IN_PRECISION, kPrecisionFp16)
-      .set(R::CNA::CONV_CON1__PROC_PRECISION, kPrecisionFp16)
+      .set(R::CNA::CONV_CON1__IN_PRECISION, prec)
+      .set(R::CNA::CONV_CON1__PROC_PRECISION, prec)
       .emit();
   r.write(R::CNA::CONV_CON2__FEATURE_GRAINS, tile.in_rows + 1);  // [S1]: rows + 1
   r.set(R::CNA::CONV_CON3__CONV_X_STRIDE, 1).set(R::CNA::CONV_CON3__CONV_Y_STRIDE, 1).emit();
@@ -189,44 +202,49 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
       .set(R::CNA::CBUF_CON0__WEIGHT_BANK, t.weight_banks)
       .set(R::CNA::CBUF_CON0__WEIGHT_REUSE, reuse ? 1 : 0)
       .emit();
-  r.write(R::CNA::CBUF_CON1__DATA_ENTRIES, (k + 31) / 32);  // [S1]: ceil(K * W / 32) for fp16
+  // [S1]: ceil(K * W / 32) for fp16, ceil(K * W / 64) for int8.
+  r.write(R::CNA::CBUF_CON1__DATA_ENTRIES, int8 ? (k + 63) / 64 : (k + 31) / 32);
   r.set(R::CNA::CVT_CON0__CVT_BYPASS, 1).set(R::CNA::CVT_CON0__CVT_TYPE, 1).set(R::CNA::CVT_CON0__DATA_SIGN, 1).emit();
   r.set(R::CNA::PAD_CON0__PAD_TOP, 0).set(R::CNA::PAD_CON0__PAD_LEFT, 0).emit();
-  // A: fp16 NC1HWC2 (K/8 surfaces of M 16-byte atoms); this task's rows start at row0.
-  r.write(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR, a.input + tile.in_row0 * atom);
+  // A: NC1HWC2 (K/C2 surfaces of M 16-byte atoms); this task's rows start at row0 and its
+  // K values at surface k0 / C2.
+  r.write(R::CNA::FEATURE_DATA_ADDR__FEATURE_BASE_ADDR, a.input + (tile.k0 / c2) * m * atom + tile.in_row0 * atom);
   r.write(R::CNA::DMA_CON1__LINE_STRIDE, atom);
   r.write(R::CNA::DMA_CON2__SURF_STRIDE, m * atom);
-  // B: whole 16-kernel blocks from oc0 (a multiple of 16): oc0 kernels of kp values before.
-  r.write(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0, a.weights + tile.oc0 * per_kernel);
+  // B: whole kernel blocks from oc0 (a multiple of the block's kernels) of this K segment.
+  r.write(R::CNA::DCOMP_ADDR0__DECOMPRESS_ADDR0,
+          a.weights + matmul_segment_weight_offset(op, t, tile.kseg) + tile.oc0 * per_kernel);
   r.write(R::CNA::OPERATION_ENABLE__OP_EN, 1);
 
-  r.set(R::CORE::MISC_CFG__PROC_PRECISION, kPrecisionFp16).set(R::CORE::MISC_CFG__QD_EN, kMatmulQdEnFp16).emit();
+  r.set(R::CORE::MISC_CFG__PROC_PRECISION, prec).set(R::CORE::MISC_CFG__QD_EN, int8 ? kMatmulQdEnInt8 : kMatmulQdEnFp16).emit();
   r.set(R::CORE::DATAOUT_SIZE_0__DATAOUT_HEIGHT, tile.out_rows - 1).set(R::CORE::DATAOUT_SIZE_0__DATAOUT_WIDTH, 0).emit();
   r.write(R::CORE::DATAOUT_SIZE_1__DATAOUT_CHANNEL, tile.ocn - 1);
   r.write(R::CORE::CLIP_TRUNCATE__CLIP_TRUNCATE, 0);
   r.write(R::CORE::OPERATION_ENABLE__OP_EN, 1);
 
-  // C: fp32 (N/4, M, 4): surfaces of M 16-byte atoms, this task's block at (oc0/4, row0).
+  // C: fp32 / int32 (N/4, M, 4): surfaces of M 16-byte atoms, this task's block at
+  // (oc0/4, row0) of partial result kseg.
   const int64_t out_surf = m * atom;
+  const int64_t partial = (op.out_c + kFp32OutC2 - 1) / kFp32OutC2 * out_surf;
   r.set(R::DPU::FEATURE_MODE_CFG__FLYING_MODE, 0)
       .set(R::DPU::FEATURE_MODE_CFG__OUTPUT_MODE, kMatmulOutputMode)
       .set(R::DPU::FEATURE_MODE_CFG__BURST_LEN, kMatmulBurstLen)
       .emit();
-  r.set(R::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionFp16)
-      .set(R::DPU::DATA_FORMAT__PROC_PRECISION, kPrecisionFp16)
-      .set(R::DPU::DATA_FORMAT__OUT_PRECISION, kPrecisionFp32)
+  r.set(R::DPU::DATA_FORMAT__IN_PRECISION, prec)
+      .set(R::DPU::DATA_FORMAT__PROC_PRECISION, prec)
+      .set(R::DPU::DATA_FORMAT__OUT_PRECISION, out_prec)
       .emit();
-  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output + tile.out_row0 * atom + (tile.oc0 / kFp32OutC2) * out_surf);
+  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR,
+          a.output + tile.kseg * partial + tile.out_row0 * atom + (tile.oc0 / kFp32OutC2) * out_surf);
   r.write(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, out_surf / kAddrUnit);
-  r.write(R::DPU::SURFACE_ADD__SURF_ADD, m * kMatmulSurfAddFp32);  // [S1]: M x 4 for fp32 output
+  // [S1]: M x 4 for fp32 output, M x 8 for int32.
+  r.write(R::DPU::SURFACE_ADD__SURF_ADD, m * (int8 ? kMatmulSurfAddInt32 : kMatmulSurfAddFp32));
   r.write(R::DPU::DATA_CUBE_WIDTH__WIDTH, 0);
   r.write(R::DPU::DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
   r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
-  r.set(R::DPU::BS_OW_CFG__SIZE_E_0, kMatmulSizeEFp32)
-      .set(R::DPU::BS_OW_CFG__SIZE_E_1, kMatmulSizeEFp32)
-      .set(R::DPU::BS_OW_CFG__SIZE_E_2, kMatmulSizeEFp32)
-      .emit();
-  const bool bias = op.bs_table_used;
+  const uint32_t size_e = int8 ? kMatmulSizeEInt32 : kMatmulSizeEFp32;
+  r.set(R::DPU::BS_OW_CFG__SIZE_E_0, size_e).set(R::DPU::BS_OW_CFG__SIZE_E_1, size_e).set(R::DPU::BS_OW_CFG__SIZE_E_2, size_e).emit();
+  const bool bias = op.bs_table_used && tile.kseg == 0;
   r.set(R::DPU::BS_CFG__BS_BYPASS, bias ? 0 : 1)
       .set(R::DPU::BS_CFG__BS_ALU_BYPASS, bias ? 0 : 1)
       .set(R::DPU::BS_CFG__BS_ALU_SRC, bias ? 1 : 0)
@@ -236,7 +254,7 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
       .emit();
   r.set(R::DPU::BN_CFG__BN_BYPASS, 1).emit();
   r.set(R::DPU::EW_CFG__EW_BYPASS, 1).emit();
-  r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, 1);  // [S1]: scale 1, FP32TOFP16_EN 0 for fp32 output
+  r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, 1);  // [S1]: scale 1, FP32TOFP16_EN 0
   r.set(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, 0).emit();
   r.write(R::DPU::OPERATION_ENABLE__OP_EN, 1);
 
@@ -245,8 +263,8 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
   r.write(R::DPU_RDMA::RDMA_DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
   r.write(R::DPU_RDMA::RDMA_DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1);
   r.set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE, kMatmulMrdmaDisable)
-      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, kPrecisionFp16)
-      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__PROC_PRECISION, kPrecisionFp16)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, prec)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__PROC_PRECISION, prec)
       .emit();
   r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, bias ? 1u : 0u);
   if (bias) r.write(R::DPU_RDMA::RDMA_BS_BASE_ADDR__BS_BASE_ADDR, a.bs + tile.oc0 * kBsEntryBytes);

@@ -47,6 +47,7 @@ constexpr int64_t kMatmulSurfAddInt32 = 8;      // ... x 8 for int32 output
 constexpr uint32_t kMatmulOutputMode = 2;       // DPU FEATURE_MODE_CFG OUTPUT_MODE
 constexpr uint32_t kMatmulBurstLen = 15;        // DPU FEATURE_MODE_CFG BURST_LEN
 constexpr uint32_t kMatmulQdEnFp16 = 1;         // CORE MISC_CFG QD_EN: 1 for fp16, 0 for int8 in [S1]
+constexpr uint32_t kMatmulQdEnInt8 = 0;         // ... ([S10]: 1 is harmless for int8; open question 2)
 // [S10]: a matmul without an element-wise input must still program DPU_RDMA with
 // MRDMA_DISABLE set, or the job times out on rocket.
 constexpr uint32_t kMatmulMrdmaDisable = 1;

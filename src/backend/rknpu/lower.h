@@ -100,6 +100,13 @@ struct NpuOp {
   // C fp32 NC1HWC2 (C2 = 4); `bs_table_used` adds the fp32 bias (one kBsEntryBytes entry per
   // output channel, the first 4 bytes the bias's fp32 bits) in the DPU's BS ALU.
   bool fp16 = false;
+  // int8 x int8 -> int32 instead (weights=int8, docs/rknpu.md "The int8 weight policy"): A is
+  // int8 NC1HWC2 (C2 = 16) quantized per row on the host, B the rk_matmul_weight int8 blocks
+  // (32 kernels x 32 K) with one scale per output channel, C raw int32 (N/4, M, 4). The host
+  // applies row scale x channel scale and adds the bias (mm_bias) when it converts C to f32.
+  bool mm_int8 = false;
+  std::vector<float> mm_wscale;  // [N] weight scale per output channel (int8)
+  std::vector<float> mm_bias;    // [N] bias added on the host (int8), empty: none
   // Cores the matmul's N is split across (program.cpp): the tiling makes at least this many
   // N chunks, and chunk i runs on core i % lanes.
   int lanes = 1;
@@ -111,14 +118,17 @@ struct NpuOp {
 // Per-channel bias/scale table entry size in bytes (int32 bias, int16 mul, uint8 shift, pad).
 constexpr int64_t kBsEntryBytes = 8;
 
+// The weight policy of matrix multiplications (`--device-opt weights=`): GGUF weights are
+// converted once, when the program is compiled, into the NPU's blocks: fp16 (as the values
+// dequantize, rounded once) or int8 (one symmetric scale per output channel).
+enum class WeightPolicy : uint8_t { fp16, int8 };
+
 struct LowerOptions {
   bool pack = true;  // pack weights and tables (false: only check and size)
   bool pack_weights = true;  // matmul: convert the weights (false: they are already on the device)
+  WeightPolicy weights = WeightPolicy::fp16;  // matmul: the NPU's weight blocks
 };
 
-// The weight policy of matrix multiplications (`--device-opt weights=`): GGUF weights are
-// converted once, when the program is compiled, into the NPU's blocks.
-enum class WeightPolicy : uint8_t { fp16 };
 
 // Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
 // cannot run it, shown by `tessera inspect`.

@@ -134,6 +134,13 @@ class Executor {
       if (r_.get(R::CNA::CONV_CON1__PROC_PRECISION) == kPrecisionFp16) {
         TS_RETURN_IF_ERROR(matmul_fp16(t));
         TS_RETURN_IF_ERROR(post_process_float(t));
+      } else if (r_.get(R::DPU::DATA_FORMAT__OUT_PRECISION) == kPrecisionInt32) {
+        // int8 x int8 -> int32 (a matmul, rknpu-matmul.md): the int8 convolution's MACs,
+        // the raw int32 sums written as (N/4, M, 4).
+        TS_RETURN_IF_ERROR(check_int8_matmul());
+        int32_out_ = true;
+        TS_RETURN_IF_ERROR(convolve(t));
+        TS_RETURN_IF_ERROR(post_process_int32(t));
       } else {
         TS_RETURN_IF_ERROR(convolve(t));
         TS_RETURN_IF_ERROR(post_process(t));
@@ -171,7 +178,7 @@ class Executor {
       return error(StatusCode::invalid_argument, "zero stride, kernel or input size");
     if (dw && ic != oc_) return error(StatusCode::invalid_argument, "depthwise with ", ic, " inputs and ", oc_, " outputs");
     // The output cube must fit its BO before any work is done for it (post_process writes it).
-    TS_RETURN_IF_ERROR(map_destination().status());
+    TS_RETURN_IF_ERROR((int32_out_ ? map_float_destination() : map_destination()).status());
     const bool bypass = r_.get(R::CNA::CVT_CON0__CVT_BYPASS);
     const int32_t cvt_off = r_.get_signed(R::CNA::CVT_CON1__CVT_OFFSET0);
     const int32_t cvt_scale = static_cast<int32_t>(r_.get(R::CNA::CVT_CON1__CVT_SCALE0));
@@ -407,6 +414,72 @@ class Executor {
     return Status::Ok();
   }
 
+  // An int8 x int8 -> int32 task (DPU OUT_PRECISION int32): every precision field must say
+  // int8 ([S1] gen_matmul_int8), the kernel 1x1, stride 1, no padding, no input conversion.
+  Status check_int8_matmul() {
+    struct Field {
+      const char* name;
+      uint32_t value;
+    };
+    const Field fields[] = {{"CNA CONV_CON1.IN_PRECISION", r_.get(R::CNA::CONV_CON1__IN_PRECISION)},
+                            {"CNA CONV_CON1.PROC_PRECISION", r_.get(R::CNA::CONV_CON1__PROC_PRECISION)},
+                            {"CORE MISC_CFG.PROC_PRECISION", r_.get(R::CORE::MISC_CFG__PROC_PRECISION)},
+                            {"DPU DATA_FORMAT.IN_PRECISION", r_.get(R::DPU::DATA_FORMAT__IN_PRECISION)},
+                            {"DPU DATA_FORMAT.PROC_PRECISION", r_.get(R::DPU::DATA_FORMAT__PROC_PRECISION)}};
+    for (const Field& f : fields)
+      if (f.value != kPrecisionInt8)
+        return error(StatusCode::unsupported, f.name, " = ", f.value, " with DPU OUT_PRECISION int32 (4) is not modelled (int8 = 0 only)");
+    if (r_.get(R::CNA::CONV_CON1__CONV_MODE) != kConvModeDirect || r_.get(R::CORE::MISC_CFG__DW_EN))
+      return error(StatusCode::unsupported, "CNA CONV_MODE ", r_.get(R::CNA::CONV_CON1__CONV_MODE),
+                   " with int32 output is not modelled (direct convolution only)");
+    if (r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH) != 1 || r_.get(R::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT) != 1 ||
+        r_.get(R::CNA::CONV_CON3__CONV_X_STRIDE) != 1 || r_.get(R::CNA::CONV_CON3__CONV_Y_STRIDE) != 1 ||
+        r_.get(R::CNA::PAD_CON0__PAD_TOP) != 0 || r_.get(R::CNA::PAD_CON0__PAD_LEFT) != 0 ||
+        r_.get(R::CNA::DATA_SIZE0__DATAIN_WIDTH) != 1)
+      return error(StatusCode::unsupported, "int32 output is modelled for the matmul only (CNA WEIGHT_WIDTH/HEIGHT 1, "
+                                            "stride 1, no padding, DATAIN_WIDTH 1)");
+    if (!r_.get(R::CNA::CVT_CON0__CVT_BYPASS))
+      return error(StatusCode::unsupported, "CNA CVT_CON0.CVT_BYPASS = 0 with int32 output is not modelled");
+    if (r_.get(R::CORE::CLIP_TRUNCATE__CLIP_TRUNCATE) != 0)
+      return error(StatusCode::unsupported, "CORE CLIP_TRUNCATE ", r_.get(R::CORE::CLIP_TRUNCATE__CLIP_TRUNCATE),
+                   " with int32 output is not modelled");
+    return Status::Ok();
+  }
+
+  // DPU after int8 MACs with int32 output: every stage bypassed, the CORE's int32 sums
+  // written as int32 (N/4, M, 4): 16-byte atoms of 4 channels ([S1]; the scales and the
+  // bias are the host's). The empirical SIZE_E and SURFACE_ADD values of [S1] are checked.
+  Status post_process_int32(TaskTiming& t) {
+    if (ow_ != r_.get(R::DPU::DATA_CUBE_WIDTH__WIDTH) + 1 || oh_ != r_.get(R::DPU::DATA_CUBE_HEIGHT__HEIGHT) + 1 ||
+        oc_ != r_.get(R::DPU::DATA_CUBE_CHANNEL__CHANNEL) + 1)
+      return error(StatusCode::invalid_argument, "DPU cube size differs from its source");
+    if (!r_.get(R::DPU::BS_CFG__BS_BYPASS) || !r_.get(R::DPU::BN_CFG__BN_BYPASS) || !r_.get(R::DPU::EW_CFG__EW_BYPASS))
+      return error(StatusCode::unsupported, "DPU BS/BN/EW stages on int32 output are not modelled (BS_BYPASS ",
+                   r_.get(R::DPU::BS_CFG__BS_BYPASS), ", BN_BYPASS ", r_.get(R::DPU::BN_CFG__BN_BYPASS), ", EW_BYPASS ",
+                   r_.get(R::DPU::EW_CFG__EW_BYPASS), ")");
+    if (r_.get(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE) != 1 || r_.get(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT) != 0 ||
+        r_.get(R::DPU::OUT_CVT_SCALE__FP32TOFP16_EN) || r_.get(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET) != 0)
+      return error(StatusCode::unsupported, "DPU OUT_CVT other than scale 1, shift 0, offset 0 on int32 output is not modelled");
+    for (auto f : {R::DPU::BS_OW_CFG__SIZE_E_0, R::DPU::BS_OW_CFG__SIZE_E_1, R::DPU::BS_OW_CFG__SIZE_E_2})
+      if (r_.get(f) != kMatmulSizeEInt32)
+        return error(StatusCode::unsupported, "DPU BS_OW_CFG.SIZE_E = ", r_.get(f), " with int32 output ([S1]: ",
+                     kMatmulSizeEInt32, ")");
+    const int64_t surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
+    if (int64_t(r_.get(R::DPU::SURFACE_ADD__SURF_ADD)) != surf / 16 * kMatmulSurfAddInt32)
+      return error(StatusCode::unsupported, "DPU SURFACE_ADD ", r_.get(R::DPU::SURFACE_ADD__SURF_ADD),
+                   " is not rows x ", kMatmulSurfAddInt32, " for int32 output ([S1])");
+    TS_ASSIGN_OR_RETURN(Cube dst, map_float_destination());
+    for (int64_t c = 0; c < oc_; ++c)
+      for (int64_t y = 0; y < oh_; ++y)
+        for (int64_t x = 0; x < ow_; ++x) {
+          const int32_t v = acc_[(c * oh_ + y) * ow_ + x];
+          std::memcpy(dst.base + (c / kFp32OutC2) * dst.surf + y * dst.line + x * 16 + (c % kFp32OutC2) * 4, &v, 4);
+        }
+    t.weight_stream = true;
+    t.dram_bytes += (oc_ + kFp32OutC2 - 1) / kFp32OutC2 * oh_ * ow_ * 16;
+    return Status::Ok();
+  }
+
   // The DPU's destination cube, oc_ x oh_ x ow_ at DST_BASE_ADDR.
   Result<Cube> map_destination() {
     const int64_t surf = int64_t(r_.get(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE)) * kAddrUnit;
@@ -598,6 +671,7 @@ class Executor {
   int64_t oh_ = 0, ow_ = 0, oc_ = 0;
   std::vector<int32_t> acc_;  // [oc][oh][ow]
   std::vector<float> facc_;   // [oc][oh][ow], fp32 sums of an fp16 matmul
+  bool int32_out_ = false;    // an int8 matmul: acc_ is written raw as int32 (N/4, M, 4)
 };
 
 // The kernel's scheduling, as the model keeps it on one modelled clock shared by every

@@ -6,6 +6,8 @@
 
 #include "backend/rknpu/emit.h"
 #include "backend/rknpu/hw.h"
+#include "core/checked.h"
+#include "convert/rk_weights.h"
 
 namespace tessera::rknpu {
 
@@ -21,13 +23,16 @@ RknpuProgram::~RknpuProgram() {
       (void)transport_->destroy_bo(op.weights.handle);
     }
     if (op.bs.handle) (void)transport_->destroy_bo(op.bs.handle);
+    if (op.a8.handle) (void)transport_->destroy_bo(op.a8.handle);
+    if (op.partial.handle) (void)transport_->destroy_bo(op.partial.handle);
   }
   if (regcmd.handle) (void)transport_->destroy_bo(regcmd.handle);
 }
 
 int64_t RknpuProgram::device_bytes() const {
   int64_t bytes = 0;
-  for (const auto& c : ops) bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size;  // shared weights: the device's
+  for (const auto& c : ops)
+    bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size + c.a8.size + c.partial.size;  // shared weights: the device's
   return bytes;
 }
 
@@ -55,7 +60,8 @@ Result<BoInfo> upload(Transport* t, const std::vector<uint8_t>& bytes) {
 }  // namespace
 
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
-                                                      Rounding rounding, int cores, WeightCache* cache) {
+                                                      Rounding rounding, int cores, WeightCache* cache,
+                                                      WeightPolicy weights) {
   const Graph& g = *seg.graph;
   auto prog = std::make_unique<RknpuProgram>(t, cache);
   prog->graph = &g;
@@ -78,6 +84,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;
     LowerOptions lo;
     lo.pack_weights = !(key && cache->entries.count(key));
+    lo.weights = weights;
     auto lowered = lower_node(g, n, lo);
     if (!lowered.ok()) return lowered.status().with_context(n.label());
     NpuOp op = std::move(*lowered);
@@ -159,6 +166,9 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
           return bo.status();
         }
         e.bo = *bo;
+        e.wscale = c.op.mm_wscale;
+      } else if (c.op.mm_int8) {
+        c.op.mm_wscale = e.wscale;
       }
       ++e.refs;
       c.weights = e.bo;
@@ -171,42 +181,164 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     c.op.weights.clear();
     c.op.weights.shrink_to_fit();
   }
+  // Host steps (int8 matmuls, K splits): their scratch buffers, and the stages: an op that
+  // reads the output of an op of the current stage starts a new stage when either of them
+  // has host steps (the host must run between them).
+  {
+    int stage = 0;
+    std::map<TensorId, bool> made_here;  // outputs of the current stage's ops -> with host steps
+    for (auto& c : prog->ops) {
+      c.host_steps = c.op.type == NpuOpType::matmul && (c.op.mm_int8 || c.tiling.k_segments > 1);
+      bool cut = false;
+      for (TensorId in : {c.op.input, c.op.ew_input})
+        if (auto it = made_here.find(in); in != kNoTensor && it != made_here.end() && (it->second || c.host_steps)) cut = true;
+      if (cut) {
+        ++stage;
+        made_here.clear();
+      }
+      c.stage = stage;
+      made_here[c.op.output] = c.host_steps;
+      if (!c.host_steps) continue;
+      const int64_t m = c.op.in_h, k = c.op.in_c, n = c.op.out_c;
+      const std::string what = "[rknpu] " + c.op.label + " host-step buffer bytes";
+      if (c.op.mm_int8) {
+        TS_ASSIGN_OR_RETURN(int64_t a8_bytes, checked_mul((k + kC2 - 1) / kC2 * 16, m, what));
+        TS_ASSIGN_OR_RETURN(c.a8, t->create_bo(a8_bytes));
+      }
+      TS_ASSIGN_OR_RETURN(int64_t cube, checked_mul((n + kFp32OutC2 - 1) / kFp32OutC2 * 16, m, what));
+      TS_ASSIGN_OR_RETURN(int64_t partial_bytes, checked_mul(cube, c.tiling.k_segments, what));
+      TS_ASSIGN_OR_RETURN(c.partial, t->create_bo(partial_bytes));
+    }
+  }
   // Jobs. The kernel runs one entity's jobs one at a time on one core, so a job boundary
   // only adds the job's overhead: Tessera puts the segment's tasks, in execution order, in
   // one job, starting another only when the job's estimated time would pass a fifth of the
   // kernel's per-job timeout. Mesa makes one job per op.
-  if (prog->lanes > 1) {
-    // One job per lane holding, for every op, the N chunks i with i % lanes == lane.
-    prog->jobs.resize(static_cast<size_t>(prog->lanes));
-    for (int l = 0; l < prog->lanes; ++l) prog->jobs[l].lane = l;
-    for (size_t i = 0; i < prog->ops.size(); ++i) {
-      const Tiling& tl = prog->ops[i].tiling;
-      int64_t chunk = -1, prev_oc0 = -1;
-      for (size_t k = 0; k < tl.tiles.size(); ++k) {
-        if (tl.tiles[k].oc0 != prev_oc0) ++chunk, prev_oc0 = tl.tiles[k].oc0;
-        prog->jobs[chunk % prog->lanes].tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
+  const int stages = stage_count(*prog);
+  for (int stage = 0; stage < stages; ++stage) {
+    if (prog->lanes > 1) {
+      // One job per lane holding, for every op of the stage, the N chunks i with i % lanes == lane.
+      const size_t first = prog->jobs.size();
+      prog->jobs.resize(first + static_cast<size_t>(prog->lanes));
+      for (int l = 0; l < prog->lanes; ++l) prog->jobs[first + l].lane = l, prog->jobs[first + l].stage = stage;
+      for (size_t i = 0; i < prog->ops.size(); ++i) {
+        if (prog->ops[i].stage != stage) continue;
+        const Tiling& tl = prog->ops[i].tiling;
+        int64_t chunk = -1, prev_oc0 = -1;
+        for (size_t k = 0; k < tl.tiles.size(); ++k) {
+          if (tl.tiles[k].oc0 != prev_oc0) ++chunk, prev_oc0 = tl.tiles[k].oc0;
+          prog->jobs[first + chunk % prog->lanes].tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
+        }
       }
+      prog->jobs.erase(std::remove_if(prog->jobs.begin() + static_cast<std::ptrdiff_t>(first), prog->jobs.end(),
+                                      [](const JobPlan& j) { return j.tasks.empty(); }),
+                       prog->jobs.end());
+      continue;
     }
-    prog->jobs.erase(std::remove_if(prog->jobs.begin(), prog->jobs.end(), [](const JobPlan& j) { return j.tasks.empty(); }),
-                     prog->jobs.end());
-    return prog;
-  }
-  double job_estimate = 0;
-  for (size_t i = 0; i < prog->ops.size(); ++i) {
-    const CompiledOp& c = prog->ops[i];
-    const double estimate = double(c.op.macs) / (double(kMacsPerCycle) * kClockHz) /
-                                (c.op.int16 ? kInt16MacRateFactor : 1.0) /
-                                (c.op.fp16 ? double(kFp16MacsPerCycle) / double(kMacsPerCycle) : 1.0) /
-                                (c.op.type == NpuOpType::depthwise ? kDepthwiseMacEfficiency : 1.0) +
-                            double(c.tiling.tiles.size()) * kTaskOverheadSeconds;
-    if (policy == SchedulePolicy::mesa || prog->jobs.empty() || job_estimate + estimate > kJobTimeoutSeconds / 5) {
-      prog->jobs.emplace_back();
-      job_estimate = 0;
+    double job_estimate = 0;
+    bool stage_open = false;
+    for (size_t i = 0; i < prog->ops.size(); ++i) {
+      const CompiledOp& c = prog->ops[i];
+      if (c.stage != stage) continue;
+      const double estimate = double(c.op.macs) / (double(kMacsPerCycle) * kClockHz) /
+                                  (c.op.int16 ? kInt16MacRateFactor : 1.0) /
+                                  (c.op.fp16 ? double(kFp16MacsPerCycle) / double(kMacsPerCycle) : 1.0) /
+                                  (c.op.type == NpuOpType::depthwise ? kDepthwiseMacEfficiency : 1.0) +
+                              double(c.tiling.tiles.size()) * kTaskOverheadSeconds;
+      if (policy == SchedulePolicy::mesa || !stage_open || job_estimate + estimate > kJobTimeoutSeconds / 5) {
+        prog->jobs.emplace_back();
+        prog->jobs.back().stage = stage;
+        job_estimate = 0;
+        stage_open = true;
+      }
+      job_estimate += estimate;
+      for (size_t k = 0; k < c.tiling.tiles.size(); ++k) prog->jobs.back().tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
     }
-    job_estimate += estimate;
-    for (size_t k = 0; k < c.tiling.tiles.size(); ++k) prog->jobs.back().tasks.push_back({static_cast<int>(i), static_cast<int>(k)});
   }
   return prog;
+}
+
+int stage_count(const RknpuProgram& p) {
+  int n = 0;
+  for (const auto& c : p.ops) n = std::max(n, c.stage + 1);
+  return n;
+}
+
+namespace {
+// f32 / int32 NC1HWC2 with C2 = 4 ([C/4][M][4]) and int8 with C2 = 16: element offsets.
+inline int64_t at4(int64_t m_rows, int64_t r, int64_t c) { return ((c / 4) * m_rows + r) * 4 + c % 4; }
+inline int64_t at16(int64_t m_rows, int64_t r, int64_t c) { return ((c / 16) * m_rows + r) * 16 + c % 16; }
+
+Result<BoInfo> bound(const RknpuProgram& p, const std::map<TensorId, BoInfo>& bo_of, TensorId id) {
+  auto it = bo_of.find(id);
+  if (it == bo_of.end()) return error(StatusCode::internal, "tensor '", p.graph->tensor(id).name, "' is not bound to a buffer object");
+  return it->second;
+}
+}  // namespace
+
+Status host_before(RknpuProgram& p, int stage, Transport* t, const std::map<TensorId, BoInfo>& bo_of) {
+  for (auto& c : p.ops) {
+    if (c.stage != stage || !c.op.mm_int8) continue;
+    const int64_t m = c.op.in_h, k = c.op.in_c;
+    TS_ASSIGN_OR_RETURN(BoInfo in, bound(p, bo_of, c.op.input));
+    if (in.size < (k + 3) / 4 * m * 16 || c.a8.size < (k + 15) / 16 * m * 16)
+      return error(StatusCode::internal, "[rknpu] ", c.op.label, ": A's buffer objects are smaller than [", m, ", ", k, "]");
+    TS_RETURN_IF_ERROR(t->prep_bo(in.handle));
+    std::vector<float> rows(static_cast<size_t>(m * k));
+    const float* a = reinterpret_cast<const float*>(in.cpu);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < k; ++j) rows[r * k + j] = a[at4(m, r, j)];
+    TS_RETURN_IF_ERROR(t->fini_bo(in.handle));
+    std::vector<int8_t> q(rows.size());
+    c.row_scale.resize(static_cast<size_t>(m));
+    convert::quantize_rows_i8(rows.data(), m, k, k, q.data(), c.row_scale.data());
+    TS_RETURN_IF_ERROR(t->prep_bo(c.a8.handle));
+    int8_t* dst = reinterpret_cast<int8_t*>(c.a8.cpu);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < k; ++j) dst[at16(m, r, j)] = q[r * k + j];
+    TS_RETURN_IF_ERROR(t->fini_bo(c.a8.handle));
+  }
+  return Status::Ok();
+}
+
+Status host_after(RknpuProgram& p, int stage, Transport* t, const std::map<TensorId, BoInfo>& bo_of) {
+  for (auto& c : p.ops) {
+    if (c.stage != stage || !c.host_steps) continue;
+    const int64_t m = c.op.in_h, n = c.op.out_c, segs = c.tiling.k_segments;
+    const int64_t cube = (n + 3) / 4 * m * 4;  // elements of one partial result
+    TS_ASSIGN_OR_RETURN(BoInfo out, bound(p, bo_of, c.op.output));
+    if (out.size < cube * 4 || c.partial.size < segs * cube * 4)
+      return error(StatusCode::internal, "[rknpu] ", c.op.label, ": C's buffer objects are smaller than [", m, ", ", n, "]");
+    if (c.op.mm_int8 && (static_cast<int64_t>(c.row_scale.size()) != m || static_cast<int64_t>(c.op.mm_wscale.size()) != n))
+      return error(StatusCode::internal, "[rknpu] ", c.op.label, ": int8 scales missing");
+    TS_RETURN_IF_ERROR(t->prep_bo(c.partial.handle));
+    TS_RETURN_IF_ERROR(t->prep_bo(out.handle));
+    float* y = reinterpret_cast<float*>(out.cpu);
+    if (c.op.mm_int8) {
+      // Exact: int32 partials summed in 64 bits, then sa x sw (and the bias) in double,
+      // rounded once to f32.
+      const int32_t* acc = reinterpret_cast<const int32_t*>(c.partial.cpu);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t sum = 0;
+          for (int64_t s = 0; s < segs; ++s) sum += acc[s * cube + at4(m, r, j)];
+          double v = double(sum) * double(c.row_scale[r]) * double(c.op.mm_wscale[j]);
+          if (!c.op.mm_bias.empty()) v += double(c.op.mm_bias[j]);
+          y[at4(m, r, j)] = static_cast<float>(v);
+        }
+    } else {
+      // fp32 partials (the bias in segment 0's) added in segment order, in fp32.
+      const float* part = reinterpret_cast<const float*>(c.partial.cpu);
+      for (int64_t i = 0; i < cube; ++i) {
+        float v = part[i];
+        for (int64_t s = 1; s < segs; ++s) v += part[s * cube + i];
+        y[i] = v;
+      }
+    }
+    TS_RETURN_IF_ERROR(t->fini_bo(out.handle));
+    TS_RETURN_IF_ERROR(t->fini_bo(c.partial.handle));
+  }
+  return Status::Ok();
 }
 
 Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoInfo>& bo_of) {
@@ -240,13 +372,15 @@ Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoIn
       TS_ASSIGN_OR_RETURN(BoInfo in, addr(c.op.input));
       TS_ASSIGN_OR_RETURN(BoInfo out, addr(c.op.output));
       TS_ASSIGN_OR_RETURN(BoInfo ew, addr(c.op.ew_input));
+      if (c.a8.handle) in = c.a8;
+      if (c.partial.handle) out = c.partial;
       a.input = in.dma_address, a.output = out.dma_address, a.ew = ew.dma_address;
       a.weights = c.weights.dma_address, a.bs = c.bs.dma_address;
       const TaskTile& tile = c.tiling.tiles[ti];
       // Weights stay in CBUF between consecutive tasks of one op and one output-channel
       // chunk when they are resident (Mesa re-fetches streamed weights every task).
       bool reuse = prev_op == oi && ti > 0 && c.tiling.tiles[ti - 1].oc0 == tile.oc0 &&
-                   (c.tiling.weights_resident || p.policy == SchedulePolicy::tessera);
+                   c.tiling.tiles[ti - 1].kseg == tile.kseg && (c.tiling.weights_resident || p.policy == SchedulePolicy::tessera);
       prev_op = oi;
       TS_ASSIGN_OR_RETURN(auto e, emit_task(c.op, c.tiling, tile, a, reuse));
       total += chained_size(e.size());
@@ -282,6 +416,8 @@ Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoIn
       TS_ASSIGN_OR_RETURN(BoInfo in, addr(c.op.input));
       TS_ASSIGN_OR_RETURN(BoInfo out, addr(c.op.output));
       TS_ASSIGN_OR_RETURN(BoInfo ew, addr(c.op.ew_input));
+      if (c.a8.handle) in = c.a8;
+      if (c.partial.handle) out = c.partial;
       add(reads, in.handle);
       add(reads, ew.handle);
       add(reads, c.weights.handle);

@@ -21,6 +21,17 @@ struct CompiledOp {
   BoInfo weights;  // packed weights (conv, depthwise, matmul), resident for the program's life
   BoInfo bs;       // bias/scale table
   const uint8_t* weight_key = nullptr;  // matmul: its weights' entry in the WeightCache
+  // Host steps around a matmul (docs/rknpu.md "The int8 weight policy", "K split"):
+  //  - int8: before the NPU runs, the host quantizes A (f32 NC1HWC2, C2 = 4) per row into
+  //    `a8` (int8 NC1HWC2, C2 = 16), keeping the row scales; afterwards it converts the
+  //    int32 sums in `partial` to f32 into C (row scale x channel scale, plus the bias);
+  //  - K split (k_segments > 1): the NPU writes one partial result per K segment into
+  //    `partial`, which the host sums into C.
+  bool host_steps = false;
+  BoInfo a8;       // int8 A (int8 matmuls)
+  BoInfo partial;  // int32 / fp32 partial results, k_segments C-sized cubes
+  std::vector<float> row_scale;
+  int stage = 0;   // ops of one stage run between the same host steps
 };
 
 // Packed matmul weights shared by the programs of one device (a decoder's prompt and decode
@@ -30,6 +41,7 @@ struct WeightCache {
   struct Entry {
     BoInfo bo;
     int refs = 0;
+    std::vector<float> wscale;  // int8 weights: the per-output-channel scales
   };
   std::map<const uint8_t*, Entry> entries;
 };
@@ -38,6 +50,7 @@ struct WeightCache {
 struct JobPlan {
   std::vector<std::pair<int, int>> tasks;
   int lane = 0;  // the core lane (entity) it is submitted on; see RknpuProgram::lanes
+  int stage = 0;  // the stage of its ops (CompiledOp::stage)
 };
 
 class RknpuProgram : public Program {
@@ -81,7 +94,15 @@ enum class Rounding : uint8_t { exact, fast };
 // `cores`: a segment made only of matmuls splits each one's N across this many cores.
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
                                                       Rounding rounding = Rounding::exact, int cores = 1,
-                                                      WeightCache* cache = nullptr);
+                                                      WeightCache* cache = nullptr,
+                                                      WeightPolicy weights = WeightPolicy::fp16);
+
+// The host steps of a stage's matmuls (CompiledOp::host_steps): `before` quantizes A into
+// a8, `after` turns the partial results into C. `bo_of` as for bind_program.
+Status host_before(RknpuProgram& p, int stage, Transport* t, const std::map<TensorId, BoInfo>& bo_of);
+Status host_after(RknpuProgram& p, int stage, Transport* t, const std::map<TensorId, BoInfo>& bo_of);
+// The number of stages (1 + the largest CompiledOp::stage).
+int stage_count(const RknpuProgram& p);
 
 // Builds (or reuses) the command buffers for the BOs in `bo_of` (tensor -> BO) and returns
 // the jobs to submit.

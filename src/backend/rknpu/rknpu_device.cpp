@@ -47,11 +47,12 @@ const Node* producer_of(const Graph& g, TensorId id) {
 
 class RknpuDevice : public Device {
  public:
-  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores)
-      : Device(make_props(*t, policy, rounding, cores)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
-        cores_(cores) {}
+  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores, WeightPolicy weights)
+      : Device(make_props(*t, policy, rounding, cores, weights)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
+        cores_(cores), weights_(weights) {}
 
-  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores) {
+  static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores,
+                                     WeightPolicy weights) {
     DeviceProperties p;
     p.name = "rknpu";
     p.description = t.modelled() ? "Rockchip RK3588 NPU (device model: register streams executed, time modelled)"
@@ -72,8 +73,12 @@ class RknpuDevice : public Device {
                {"formats", "i8 NC1HWC2 (C2=16) feature maps; packed conv/depthwise weights; matmul: fp16 NC1HWC2 "
                            "(C2=8) A, fp16 weight blocks, fp32 NC1HWC2 (C2=4) C"},
                {"cbuf", "12 banks x 32 KiB per core"},
-               {"matmul", "fp16 x fp16 -> fp32, weights converted once to fp16 blocks; N split across " +
-                              std::to_string(cores) + (cores == 1 ? " core" : " cores")},
+               {"matmul", std::string(weights == WeightPolicy::int8
+                                          ? "int8 x int8 -> int32, weights converted once to int8 blocks with one scale per "
+                                            "output channel, activations quantized per row on the host"
+                                          : "fp16 x fp16 -> fp32, weights converted once to fp16 blocks") +
+                              "; K split above 11264; N split across " + std::to_string(cores) +
+                              (cores == 1 ? " core" : " cores")},
                {"address space", "32-bit, one buffer object per tensor"}};
     return p;
   }
@@ -89,9 +94,10 @@ class RknpuDevice : public Device {
     }
     if (is_float_rows(t)) {
       // A matmul's C: fp32 (N/4, M, 4); its A: fp16 (K/8, M, 8), converted on the way in
-      // (rknpu-matmul.md "Layouts"; the transfer rounds f32 to fp16, nearest even).
+      // (rknpu-matmul.md "Layouts"; the transfer rounds f32 to fp16, nearest even). With
+      // int8 weights, A stays f32 (N/4, M, 4) too: the host quantizes it per row.
       const Node* p = producer_of(g, id);
-      const bool c = p && is_float_matmul(g, *p);
+      const bool c = weights_ == WeightPolicy::int8 || (p && is_float_matmul(g, *p));
       Format f{c ? Encoding::f32 : Encoding::f16, Layout::nc1hwc2, t.shape};
       f.c2 = c ? kFp32OutC2 : kFp16C2;
       f.pad_value = 0;
@@ -110,7 +116,8 @@ class RknpuDevice : public Device {
             read = true;
             matmul_only = matmul_only && i == 1 && is_float_matmul(g, n);
           }
-      if (read && matmul_only) return Format{Encoding::f16, Layout::rk_matmul_weight, t.shape};
+      if (read && matmul_only)
+        return Format{weights_ == WeightPolicy::int8 ? Encoding::i8 : Encoding::f16, Layout::rk_matmul_weight, t.shape};
       return t.host_format();
     }
     return std::nullopt;
@@ -119,6 +126,7 @@ class RknpuDevice : public Device {
   Support do_supports(const Graph& g, const Node& n) const override {
     LowerOptions lo;
     lo.pack = false;
+    lo.weights = weights_;
     auto op = lower_node(g, n, lo);
     if (!op.ok()) return Support::no(op.status().message());
     if (policy_ == SchedulePolicy::mesa && (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool))
@@ -129,7 +137,13 @@ class RknpuDevice : public Device {
     if (op->type == NpuOpType::matmul)
       cost = std::max(double(op->macs) / double(kFp16MacsPerCycle) / kClockHz, double(op->weight_bytes) / kDramBytesPerSecond) +
              kTaskOverheadSeconds;
+    std::string split;
+    if (op->type == NpuOpType::matmul)
+      if (auto tl = check_tiling(*op); tl.ok() && tl->k_segments > 1)
+        split = " (K split: " + std::to_string(tl->k_segments) + " segments of " + std::to_string(tl->k_chunk) +
+                ", partial sums added on the host)";
     std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->fp16 ? " fp16 x fp16 -> fp32" : "") +
+                       (op->mm_int8 ? " int8 x int8 -> int32" : "") + split +
                        (op->int16 ? " (int16 MACs)" : "") +
                        (op->per_channel ? " (per-channel scales)" : "") +
                        (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
@@ -185,12 +199,14 @@ class RknpuDevice : public Device {
         if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2)
           return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
                        f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
+        const bool i8 = weights_ == WeightPolicy::int8;
         if (!t.data && f != seg.formats.end() && is_float_matmul(*seg.graph, seg.graph->nodes()[i]) &&
-            (f->second.encoding != Encoding::f16 || f->second.c2 != kFp16C2))
+            (f->second.encoding != (i8 ? Encoding::f32 : Encoding::f16) || f->second.c2 != (i8 ? kFp32OutC2 : kFp16C2)))
           return error(StatusCode::unsupported, "[fully_connected] input '", t.name, "' is in ", f->second.to_string(),
-                       "; the NPU's fp16 matmul reads fp16 NC1HWC2 with C2 = 8");
+                       i8 ? "; the int8 matmul's host step reads f32 NC1HWC2 with C2 = 4"
+                          : "; the NPU's fp16 matmul reads fp16 NC1HWC2 with C2 = 8");
       }
-    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_));
+    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_, weights_));
     // One scheduler entity per session (its programs share the session's graph): a session's
     // segments run in order, while sessions sharing this device can use other cores. A
     // program split across cores submits its other lanes on further entities of the session.
@@ -213,35 +229,55 @@ class RknpuDevice : public Device {
     }
     TS_RETURN_IF_ERROR(bind_program(p, transport_.get(), bo_of));
     auto t0 = std::chrono::steady_clock::now();
+    // Stage by stage: the host steps of a stage's matmuls (int8 quantization of A, partial
+    // sums) before and after its jobs; one stage unless a stage's output feeds another op
+    // with host steps. Timings merge in p.jobs order.
     SubmitTiming st;
-    if (p.lanes > 1) {
-      // Lanes submitted at once; their timings merged in job order (one job per lane).
-      std::vector<std::vector<JobDesc>> lanes(static_cast<size_t>(p.lanes));
-      for (size_t j = 0; j < p.jobs.size(); ++j) lanes[p.jobs[j].lane].push_back(p.job_descs[j]);
-      std::vector<int> entities;
-      std::vector<std::vector<JobDesc>> used;
-      for (int l = 0; l < p.lanes; ++l)
-        if (!lanes[l].empty()) entities.push_back(p.lane_entities[l]), used.push_back(std::move(lanes[l]));
-      TS_ASSIGN_OR_RETURN(std::vector<SubmitTiming> sts, transport_->submit_lanes(entities, used));
-      st.start = sts.empty() ? 0 : sts[0].start;
-      st.core_busy.assign(kCores, 0.0);
-      for (const SubmitTiming& lt : sts) {
-        st.end = std::max(st.end, lt.end);
-        st.seconds = std::max(st.seconds, lt.seconds);
-        for (size_t c = 0; c < lt.core_busy.size() && c < st.core_busy.size(); ++c) st.core_busy[c] += lt.core_busy[c];
+    st.core_busy.assign(kCores, 0.0);
+    const int stages = stage_count(p);
+    for (int stage = 0; stage < std::max(stages, 1); ++stage) {
+      TS_RETURN_IF_ERROR(host_before(p, stage, transport_.get(), bo_of));
+      std::vector<size_t> idx;
+      for (size_t j = 0; j < p.jobs.size(); ++j)
+        if (p.jobs[j].stage == stage) idx.push_back(j);
+      SubmitTiming part;
+      if (p.lanes > 1) {
+        // Lanes submitted at once; their timings merged in job order (one job per lane).
+        std::vector<std::vector<JobDesc>> lanes(static_cast<size_t>(p.lanes));
+        for (size_t j : idx) lanes[p.jobs[j].lane].push_back(p.job_descs[j]);
+        std::vector<int> entities;
+        std::vector<std::vector<JobDesc>> used;
+        std::map<int, size_t> submit_of_lane;
+        for (int l = 0; l < p.lanes; ++l)
+          if (!lanes[l].empty()) {
+            submit_of_lane[l] = entities.size();
+            entities.push_back(p.lane_entities[l]), used.push_back(std::move(lanes[l]));
+          }
+        TS_ASSIGN_OR_RETURN(std::vector<SubmitTiming> sts, transport_->submit_lanes(entities, used));
+        part.start = sts.empty() ? 0 : sts[0].start;
+        part.core_busy.assign(kCores, 0.0);
+        for (const SubmitTiming& lt : sts) {
+          part.end = std::max(part.end, lt.end);
+          part.seconds = std::max(part.seconds, lt.seconds);
+          for (size_t c = 0; c < lt.core_busy.size() && c < part.core_busy.size(); ++c) part.core_busy[c] += lt.core_busy[c];
+        }
+        // Jobs in p.jobs order: lane l's k-th job is the k-th job of its submit.
+        std::vector<size_t> next(sts.size(), 0);
+        for (size_t j : idx) {
+          const size_t si = submit_of_lane[p.jobs[j].lane];
+          if (si < sts.size() && next[si] < sts[si].jobs.size()) part.jobs.push_back(sts[si].jobs[next[si]++]);
+        }
+      } else if (!idx.empty()) {
+        std::vector<JobDesc> descs;
+        for (size_t j : idx) descs.push_back(p.job_descs[j]);
+        TS_ASSIGN_OR_RETURN(part, transport_->submit(p.entity, descs));
       }
-      // Jobs in p.jobs order: lane l's k-th job is the k-th job of its submit.
-      std::vector<size_t> next(sts.size(), 0);
-      std::map<int, size_t> submit_of_lane;
-      for (size_t i = 0, l = 0; l < static_cast<size_t>(p.lanes); ++l)
-        if (std::any_of(p.jobs.begin(), p.jobs.end(), [&](const JobPlan& j) { return j.lane == static_cast<int>(l); }))
-          submit_of_lane[static_cast<int>(l)] = i++;
-      for (const JobPlan& j : p.jobs) {
-        const size_t si = submit_of_lane[j.lane];
-        st.jobs.push_back(sts[si].jobs[next[si]++]);
-      }
-    } else {
-      TS_ASSIGN_OR_RETURN(st, transport_->submit(p.entity, p.job_descs));
+      TS_RETURN_IF_ERROR(host_after(p, stage, transport_.get(), bo_of));
+      if (stage == 0) st.start = part.start;
+      st.end = std::max(st.end, part.end);
+      st.seconds += part.seconds;
+      for (size_t c = 0; c < part.core_busy.size() && c < st.core_busy.size(); ++c) st.core_busy[c] += part.core_busy[c];
+      for (JobTiming& jt : part.jobs) st.jobs.push_back(std::move(jt));
     }
     double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (dump_enabled()) TS_RETURN_IF_ERROR(dump_program(p, bo_of, transport_.get(), counters_.executes));
@@ -281,6 +317,7 @@ class RknpuDevice : public Device {
   Rounding rounding_;
   std::map<uint32_t, BoInfo> bos_;
   int cores_;
+  WeightPolicy weights_;
   WeightCache weight_cache_;  // matmul weights packed once for all programs (declared after transport_)
   std::map<const Graph*, std::vector<int>> entity_of_graph_;  // session (by its plan's graph) -> its entities (lanes)
 };
@@ -312,9 +349,12 @@ DeviceInfo rknpu_device_info() {
         return error(StatusCode::invalid_argument, "rknpu: cores must be 1 or 3 (a matmul segment's N split), got '",
                      it->second, "'");
     }
-    if (auto it = opts.find("weights"); it != opts.end() && it->second != "fp16")
-      return error(StatusCode::invalid_argument, "rknpu: weights must be 'fp16' (the int8 weight policy is not built), got '",
-                   it->second, "'");
+    rknpu::WeightPolicy weights = rknpu::WeightPolicy::fp16;
+    if (auto it = opts.find("weights"); it != opts.end()) {
+      if (it->second == "int8") weights = rknpu::WeightPolicy::int8;
+      else if (it->second != "fp16")
+        return error(StatusCode::invalid_argument, "rknpu: weights must be 'fp16' or 'int8', got '", it->second, "'");
+    }
     std::string transport = "model";
     if (auto it = opts.find("transport"); it != opts.end()) transport = it->second;
     std::unique_ptr<rknpu::Transport> t;
@@ -327,7 +367,7 @@ DeviceInfo rknpu_device_info() {
     } else {
       return error(StatusCode::invalid_argument, "rknpu: transport must be 'model' or 'rocket', got '", transport, "'");
     }
-    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores));
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights));
   };
   return info;
 }

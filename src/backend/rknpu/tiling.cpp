@@ -23,41 +23,67 @@ Status cbuf_error(const NpuOp& op, const std::string& what) {
 }
 }  // namespace
 
-// Matrix multiplication (rknpu-matmul.md "Limits"): a task holds `rows` rows of A (K fp16
-// values each) in the data banks and whole 16-kernel fp16 weight blocks of `chunk` output
-// channels in the weight banks. Every split of the 12 banks is tried; the one with the
-// fewest tasks wins (then the fewest N chunks: each re-reads A). Tasks run N-chunk-major so
-// that the rows of one chunk reuse its weights (WEIGHT_REUSE after the chunk's first task).
-// K is never split: one kernel's K values must fit one bank and one 16-kernel group the
-// weight banks beside one data bank, i.e. K <= 11264 for fp16; a larger K falls back.
+int64_t matmul_max_task_k(bool int8) {
+  const int64_t eb = int8 ? 1 : 2, kernels = int8 ? kMatmulInt8Kernels : kMatmulFp16Kernels;
+  const int64_t by_bank = kCbufBankBytes / eb;                                   // one kernel in one bank ([S1])
+  const int64_t by_group = (kCbufBanks - 1) * kCbufBankBytes / (kernels * eb);  // a group beside one data bank
+  int64_t k = std::min(by_bank, by_group);
+  k = std::min<int64_t>(k, static_cast<int64_t>(regs::CNA::DATA_SIZE1__DATAIN_CHANNEL.max()));
+  k = std::min<int64_t>(k, static_cast<int64_t>(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL.max()) / eb);
+  return k / kMatmulKGroup * kMatmulKGroup;
+}
+
+int64_t matmul_segment_weight_offset(const NpuOp& op, const Tiling& t, int seg) {
+  const int64_t eb = op.mm_int8 ? 1 : 2, kernels = op.mm_int8 ? kMatmulInt8Kernels : kMatmulFp16Kernels;
+  const int64_t np = ceil_div(op.out_c, kernels) * kernels;
+  return np * t.k_chunk * eb * seg;
+}
+
+// Matrix multiplication (rknpu-matmul.md "Limits"): a task holds `rows` rows of A (K values
+// of 2 bytes (fp16) or 1 (int8) each) in the data banks and whole weight blocks (16 fp16 or
+// 32 int8 kernels of K values: the same bytes) of `chunk` output channels in the weight
+// banks. Every split of the 12 banks is tried; the one with the fewest tasks wins (then the
+// fewest N chunks: each re-reads A). Tasks run N-chunk-major so that the rows of one chunk
+// reuse its weights (WEIGHT_REUSE after the chunk's first task).
+// K split: one kernel's K values must fit one bank and one kernel group the weight banks
+// beside one data bank, i.e. K <= 11264 for fp16 and int8 alike. A larger K is cut into
+// equal segments (multiples of 32) that fit; each segment's tasks write a partial result
+// of their own, which the host sums (docs/rknpu.md "K split"): fp32 partials added in
+// segment order, int32 partials added exactly.
 Result<Tiling> plan_matmul_tiling(const NpuOp& op) {
   Tiling t;
-  const int64_t eb = 2;
+  const bool int8 = op.mm_int8;
+  const int64_t eb = int8 ? 1 : 2;
+  const int64_t kernels = int8 ? kMatmulInt8Kernels : kMatmulFp16Kernels;
   const int64_t m = op.in_h, k = op.in_c, n = op.out_c;
+  if (m < 1 || k < 1 || n < 1) return cbuf_error(op, "empty matmul");
   const int64_t kp = ceil_div(k, kMatmulKGroup) * kMatmulKGroup;
-  t.data_row_bytes = kp * eb;
-  const int64_t per_kernel = kp * eb;
-  if (per_kernel > kCbufBankBytes || !fits(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL, per_kernel))
-    return cbuf_error(op, "K = " + std::to_string(k) + ": one kernel's " + std::to_string(per_kernel) +
-                              " weight bytes exceed one 32 KiB CBUF bank (no K split: [S1] keeps a kernel in one bank)");
-  if (!fits(regs::CNA::DATA_SIZE1__DATAIN_CHANNEL, kp))
-    return cbuf_error(op, "K = " + std::to_string(k) + " exceeds DATAIN_CHANNEL");
-  const int64_t group_bytes = kMatmulFp16Kernels * per_kernel;
+  const int64_t kmax = matmul_max_task_k(int8);
+  const int64_t segments = ceil_div(kp, kmax);
+  if (segments > 64)
+    return cbuf_error(op, "K = " + std::to_string(k) + " would need " + std::to_string(segments) +
+                              " K segments (at most 64 partial results are summed)");
+  const int64_t kc = ceil_div(ceil_div(kp, segments), kMatmulKGroup) * kMatmulKGroup;
+  t.k_segments = static_cast<int>(segments);
+  t.k_chunk = kc;
+  t.data_row_bytes = kc * eb;
+  const int64_t per_kernel = kc * eb;
+  const int64_t group_bytes = kernels * per_kernel;
   // Rows per task: the data banks, FEATURE_GRAINS (rows + 1, 10 bits), DATAIN_HEIGHT (11 bits).
   const int64_t max_rows = std::min<int64_t>(static_cast<int64_t>(regs::CNA::CONV_CON2__FEATURE_GRAINS.max()) - 1,
                                              static_cast<int64_t>(regs::CNA::DATA_SIZE0__DATAIN_HEIGHT.max()));
   // Output channels per task: the DPU's 13-bit channel field and the CNA's 14-bit kernel count.
-  // Split across `lanes` cores: at most a lane's share of N (whole 16-kernel groups) per chunk.
-  const int64_t lane_share = ceil_div(ceil_div(n, std::max(op.lanes, 1)), kMatmulFp16Kernels) * kMatmulFp16Kernels;
+  // Split across `lanes` cores: at most a lane's share of N (whole kernel groups) per chunk.
+  const int64_t lane_share = ceil_div(ceil_div(n, std::max(op.lanes, 1)), kernels) * kernels;
   const int64_t max_chunk = std::min({static_cast<int64_t>(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL.max()) + 1,
                                       static_cast<int64_t>(regs::CNA::WEIGHT_SIZE2__WEIGHT_KERNELS.max()), lane_share}) /
-                            kMatmulFp16Kernels * kMatmulFp16Kernels;
+                            kernels * kernels;
   int best_db = -1;
   int64_t best_tasks = 0, best_chunks = 0, best_rows = 0, best_chunk = 0;
   for (int64_t db = 1; db < kCbufBanks; ++db) {
     const int64_t wb = kCbufBanks - db;
     const int64_t rows = std::min({m, db * kCbufBankBytes / t.data_row_bytes, max_rows});
-    const int64_t chunk = std::min({wb * kCbufBankBytes / group_bytes * kMatmulFp16Kernels, n, max_chunk});
+    const int64_t chunk = std::min({wb * kCbufBankBytes / group_bytes * kernels, n, max_chunk});
     if (rows < 1 || chunk < 1) continue;
     const int64_t chunks = ceil_div(n, chunk), tasks = chunks * ceil_div(m, rows);
     if (best_db < 0 || tasks < best_tasks || (tasks == best_tasks && chunks < best_chunks)) {
@@ -69,21 +95,25 @@ Result<Tiling> plan_matmul_tiling(const NpuOp& op) {
     }
   }
   if (best_db < 0)
-    return cbuf_error(op, "K = " + std::to_string(k) + ": one 16-kernel fp16 weight group (" + std::to_string(group_bytes) +
-                              " bytes) and one row of A (" + std::to_string(t.data_row_bytes) +
-                              " bytes) do not fit the 12 CBUF banks (K is not split across tasks)");
+    return cbuf_error(op, "K = " + std::to_string(k) + ": one " + std::to_string(kernels) + "-kernel weight group (" +
+                              std::to_string(group_bytes) + " bytes) and one row of A (" + std::to_string(t.data_row_bytes) +
+                              " bytes) do not fit the 12 CBUF banks");
   t.data_banks = best_db;
   t.weight_banks = kCbufBanks - best_db;
-  t.weights_resident = best_chunk >= n;
+  t.weights_resident = best_chunk >= n && segments == 1;
   for (int64_t oc0 = 0; oc0 < n; oc0 += best_chunk)
-    for (int64_t r0 = 0; r0 < m; r0 += best_rows) {
-      TaskTile tile;
-      tile.out_row0 = tile.in_row0 = r0;
-      tile.out_rows = tile.in_rows = std::min(best_rows, m - r0);
-      tile.oc0 = oc0;
-      tile.ocn = std::min(best_chunk, n - oc0);
-      t.tiles.push_back(tile);
-    }
+    for (int64_t s = 0; s < segments; ++s)
+      for (int64_t r0 = 0; r0 < m; r0 += best_rows) {
+        TaskTile tile;
+        tile.out_row0 = tile.in_row0 = r0;
+        tile.out_rows = tile.in_rows = std::min(best_rows, m - r0);
+        tile.oc0 = oc0;
+        tile.ocn = std::min(best_chunk, n - oc0);
+        tile.k0 = s * kc;
+        tile.kn = std::min(kc, k - s * kc);
+        tile.kseg = static_cast<int>(s);
+        t.tiles.push_back(tile);
+      }
   return t;
 }
 

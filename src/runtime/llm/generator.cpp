@@ -1,6 +1,9 @@
 // Generator: prompt batches and decode steps over shared sessions (see generator.h).
 #include "runtime/llm/generator.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -147,6 +150,52 @@ Result<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt, in
   }
   st.generate_seconds = seconds_since(t1);
   return st;
+}
+
+double kl_divergence(const std::vector<float>& a, const std::vector<float>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return 0;
+  double ma = -INFINITY, mb = -INFINITY;
+  for (size_t i = 0; i < n; ++i) ma = std::max(ma, double(a[i])), mb = std::max(mb, double(b[i]));
+  double za = 0, zb = 0;
+  for (size_t i = 0; i < n; ++i) za += std::exp(double(a[i]) - ma), zb += std::exp(double(b[i]) - mb);
+  const double la = std::log(za), lb = std::log(zb);
+  double kl = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double lpa = double(a[i]) - ma - la, lpb = double(b[i]) - mb - lb;
+    kl += std::exp(lpa) * (lpa - lpb);
+  }
+  return std::max(kl, 0.0);
+}
+
+Result<Agreement> compare_greedy(Generator& ref, Generator& test, const std::vector<int32_t>& prompt, int64_t positions) {
+  if (prompt.empty()) return error(StatusCode::invalid_argument, "compare_greedy: empty prompt");
+  ref.reset();
+  test.reset();
+  TS_ASSIGN_OR_RETURN(std::vector<float> lr, ref.feed(prompt));
+  TS_ASSIGN_OR_RETURN(std::vector<float> lt, test.feed(prompt));
+  Agreement a;
+  auto argmax = [](const std::vector<float>& v) {
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+  };
+  double kl_sum = 0;
+  const int64_t room = std::min(ref.context_length(), test.context_length()) - static_cast<int64_t>(prompt.size());
+  positions = std::min<int64_t>(positions, room + 1);
+  for (int64_t p = 0; p < positions; ++p) {
+    if (lr.size() != lt.size()) return error(StatusCode::internal, "compare_greedy: the generators' vocabularies differ");
+    const int32_t want = argmax(lr);
+    a.top1_agree += argmax(lt) == want;
+    const double kl = kl_divergence(lr, lt);
+    kl_sum += kl;
+    a.max_kl = std::max(a.max_kl, kl);
+    ++a.positions;
+    a.tokens.push_back(want);
+    if (p + 1 == positions) break;
+    TS_ASSIGN_OR_RETURN(lr, ref.step(want));
+    TS_ASSIGN_OR_RETURN(lt, test.step(want));
+  }
+  a.mean_kl = a.positions ? kl_sum / double(a.positions) : 0;
+  return a;
 }
 
 }  // namespace tessera::llm

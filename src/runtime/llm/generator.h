@@ -101,4 +101,22 @@ class Generator {
   std::vector<float> mask_;
 };
 
+// How closely `test` follows `ref` along `ref`'s own greedy sequence (docs/rknpu.md
+// "Accuracy of weights=int8"): `ref` is fed `prompt` and generates `positions` greedy tokens;
+// `test` is fed the same tokens (teacher forcing, so one early difference does not change
+// every later context). At each of the positions (the logits after the prompt, then after
+// each generated token but the last) the argmaxes are compared and the KL divergence
+// KL(p_ref || p_test) of the two softmaxed logit rows is computed in double. Both
+// generators start from position 0. Stops early when the context is full.
+struct Agreement {
+  int64_t positions = 0;
+  int64_t top1_agree = 0;
+  double mean_kl = 0, max_kl = 0;
+  std::vector<int32_t> tokens;  // ref's greedy tokens
+  double top1_rate() const { return positions ? double(top1_agree) / double(positions) : 0; }
+};
+Result<Agreement> compare_greedy(Generator& ref, Generator& test, const std::vector<int32_t>& prompt, int64_t positions);
+// KL(p || q) of softmax(a) and softmax(b), in double.
+double kl_divergence(const std::vector<float>& a, const std::vector<float>& b);
+
 }  // namespace tessera::llm

@@ -41,14 +41,14 @@ struct NpuCount {
   std::string first_cpu_note;
 };
 
-NpuCount count(const Session& s) {
+NpuCount count(const Session& s, const std::string& want = "npu matmul fp16") {
   NpuCount c;
   const Plan& p = s.plan();
   for (size_t i = 0; i < p.graph.nodes().size(); ++i) {
     if (p.graph.nodes()[i].op != OpKind::fully_connected) continue;
     if (p.devices[p.nodes[i].device]->name() == "rknpu") {
       ++c.matmuls_on_npu;
-      EXPECT_EQ(p.nodes[i].note.rfind("npu matmul fp16", 0), 0u) << p.nodes[i].note;
+      EXPECT_EQ(p.nodes[i].note.rfind(want, 0), 0u) << p.nodes[i].note;
     } else {
       ++c.fc_on_cpu;
       if (c.first_cpu_note.empty()) c.first_cpu_note = p.graph.nodes()[i].label() + ": " + p.nodes[i].note;
@@ -157,6 +157,78 @@ TEST(RknpuLlama, PartialOffloadAndOneCoreGiveTheSameText) {
   auto model = synth_model(o);
   expect_cpu_text(*model, 2, 12, 14, 8);                  // layers 0, 1 on the NPU; 2 and the output on the cpu
   expect_cpu_text(*model, -1, 12, 22, 0, {{"cores", "1"}});  // every matrix on one core
+}
+
+// weights=int8 against the cpu in f32 (exact activations and an f32 KV cache, as `tessera
+// score --agreement` runs it): along the cpu's greedy sequence from "Once upon a time" (up
+// to 256 positions, the context allowing), the top-1 agreement and the mean KL divergence
+// of the next-token distributions must stay within bounds set from the measured figures
+// (docs/rknpu.md "Accuracy of weights=int8") with margin.
+struct AgreementCase {
+  const char* model;
+  int min_on_npu;
+  double min_top1, max_mean_kl;
+};
+
+void expect_int8_agreement(const AgreementCase& c) {
+  SCOPED_TRACE(c.model);
+  TESSERA_REQUIRE_FIXTURE(path, c.model);
+  auto model = LlamaModel::open(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  (*model)->set_input_rounding(false);
+  llm::GeneratorOptions ro;
+  ro.kv_type = DType::f32;
+  ro.batch = 8;
+  llm::GeneratorOptions to = ro;
+  to.session.device = "rknpu";
+  to.session.device_options = {{"weights", "int8"}};
+  to.offload_layers = (*model)->layers();
+  auto ref = llm::Generator::create(**model, ro);
+  auto test = llm::Generator::create(**model, to);
+  ASSERT_TRUE(ref.ok() && test.ok()) << (test.ok() ? ref.status() : test.status()).to_string();
+  NpuCount n = count((*test)->decode_session(), "npu matmul int8 x int8 -> int32");
+  EXPECT_GE(n.matmuls_on_npu, c.min_on_npu);
+  const auto prompt = (*model)->tokenizer().encode("Once upon a time", true);
+  auto a = llm::compare_greedy(**ref, **test, prompt, 256);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_GE(a->positions, 100);
+  EXPECT_GE(a->top1_rate(), c.min_top1) << a->top1_agree << " / " << a->positions;
+  EXPECT_LE(a->mean_kl, c.max_mean_kl);
+  EXPECT_GT(a->mean_kl, 0.0);  // the int8 rounding is visible
+  ::testing::Test::RecordProperty(std::string(c.model) + " top1", std::to_string(a->top1_agree) + "/" + std::to_string(a->positions));
+  ::testing::Test::RecordProperty(std::string(c.model) + " mean_kl", std::to_string(a->mean_kl));
+}
+
+TEST(RknpuLlama, Int8WeightsAgreeWithTheCpu) {
+  // Measured (docs/rknpu.md): aidreams260K 116/116, mean KL 4.9e-5 (the 172-wide FFN on the
+  // cpu); kq-llama-256d-4L Q8_0 242/244, mean KL 4.8e-3 (every matrix on the NPU).
+  expect_int8_agreement({"models/gguf/aidreams260K.gguf", 17, 0.97, 5e-4});
+  expect_int8_agreement({"models/gguf/kquant/kq-llama-256d-4L-Q8_0.gguf", 29, 0.95, 0.012});
+}
+
+// The cpu-side check of the helper: a generator compared with itself agrees everywhere
+// with zero divergence, and with a different model's weights (F32 vs Q4_0 files of the
+// same network) it does not (the measure can fail).
+TEST(RknpuLlama, AgreementMeasureSeesDifferences) {
+  TESSERA_REQUIRE_FIXTURE(p32, "models/gguf/aidreams260K.gguf");
+  TESSERA_REQUIRE_FIXTURE(p4, "models/gguf/aidreams260K-Q4_0.gguf");
+  auto m32 = LlamaModel::open(p32);
+  auto m4 = LlamaModel::open(p4);
+  ASSERT_TRUE(m32.ok() && m4.ok());
+  llm::GeneratorOptions o;
+  o.kv_type = DType::f32;
+  auto a = llm::Generator::create(**m32, o);
+  auto b = llm::Generator::create(**m32, o);
+  auto q = llm::Generator::create(**m4, o);
+  ASSERT_TRUE(a.ok() && b.ok() && q.ok());
+  const auto prompt = (*m32)->tokenizer().encode("Once upon a time", true);
+  auto same = llm::compare_greedy(**a, **b, prompt, 64);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->top1_agree, same->positions);
+  EXPECT_EQ(same->mean_kl, 0.0);
+  auto diff = llm::compare_greedy(**a, **q, prompt, 64);
+  ASSERT_TRUE(diff.ok());
+  EXPECT_GT(diff->mean_kl, 1e-4);
 }
 
 }  // namespace

@@ -14,12 +14,15 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "backend/rknpu/emit.h"
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/tiling.h"
+#include "backend/rknpu/transport.h"
+#include "convert/rk_weights.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "convert/dtype.h"
 #include "fixtures.h"
@@ -285,47 +288,122 @@ TEST(RknpuMatmulLimits, KAndNGranularity) {
   expect_fallback(mm_note({1, 64, 32}, "relu"), "activation 'relu'");
 }
 
-TEST(RknpuMatmulLimits, OneKernelMustFitOneCbufBank) {
-  // 16416 fp16 values = 32,832 bytes per kernel: above one 32 KiB bank; K is not split.
-  expect_fallback(mm_note({1, 16416, 16}), "exceed one 32 KiB CBUF bank");
+TEST(RknpuMatmulLimits, OneKernelMustFitOneCbufBankOrKIsSplit) {
+  // 16416 fp16 values = 32,832 bytes per kernel: above one 32 KiB bank, so K is split into
+  // two segments of 8224 (multiples of 32), each within a bank.
+  const std::string note = mm_note({1, 16416, 16});
+  EXPECT_EQ(note.rfind("rknpu: npu matmul fp16 x fp16 -> fp32 (K split: 2 segments of 8224", 0), 0u) << note;
 }
 
-TEST(RknpuMatmulLimits, OneKernelGroupMustFitBesideADataBank) {
-  // K = 11264: a 16-kernel group is 360,448 bytes = 11 banks, one bank left for A: fits.
-  EXPECT_EQ(mm_note({1, 11264, 16}).rfind("rknpu: npu matmul", 0), 0u) << mm_note({1, 11264, 16});
-  // K = 11296: the group needs 361,472 bytes, more than 11 banks.
-  expect_fallback(mm_note({1, 11296, 16}), "do not fit the 12 CBUF banks");
+TEST(RknpuMatmulLimits, OneKernelGroupMustFitBesideADataBankOrKIsSplit) {
+  // K = 11264: a 16-kernel group is 360,448 bytes = 11 banks, one bank left for A: one task's K.
+  EXPECT_EQ(mm_note({1, 11264, 16}), "rknpu: npu matmul fp16 x fp16 -> fp32");
+  // K = 11296: the group needs 361,472 bytes, more than 11 banks: two K segments of 5664.
+  EXPECT_EQ(mm_note({1, 11296, 16}).rfind("rknpu: npu matmul fp16 x fp16 -> fp32 (K split: 2 segments of 5664", 0), 0u)
+      << mm_note({1, 11296, 16});
+  NpuOp op;
+  op.type = NpuOpType::matmul;
+  op.fp16 = true;
+  op.in_h = op.out_h = 1;
+  op.in_w = op.out_w = 1;
+  op.out_c = 16;
+  for (bool int8 : {false, true}) {
+    op.fp16 = !int8;
+    op.mm_int8 = int8;
+    op.out_c = int8 ? 32 : 16;
+    EXPECT_EQ(matmul_max_task_k(int8), 11264);
+    op.in_c = 11264;
+    EXPECT_EQ(plan_tiling(op, SchedulePolicy::tessera)->k_segments, 1);
+    op.in_c = 11296;
+    EXPECT_EQ(plan_tiling(op, SchedulePolicy::tessera)->k_segments, 2);
+    // 64 segments at most.
+    op.in_c = 64 * 11264;
+    EXPECT_TRUE(plan_tiling(op, SchedulePolicy::tessera).ok());
+    op.in_c = 64 * 11264 + 32;
+    auto t = plan_tiling(op, SchedulePolicy::tessera);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("65 K segments"), std::string::npos) << t.status().to_string();
+  }
 }
 
 // The tiling's invariants over a grid of shapes: banks add up, a task's rows of A fit the
 // data banks and its kernels' blocks the weight banks, rows per task within FEATURE_GRAINS,
 // the tiles cover M x N exactly once, N-chunk-major.
+// int8: K bytes per kernel (half of fp16's), 32-kernel groups, more rows per task; with K
+// beyond 11264 the tiles carry K segments (kn <= k_chunk, covering M x N x K exactly once).
 TEST(RknpuMatmulLimits, TilesRespectTheCbufAndFieldLimits) {
-  for (int64_t m : {1, 4, 44, 45, 384, 1021, 1022, 1023, 2047, 2048, 5000})
-    for (int64_t k : {32, 2048, 4096, 5632, 8192, 11264})
-      for (int64_t n : {16, 256, 2048, 5632, 8192, 32000}) {
-        NpuOp op;
-        op.type = NpuOpType::matmul;
-        op.fp16 = true;
-        op.in_h = op.out_h = m;
-        op.in_w = op.out_w = 1;
-        op.in_c = k;
-        op.out_c = n;
-        auto t = plan_tiling(op, SchedulePolicy::tessera);
-        ASSERT_TRUE(t.ok()) << m << "x" << k << "x" << n << ": " << t.status().to_string();
-        EXPECT_EQ(t->data_banks + t->weight_banks, kCbufBanks);
-        int64_t covered = 0;
-        for (const TaskTile& tile : t->tiles) {
-          EXPECT_LE(tile.in_rows * k * 2, t->data_banks * kCbufBankBytes);
-          EXPECT_LE((tile.ocn + 15) / 16 * 16 * k * 2, t->weight_banks * kCbufBankBytes);
-          EXPECT_LE(tile.in_rows + 1, static_cast<int64_t>(regs::CNA::CONV_CON2__FEATURE_GRAINS.max()));
-          EXPECT_EQ(tile.oc0 % 16, 0);
-          covered += tile.out_rows * tile.ocn;
+  for (bool int8 : {false, true})
+    for (int64_t m : {1, 4, 44, 45, 384, 1021, 1022, 1023, 2047, 2048, 5000})
+      for (int64_t k : {32, 2048, 4096, 5632, 8192, 11264, 11296, 16416, 32768})
+        for (int64_t n : {32, 256, 2048, 5632, 8192, 32000}) {
+          if (m > 1100 && k > 11264) continue;  // (time)
+          NpuOp op;
+          op.type = NpuOpType::matmul;
+          op.fp16 = !int8;
+          op.mm_int8 = int8;
+          op.in_h = op.out_h = m;
+          op.in_w = op.out_w = 1;
+          op.in_c = k;
+          op.out_c = n;
+          const int64_t eb = int8 ? 1 : 2, kernels = int8 ? 32 : 16;
+          auto t = plan_tiling(op, SchedulePolicy::tessera);
+          ASSERT_TRUE(t.ok()) << m << "x" << k << "x" << n << ": " << t.status().to_string();
+          EXPECT_EQ(t->data_banks + t->weight_banks, kCbufBanks);
+          EXPECT_EQ(t->k_segments > 1, k > 11264);
+          EXPECT_LE(t->k_chunk, 11264);
+          EXPECT_EQ(t->k_chunk % 32, 0);
+          int64_t covered = 0;
+          for (const TaskTile& tile : t->tiles) {
+            EXPECT_LE(tile.kn, t->k_chunk);
+            EXPECT_EQ(tile.k0, tile.kseg * t->k_chunk);
+            EXPECT_LE(tile.in_rows * tile.kn * eb, t->data_banks * kCbufBankBytes);
+            EXPECT_LE(tile.kn * eb, kCbufBankBytes);
+            EXPECT_LE((tile.ocn + kernels - 1) / kernels * kernels * tile.kn * eb, t->weight_banks * kCbufBankBytes);
+            EXPECT_LE(tile.in_rows + 1, static_cast<int64_t>(regs::CNA::CONV_CON2__FEATURE_GRAINS.max()));
+            EXPECT_LE(tile.ocn, static_cast<int64_t>(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL.max()) + 1);
+            EXPECT_EQ(tile.oc0 % kernels, 0);
+            covered += tile.out_rows * tile.ocn * tile.kn;
+          }
+          EXPECT_EQ(covered, m * n * k);
+          for (size_t i = 1; i < t->tiles.size(); ++i)
+            EXPECT_GE(t->tiles[i].oc0, t->tiles[i - 1].oc0);  // rows inner: weights reused per chunk
         }
-        EXPECT_EQ(covered, m * n);
-        for (size_t i = 1; i < t->tiles.size(); ++i)
-          EXPECT_GE(t->tiles[i].oc0, t->tiles[i - 1].oc0);  // rows inner: weights reused per chunk
-      }
+}
+
+// int8 halves the bytes of a row of A and of a kernel: a task holds twice the rows (or the
+// same bytes of 32-kernel groups), so a prompt batch needs fewer tasks than fp16.
+TEST(RknpuMatmulLimits, Int8HoldsMoreRowsPerTask) {
+  NpuOp op;
+  op.type = NpuOpType::matmul;
+  op.in_h = op.out_h = 64;
+  op.in_w = op.out_w = 1;
+  op.in_c = 4096;
+  op.out_c = 4096;
+  op.fp16 = true;
+  auto f = plan_tiling(op, SchedulePolicy::tessera);
+  op.fp16 = false;
+  op.mm_int8 = true;
+  auto i = plan_tiling(op, SchedulePolicy::tessera);
+  ASSERT_TRUE(f.ok() && i.ok());
+  EXPECT_LT(i->tiles.size(), f->tiles.size()) << i->tiles.size() << " int8 tasks, " << f->tiles.size() << " fp16";
+  int64_t rows_f = 0, rows_i = 0;
+  for (const auto& t : f->tiles) rows_f = std::max(rows_f, t.out_rows);
+  for (const auto& t : i->tiles) rows_i = std::max(rows_i, t.out_rows);
+  EXPECT_GE(rows_i, rows_f);
+}
+
+TEST(RknpuMatmulLimits, Int8GranularityIs32Kernels) {
+  const std::string note = [] {
+    MmGraph mg = build_mm({1, 64, 48});
+    SessionOptions so;
+    so.device = "rknpu";
+    so.device_options = {{"weights", "int8"}};
+    auto sess = Session::create(mg.g, so);
+    if (!sess.ok()) return "session error: " + sess.status().to_string();
+    const Plan& p = (*sess)->plan();
+    return p.devices[p.nodes[0].device]->name() + ": " + p.nodes[0].note;
+  }();
+  expect_fallback(note, "N = 48 is not a multiple of 32 (int8 matmul, [S3])");
 }
 
 TEST(RknpuMatmul, StreamsCarryThePrecisionFieldsAndTheModelChecksThem) {
@@ -349,6 +427,225 @@ TEST(RknpuMatmul, StreamsCarryThePrecisionFieldsAndTheModelChecksThem) {
   EXPECT_EQ(rf->get(regs::DPU::BS_OW_CFG__SIZE_E_0), kMatmulSizeEFp32);
   EXPECT_EQ(rf->get(regs::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE), 1u);
   EXPECT_EQ(rf->get(regs::CNA::CONV_CON2__FEATURE_GRAINS), 3u);
+}
+
+// ---- int8 x int8 -> int32 (weights=int8) and K splits ----
+
+// The int8 operands the NPU multiplies, computed here from the same inputs: one scale per
+// output channel for the weights (from their exact values), one per row for x.
+struct Int8Operands {
+  convert::RowQuantI8 w;
+  std::vector<int8_t> qx;
+  std::vector<float> sx;
+};
+
+Int8Operands int8_operands(const MmSpec& s, const MmGraph& mg) {
+  Int8Operands o;
+  const Tensor& w = mg.g.tensor(mg.g.nodes()[0].inputs[1]);
+  auto q = convert::quantize_matrix_i8(w.host_format(), w.data->data);
+  EXPECT_TRUE(q.ok()) << q.status().to_string();
+  if (q.ok()) o.w = std::move(*q);
+  o.qx.resize(static_cast<size_t>(s.m * s.k));
+  o.sx.resize(static_cast<size_t>(s.m));
+  convert::quantize_rows_i8(mg.x.data(), s.m, s.k, s.k, o.qx.data(), o.sx.data());
+  return o;
+}
+
+// Runs a spec with weights=int8 and checks, per output:
+//  - exactly the value of the integer reference: acc = sum qx qw in 64-bit integers, then
+//    acc x sx x sw (+ bias) in double, rounded once to f32 (what the host step does with the
+//    NPU's int32 sums; any error in the NPU's integer arithmetic changes acc);
+//  - against the cpu (exact f32 activations and weights), the quantization error bound
+//    sum |x - sx qx| |w| + |sx qx| |w - sw qw|, plus the cpu's K-term f32 sum K u sum|x w|
+//    and the final roundings.
+// Returns the mean |npu - cpu| / bound (for the report).
+double check_int8_spec(const MmSpec& s, const std::string& want_note = "npu matmul int8 x int8 -> int32") {
+  SCOPED_TRACE(s.label() + " int8");
+  MmGraph mg = build_mm(s);
+  auto npu = run_on(mg, "rknpu", {{"weights", "int8"}});
+  auto cpu = run_on(mg, "cpu");
+  EXPECT_TRUE(npu.ok()) << npu.status().to_string();
+  EXPECT_TRUE(cpu.ok()) << cpu.status().to_string();
+  if (!npu.ok() || !cpu.ok()) return 0;
+  EXPECT_TRUE(npu->on_npu) << npu->note;
+  EXPECT_EQ(npu->note.rfind(want_note, 0), 0u) << npu->note;
+  const Int8Operands o = int8_operands(s, mg);
+  const double u = std::ldexp(1.0, -24);
+  int64_t bad = 0, bad_cpu = 0;
+  double ratio_sum = 0;
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      int64_t acc = 0;
+      double qerr = 0, cmag = 0;
+      for (int64_t c = 0; c < s.k; ++c) {
+        const int64_t qa = o.qx[i * s.k + c], qw = o.w.q[j * s.k + c];
+        acc += qa * qw;
+        const double x = mg.x[i * s.k + c], w = mg.wexact[j * s.k + c];
+        const double xq = double(o.sx[i]) * double(qa), wq = double(o.w.scale[j]) * double(qw);
+        qerr += std::fabs(x - xq) * std::fabs(w) + std::fabs(xq) * std::fabs(w - wq);
+        cmag += std::fabs(x * w);
+      }
+      double v = double(acc) * double(o.sx[i]) * double(o.w.scale[j]);
+      const double bias = s.bias ? mg.bias[j] : 0.0;
+      if (s.bias) v += bias;
+      const float want = static_cast<float>(v);
+      const float got = npu->y[i * s.n + j];
+      if (std::memcmp(&want, &got, 4) != 0 && ++bad <= 3)
+        ADD_FAILURE() << "y[" << i << "," << j << "] = " << got << ", integer reference " << want << " (acc " << acc << ")";
+      const double bound = qerr + double(s.k) * u * cmag + u * (std::fabs(v) + 2 * std::fabs(bias)) + 1e-30;
+      const double diff = std::fabs(double(got) - double(cpu->y[i * s.n + j]));
+      ratio_sum += diff / bound;
+      if (diff > bound && ++bad_cpu <= 3)
+        ADD_FAILURE() << "y[" << i << "," << j << "] = " << got << ", cpu " << cpu->y[i * s.n + j] << ", bound " << bound;
+    }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(bad_cpu, 0);
+  return ratio_sum / double(s.m * s.n);
+}
+
+TEST(RknpuMatmulInt8, GemvToPromptBatchesMatchTheIntegerReferenceExactly) {
+  const MmSpec specs[] = {
+      {1, 64, 64, DType::f16, false, 101},     {1, 2048, 2048, DType::f16, false, 102},  // TinyLlama q/o
+      {1, 2048, 5632, DType::q8_0, false, 103}, {1, 5632, 2048, DType::q4_0, false, 104},  // TinyLlama FFN
+      {1, 8192, 8192, DType::f16, false, 105}, {3, 896, 128, DType::f16, true, 106},     // Qwen2 k/v with bias
+      {7, 256, 64, DType::q8_0, true, 107},    {16, 2048, 256, DType::f16, false, 108},  // a prompt batch
+      {64, 1024, 1024, DType::q4_0, true, 109}, {33, 4864, 896, DType::f16, false, 110},  // Qwen2 ffn_down
+      {1100, 64, 32, DType::f16, false, 111},  // more rows than FEATURE_GRAINS allows in one task
+      {2, 8192, 64, DType::q8_0, false, 112},  {4, 64, 8192, DType::f16, true, 113},
+  };
+  double mean = 0;
+  for (const MmSpec& s : specs) mean = std::max(mean, check_int8_spec(s));
+  // The bound is not vacuous: the quantization error takes a visible share of it.
+  EXPECT_GT(mean, 0.01);
+  RecordProperty("largest_mean_error_over_bound", std::to_string(mean));
+}
+
+// K beyond one task (11264): int32 partial sums per K segment, added exactly on the host.
+TEST(RknpuMatmulInt8, KSplitSumsTheInt32PartialsExactly) {
+  check_int8_spec({2, 16384, 64, DType::f16, true, 121}, "npu matmul int8 x int8 -> int32 (K split: 2 segments of 8192");
+  check_int8_spec({3, 11296, 96, DType::q8_0, false, 122}, "npu matmul int8 x int8 -> int32 (K split: 2 segments of 5664");
+  check_int8_spec({1, 40960, 32, DType::q4_0, false, 123}, "npu matmul int8 x int8 -> int32 (K split: 4 segments of 10240");
+}
+
+// fp16 with a K split: fp32 partials per segment, the bias in the first, added in segment
+// order in fp32 on the host. The fp16 bound (a K-term fp32 sum in any order) still holds:
+// the host's additions are S - 1 more of the K - 1 roundings it allows.
+TEST(RknpuMatmul, KSplitSumsTheFp32PartialsInSegmentOrder) {
+  check_spec({2, 11296, 32, DType::f16, true, 131});
+  check_spec({1, 16416, 16, DType::f16, false, 132});
+  check_spec({5, 24576, 48, DType::q8_0, false, 133});
+  // Every segment's result reaches C: the NPU's output equals the cpu's within the bound
+  // above, which a dropped segment (half the terms) would break.
+}
+
+// The weights are converted once at upload; the int8 blocks are the int8 conv layout for a
+// 1x1 kernel (rknpu-matmul.md: "the same 32x32 grouping as your int8 conv weights"), which
+// is why the model runs int8 matmul tasks through its int8 convolution.
+TEST(RknpuMatmulInt8, WeightBlocksAreTheConvLayoutOfA1x1Kernel) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{32, 32}, {64, 96}, {96, 2048}}) {
+    const convert::RkMatmulGeometry mg = convert::rk_matmul_geometry(n, k, 1);
+    auto cg = convert::rk_conv_geometry({n, 1, 1, k});
+    ASSERT_TRUE(cg.ok());
+    EXPECT_EQ(mg.elements(), cg->elements());
+    for (int64_t o = 0; o < n; ++o)
+      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(convert::rk_matmul_weight_index(mg, o, i), convert::rk_conv_weight_index(*cg, o, 0, 0, i));
+  }
+}
+
+// Requantizing Q8_0 / Q4_0 rows (several block scales) to one scale per row: each value
+// moves by at most half a step of its row's scale (max |w| / 254).
+TEST(RknpuMatmulInt8, RequantizationErrorIsHalfAStepPerRow) {
+  for (DType t : {DType::f16, DType::q8_0, DType::q4_0}) {
+    MmGraph mg = build_mm({1, 256, 64, t, false, 141});
+    const Tensor& w = mg.g.tensor(mg.g.nodes()[0].inputs[1]);
+    auto q = convert::quantize_matrix_i8(w.host_format(), w.data->data);
+    ASSERT_TRUE(q.ok());
+    for (int64_t r = 0; r < 64; ++r) {
+      double amax = 0;
+      for (int64_t c = 0; c < 256; ++c) amax = std::max(amax, std::fabs(double(mg.wexact[r * 256 + c])));
+      EXPECT_FLOAT_EQ(q->scale[r], float(amax / 127.0));
+      int hit127 = 0;
+      for (int64_t c = 0; c < 256; ++c) {
+        const int v = q->q[r * 256 + c];
+        hit127 += std::abs(v) == 127;
+        EXPECT_LE(std::fabs(double(mg.wexact[r * 256 + c]) - double(q->scale[r]) * v), 0.5 * q->scale[r] * (1 + 1e-6));
+      }
+      EXPECT_GE(hit127, 1);
+    }
+  }
+}
+
+TEST(RknpuMatmulInt8, StreamsCarryTheInt8FieldsAndTheModelNamesAWrongOne) {
+  MmGraph mg = build_mm({3, 128, 64, DType::f16, false, 151});
+  LowerOptions lo;
+  lo.weights = WeightPolicy::int8;
+  auto op = lower_node(mg.g, mg.g.nodes()[0], lo);
+  ASSERT_TRUE(op.ok()) << op.status().to_string();
+  EXPECT_TRUE(op->mm_int8);
+  EXPECT_EQ(op->weight_bytes, 64 * 128);
+  auto t = plan_tiling(*op, SchedulePolicy::tessera);
+  ASSERT_TRUE(t.ok());
+  auto tr = make_model_transport(kAddressSpace);
+  auto in = tr->create_bo(8 * 128 * 16);
+  auto out = tr->create_bo(16 * 3 * 16);
+  auto w = tr->create_bo(op->weight_bytes);
+  auto cmd = tr->create_bo(4096);
+  ASSERT_TRUE(in.ok() && out.ok() && w.ok() && cmd.ok());
+  std::memcpy(w->cpu, op->weights.data(), op->weights.size());
+  for (int64_t i = 0; i < 128 * 3; ++i) in->cpu[(i % 128) / 16 * 3 * 16 + (i / 128) * 16 + i % 16] = static_cast<uint8_t>(i * 7 % 255 - 127);
+  OpAddresses a{in->dma_address, out->dma_address, 0, w->dma_address, 0};
+  auto e = emit_task(*op, *t, t->tiles[0], a, false);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  ASSERT_TRUE(append_chain(*e, 0, 0).ok());
+  auto rf = decode_regcmd(e->data(), e->size());
+  ASSERT_TRUE(rf.ok());
+  EXPECT_EQ(rf->get(regs::CNA::CONV_CON1__IN_PRECISION), kPrecisionInt8);
+  EXPECT_EQ(rf->get(regs::CNA::CONV_CON1__PROC_PRECISION), kPrecisionInt8);
+  EXPECT_EQ(rf->get(regs::CORE::MISC_CFG__PROC_PRECISION), kPrecisionInt8);
+  EXPECT_EQ(rf->get(regs::CORE::MISC_CFG__QD_EN), kMatmulQdEnInt8);
+  EXPECT_EQ(rf->get(regs::DPU::DATA_FORMAT__IN_PRECISION), kPrecisionInt8);
+  EXPECT_EQ(rf->get(regs::DPU::DATA_FORMAT__OUT_PRECISION), kPrecisionInt32);
+  EXPECT_EQ(rf->get(regs::DPU::BS_OW_CFG__SIZE_E_0), kMatmulSizeEInt32);
+  EXPECT_EQ(rf->get(regs::DPU::SURFACE_ADD__SURF_ADD), 3u * kMatmulSurfAddInt32);
+  EXPECT_EQ(rf->get(regs::CNA::CBUF_CON1__DATA_ENTRIES), 2u);  // ceil(128 / 64)
+  EXPECT_EQ(rf->get(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL), 128u);
+  // Run it, then again with one precision field changed: the model names the field.
+  auto run = [&](const std::vector<uint64_t>& entries) -> Status {
+    std::memcpy(cmd->cpu, entries.data(), entries.size() * 8);
+    JobDesc j;
+    j.tasks.push_back({cmd->dma_address, static_cast<uint32_t>(entries.size())});
+    return tr->submit(0, {j}).status();
+  };
+  ASSERT_TRUE(run(*e).ok()) << run(*e).to_string();
+  // The int32 sums of the first output, against the integer product of the operands.
+  const int8_t* wq = reinterpret_cast<const int8_t*>(w->cpu);
+  const convert::RkMatmulGeometry g = convert::rk_matmul_geometry(64, 128, 1);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t n = 0; n < 64; ++n) {
+      int64_t acc = 0;
+      for (int64_t c = 0; c < 128; ++c)
+        acc += int64_t(static_cast<int8_t>(in->cpu[c / 16 * 3 * 16 + r * 16 + c % 16])) * wq[convert::rk_matmul_weight_index(g, n, c)];
+      int32_t got;
+      std::memcpy(&got, out->cpu + ((n / 4) * 3 + r) * 16 + (n % 4) * 4, 4);
+      ASSERT_EQ(got, acc) << r << "," << n;
+    }
+  for (auto [field, value, name] : {std::tuple{regs::CORE::MISC_CFG__PROC_PRECISION, kPrecisionFp16, "CORE MISC_CFG.PROC_PRECISION"},
+                                    std::tuple{regs::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionFp16, "DPU DATA_FORMAT.IN_PRECISION"},
+                                    std::tuple{regs::DPU::BS_OW_CFG__SIZE_E_1, 3u, "SIZE_E"}}) {
+    std::vector<uint64_t> bad = *e;
+    bool changed = false;
+    for (uint64_t& x : bad) {
+      Entry d = decode_entry(x);
+      if (d.reg != field.reg) continue;
+      const uint32_t mask = field.max() << field.low;
+      x = encode_entry(d.target, (d.value & ~mask) | (value << field.low), d.reg);
+      changed = true;
+    }
+    ASSERT_TRUE(changed) << name;
+    Status st = run(bad);
+    EXPECT_FALSE(st.ok()) << name;
+    EXPECT_NE(st.to_string().find(name), std::string::npos) << st.to_string();
+  }
 }
 
 }  // namespace
