@@ -182,6 +182,10 @@ class Device {
   DeviceProperties props_;
   Counters counters_;
 
+  // The lock every public method holds, for what a device releases outside those methods
+  // (a compiled program's destructor freeing the buffers it owns).
+  std::recursive_mutex& device_mutex() const { return mu_; }
+
  private:
   mutable std::recursive_mutex mu_;  // held by every public method (see the class comment)
 };

@@ -71,6 +71,54 @@ TEST(SessionThreads, SessionsSharingACpuDeviceRunOnTwoThreads) { run_shared_devi
 
 TEST(SessionThreads, SessionsSharingAnRknpuDeviceRunOnTwoThreads) { run_shared_device_sessions("rknpu", 3); }
 
+// Sessions created and destroyed on one thread while another session of the same device
+// runs on a second thread: a destroyed session's programs free their device buffers (on
+// rknpu: register streams, weight blocks and tables through the transport) under the
+// device's lock, so the running session's outputs stay those it computed alone.
+void create_and_destroy_beside_a_running_session(const std::string& device, int runs, int sessions) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  auto g = tflite::load_tflite_file(path);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  SessionOptions o;
+  o.device = device;
+  auto running = Session::create(*g, o);
+  ASSERT_TRUE(running.ok()) << running.status().to_string();
+  auto in_bytes = g->tensor(g->inputs[0]).host_bytes();
+  ASSERT_TRUE(in_bytes.ok());
+  Bytes input(static_cast<size_t>(*in_bytes));
+  std::mt19937 rng(31);
+  for (auto& b : input) b = static_cast<uint8_t>(rng());
+  ASSERT_TRUE((*running)->set_input(0, input.data(), *in_bytes).ok());
+  ASSERT_TRUE((*running)->run().ok());
+  auto alone = (*running)->output(0);
+  ASSERT_TRUE(alone.ok());
+
+  std::atomic<int> mismatches{0}, failures{0};
+  std::thread runner([&] {
+    for (int i = 0; i < runs; ++i) {
+      if (!(*running)->set_input(0, input.data(), *in_bytes).ok() || !(*running)->run().ok()) {
+        ++failures;
+        continue;
+      }
+      auto out = (*running)->output(0);
+      if (!out.ok()) ++failures;
+      else if (*out != *alone) ++mismatches;
+    }
+  });
+  std::thread churn([&] {
+    for (int i = 0; i < sessions; ++i) {
+      auto s = Session::create(*g, o, running->get());  // same device objects; destroyed at once
+      if (!s.ok() || !(*s)->set_input(0, input.data(), *in_bytes).ok() || !(*s)->run().ok()) ++failures;
+    }
+  });
+  runner.join();
+  churn.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(SessionThreads, RknpuSessionsDestroyedBesideARunningOne) { create_and_destroy_beside_a_running_session("rknpu", 6, 3); }
+
 // One loaded Model (tessera/model.h) shared by three threads, each of which creates its own
 // ModelSession from it at the same time and runs its own seeded inputs; every output must
 // equal what a session computed alone, single-threaded, before.

@@ -12,6 +12,8 @@
 namespace tessera::rknpu {
 
 RknpuProgram::~RknpuProgram() {
+  std::unique_lock<std::recursive_mutex> lock;
+  if (device_lock) lock = std::unique_lock<std::recursive_mutex>(*device_lock);
   for (auto& op : ops) {
     if (op.weight_key && cache_) {
       auto it = cache_->entries.find(op.weight_key);

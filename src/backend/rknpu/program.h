@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,12 @@ class RknpuProgram : public Program {
  private:
   Transport* transport_;
   WeightCache* cache_;
+
+ public:
+  // The device's lock, taken by the destructor: a session may be destroyed on one thread
+  // while another runs a session of the same device (the transport and the weight cache
+  // are the device's). Set by the device when it hands the program out.
+  std::recursive_mutex* device_lock = nullptr;
 };
 
 // How closely the NPU follows TFLite's rounding. `exact`: per-channel convolutions without

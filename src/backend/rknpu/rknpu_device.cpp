@@ -207,6 +207,7 @@ class RknpuDevice : public Device {
                           : "; the NPU's fp16 matmul reads fp16 NC1HWC2 with C2 = 8");
       }
     TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_, weights_));
+    prog->device_lock = &device_mutex();  // its destructor frees BOs and cache entries
     // One scheduler entity per session (its programs share the session's graph): a session's
     // segments run in order, while sessions sharing this device can use other cores. A
     // program split across cores submits its other lanes on further entities of the session.
