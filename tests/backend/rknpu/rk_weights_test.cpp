@@ -106,8 +106,11 @@ TEST(RkMatmulWeights, F16BlocksPlaceEveryKernelsKRunAndPadWithZeros) {
       EXPECT_EQ(dst[i], src[r * k + c]);
       seen[i] = true;
     }
-  for (size_t i = 0; i < dst.size(); ++i)
-    if (!seen[i]) EXPECT_EQ(dst[i], 0) << i;
+  for (size_t i = 0; i < dst.size(); ++i) {
+    if (!seen[i]) {
+      EXPECT_EQ(dst[i], 0) << i;
+    }
+  }
   // Block (1, 2) starts at byte (1 * 3 + 2) KiB and holds kernel 16's K values 64..69 first.
   EXPECT_EQ(dst[(1 * 3 + 2) * 512], src[16 * k + 64]);
   EXPECT_EQ(convert::rk_matmul_geometry(40, 70, 1).np, 64);  // i8: 32 kernels per block
