@@ -242,19 +242,46 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
 
 // ---- f16 weights ----
 
+// Several activation rows (prompt): a panel of NR weight rows is converted to f32 once per
+// chunk of activation rows, laid out step by step (the NR rows' eight values of step j
+// side by side), so the tiles over the chunk's rows read it from L1 with plain loads and
+// spend no conversion per activation row. The tail values (k % 8) are read from the f16
+// row as before.
+constexpr int kF16PanelRows = 4;
+
+float* f16_panel_buffer(int64_t k8) {
+  thread_local std::vector<float> s;
+  const size_t need = static_cast<size_t>(kF16PanelRows * k8) + 8;
+  if (s.size() < need) s.resize(need);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(s.data());
+  return s.data() + ((32 - p % 32) % 32) / 4;
+}
+
+// Rows o0 .. o0 + nr of the weights into panel (rows >= nr not written).
+void f16_pack_panel(const F16Gemm& g, int64_t o0, int nr, float* panel) {
+  const int64_t k8 = g.k / 8 * 8;
+  for (int n = 0; n < nr; ++n) {
+    const uint16_t* w = g.w + (o0 + n) * g.k;
+    float* dst = panel + 8 * n;
+    for (int64_t j = 0; j < k8; j += 8, dst += 8 * kF16PanelRows)
+      _mm256_store_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))));
+  }
+}
+
 template <int MR, int NR>
-void f16_tile(const F16Gemm& g, int64_t m0, int64_t o0) {
+void f16_tile(const F16Gemm& g, const float* panel, int64_t m0, int64_t o0) {
   const int64_t k8 = g.k / 8 * 8;
   __m256 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < k8; j += 8) {
-    __m256 w[NR];
-    for (int n = 0; n < NR; ++n)
-      w[n] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.w + (o0 + n) * g.k + j)));
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_loadu_ps(g.x + (m0 + m) * g.k + j);
-      for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_fmadd_ps(w[n], xv, acc[m][n]);
+  const float* x0 = g.x + m0 * g.k;
+  const float* wp = panel;
+  for (int64_t j = 0; j < k8; j += 8, wp += 8 * kF16PanelRows) {
+    __m256 xv[MR];
+    for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x0 + m * g.k + j);
+    for (int n = 0; n < NR; ++n) {
+      const __m256 w = _mm256_load_ps(wp + 8 * n);
+      for (int m = 0; m < MR; ++m) acc[m][n] = _mm256_fmadd_ps(w, xv[m], acc[m][n]);
     }
   }
   for (int m = 0; m < MR; ++m)
@@ -293,29 +320,70 @@ void f16_gemv_group(const F16Gemm& g, int64_t o, int n, const uint16_t* pf, cons
   }
 }
 
-// Tiles of up to 4 x 4; [mr - 1][nr - 1] picks the instantiation for an edge tile.
-template <typename G, template <int, int> class Tile>
-struct TileTable {
-  using Fn = void (*)(const G&, int64_t, int64_t);
-  static constexpr Fn fns[4][4] = {
-      {Tile<1, 1>::run, Tile<1, 2>::run, Tile<1, 3>::run, Tile<1, 4>::run},
-      {Tile<2, 1>::run, Tile<2, 2>::run, Tile<2, 3>::run, Tile<2, 4>::run},
-      {Tile<3, 1>::run, Tile<3, 2>::run, Tile<3, 3>::run, Tile<3, 4>::run},
-      {Tile<4, 1>::run, Tile<4, 2>::run, Tile<4, 3>::run, Tile<4, 4>::run}};
-};
-template <int MR, int NR> struct F16Tile { static void run(const F16Gemm& g, int64_t m, int64_t o) { f16_tile<MR, NR>(g, m, o); } };
+// Activation rows per tile of the f16 prompt kernel: 3 x 4 accumulators, three activation
+// registers and one weight register fill the sixteen ymm registers. Three activation rows
+// against four weight rows (not 4 x 3): the activation rows are the operand read from L2,
+// the panel sits in L1, so fewer activation loads per multiply-add.
+constexpr int kF16TileRows = 3;
 
-// Walks [0, rows) x [o0, o1) in tiles: within a chunk of activation rows, weight rows
-// outside, so a tile's weights stay in L1 while every row of the chunk passes over them.
-template <typename G, typename Fns>
-void walk(const G& g, int64_t rows, int64_t o0, int64_t o1, const Fns& fns, int mr, int nr) {
-  for (int64_t mc = 0; mc < rows; mc += kRowChunk) {
-    const int64_t mend = std::min(rows, mc + kRowChunk);
-    for (int64_t o = o0; o < o1; o += nr) {
-      const int64_t n = std::min<int64_t>(nr, o1 - o);
-      for (int64_t m = mc; m < mend; m += mr) {
-        const int64_t k = std::min<int64_t>(mr, mend - m);
-        fns[k - 1][n - 1](g, m, o);
+// The weight rows the prompt kernel asks for ahead: [p, e) in cache lines, a share per tile.
+struct Prefetch {
+  const char* p;
+  const char* e;
+  int64_t per_tile;  // lines per tile
+  void step() {
+    for (int64_t i = 0; i < per_tile && p < e; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T0);
+  }
+};
+
+template <int NR>
+void f16_panel_rows(const F16Gemm& g, const float* panel, int64_t m0, int64_t m1, int64_t o, Prefetch& pf) {
+  int64_t m = m0;
+  for (; m + kF16TileRows <= m1; m += kF16TileRows) {
+    pf.step();
+    f16_tile<kF16TileRows, NR>(g, panel, m, o);
+  }
+  static_assert(kF16TileRows <= 4 && kF16PanelRows <= 4);
+  switch (m1 - m) {
+    case 3: f16_tile<3, NR>(g, panel, m, o); break;
+    case 2: f16_tile<2, NR>(g, panel, m, o); break;
+    case 1: f16_tile<1, NR>(g, panel, m, o); break;
+    default: break;
+  }
+  while (pf.p < pf.e) pf.step();
+}
+
+// Activation rows per pass over the weights: as many as keep about 256 KiB of them in L2
+// (64 rows at k = 1024), at least 16, at most 128, a multiple of the tile. Each pass
+// re-reads every weight panel from memory, so the chunk is as long as L2 allows.
+int64_t f16_row_chunk(int64_t k) {
+  const int64_t rows = (int64_t{256} << 10) / (4 * std::max<int64_t>(k, 1));
+  return std::clamp<int64_t>(rows, 16, 128) / kF16TileRows * kF16TileRows;
+}
+
+// Within a chunk of activation rows, weight panels outside: a panel is converted once and
+// every row of the chunk passes over it, while the next panel's weight rows (a few KiB,
+// too short a stream for the hardware prefetchers) are asked for, a share per tile.
+void f16_gemm_rows(const F16Gemm& g, int64_t o0, int64_t o1) {
+  float* panel = f16_panel_buffer(g.k / 8 * 8);
+  // Chunks of about equal length (a multiple of the tile), none longer than the cap.
+  const int64_t cap = f16_row_chunk(g.k), nchunks = (g.m + cap - 1) / cap;
+  const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kF16TileRows - 1) / kF16TileRows * kF16TileRows;
+  for (int64_t mc = 0; mc < g.m; mc += chunk) {
+    const int64_t mend = std::min(g.m, mc + chunk);
+    const int64_t tiles = std::max<int64_t>(1, (mend - mc) / kF16TileRows);
+    for (int64_t o = o0; o < o1; o += kF16PanelRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kF16PanelRows, o1 - o));
+      const int64_t next_end = std::min(o1, o + n + kF16PanelRows);
+      const char* p = reinterpret_cast<const char*>(g.w + (o + n) * g.k);
+      const char* e = reinterpret_cast<const char*>(g.w + next_end * g.k);
+      Prefetch pf{p, e, ((e - p) / 64 + tiles) / tiles};
+      f16_pack_panel(g, o, n, panel);
+      switch (n) {
+        case 4: f16_panel_rows<4>(g, panel, mc, mend, o, pf); break;
+        case 3: f16_panel_rows<3>(g, panel, mc, mend, o, pf); break;
+        case 2: f16_panel_rows<2>(g, panel, mc, mend, o, pf); break;
+        default: f16_panel_rows<1>(g, panel, mc, mend, o, pf); break;
       }
     }
   }
@@ -363,8 +431,7 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
     }
     return;
   }
-  const int mr = g.m == 1 ? 1 : 4, nr = 3;
-  walk(g, g.m, o0, o1, TileTable<F16Gemm, F16Tile>::fns, mr, nr);
+  f16_gemm_rows(g, o0, o1);
 }
 
 }  // namespace tessera::cpu::q8::avx2
