@@ -382,11 +382,13 @@ void f16_panel_rows(const F16Gemm& g, const XT* xh, const float* panel, int64_t 
 }
 
 // Activation rows per pass over the weights: as many as keep about 256 KiB of them in L2
-// (64 rows at k = 1024), at least 16, at most 128, a multiple of the tile. Each pass
-// re-reads every weight panel from memory, so the chunk is as long as L2 allows.
+// (binary16 rows: 170 at k = 768, 64 at k = 2048), at least 16, at most 256, a multiple of
+// the tile. Each pass re-reads every weight panel from memory (the weights of a layer do
+// not stay in L2), so the chunk is as long as L2 allows.
+template <typename XT>
 int64_t f16_row_chunk(int64_t k) {
-  const int64_t rows = (int64_t{256} << 10) / (4 * std::max<int64_t>(k, 1));
-  return std::clamp<int64_t>(rows, 16, 128) / kF16TileRows * kF16TileRows;
+  const int64_t rows = (int64_t{256} << 10) / (static_cast<int64_t>(sizeof(XT)) * std::max<int64_t>(k, 1));
+  return std::clamp<int64_t>(rows, 16, 256) / kF16TileRows * kF16TileRows;
 }
 
 // Within a chunk of activation rows, weight panels outside: a panel is converted once and
@@ -396,7 +398,7 @@ template <typename XT>
 void f16_gemm_rows(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
   float* panel = f16_panel_buffer(g.k / 8 * 8);
   // Chunks of about equal length (a multiple of the tile), none longer than the cap.
-  const int64_t cap = f16_row_chunk(g.k), nchunks = (g.m + cap - 1) / cap;
+  const int64_t cap = f16_row_chunk<XT>(g.k), nchunks = (g.m + cap - 1) / cap;
   const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kF16TileRows - 1) / kF16TileRows * kF16TileRows;
   for (int64_t mc = 0; mc < g.m; mc += chunk) {
     const int64_t mend = std::min(g.m, mc + chunk);
