@@ -56,7 +56,8 @@ void BM_Matmul(benchmark::State& state, DType t) {
   for (auto _ : state) {
     const uint8_t* wp = w.data() + (next++ % copies) * w1.size();
     if (t == DType::f16) {
-      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(wp), x.data(), m, k, y.data(), oc}, 0, oc);
+      // Activations rounded to binary16 as the llama graphs ask (input_rounding).
+      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(wp), x.data(), m, k, y.data(), oc, true}, 0, oc);
     } else {
       for (int64_t i = 0; i < m; ++i) {
         cpu::q8::quantize_row(x.data() + i * k, k, q.data() + i * k, d.data() + i * (k / kBlock));

@@ -157,11 +157,16 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
         std::vector<float> x = random_acts(m * k, ++seed);
         std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
         if (t == DType::f16) {
-          cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, ys.data(), oc};
-          cpu::q8::scalar::gemm_f16(g, 0, oc);
-          g.y = yv.data();
-          cpu::q8::avx2::gemm_f16(g, 0, oc / 2);  // two calls: a split like two threads make
-          cpu::q8::avx2::gemm_f16(g, oc / 2, oc);
+          for (bool round_x : {false, true}) {  // exact activations, then rounded to binary16
+            cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, ys.data(), oc, round_x};
+            cpu::q8::scalar::gemm_f16(g, 0, oc);
+            g.y = yv.data();
+            cpu::q8::avx2::gemm_f16(g, 0, oc / 2);  // two calls: a split like two threads make
+            cpu::q8::avx2::gemm_f16(g, oc / 2, oc);
+            if (!round_x) {
+              ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4)) << "f32 activations";
+            }
+          }
         } else {
           Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
           ASSERT_EQ(rs.q, rv.q);
@@ -188,7 +193,8 @@ TEST(LinearQ8, Avx2MatchesScalarAtModelWidthsAndUnevenSplits) {
   uint32_t seed = 700;
   const int64_t k = 768, oc = 45;
   for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
-    for (int64_t m : {1, 67}) {
+    for (int64_t m : {1, 67, 200}) {  // 200: several row chunks of the prompt kernels
+      // (f16: m = 1 with exact activations, the others rounded to binary16)
       SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m));
       Weights w = random_weights(t, oc, k, ++seed);
       std::vector<float> x = random_acts(m * k, ++seed);
@@ -201,7 +207,7 @@ TEST(LinearQ8, Avx2MatchesScalarAtModelWidthsAndUnevenSplits) {
           const int64_t o0 = pass == 0 ? 0 : prev, o1 = pass == 0 ? oc : cut;
           prev = cut;
           if (t == DType::f16) {
-            cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y, oc};
+            cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y, oc, m > 1};
             pass == 0 ? cpu::q8::scalar::gemm_f16(g, o0, o1) : cpu::q8::avx2::gemm_f16(g, o0, o1);
           } else {
             cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y, oc};
@@ -243,17 +249,22 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
 }
 
 // Against double: |y - exact| <= sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i|
-// (activation rounding, linear_q8.h; none for f16) + 1e-6 * sum |w x| (float
-// accumulation over at most a few hundred terms).
+// (activation rounding, linear_q8.h; for f16 with round_x the binary16 rounding of each
+// activation, 2^-11 sum |w x| + 2^-25 sum |w|; f16 without: none) + 1e-6 * sum |w x|
+// (float accumulation over at most a few hundred terms).
 TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
   uint32_t seed = 500;
-  for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const DType t = variant == 0 ? DType::q8_0 : variant == 1 ? DType::q4_0 : DType::f16;
+    const bool exact_f16 = variant == 3;  // f16 weights, f32 activations
+    SCOPED_TRACE(std::string(dtype_name(t)) + (exact_f16 ? " exact activations" : ""));
     const int64_t m = 3, oc = 7, k = t == DType::f16 ? 172 : 256;
     Weights w = random_weights(t, oc, k, ++seed);
     std::vector<float> x = random_acts(m * k, ++seed);
     std::vector<float> y(static_cast<size_t>(m * oc));
     if (t == DType::f16) {
-      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y.data(), oc}, 0, oc);
+      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y.data(), oc, !exact_f16}, 0,
+                        oc);
     } else {
       Rounded r = round_rows(x, m, k, convert::use_avx2());  // the level the dispatch uses
       cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y.data(), oc}, 0, oc);
@@ -270,14 +281,16 @@ TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
             amax = std::max(amax, std::fabs(xv));
           }
           if (t != DType::f16) bound += amax * (1.0 / 254 + 0x1p-11) * wsum;
+          if (t == DType::f16 && !exact_f16) bound += 0x1p-25 * wsum;
         }
+        if (t == DType::f16 && !exact_f16) bound += 0x1p-11 * mag;
         bound += 1e-6 * mag;
         const double err = std::fabs(y[i * oc + o] - exact);
         EXPECT_LE(err, bound) << dtype_name(t) << " row " << i << " out " << o;
         worst = std::max(worst, err / bound);
       }
-    // The bound is not vacuous: the q8 rounding error is a visible part of it.
-    if (t != DType::f16) {
+    // The bound is not vacuous: the activation rounding error is a visible part of it.
+    if (!exact_f16) {
       EXPECT_GT(worst, 0.01) << dtype_name(t);
     }
   }
@@ -327,8 +340,8 @@ TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
     // What the kernels compute, called directly.
     std::vector<float> want(static_cast<size_t>(m * oc));
     if (t == DType::f16) {
-      cpu::q8::scalar::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc},
-                                0, oc);
+      cpu::q8::scalar::gemm_f16(
+          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, /*round_x=*/true}, 0, oc);
     } else {
       Rounded r = round_rows(x, m, k, false);
       cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, want.data(), oc},
@@ -336,6 +349,14 @@ TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
     }
     const Graph rounded = fc_graph(w, m, true);
     for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(rounded, x, threads), want) << threads << " threads";
+    // Without the attribute, f16 weights take the fast kernel on exact activations.
+    if (t == DType::f16) {
+      std::vector<float> exact(want.size());
+      cpu::q8::scalar::gemm_f16(
+          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, exact.data(), oc, /*round_x=*/false}, 0, oc);
+      EXPECT_NE(exact, want);
+      for (int threads : {1, 2}) EXPECT_EQ(run_fc(fc_graph(w, m, false), x, threads), exact) << threads << " threads";
+    }
     // Without the attribute, quantized weights take the f32 reference: exact activations.
     if (t != DType::f16) {
       std::vector<float> ref = run_fc(fc_graph(w, m, false), x, 2);

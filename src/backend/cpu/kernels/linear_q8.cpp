@@ -81,11 +81,13 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
     const uint16_t* w = g.w + o * g.k;
     for (int64_t m = 0; m < g.m; ++m) {
       const float* x = g.x + m * g.k;
+      // With round_x each activation rounded to binary16 (linear_q8.h).
+      auto xr = [&](int64_t j) { return g.round_x ? table[f32_to_f16(x[j])] : x[j]; };
       float acc[8] = {};
       for (int64_t j = 0; j < k8; j += 8)
-        for (int l = 0; l < 8; ++l) acc[l] = std::fma(table[w[j + l]], x[j + l], acc[l]);
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(table[w[j + l]], xr(j + l), acc[l]);
       float t = 0;
-      for (int64_t j = k8; j < g.k; ++j) t = std::fma(table[w[j]], x[j], t);
+      for (int64_t j = k8; j < g.k; ++j) t = std::fma(table[w[j]], xr(j), t);
       g.y[m * g.ldy + o] = hsum8(acc) + t;
     }
   }
@@ -175,7 +177,10 @@ Status fully_connected(KernelContext& c) {
       for (int64_t o = o0; o < o1; ++o) y[m * oc_n + o] = activate(y[m * oc_n + o] + (bp ? bp[o] : 0.0f), act);
   };
   if (path == FcPath::f16) {
-    q8::F16Gemm g{w.as<uint16_t>(), x.as<float>(), m_n, ic, y, oc_n};
+    // The graph's request for llama.cpp's input rounding (input_rounding = "q8_0", see
+    // fc_path) rounds the activations to binary16 against f16 weights, as llama.cpp does.
+    const bool round_x = c.n.attr_str("input_rounding", "") == "q8_0";
+    q8::F16Gemm g{w.as<uint16_t>(), x.as<float>(), m_n, ic, y, oc_n, round_x};
     parallel_rows(c, oc_n, [&](int64_t o0, int64_t o1) { q8::gemm_f16(g, o0, o1), finish(o0, o1); },
                   min_rows_per_chunk(m_n * ic));
     return Status::Ok();

@@ -5,8 +5,10 @@
 // feeds eight rows, maddubs multiplies, the lanes end as the eight exact block sums S_b,
 // and one fma per block adds dw * dx * S_b for the eight rows. A prompt (several
 // activation rows) packs each group of eight rows once into a small scratch and runs tiles
-// of 2 activation rows over it. F16: F16C conversion + FMA in tiles of MR activation rows by
-// NR weight rows. Tiling changes nothing in the arithmetic of an element.
+// of 2 activation rows over it. F16: the activations rounded to binary16 once per call
+// (linear_q8.h); decode converts eight weight rows per pass with F16C; a prompt converts a
+// panel of four weight rows to f32 once per chunk of activation rows and runs 3 x 4 tiles
+// over it. Tiling changes nothing in the arithmetic of an element.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -128,6 +130,10 @@ inline void group_rows(const QuantGemm& g, int64_t o, int n, const uint8_t* rows
 // read per second (llm_matmul_bench, m = 1: about 5.5 -> 12 GB/s); 2, 4 and 8 groups ahead
 // measured slower (8: decode 110 against 135 tokens/s on the Q4_0 model).
 constexpr int64_t kPrefetchGroups = 1;
+// F16 decode rows are twice a Q8_0 row's bytes; two groups ahead read about 8% more bytes
+// per second than one in llm_matmul_bench (m = 1, 3 alternating runs: about 11.3 -> 12.2
+// GB/s over the four shapes, the 32000-row output matrix 11.4 -> 12.3), three no better.
+constexpr int64_t kF16PrefetchGroups = 2;
 
 // One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
 // bytes to prefetch over this group's blocks.
@@ -242,34 +248,87 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
 
 // ---- f16 weights ----
 
-template <int MR, int NR>
-void f16_tile(const F16Gemm& g, int64_t m0, int64_t o0) {
+// Several activation rows (prompt): a panel of NR weight rows is converted to f32 once per
+// chunk of activation rows, laid out step by step (the NR rows' eight values of step j
+// side by side), so the tiles over the chunk's rows read it from L1 with plain loads and
+// spend no conversion per activation row. The tail values (k % 8) are read from the f16
+// row as before.
+constexpr int kF16PanelRows = 4;
+
+float* f16_panel_buffer(int64_t k8) {
+  thread_local std::vector<float> s;
+  const size_t need = static_cast<size_t>(kF16PanelRows * k8) + 8;
+  if (s.size() < need) s.resize(need);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(s.data());
+  return s.data() + ((32 - p % 32) % 32) / 4;
+}
+
+// The activations rounded to binary16 (linear_q8.h), every row, into a per-thread scratch:
+// half the bytes of f32 for the tiles to stream from L2.
+const uint16_t* f16_activations(const F16Gemm& g) {
+  thread_local std::vector<uint16_t> s;
+  const size_t need = static_cast<size_t>(g.m * g.k);
+  if (s.size() < need) s.resize(need);
+  const int64_t k8 = g.k / 8 * 8;
+  for (int64_t m = 0; m < g.m; ++m) {
+    const float* x = g.x + m * g.k;
+    uint16_t* h = s.data() + m * g.k;
+    for (int64_t j = 0; j < k8; j += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(h + j),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (int64_t j = k8; j < g.k; ++j) h[j] = _cvtss_sh(x[j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  return s.data();
+}
+
+// Eight activations (or one) as f32: from the binary16 copy, or the f32 rows as given.
+inline __m256 load_x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load_x8(const float* p) { return _mm256_loadu_ps(p); }
+inline float load_x1(const uint16_t* p) { return _cvtsh_ss(*p); }
+inline float load_x1(const float* p) { return *p; }
+
+// Rows o0 .. o0 + nr of the weights into panel (rows >= nr not written).
+void f16_pack_panel(const F16Gemm& g, int64_t o0, int nr, float* panel) {
+  const int64_t k8 = g.k / 8 * 8;
+  for (int n = 0; n < nr; ++n) {
+    const uint16_t* w = g.w + (o0 + n) * g.k;
+    float* dst = panel + 8 * n;
+    for (int64_t j = 0; j < k8; j += 8, dst += 8 * kF16PanelRows)
+      _mm256_store_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))));
+  }
+}
+
+template <int MR, int NR, typename XT>
+void f16_tile(const F16Gemm& g, const XT* xh, const float* panel, int64_t m0, int64_t o0) {
   const int64_t k8 = g.k / 8 * 8;
   __m256 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < k8; j += 8) {
-    __m256 w[NR];
-    for (int n = 0; n < NR; ++n)
-      w[n] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.w + (o0 + n) * g.k + j)));
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_loadu_ps(g.x + (m0 + m) * g.k + j);
-      for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_fmadd_ps(w[n], xv, acc[m][n]);
+  const XT* x0 = xh + m0 * g.k;
+  const float* wp = panel;
+  for (int64_t j = 0; j < k8; j += 8, wp += 8 * kF16PanelRows) {
+    __m256 xv[MR];
+    for (int m = 0; m < MR; ++m)
+      xv[m] = load_x8(x0 + m * g.k + j);
+    for (int n = 0; n < NR; ++n) {
+      const __m256 w = _mm256_load_ps(wp + 8 * n);
+      for (int m = 0; m < MR; ++m) acc[m][n] = _mm256_fmadd_ps(w, xv[m], acc[m][n]);
     }
   }
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) {
       const uint16_t* w = g.w + (o0 + n) * g.k;
-      const float* x = g.x + (m0 + m) * g.k;
+      const XT* x = xh + (m0 + m) * g.k;
       float t = 0;
-      for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(w[j]), x[j], t);
+      for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(w[j]), load_x1(x + j), t);
       g.y[(m0 + m) * g.ldy + o0 + n] = hsum8(acc[m][n]) + t;
     }
 }
 
 // One activation row (decode): eight weight rows per pass, eight fma chains in flight, and
 // the next group's weight bytes prefetched as for the quantized rows.
-void f16_gemv_group(const F16Gemm& g, int64_t o, int n, const uint16_t* pf, const uint16_t* pf_end) {
+template <typename XT>
+void f16_gemv_group(const F16Gemm& g, const XT* xh, int64_t o, int n, const uint16_t* pf, const uint16_t* pf_end) {
   const int64_t k8 = g.k / 8 * 8;
   const uint16_t* rows[kRows];
   for (int r = 0; r < kRows; ++r) rows[r] = g.w + (o + std::min(r, n - 1)) * g.k;
@@ -281,41 +340,85 @@ void f16_gemv_group(const F16Gemm& g, int64_t o, int n, const uint16_t* pf, cons
   for (int64_t j = 0; j < k8; j += 8) {
     for (const uint16_t *p = pf + j / 8 * pf_step, *e = std::min(pf_end, p + pf_step); p < e; p += 32)
       _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-    const __m256 xv = _mm256_loadu_ps(g.x + j);
+    const __m256 xv = load_x8(xh + j);
     for (int r = 0; r < kRows; ++r)
       acc[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[r] + j))), xv,
                                acc[r]);
   }
   for (int r = 0; r < n; ++r) {
     float t = 0;
-    for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(rows[r][j]), g.x[j], t);
+    for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(rows[r][j]), load_x1(xh + j), t);
     g.y[o + r] = hsum8(acc[r]) + t;
   }
 }
 
-// Tiles of up to 4 x 4; [mr - 1][nr - 1] picks the instantiation for an edge tile.
-template <typename G, template <int, int> class Tile>
-struct TileTable {
-  using Fn = void (*)(const G&, int64_t, int64_t);
-  static constexpr Fn fns[4][4] = {
-      {Tile<1, 1>::run, Tile<1, 2>::run, Tile<1, 3>::run, Tile<1, 4>::run},
-      {Tile<2, 1>::run, Tile<2, 2>::run, Tile<2, 3>::run, Tile<2, 4>::run},
-      {Tile<3, 1>::run, Tile<3, 2>::run, Tile<3, 3>::run, Tile<3, 4>::run},
-      {Tile<4, 1>::run, Tile<4, 2>::run, Tile<4, 3>::run, Tile<4, 4>::run}};
-};
-template <int MR, int NR> struct F16Tile { static void run(const F16Gemm& g, int64_t m, int64_t o) { f16_tile<MR, NR>(g, m, o); } };
+// Activation rows per tile of the f16 prompt kernel: 3 x 4 accumulators, three activation
+// registers and one weight register fill the sixteen ymm registers. Three activation rows
+// against four weight rows (not 4 x 3): the activation rows are the operand read from L2,
+// the panel sits in L1, so fewer activation loads per multiply-add.
+constexpr int kF16TileRows = 3;
 
-// Walks [0, rows) x [o0, o1) in tiles: within a chunk of activation rows, weight rows
-// outside, so a tile's weights stay in L1 while every row of the chunk passes over them.
-template <typename G, typename Fns>
-void walk(const G& g, int64_t rows, int64_t o0, int64_t o1, const Fns& fns, int mr, int nr) {
-  for (int64_t mc = 0; mc < rows; mc += kRowChunk) {
-    const int64_t mend = std::min(rows, mc + kRowChunk);
-    for (int64_t o = o0; o < o1; o += nr) {
-      const int64_t n = std::min<int64_t>(nr, o1 - o);
-      for (int64_t m = mc; m < mend; m += mr) {
-        const int64_t k = std::min<int64_t>(mr, mend - m);
-        fns[k - 1][n - 1](g, m, o);
+// The weight rows the prompt kernel asks for ahead: [p, e) in cache lines, a share per tile.
+struct Prefetch {
+  const char* p;
+  const char* e;
+  int64_t per_tile;  // lines per tile
+  void step() {
+    for (int64_t i = 0; i < per_tile && p < e; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T0);
+  }
+};
+
+template <int NR, typename XT>
+void f16_panel_rows(const F16Gemm& g, const XT* xh, const float* panel, int64_t m0, int64_t m1, int64_t o, Prefetch& pf) {
+  int64_t m = m0;
+  for (; m + kF16TileRows <= m1; m += kF16TileRows) {
+    pf.step();
+    f16_tile<kF16TileRows, NR>(g, xh, panel, m, o);
+  }
+  static_assert(kF16TileRows <= 4 && kF16PanelRows <= 4);
+  switch (m1 - m) {
+    case 3: f16_tile<3, NR>(g, xh, panel, m, o); break;
+    case 2: f16_tile<2, NR>(g, xh, panel, m, o); break;
+    case 1: f16_tile<1, NR>(g, xh, panel, m, o); break;
+    default: break;
+  }
+  while (pf.p < pf.e) pf.step();
+}
+
+// Activation rows per pass over the weights: as many as keep about 256 KiB of them in L2
+// (binary16 rows: 170 at k = 768, 64 at k = 2048), at least 16, at most 256, a multiple of
+// the tile. Each pass re-reads every weight panel from memory (the weights of a layer do
+// not stay in L2), so the chunk is as long as L2 allows.
+template <typename XT>
+int64_t f16_row_chunk(int64_t k) {
+  const int64_t rows = (int64_t{256} << 10) / (static_cast<int64_t>(sizeof(XT)) * std::max<int64_t>(k, 1));
+  return std::clamp<int64_t>(rows, 16, 256) / kF16TileRows * kF16TileRows;
+}
+
+// Within a chunk of activation rows, weight panels outside: a panel is converted once and
+// every row of the chunk passes over it, while the next panel's weight rows (a few KiB,
+// too short a stream for the hardware prefetchers) are asked for, a share per tile.
+template <typename XT>
+void f16_gemm_rows(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
+  float* panel = f16_panel_buffer(g.k / 8 * 8);
+  // Chunks of about equal length (a multiple of the tile), none longer than the cap.
+  const int64_t cap = f16_row_chunk<XT>(g.k), nchunks = (g.m + cap - 1) / cap;
+  const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kF16TileRows - 1) / kF16TileRows * kF16TileRows;
+  for (int64_t mc = 0; mc < g.m; mc += chunk) {
+    const int64_t mend = std::min(g.m, mc + chunk);
+    const int64_t tiles = std::max<int64_t>(1, (mend - mc) / kF16TileRows);
+    for (int64_t o = o0; o < o1; o += kF16PanelRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kF16PanelRows, o1 - o));
+      const int64_t next_end = std::min(o1, o + n + kF16PanelRows);
+      const char* p = reinterpret_cast<const char*>(g.w + (o + n) * g.k);
+      const char* e = reinterpret_cast<const char*>(g.w + next_end * g.k);
+      Prefetch pf{p, e, ((e - p) / 64 + tiles) / tiles};
+      f16_pack_panel(g, o, n, panel);
+      switch (n) {
+        case 4: f16_panel_rows<4>(g, xh, panel, mc, mend, o, pf); break;
+        case 3: f16_panel_rows<3>(g, xh, panel, mc, mend, o, pf); break;
+        case 2: f16_panel_rows<2>(g, xh, panel, mc, mend, o, pf); break;
+        default: f16_panel_rows<1>(g, xh, panel, mc, mend, o, pf); break;
       }
     }
   }
@@ -354,17 +457,28 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
     gemm_quant_t<false>(g, o0, o1);
 }
 
-void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+namespace {
+
+template <typename XT>
+void gemm_f16_t(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
   if (g.m == 1) {
     const uint16_t* end = g.w + o1 * g.k;
     for (int64_t o = o0; o < o1; o += kRows) {
-      const uint16_t* pf = std::min(end, g.w + (o + kPrefetchGroups * kRows) * g.k);
-      f16_gemv_group(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + kRows * g.k));
+      const uint16_t* pf = std::min(end, g.w + (o + kF16PrefetchGroups * kRows) * g.k);
+      f16_gemv_group(g, xh, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + kRows * g.k));
     }
     return;
   }
-  const int mr = g.m == 1 ? 1 : 4, nr = 3;
-  walk(g, g.m, o0, o1, TileTable<F16Gemm, F16Tile>::fns, mr, nr);
+  f16_gemm_rows(g, xh, o0, o1);
+}
+
+}  // namespace
+
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  if (g.round_x)
+    gemm_f16_t(g, f16_activations(g), o0, o1);
+  else
+    gemm_f16_t(g, g.x, o0, o1);
 }
 
 }  // namespace tessera::cpu::q8::avx2
