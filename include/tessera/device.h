@@ -43,7 +43,7 @@ struct DeviceProperties {
   // format is its host format and its address is a multiple of this many bytes: the plan
   // allocates and uploads no copy, so the weights are resident once. 0 (default): never.
   // A kernel that repacks such a constant at compile owns its packed copy; the original's
-  // pages are then never touched again (file-backed pages the kernel may reclaim).
+  // pages are then never touched again (clean file-backed pages the OS can drop).
   int64_t constants_in_place_alignment = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
   // Relative error bound of one product term of matmul / fully_connected / conv2d /
