@@ -167,8 +167,9 @@ TEST(LlmRun, DecodeStepAllocatesNothing) {
 // generator reports those bytes, and the logits follow the f32 cache's. The kernel-level
 // arithmetic is pinned in attention_kernel_test (a q8_0 cache reads exactly its
 // dequantized values; each value within half a step d = max|x| / 127 of its block); here,
-// through 2 layers and 40 positions, the logits' RMS difference from the f32 cache's is
-// measured at about 3e-3 of the logits' RMS and held to 1.5e-2.
+// through 2 random-weight layers and 40 positions, the logits' RMS difference from the f32
+// cache's is measured at 1.1e-2 of the logits' RMS (the default f16 cache: 8.7e-3 on the
+// same model) and held to 3e-2.
 TEST(LlmRun, Q8KvCacheFollowsTheF32Cache) {
   auto model = synth_model(DType::q8_0, 128, 256, 512, 64, 11);
   std::vector<std::vector<float>> runs;
@@ -205,7 +206,7 @@ TEST(LlmRun, Q8KvCacheFollowsTheF32Cache) {
   const double f16_err = rel_rms(runs[1], runs[0]), q8_err = rel_rms(runs[2], runs[0]);
   std::printf("logits vs the f32 cache, relative RMS: f16 cache %.3g, q8_0 cache %.3g\n", f16_err, q8_err);
   EXPECT_GT(q8_err, 0.0);  // the cache type is in effect
-  EXPECT_LT(q8_err, 1.5e-2);
+  EXPECT_LT(q8_err, 3e-2);
 }
 
 TEST(LlmRun, Q8KvCacheNeedsWholeBlocks) {
