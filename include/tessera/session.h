@@ -51,7 +51,8 @@ class Session {
   Status run();
   Result<std::vector<uint8_t>> output(size_t index) const;
   // Reads output `index` into `dst` (exactly its host bytes); allocates nothing, so a
-  // token loop can read its logits into a buffer it keeps.
+  // token loop can read its logits into a buffer it keeps. Like set_input and run, one
+  // caller at a time per session (output() may be called concurrently).
   Status read_output(size_t index, void* dst, int64_t bytes) const;
   // Reads any planned tensor (input, output, state) as row-major host bytes of its dtype.
   Result<std::vector<uint8_t>> read_tensor(TensorId id) const;
