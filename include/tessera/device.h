@@ -38,6 +38,13 @@ struct DeviceProperties {
   // DPU tables): the plan allocates and uploads no copy of a constant all of whose readers
   // run on this device, and Program::device_bytes() counts what the program holds.
   bool program_owns_constants = false;
+  // (optional) The device reads a constant's bytes in place, from the Graph's ConstData
+  // (which the graph keeps alive: a GGUF file's mapping, a TFLite buffer), when its native
+  // format is its host format and its address is a multiple of this many bytes: the plan
+  // allocates and uploads no copy, so the weights are resident once. 0 (default): never.
+  // A kernel that repacks such a constant at compile owns its packed copy; the original's
+  // pages are then never touched again (clean file-backed pages the OS can drop).
+  int64_t constants_in_place_alignment = 0;
   std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
   // Relative error bound of one product term of matmul / fully_connected / conv2d /
   // depthwise_conv2d from the device's arithmetic itself (operand truncation by math

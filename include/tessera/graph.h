@@ -74,6 +74,8 @@ struct Node {
   int64_t attr_int(const std::string& key, int64_t fallback) const;
   double attr_float(const std::string& key, double fallback) const;
   std::vector<int64_t> attr_ints(const std::string& key) const;  // empty if absent
+  // The stored list itself (no copy), or nullptr when absent or not a list.
+  const std::vector<int64_t>* attr_ints_ref(const std::string& key) const;
   std::string attr_str(const std::string& key, const std::string& fallback) const;
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
   // "conv2d 'op 12 (CONV_2D)'" for error messages.

@@ -35,6 +35,7 @@ struct TensorPlacement {
   TensorId alias = kNoTensor;  // shares the storage of this tensor (scatter_rows output)
   bool resident = false;       // weight or state: allocated once, outside the arenas
   bool in_program = false;     // a constant the device's compiled program holds: no allocation
+  bool in_place = false;       // (with in_program) read in place from the graph's constant bytes
 };
 
 struct DeviceMemoryPlan {
@@ -45,6 +46,8 @@ struct DeviceMemoryPlan {
   int64_t logical_activation_bytes = 0;  // the same tensors' host bytes, for comparison
   int64_t allocations = 0;           // number of allocations the plan makes
   int64_t program_constants = 0;     // constants left to the device's compiled programs
+  int64_t in_place_constants = 0;    // of those, constants the device reads in place from the model's bytes
+  int64_t in_place_bytes = 0;        // their bytes (host memory the model file holds, not a device copy)
   int64_t peak_bytes() const { return weight_bytes + state_bytes + activation_peak; }
 };
 

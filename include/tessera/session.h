@@ -50,6 +50,10 @@ class Session {
   Status set_input(size_t index, const void* data, int64_t bytes);
   Status run();
   Result<std::vector<uint8_t>> output(size_t index) const;
+  // Reads output `index` into `dst` (exactly its host bytes); allocates nothing, so a
+  // token loop can read its logits into a buffer it keeps. Like set_input and run, one
+  // caller at a time per session (output() may be called concurrently).
+  Status read_output(size_t index, void* dst, int64_t bytes) const;
   // Reads any planned tensor (input, output, state) as row-major host bytes of its dtype.
   Result<std::vector<uint8_t>> read_tensor(TensorId id) const;
   // Reads a state tensor's region into host memory (row-major `dtype` values).
@@ -92,6 +96,14 @@ class Session {
   mutable RunProfile profile_;
   mutable bool profile_ready_ = false;
   std::vector<uint8_t> staging_;  // host bytes a transfer passes through; sized in prepare()
+  // Host views (row-major formats) of the graph's inputs and outputs and of every
+  // transfer's staging, made once: run(), set_input() and read_output() only set their
+  // data pointers, so they copy no Format (whose shape is a vector) and allocate nothing.
+  std::vector<ConstHostView> input_views_;
+  mutable std::vector<HostView> output_views_;
+  std::vector<int64_t> input_bytes_, output_bytes_;
+  std::vector<HostView> transfer_in_;        // per node index; only transfers' are set
+  std::vector<ConstHostView> transfer_out_;  // the same staging bytes, as written
 };
 
 }  // namespace tessera

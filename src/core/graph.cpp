@@ -15,7 +15,22 @@ ConstData ConstData::from_vector(std::vector<uint8_t> bytes) {
   return d;
 }
 
-Result<int64_t> Tensor::host_bytes() const { return host_format().byte_size(); }
+Result<int64_t> Tensor::host_bytes() const {
+  // Format::row_major(dtype, shape).byte_size() computed in place: kernels ask for it in
+  // the token loop, and building a Format copies the shape. Anything unusual (a negative
+  // dim, an overflow, a row that is not whole blocks) takes the Format path for its message.
+  Size elements = 1;
+  for (int64_t d : shape) elements *= d;
+  const int64_t inner = shape.empty() ? 1 : shape.back();
+  if (elements.ok() && inner >= 0) {
+    auto row = dtype_row_bytes(dtype, inner);
+    if (row.ok()) {
+      const Size total = Size(inner == 0 ? 0 : elements.value_or_zero() / inner) * *row;
+      if (total.ok()) return total.value_or_zero();
+    }
+  }
+  return host_format().byte_size();
+}
 
 int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
   auto it = attrs.find(key);
@@ -39,6 +54,11 @@ std::vector<int64_t> Node::attr_ints(const std::string& key) const {
   if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
   if (auto* i = std::get_if<int64_t>(&it->second)) return {*i};
   return {};
+}
+
+const std::vector<int64_t>* Node::attr_ints_ref(const std::string& key) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
 }
 
 std::string Node::attr_str(const std::string& key, const std::string& fallback) const {

@@ -69,8 +69,10 @@ InferResult infer_attention(const Graph& g, const Node& n) {
     if (c->shape.size() != 4 || c->shape[1] != 1 || c->shape[3] != d || c->shape != k.shape)
       return fail(n, "cache '" + c->name + "' " + shape_str(c->shape) + " should be [Hkv, 1, L, " + std::to_string(d) +
                          "] like the keys");
-    if (c->dtype != DType::f32 && c->dtype != DType::f16)
-      return fail(n, "cache '" + c->name + "' must be f32 or f16, got " + dtype_name(c->dtype));
+    if (c->dtype != DType::f32 && c->dtype != DType::f16 && c->dtype != DType::q8_0)
+      return fail(n, "cache '" + c->name + "' must be f32, f16 or q8_0, got " + dtype_name(c->dtype));
+    if (c->dtype == DType::q8_0 && d % kQBlock != 0)
+      return fail(n, "a q8_0 cache '" + c->name + "' needs a head size that is a multiple of 32, got " + std::to_string(d));
   }
   if (k.shape[0] < 1 || h % k.shape[0] != 0)
     return fail(n, std::to_string(h) + " query heads are not a multiple of " + std::to_string(k.shape[0]) + " KV heads");

@@ -1,7 +1,9 @@
 // Pass: choose formats. Every tensor gets a home device (its producer's, or for weights,
 // inputs and state the device of its first reader) and that device's native format. A
 // constant whose readers all run on a device whose programs hold their own constants
-// (DeviceProperties::program_owns_constants) is left to those programs: no allocation.
+// (DeviceProperties::program_owns_constants) is left to those programs: no allocation;
+// so is a weight a device reads in place from the model's bytes (the cpu reading a
+// mapped GGUF file: DeviceProperties::constants_in_place_alignment).
 #include "passes/passes.h"
 
 namespace tessera::passes {
@@ -48,6 +50,10 @@ Status choose_formats(PassContext& c) {
       return error(StatusCode::unsupported, "tensor '", t.name, "' (", dtype_name(t.dtype), shape_str(t.shape),
                    ") has no format on device '", d->name(), "'");
     tp.format = *f;
+    if (!tp.in_program && !shared_constant[t.id] && reads_in_place(*p.devices[tp.device], t, tp.format)) {
+      tp.in_program = tp.in_place = true;
+      tp.resident = false;
+    }
   }
   for (size_t i = 0; i < g.tensors().size(); ++i)
     if (p.tensors[i].alias != kNoTensor) p.tensors[i].format = p.tensors[p.tensors[i].alias].format;

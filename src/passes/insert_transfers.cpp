@@ -62,6 +62,10 @@ Status insert_transfers(PassContext& c) {
     if (!f)
       return error(StatusCode::unsupported, "tensor '", g.tensor(id).name, "' has no format on device '", d->name(), "'");
     p.tensors[id].format = *f;
+    if (g.tensor(id).role == Role::weight && reads_in_place(*d, g.tensor(id), *f)) {
+      p.tensors[id].in_program = p.tensors[id].in_place = true;
+      p.tensors[id].resident = false;
+    }
   }
   return Status::Ok();
 }

@@ -31,4 +31,8 @@ Status plan_memory(PassContext& c);
 // Index of the cpu device in plan.devices, or -1.
 int cpu_index(const Plan& p);
 
+// Whether device `d` reads weight `t` in place from its constant bytes in `format`
+// (DeviceProperties::constants_in_place_alignment): no allocation, no upload.
+bool reads_in_place(const Device& d, const Tensor& t, const Format& format);
+
 }  // namespace tessera::passes

@@ -48,6 +48,13 @@ Result<Plan> plan_graph(Graph g, const std::vector<Device*>& devices, const Plan
 }
 
 namespace passes {
+bool reads_in_place(const Device& d, const Tensor& t, const Format& format) {
+  const int64_t align = d.properties().constants_in_place_alignment;
+  if (align <= 0 || t.role != Role::weight || !t.data || !t.data->data || !(format == t.host_format())) return false;
+  auto hb = t.host_bytes();
+  return hb.ok() && t.data->size >= *hb && reinterpret_cast<uintptr_t>(t.data->data) % static_cast<uintptr_t>(align) == 0;
+}
+
 int cpu_index(const Plan& p) {
   for (size_t i = 0; i < p.devices.size(); ++i)
     if (p.devices[i]->name() == "cpu") return static_cast<int>(i);

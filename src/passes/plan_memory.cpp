@@ -51,6 +51,10 @@ Status plan_memory(PassContext& c) {
       if (tp.device != static_cast<int>(d) || tp.alias != kNoTensor) continue;
       if (tp.in_program) {  // held by the device's compiled program (Program::device_bytes)
         mp.program_constants++;
+        if (tp.in_place) {
+          mp.in_place_constants++;
+          mp.in_place_bytes += t.data ? t.data->size : 0;
+        }
         continue;
       }
       if (tp.first_use == -1 && tp.last_use == -1 && !tp.resident && t.role != Role::input) continue;  // unused

@@ -62,9 +62,12 @@ std::string Plan::report(bool per_tensor) const {
                         "  peak {:>10}  allocations {}\n",
                         devices[d]->name(), human(m.weight_bytes), human(m.state_bytes), human(m.activation_peak),
                         m.arena_bytes.size(), human(m.logical_activation_bytes), human(m.peak_bytes()), m.allocations);
-      if (m.program_constants > 0)
+      if (m.in_place_constants > 0)
+        os << fmt::format("  {:<24} + {} constants ({}) read in place from the model's bytes (no device copy)\n", "",
+                          m.in_place_constants, human(m.in_place_bytes));
+      if (m.program_constants > m.in_place_constants)
         os << fmt::format("  {:<24} + {} constants held by the compiled programs (`compiled programs` gives their bytes)\n",
-                          "", m.program_constants);
+                          "", m.program_constants - m.in_place_constants);
     }
   }
   return os.str();

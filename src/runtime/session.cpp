@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 
 namespace tessera {
@@ -144,6 +145,25 @@ Status Session::prepare(const Session* share) {
       for (TensorId id : g.nodes()[i].outputs) st.bindings.placements[id] = placements_[id];
     }
   }
+  for (TensorId id : g.inputs) {
+    input_views_.push_back(ConstHostView{nullptr, g.tensor(id).host_format()});
+    TS_ASSIGN_OR_RETURN(int64_t hb, g.tensor(id).host_bytes());
+    input_bytes_.push_back(hb);
+  }
+  for (TensorId id : g.outputs) {
+    output_views_.push_back(HostView{nullptr, g.tensor(id).host_format()});
+    TS_ASSIGN_OR_RETURN(int64_t hb, g.tensor(id).host_bytes());
+    output_bytes_.push_back(hb);
+  }
+  transfer_in_.resize(g.nodes().size());
+  transfer_out_.resize(g.nodes().size());
+  for (const Step& st : steps_)
+    if (st.transfer)
+      for (int i : st.nodes) {
+        const Format hf = g.tensor(g.nodes()[i].inputs[0]).host_format();
+        transfer_in_[i] = HostView{staging_.data(), hf};
+        transfer_out_[i] = ConstHostView{staging_.data(), hf};
+      }
   timings_.reserve(node_slots);
   stats_.nodes.reserve(node_slots);
   (void)share;
@@ -172,14 +192,31 @@ Status Session::set_input(size_t index, const void* data, int64_t bytes) {
   if (index >= g.inputs.size())
     return error(StatusCode::out_of_range, "input ", index, " does not exist (the model has ", g.inputs.size(), ")");
   const Tensor& t = g.tensor(g.inputs[index]);
-  TS_ASSIGN_OR_RETURN(int64_t want, t.host_bytes());
+  const int64_t want = input_bytes_[index];
   if (bytes != want)
     return error(StatusCode::invalid_argument, "input ", index, " '", t.name, "' ", dtype_name(t.dtype),
                  shape_str(t.shape), " takes ", want, " bytes, got ", bytes);
   const TensorPlacement& tp = plan_.tensors[t.id];
   if (!placements_[t.id].alloc.valid()) return Status::Ok();  // unused input
-  return plan_.devices[tp.device]->write(placements_[t.id], Region::whole(), ConstHostView{data, t.host_format()})
-      .with_context("input '" + t.name + "'");
+  input_views_[index].data = data;
+  Status s = plan_.devices[tp.device]->write(placements_[t.id], Region::whole(), input_views_[index]);
+  return s.ok() ? s : s.with_context("input '" + t.name + "'");
+}
+
+Status Session::read_output(size_t index, void* dst, int64_t bytes) const {
+  const Graph& g = plan_.graph;
+  if (index >= g.outputs.size())
+    return error(StatusCode::out_of_range, "output ", index, " does not exist (the model has ", g.outputs.size(), ")");
+  const TensorId id = g.outputs[index];
+  if (bytes != output_bytes_[index])
+    return error(StatusCode::invalid_argument, "output ", index, " '", g.tensor(id).name, "' has ", output_bytes_[index],
+                 " bytes, got a buffer of ", bytes);
+  const TensorPlacement& tp = plan_.tensors[id];
+  if (tp.device < 0 || !placements_[id].alloc.valid())
+    return error(StatusCode::not_found, "output '", g.tensor(id).name, "' has no storage in this plan");
+  output_views_[index].data = dst;
+  Status s = plan_.devices[tp.device]->read(placements_[id], Region::whole(), output_views_[index]);
+  return s.ok() ? s : s.with_context("reading '" + g.tensor(id).name + "'");
 }
 
 Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const {
@@ -187,6 +224,10 @@ Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const {
   TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
   std::vector<uint8_t> out(hb);
   const TensorPlacement& tp = plan_.tensors[id];
+  if (tp.in_place) {  // read in place by its device: the graph's bytes are the tensor
+    std::memcpy(out.data(), t.data->data, static_cast<size_t>(hb));
+    return out;
+  }
   if (tp.device < 0 || !placements_[id].alloc.valid())
     return error(StatusCode::not_found, "tensor '", t.name, "' has no storage in this plan");
   TS_RETURN_IF_ERROR(plan_.devices[tp.device]->read(placements_[id], Region::whole(), HostView{out.data(), t.host_format()})
@@ -227,13 +268,12 @@ Status Session::run() {
         TensorId src = n.inputs[0], dst = n.outputs[0];
         const Tensor& t = g.tensor(src);
         TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
-        std::vector<uint8_t>& host = staging_;
         Device* sd = plan_.devices[plan_.tensors[src].device];
         Device* dd = plan_.devices[plan_.tensors[dst].device];
-        TS_RETURN_IF_ERROR(sd->read(placements_[src], Region::whole(), HostView{host.data(), t.host_format()})
-                               .with_context("[transfer] " + n.name));
-        TS_RETURN_IF_ERROR(dd->write(placements_[dst], Region::whole(), ConstHostView{host.data(), t.host_format()})
-                               .with_context("[transfer] " + n.name));
+        if (Status rs = sd->read(placements_[src], Region::whole(), transfer_in_[i]); !rs.ok())
+          return rs.with_context("[transfer] " + n.name);
+        if (Status ws = dd->write(placements_[dst], Region::whole(), transfer_out_[i]); !ws.ok())
+          return ws.with_context("[transfer] " + n.name);
         transfer_bytes_ += hb;
         double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         timings_.push_back({i, plan_.tensors[dst].device, dt, -1});

@@ -116,6 +116,11 @@ TEST_F(GenerateCli, ClearErrors) {
   EXPECT_NE(err_.find("the context holds 128"), std::string::npos) << err_;
   EXPECT_NE(run("generate " + model + " -p x --top-p 0"), 0);
   EXPECT_NE(err_.find("top-p"), std::string::npos) << err_;
+  // A q8_0 KV cache needs whole 32-value blocks per head (this model's heads have 16).
+  EXPECT_NE(run("generate " + model + " -p x --kv-type q8_0"), 0);
+  EXPECT_NE(err_.find("multiple of 32"), std::string::npos) << err_;
+  EXPECT_NE(run("generate " + model + " -p x --kv-type q4_0"), 0);
+  EXPECT_NE(err_.find("f16, f32 or q8_0"), std::string::npos) << err_;
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
   cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repeat penalty looks back over");
   cmd->add_option("--seed,-s", a->seed, "Random seed for sampling");
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default) or f32");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or per-turn statistics on stderr");
   cmd->add_flag("--no-cache-reuse", a->no_cache_reuse,
                 "Feed the whole conversation every turn (slower; the replies are the same)");

@@ -43,7 +43,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--ctx-size,-c", a->ctx,
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type of the cpu layers: f16 (default) or f32");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type of the cpu layers: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
   cmd->add_option("--offload,--n-gpu-layers", a->offload,
                   "Run the first N layers (or 'all') on --device and the rest on the cpu");
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or speed line on stderr");

@@ -52,7 +52,7 @@ void add_perplexity_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--chunks", a->chunks, "Score at most this many chunks (default: all)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default, as llama.cpp), f32 or q8_0 (blocks of 32, half the bytes of f16)");
   cmd->add_flag("--exact", a->exact,
                 "f32 activations into every matrix product and an f32 KV cache (the reference arithmetic; "
                 "by default matrix inputs are rounded to 8 bits as llama.cpp's CPU path does)");

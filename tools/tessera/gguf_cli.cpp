@@ -32,9 +32,9 @@ Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
                                                 int64_t batch, const std::string& kv_type) {
   llm::GeneratorOptions go;
-  if (kv_type != "f16" && kv_type != "f32")
-    return error(StatusCode::invalid_argument, "--kv-type takes f16 or f32, got '", kv_type, "'");
-  go.kv_type = kv_type == "f16" ? DType::f16 : DType::f32;
+  if (kv_type != "f16" && kv_type != "f32" && kv_type != "q8_0")
+    return error(StatusCode::invalid_argument, "--kv-type takes f16, f32 or q8_0, got '", kv_type, "'");
+  go.kv_type = kv_type == "f16" ? DType::f16 : kv_type == "f32" ? DType::f32 : DType::q8_0;
   TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
   TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
   go.batch = batch;
@@ -130,7 +130,7 @@ void GgufBenchArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--ctx-size,-c", ctx, "GGUF: context size (default: pp + tg + depth, as llama-bench sizes it)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--offload", offload, "GGUF: layers on --device (N or 'all'), the rest on the cpu");
-  cmd->add_option("--kv-type", kv_type, "GGUF: KV cache type of the cpu layers, f16 (default) or f32");
+  cmd->add_option("--kv-type", kv_type, "GGUF: KV cache type of the cpu layers, f16 (default), f32 or q8_0");
 }
 
 namespace {
@@ -259,7 +259,7 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
         int32_t next = pick(rng);
         const double m0 = modelled_now();
         auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < tg; ++i) take(gen->step(next));
+        for (int64_t i = 0; i < tg; ++i) take(gen->decode(next));
         if (r > 0) v.push_back(tg / seconds_since(t0));
         if (r > 0) mv.push_back(m0 < 0 ? -1.0 : modelled_now() - m0);
       }

@@ -61,7 +61,8 @@ static Status check_access(const Device& d, const Placement& p, const Region& r,
   if (p.offset < 0 || p.offset + bytes > p.alloc.bytes)
     return error(StatusCode::out_of_range, "tensor of ", bytes, " bytes at offset ", p.offset,
                  " does not fit its allocation of ", p.alloc.bytes, " bytes");
-  if (host.shape != r.extent(p.format.shape))
+  // (a whole region's extent is the tensor's shape: compared without building one)
+  if (r.is_whole() ? host.shape != p.format.shape : host.shape != r.extent(p.format.shape))
     return error(StatusCode::invalid_argument, "host data shape ", shape_str(host.shape), " does not match the region ",
                  shape_str(r.extent(p.format.shape)));
   int axis = r.partial_axis(p.format.shape);

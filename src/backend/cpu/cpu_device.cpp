@@ -39,6 +39,10 @@ Status kernel_error(const Node& n, const std::string& msg) {
 namespace {
 
 constexpr int64_t kCpuAlignment = 64;  // cache line; also satisfies every SIMD load
+// Constants are read in place when their bytes start on a multiple of this: the largest
+// scalar element the kernels load is 8 bytes and every SIMD load is unaligned (loadu), so
+// 16 admits GGUF data (aligned to 32 by default) and TFLite buffers (16).
+constexpr int64_t kInPlaceAlignment = 16;
 
 int64_t physical_memory() {
   long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
@@ -67,6 +71,7 @@ class CpuDevice : public Device {
     p.max_allocation_bytes = p.capacity_bytes;
     p.alignment_bytes = kCpuAlignment;
     p.sub_allocation = true;
+    p.constants_in_place_alignment = kInPlaceAlignment;
     p.cores = threads;
     p.regions = kRegionWhole | kRegionRows | kRegionBox;
     p.extra = {{"threads", std::to_string(threads)},
@@ -169,8 +174,13 @@ class CpuDevice : public Device {
     auto ref = [&](TensorId id) -> Result<TensorRef> {
       if (id == kNoTensor) return TensorRef{};
       auto it = b.placements.find(id);
-      if (it == b.placements.end())
-        return error(StatusCode::internal, "tensor '", g.tensor(id).name, "' has no placement");
+      if (it == b.placements.end()) {
+        // A constant the plan left in place (constants_in_place_alignment): its bytes are
+        // the graph's, kept alive by the graph; kernels only read their inputs.
+        const Tensor& t = g.tensor(id);
+        if (t.role == Role::weight && t.data && t.data->data) return TensorRef{&t, const_cast<uint8_t*>(t.data->data)};
+        return error(StatusCode::internal, "tensor '", t.name, "' has no placement");
+      }
       TS_ASSIGN_OR_RETURN(uint8_t * d, base(it->second));
       return TensorRef{&g.tensor(id), d};
     };

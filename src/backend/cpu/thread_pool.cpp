@@ -19,23 +19,23 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() or kSpinSeconds pass; true if done() became true.
+// Spins until done() or kSpinSeconds pass; true if done() became true. The clock is read
+// every 64 pauses (a pause is tens of cycles), so the check itself costs little.
 template <typename F>
 bool spin_until(F&& done) {
+  if (done()) return true;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
-    if (i % 256 == 0 &&
+    if (i % 64 == 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > ThreadPool::kSpinSeconds)
       return done();
   }
 }
 
-void run_chunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int chunks, int c) {
-  int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
-  if (b < e) fn(b, e);
-}
+constexpr uint64_t kChunkBits = 16;  // threads are at most 256 (cpu_device_info)
+constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
 
 }  // namespace
 
@@ -52,55 +52,56 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk) {
-  int chunks = static_cast<int>(std::min<int64_t>(threads(), std::max<int64_t>(n / std::max<int64_t>(min_chunk, 1), 1)));
+void ThreadPool::run(int64_t n, Job job, int64_t min_chunk) {
+  const int chunks =
+      static_cast<int>(std::min<int64_t>(threads(), std::max<int64_t>(n / std::max<int64_t>(min_chunk, 1), 1)));
   if (chunks <= 1 || workers_.empty()) {
-    if (n > 0) fn(0, n);
+    if (n > 0) job.call(job.fn, 0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    chunks_ = chunks;
-    pending_.store(chunks - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  job_ = job;
+  job_n_ = n;
+  pending_.store(chunks - 1, std::memory_order_relaxed);
+  const uint64_t word = ((generation_.load(std::memory_order_relaxed) >> kChunkBits) + 1) << kChunkBits;
+  generation_.store(word | static_cast<uint64_t>(chunks), std::memory_order_seq_cst);
+  // A worker that went to sleep counted itself under the lock before it checked the
+  // generation; seeing no sleeper here means every worker will see the new generation.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_all();
   }
-  cv_.notify_all();
-  run_chunk(fn, n, chunks, 0);
-  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+  job.call(job.fn, 0, n / chunks);
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    caller_sleeping_.store(true, std::memory_order_seq_cst);
+    done_cv_.wait(lock, done);
+    caller_sleeping_.store(false, std::memory_order_relaxed);
   }
 }
 
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
     if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
       cv_.wait(lock, ready);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    // A consistent snapshot of the newest job: a worker that is not one of a job's chunks
-    // may see the next job's fields being written, so they are read under the lock.
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    int chunks;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      seen = generation_.load(std::memory_order_acquire);
-      job = job_;
-      n = job_n_;
-      chunks = chunks_;
-    }
-    if (index < chunks) {
-      run_chunk(*job, n, chunks, index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);
-        done_cv_.notify_all();
-      }
+    seen = generation_.load(std::memory_order_acquire);
+    const int chunks = static_cast<int>(seen & kChunkMask);
+    if (index >= chunks) continue;  // not part of this region: the job's fields are not ours to read
+    const int64_t n = job_n_;
+    const int64_t b = n * index / chunks, e = n * (index + 1) / chunks;
+    if (b < e) job_.call(job_.fn, b, e);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst)) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_all();
     }
   }
 }

@@ -199,9 +199,13 @@ Status LlamaModel::set_context(int64_t n) {
 
 Result<Graph> LlamaModel::build_step(int64_t T, const llm::StepOptions& opts) const {
   const LlamaParams& p = p_;
-  if (opts.attention_cache != DType::f16 && opts.attention_cache != DType::f32)
+  if (opts.attention_cache != DType::f16 && opts.attention_cache != DType::f32 && opts.attention_cache != DType::q8_0)
     return error(StatusCode::invalid_argument, "llama: KV cache type ", dtype_name(opts.attention_cache),
-                 " is not supported (f16, f32)");
+                 " is not supported (f16, f32, q8_0)");
+  // q8_0 rows are whole 32-value blocks; only the attention op's layers use the type.
+  if (opts.attention_cache == DType::q8_0 && p.head_dim % kQBlock != 0 && opts.attention_op_from < p.layers)
+    return error(StatusCode::invalid_argument, "llama: a q8_0 KV cache needs a head size that is a multiple of 32; ",
+                 "this model's is ", p.head_dim, " (use --kv-type f16)");
   const int64_t ctx = ctx_;
   if (T < 1 || T > ctx)
     return error(StatusCode::invalid_argument, "llama: step of ", T, " tokens outside 1..", ctx, " (context)");

@@ -32,7 +32,7 @@ struct StepOptions {
   // over the whole context with an f32 cache, which every device runs. When no layer uses
   // the mask, the mask input is [T, 1] and ignored.
   int64_t attention_op_from = 0;
-  // The cache of the layers that use the attention op: f16 (default) or f32.
+  // The cache of the layers that use the attention op: f16 (default), f32 or q8_0.
   DType attention_cache = DType::f16;
 };
 

@@ -20,6 +20,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
   std::unique_ptr<Generator> gen(new Generator());
   gen->ctx_ = model.context_length();
   gen->vocab_ = model.vocab_size();
+  gen->logits_.assign(static_cast<size_t>(gen->vocab_), 0.0f);
   gen->batch_ = std::max<int64_t>(1, std::min(opts.batch, gen->ctx_));
   SessionOptions so = opts.session;
   if (opts.offload_layers >= 0) {
@@ -60,8 +61,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
   return gen;
 }
 
-Result<std::vector<float>> Generator::run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real,
-                                               int64_t last) {
+Status Generator::run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real, int64_t last) {
   // Tokens [0, real) are the caller's; the rest pad the step (their rows get overwritten).
   tokens_.assign(static_cast<size_t>(T), ids[real - 1]);
   std::memcpy(tokens_.data(), ids, static_cast<size_t>(real) * sizeof(int32_t));
@@ -81,12 +81,7 @@ Result<std::vector<float>> Generator::run_step(Session& s, int64_t T, const int3
   TS_RETURN_IF_ERROR(s.set_input(kInKvPos, &kv_pos, 4));
   TS_RETURN_IF_ERROR(s.set_input(kInLast, &last_idx, 4));
   TS_RETURN_IF_ERROR(s.run());
-  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> raw, s.output(0));
-  if (static_cast<int64_t>(raw.size()) != vocab_ * 4)
-    return error(StatusCode::internal, "generator: logits have ", raw.size(), " bytes, expected ", vocab_ * 4);
-  std::vector<float> logits(static_cast<size_t>(vocab_));
-  std::memcpy(logits.data(), raw.data(), raw.size());
-  return logits;
+  return s.read_output(0, logits_.data(), vocab_ * 4);
 }
 
 Result<std::vector<float>> Generator::feed(const std::vector<int32_t>& ids) {
@@ -95,32 +90,36 @@ Result<std::vector<float>> Generator::feed(const std::vector<int32_t>& ids) {
   if (pos_ + n > ctx_)
     return error(StatusCode::out_of_range, "generator: ", pos_, " cached + ", n, " new tokens exceed the context of ",
                  ctx_, " tokens");
-  std::vector<float> logits;
   int64_t done = 0;
   while (done < n) {
     const int64_t left = n - done;
     // One token, a chunk whose padding would pass the end of the context, or a last chunk
     // under half a batch (padding would cost more than the steps): decode steps.
     if (left == 1 || !prompt_ || pos_ + batch_ > ctx_ || 2 * left < batch_) {
-      TS_ASSIGN_OR_RETURN(logits, run_step(*decode_, 1, &ids[done], pos_, 1, 0));
+      TS_RETURN_IF_ERROR(run_step(*decode_, 1, &ids[done], pos_, 1, 0));
       ++pos_;
       ++done;
       continue;
     }
     const int64_t take = std::min(left, batch_);
-    TS_ASSIGN_OR_RETURN(logits, run_step(*prompt_, batch_, &ids[done], pos_, take, take - 1));
+    TS_RETURN_IF_ERROR(run_step(*prompt_, batch_, &ids[done], pos_, take, take - 1));
     pos_ += take;
     done += take;
   }
-  return logits;
+  return logits_;
 }
 
 Result<std::vector<float>> Generator::step(int32_t id) {
+  TS_RETURN_IF_ERROR(decode(id));
+  return logits_;
+}
+
+Status Generator::decode(int32_t id) {
   if (pos_ + 1 > ctx_)
     return error(StatusCode::out_of_range, "generator: the context of ", ctx_, " tokens is full");
-  TS_ASSIGN_OR_RETURN(std::vector<float> logits, run_step(*decode_, 1, &id, pos_, 1, 0));
+  TS_RETURN_IF_ERROR(run_step(*decode_, 1, &id, pos_, 1, 0));
   ++pos_;
-  return logits;
+  return Status::Ok();
 }
 
 Result<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, Sampler& sampler,
@@ -128,12 +127,12 @@ Result<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt, in
   GenerateStats st;
   std::vector<int32_t> history = prompt;
   auto t0 = std::chrono::steady_clock::now();
-  TS_ASSIGN_OR_RETURN(std::vector<float> logits, feed(prompt));
+  TS_RETURN_IF_ERROR(feed(prompt).status());
   st.prompt_seconds = seconds_since(t0);
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < max_tokens; ++i) {
-    int32_t next = sampler.sample(logits, history);
+    int32_t next = sampler.sample(logits_, history);
     if (next == eos) {
       st.stopped_at_eos = true;
       break;
@@ -146,7 +145,7 @@ Result<GenerateStats> Generator::generate(const std::vector<int32_t>& prompt, in
       st.context_full = true;
       break;
     }
-    TS_ASSIGN_OR_RETURN(logits, step(next));
+    TS_RETURN_IF_ERROR(decode(next));
   }
   st.generate_seconds = seconds_since(t1);
   return st;

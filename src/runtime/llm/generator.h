@@ -30,7 +30,7 @@ struct GeneratorOptions {
   // and the rest on the cpu; other nodes run on the device only when every layer does.
   // -1 leaves placement to the partitioner (everything on the device where supported).
   int64_t offload_layers = -1;
-  // KV cache of the layers on the cpu: f16 (default) or f32.
+  // KV cache of the layers on the cpu: f16 (default), f32 or q8_0 (head size a multiple of 32).
   DType kv_type = DType::f16;
 };
 
@@ -73,6 +73,12 @@ class Generator {
   Result<std::vector<float>> feed(const std::vector<int32_t>& ids);
   // Feeds one token through the decode session.
   Result<std::vector<float>> step(int32_t id);
+  // The same step without copying the logits out: they stay in logits() until the next
+  // step. After the first call a decode step allocates nothing and builds no strings
+  // (the token loop of generate() and `tessera bench` run through it).
+  Status decode(int32_t id);
+  // Logits [vocab] of the last step (feed, step or decode).
+  const std::vector<float>& logits() const { return logits_; }
 
   // Prompt, then up to `max_tokens` sampled tokens; stops at `eos` (not emitted) or when the
   // context is full. `on_token` sees each new token as it is produced; returning false stops.
@@ -85,8 +91,8 @@ class Generator {
  private:
   Generator() = default;
   // Runs one step of session `s` (T tokens) for tokens at positions [start, start+T).
-  Result<std::vector<float>> run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real,
-                                      int64_t last);
+  // Leaves the logits in logits_.
+  Status run_step(Session& s, int64_t T, const int32_t* ids, int64_t start, int64_t real, int64_t last);
 
   std::unique_ptr<Session> prompt_;  // T = batch_ (null when batch_ == 1)
   std::unique_ptr<Session> decode_;  // T = 1
@@ -99,6 +105,7 @@ class Generator {
   // Host copies of the step inputs, reused between steps.
   std::vector<int32_t> tokens_, positions_;
   std::vector<float> mask_;
+  std::vector<float> logits_;  // [vocab], of the last step
 };
 
 // How closely `test` follows `ref` along `ref`'s own greedy sequence (docs/rknpu.md

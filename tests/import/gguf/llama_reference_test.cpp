@@ -183,12 +183,21 @@ TEST(LlamaReference, GroupedHeadsTiedOutputMatchDoubleForEveryBatching) {
       EXPECT_LT(max_rel_diff(*logits, want[i]), 1e-4) << "batch " << batch << " token " << i;
     }
     EXPECT_EQ((*gen)->position(), static_cast<int64_t>(tokens.size()));
-    // The decode session shares the prompt session's weights and cache (by name): the
-    // device holds one copy of the weights, not two.
+    // The decode session shares the prompt session's cache (by name), and neither holds a
+    // copy of the weights: the cpu reads them in place from the file's bytes. What the
+    // device allocates is the cache and the sessions' activation arenas.
+    int64_t arenas = 0;
+    std::vector<const Session*> sessions{&(*gen)->decode_session()};
+    if (batch > 1) sessions.push_back(&(*gen)->prompt_session());  // none at batch 1
+    for (const Session* s : sessions) {
+      EXPECT_EQ(s->plan().memory[0].weight_bytes, 0);
+      EXPECT_GT(s->plan().memory[0].in_place_bytes, 0);
+      for (int64_t a : s->plan().memory[0].arena_bytes) arenas += a;
+    }
     const Plan& plan = (*gen)->decode_session().plan();
-    const int64_t weights = plan.memory[0].weight_bytes;
-    EXPECT_GT(weights, 0);
-    EXPECT_LT(plan.devices[0]->counters().allocated_bytes, 2 * weights) << "batch " << batch;
+    EXPECT_LE(plan.devices[0]->counters().allocated_bytes,
+              (*gen)->kv_cache_bytes() + arenas + 64 * plan.devices[0]->counters().allocations)
+        << "batch " << batch;
   }
 }
 

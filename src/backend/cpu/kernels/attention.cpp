@@ -26,14 +26,22 @@ namespace scalar {
 void attend(const Item& it) {
   const int64_t d = it.d, d8 = d / 8 * 8;
   const float* table = f16_table();
+  const int64_t rb = row_bytes(it.cache, d);
   auto value = [&](const uint8_t* base, int64_t j, int64_t i) {
-    if (it.f16) {
+    const uint8_t* row = base + j * rb;
+    if (it.cache == Cache::f16) {
       uint16_t h;
-      std::memcpy(&h, base + (j * d + i) * 2, 2);
+      std::memcpy(&h, row + i * 2, 2);
       return table[h];
     }
+    if (it.cache == Cache::q8_0) {
+      const uint8_t* block = row + (i / kQBlock) * kQ8_0BlockBytes;
+      uint16_t h;
+      std::memcpy(&h, block, 2);
+      return table[h] * static_cast<float>(static_cast<int8_t>(block[2 + i % kQBlock]));
+    }
     float f;
-    std::memcpy(&f, base + (j * d + i) * 4, 4);
+    std::memcpy(&f, row + i * 4, 4);
     return f;
   };
   float m = -INFINITY;
@@ -85,20 +93,25 @@ Status attention(KernelContext& c) {
     rows_max = std::max<int64_t>(rows_max, pp[t] + 1);
   }
   const float scale = static_cast<float>(c.n.attr_float("scale", 1.0));
-  const bool f16 = k.dtype() == DType::f16;
-  const int64_t es = f16 ? 2 : 4;
+  const attn::Cache cache = k.dtype() == DType::f16    ? attn::Cache::f16
+                            : k.dtype() == DType::q8_0 ? attn::Cache::q8_0
+                                                       : attn::Cache::f32;
+  if (cache == attn::Cache::q8_0 && D % kQBlock != 0)
+    return kernel_error(c.n, "a q8_0 cache needs a head size that is a multiple of 32, got " + std::to_string(D));
+  const int64_t head_bytes = L * attn::row_bytes(cache, D);
   const float* qp = q.as<float>();
   float* y = c.out[0].as<float>();
   auto work = [&](int64_t i0, int64_t i1) {
-    thread_local std::vector<float> scores;  // grows to the longest context once
-    if (static_cast<int64_t>(scores.size()) < rows_max) scores.resize(static_cast<size_t>(rows_max));
+    // Sized to the whole cache once per thread, so later steps (longer rows) allocate nothing.
+    thread_local std::vector<float> scores;
+    if (static_cast<int64_t>(scores.size()) < L) scores.resize(static_cast<size_t>(L));
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / H, h = i % H, kvh = h / G;
       attn::Item it;
       it.q = qp + (t * H + h) * D;
-      it.k = k.data + kvh * L * D * es;
-      it.v = v.data + kvh * L * D * es;
-      it.f16 = f16;
+      it.k = k.data + kvh * head_bytes;
+      it.v = v.data + kvh * head_bytes;
+      it.cache = cache;
       it.rows = pp[t] + 1;
       it.d = D;
       it.scale = scale;

@@ -13,11 +13,20 @@
 
 namespace tessera::cpu::attn {
 
+// The cache's element type. q8_0 rows are D / 32 blocks (D a multiple of 32); a value
+// is d * q computed in f32, which is exact, so every path reads the same floats.
+enum class Cache : uint8_t { f32, f16, q8_0 };
+
+// Bytes of one cache row of `d` values.
+inline int64_t row_bytes(Cache c, int64_t d) {
+  return c == Cache::f32 ? d * 4 : c == Cache::f16 ? d * 2 : d / kQBlock * kQ8_0BlockBytes;
+}
+
 struct Item {
   const float* q = nullptr;     // [D]
-  const uint8_t* k = nullptr;   // rows [rows, D] of the KV head, f32 or f16
+  const uint8_t* k = nullptr;   // rows [rows, D] of the KV head, in `cache`'s layout
   const uint8_t* v = nullptr;   // likewise
-  bool f16 = false;             // cache dtype f16 (else f32)
+  Cache cache = Cache::f32;
   int64_t rows = 0;             // rows 0..rows-1 are attended
   int64_t d = 0;                // head size
   float scale = 1.0f;

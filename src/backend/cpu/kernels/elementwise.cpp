@@ -11,19 +11,29 @@ namespace {
 template <typename T, typename F>
 Status binary_loop(KernelContext& c, F f, Activation act) {
   const Shape& out = c.out[0].shape();
-  auto as = broadcast_strides(out, c.in[0].shape());
-  auto bs = broadcast_strides(out, c.in[1].shape());
   const T* a = c.in[0].as<T>();
   const T* b = c.in[1].as<T>();
   T* y = c.out[0].as<T>();
-  int rank = static_cast<int>(out.size());
-  std::vector<int64_t> idx(rank, 0);
-  int64_t ia = 0, ib = 0;
-  for (int64_t i = 0, total = num_elements(out); i < total; ++i) {
-    T v = f(a[ia], b[ib]);
+  auto apply = [&](T x0, T x1) {
+    T v = f(x0, x1);
     if constexpr (std::is_same_v<T, float>) v = activate(v, act);
     else if (act == Activation::relu) v = std::max<T>(v, 0);
-    y[i] = v;
+    return v;
+  };
+  if (c.in[0].shape() == out && c.in[1].shape() == out) {  // no broadcast (residual adds, gating)
+    for (int64_t i = 0, total = num_elements(out); i < total; ++i) y[i] = apply(a[i], b[i]);
+    return Status::Ok();
+  }
+  // Strides and the multi-index live in per-thread buffers that keep their size, so a
+  // broadcast in a decode step allocates nothing either.
+  thread_local std::vector<int64_t> as, bs, idx;
+  broadcast_strides_into(out, c.in[0].shape(), as);
+  broadcast_strides_into(out, c.in[1].shape(), bs);
+  int rank = static_cast<int>(out.size());
+  idx.assign(rank, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0, total = num_elements(out); i < total; ++i) {
+    y[i] = apply(a[ia], b[ib]);
     // Advance the multi-index and both input offsets.
     for (int d = rank - 1; d >= 0; --d) {
       ia += as[d];

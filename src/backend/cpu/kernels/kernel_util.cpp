@@ -25,6 +25,16 @@ Status require_f32(const KernelContext& c, std::initializer_list<int> inputs) {
   return Status::Ok();
 }
 
+void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64_t>& st) {
+  st.assign(out.size(), 0);
+  const size_t off = out.size() - in.size();
+  int64_t stride = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    st[off + i] = in[i] == 1 ? 0 : stride;
+    stride *= in[i];
+  }
+}
+
 std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in) {
   std::vector<int64_t> st(out.size(), 0);
   auto rs = row_major_strides(in);

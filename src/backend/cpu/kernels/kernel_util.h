@@ -162,6 +162,8 @@ Status require_f32(const KernelContext& c, std::initializer_list<int> inputs);
 // Strides (in elements) that map an index of `out` to an index of `in` under numpy
 // broadcasting: broadcast dims get stride 0. Result has out.size() entries.
 std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in);
+// The same into `st` (its capacity is reused: no allocation once it has grown).
+void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64_t>& st);
 
 // ---- activations (attr "activation" of conv, fc, add, pools) ----
 

@@ -61,10 +61,11 @@ Status fully_connected_reference(KernelContext& c) {
   const int64_t rb = row_bytes(w.dtype(), ic);
   auto work = [&](int64_t oc0, int64_t oc1) {
     ChunkReader rd(w.dtype(), ic);
-    std::vector<float> acc(m_n);
+    thread_local std::vector<float> acc;  // [m_n]; keeps its size, so decode steps allocate nothing
+    if (static_cast<int64_t>(acc.size()) < m_n) acc.resize(static_cast<size_t>(m_n));
     for (int64_t oc = oc0; oc < oc1; ++oc) {
       const uint8_t* row = w.data + oc * rb;
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(acc.begin(), acc.begin() + m_n, 0.0f);
       for (int64_t b = 0; b < rd.chunks(); ++b) {
         const float* wv = rd.get(row, b);
         const int64_t len = rd.chunk_len(b);

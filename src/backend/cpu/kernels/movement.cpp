@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backend/cpu/kernels/kernel_util.h"
+#include "convert/gguf_blocks.h"
 
 namespace tessera::cpu {
 
@@ -42,7 +43,8 @@ void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, i
   // Rows of the innermost dimension, each a strided copy; outer indices advance per row.
   const int64_t inner = ext[rank - 1], inner_step = step[rank - 1];
   const int64_t rows = inner > 0 ? num_elements(ext) / inner : 0;
-  std::vector<int64_t> idx(rank, 0);
+  thread_local std::vector<int64_t> idx;  // keeps its capacity: no allocation per call
+  idx.assign(rank, 0);
   int64_t off = start;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* src = in + off * es;
@@ -72,9 +74,19 @@ Status reshape(KernelContext& c) {
 Status transpose(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
-  auto perm = c.n.attr_ints("perm");
-  auto st = row_major_strides(c.in[0].shape());
-  std::vector<int64_t> step(perm.size());
+  const std::vector<int64_t>* perm_ref = c.n.attr_ints_ref("perm");
+  std::vector<int64_t> perm_copy;  // a perm stored as a single int (rank 1)
+  if (!perm_ref) perm_copy = c.n.attr_ints("perm"), perm_ref = &perm_copy;
+  const Shape& xs = c.in[0].shape();
+  if (perm_ref->size() != xs.size())
+    return kernel_error(c.n, "perm must list " + std::to_string(xs.size()) + " axes");
+  const std::vector<int64_t>& perm = *perm_ref;
+  // Strides and steps in per-thread buffers that keep their size (decode steps transpose
+  // every layer's K and V): no allocation per call.
+  thread_local std::vector<int64_t> st, step;
+  st.assign(xs.size(), 1);
+  for (int i = static_cast<int>(xs.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * xs[i + 1];
+  step.resize(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) step[i] = st[perm[i]];
   gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), 0, step);
   return Status::Ok();
@@ -231,8 +243,18 @@ std::pair<double, double> int_range(DType t) {
 
 Status cast(KernelContext& c) {
   DType ti = c.in[0].dtype(), to = c.out[0].dtype();
+  if (ti == DType::f32 && to == DType::q8_0) {
+    // Rows of 32-value blocks (the q8_0 KV cache): ggml's reference rounding, per block.
+    const Shape& s = c.in[0].shape();
+    if (s.empty() || s.back() % kQBlock != 0)
+      return kernel_error(c.n, "cast to q8_0 needs rows of a multiple of 32 values, got shape " + shape_str(s));
+    const int64_t blocks = c.in[0].elements() / kQBlock;
+    const float* x = c.in[0].as<float>();
+    for (int64_t b = 0; b < blocks; ++b) convert::quant_q8_0_block(x + b * kQBlock, c.out[0].data + b * kQ8_0BlockBytes);
+    return Status::Ok();
+  }
   if (dtype_is_block(ti) || dtype_is_block(to))
-    return kernel_error(c.n, "cast does not take block dtypes; use dequantize");
+    return kernel_error(c.n, "cast does not take block dtypes (other than f32 -> q8_0); use dequantize");
   const int64_t si = dtype_size(ti), so = dtype_size(to);
   for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
     const uint8_t* src = c.in[0].data + i * si;

@@ -107,7 +107,9 @@ Status rope(KernelContext& c) {
   float* y = c.out[0].as<float>();
   if (y != x) std::memcpy(y, x, c.in[0].elements() * sizeof(float));
   const int64_t half = n_dims / 2;
-  std::vector<double> cs(half), sn(half);
+  // Per-thread tables that keep their size: a decode step allocates nothing here.
+  thread_local std::vector<double> cs, sn;
+  if (static_cast<int64_t>(cs.size()) < half) cs.resize(half), sn.resize(half);
   for (int64_t b = 0; b < batches; ++b) {
     for (int64_t ti = 0; ti < t; ++ti) {
       for (int64_t p = 0; p < half; ++p) {

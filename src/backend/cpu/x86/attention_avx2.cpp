@@ -22,15 +22,26 @@ inline float hsum8(__m256 a) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-template <bool kF16>
+// Values i..i+7 of a cache row (i a multiple of 8). q8_0: d * q, exact in f32 (an 11-bit
+// significand times an 8-bit code), so it equals the scalar kernel's value bit for bit.
+template <Cache kC>
 inline __m256 load8(const uint8_t* row, int64_t i) {
-  if constexpr (kF16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
+  if constexpr (kC == Cache::f16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
+  if constexpr (kC == Cache::q8_0) {
+    const uint8_t* block = row + (i / kQBlock) * kQ8_0BlockBytes;
+    uint16_t dh;
+    std::memcpy(&dh, block, 2);
+    const __m256 q = _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + i % kQBlock))));
+    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dh)), q);
+  }
   return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
 }
 
-template <bool kF16>
+// q8_0 rows have no tail (D is a multiple of 32): only f32 and f16 come here.
+template <Cache kC>
 inline float load1(const uint8_t* row, int64_t i) {
-  if constexpr (kF16) {
+  if constexpr (kC == Cache::f16) {
     uint16_t h;
     std::memcpy(&h, row + i * 2, 2);
     return _cvtsh_ss(h);
@@ -40,16 +51,16 @@ inline float load1(const uint8_t* row, int64_t i) {
   return f;
 }
 
-template <bool kF16>
+template <Cache kC>
 void attend_t(const Item& it) {
-  const int64_t d = it.d, d8 = d / 8 * 8, rb = d * (kF16 ? 2 : 4);
+  const int64_t d = it.d, d8 = d / 8 * 8, rb = row_bytes(kC, d);
   float m = -INFINITY;
   for (int64_t j = 0; j < it.rows; ++j) {
     const uint8_t* kr = it.k + j * rb;
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(it.q + i), load8<kF16>(kr, i), acc);
+    for (int64_t i = 0; i < d8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(it.q + i), load8<kC>(kr, i), acc);
     float t = 0;
-    for (int64_t i = d8; i < d; ++i) t = std::fma(it.q[i], load1<kF16>(kr, i), t);
+    for (int64_t i = d8; i < d; ++i) t = std::fma(it.q[i], load1<kC>(kr, i), t);
     it.scores[j] = (hsum8(acc) + t) * it.scale;
     m = std::max(m, it.scores[j]);
   }
@@ -65,10 +76,10 @@ void attend_t(const Item& it) {
     for (int64_t j = 0; j < it.rows; ++j) {
       const uint8_t* vr = it.v + j * rb;
       const __m256 p = _mm256_set1_ps(it.scores[j]);
-      o0 = _mm256_fmadd_ps(p, load8<kF16>(vr, i), o0);
-      o1 = _mm256_fmadd_ps(p, load8<kF16>(vr, i + 8), o1);
-      o2 = _mm256_fmadd_ps(p, load8<kF16>(vr, i + 16), o2);
-      o3 = _mm256_fmadd_ps(p, load8<kF16>(vr, i + 24), o3);
+      o0 = _mm256_fmadd_ps(p, load8<kC>(vr, i), o0);
+      o1 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 8), o1);
+      o2 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 16), o2);
+      o3 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 24), o3);
     }
     const __m256 s = _mm256_set1_ps(sum);
     _mm256_storeu_ps(it.out + i, _mm256_div_ps(o0, s));
@@ -79,19 +90,25 @@ void attend_t(const Item& it) {
   for (; i < d8; i += 8) {
     __m256 o = _mm256_setzero_ps();
     for (int64_t j = 0; j < it.rows; ++j)
-      o = _mm256_fmadd_ps(_mm256_set1_ps(it.scores[j]), load8<kF16>(it.v + j * rb, i), o);
+      o = _mm256_fmadd_ps(_mm256_set1_ps(it.scores[j]), load8<kC>(it.v + j * rb, i), o);
     _mm256_storeu_ps(it.out + i, _mm256_div_ps(o, _mm256_set1_ps(sum)));
   }
   for (; i < d; ++i) {
     float o = 0;
-    for (int64_t j = 0; j < it.rows; ++j) o = std::fma(it.scores[j], load1<kF16>(it.v + j * rb, i), o);
+    for (int64_t j = 0; j < it.rows; ++j) o = std::fma(it.scores[j], load1<kC>(it.v + j * rb, i), o);
     it.out[i] = o / sum;
   }
 }
 
 }  // namespace
 
-void attend(const Item& it) { it.f16 ? attend_t<true>(it) : attend_t<false>(it); }
+void attend(const Item& it) {
+  switch (it.cache) {
+    case Cache::f16: return attend_t<Cache::f16>(it);
+    case Cache::q8_0: return attend_t<Cache::q8_0>(it);
+    case Cache::f32: return attend_t<Cache::f32>(it);
+  }
+}
 
 }  // namespace tessera::cpu::attn::avx2
 
