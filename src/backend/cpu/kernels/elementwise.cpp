@@ -21,7 +21,10 @@ Status binary_loop(KernelContext& c, F f, Activation act) {
     return v;
   };
   if (c.in[0].shape() == out && c.in[1].shape() == out) {  // no broadcast (residual adds, gating)
-    for (int64_t i = 0, total = num_elements(out); i < total; ++i) y[i] = apply(a[i], b[i]);
+    // Element by element, so any split over the pool gives the same values.
+    parallel_rows(c, num_elements(out), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) y[i] = apply(a[i], b[i]);
+    }, int64_t{1} << 14);
     return Status::Ok();
   }
   // Strides and the multi-index live in per-thread buffers that keep their size, so a

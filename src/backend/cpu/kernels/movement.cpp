@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backend/cpu/kernels/kernel_util.h"
+#include "convert/dtype.h"
 #include "convert/gguf_blocks.h"
 
 namespace tessera::cpu {
@@ -241,6 +242,9 @@ std::pair<double, double> int_range(DType t) {
   }
 }
 
+// Values per chunk when a cast is split over the thread pool.
+constexpr int64_t kCastChunkValues = 1 << 14;
+
 Status cast(KernelContext& c) {
   DType ti = c.in[0].dtype(), to = c.out[0].dtype();
   if (ti == DType::f32 && to == DType::q8_0) {
@@ -250,7 +254,24 @@ Status cast(KernelContext& c) {
       return kernel_error(c.n, "cast to q8_0 needs rows of a multiple of 32 values, got shape " + shape_str(s));
     const int64_t blocks = c.in[0].elements() / kQBlock;
     const float* x = c.in[0].as<float>();
-    for (int64_t b = 0; b < blocks; ++b) convert::quant_q8_0_block(x + b * kQBlock, c.out[0].data + b * kQ8_0BlockBytes);
+    uint8_t* y = c.out[0].data;
+    parallel_rows(c, blocks, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) convert::quant_q8_0_block(x + b * kQBlock, y + b * kQ8_0BlockBytes);
+    }, kCastChunkValues / kQBlock);
+    return Status::Ok();
+  }
+  // f32 <-> f16 (the KV cache's new rows): the row converters give the bits of the per-value
+  // path below (f32_to_f16 / f16_to_f32, exact through double), split over the pool.
+  if ((ti == DType::f32 && to == DType::f16) || (ti == DType::f16 && to == DType::f32)) {
+    const uint8_t* src = c.in[0].data;
+    uint8_t* dst = c.out[0].data;
+    const bool down = ti == DType::f32;
+    parallel_rows(c, c.in[0].elements(), [&](int64_t i0, int64_t i1) {
+      if (down)
+        convert::f32_to_f16_n(reinterpret_cast<const float*>(src) + i0, reinterpret_cast<uint16_t*>(dst) + i0, i1 - i0);
+      else
+        convert::f16_to_f32_n(reinterpret_cast<const uint16_t*>(src) + i0, reinterpret_cast<float*>(dst) + i0, i1 - i0);
+    }, kCastChunkValues);
     return Status::Ok();
   }
   if (dtype_is_block(ti) || dtype_is_block(to))

@@ -13,7 +13,10 @@ Status unary(KernelContext& c, F f) {
   TS_RETURN_IF_ERROR(require_f32(c, {0}));
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
-  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) y[i] = f(x[i]);
+  // Element by element, so any split over the pool gives the same values.
+  parallel_rows(c, c.in[0].elements(), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = f(x[i]);
+  }, int64_t{1} << 14);
   return Status::Ok();
 }
 
