@@ -8,6 +8,7 @@
 #include "fixtures.h"
 #include "import/gguf/llama_model.h"
 #include "import/gguf/synth.h"
+#include "synth_model.h"
 #include "runtime/llm/generator.h"
 
 namespace tessera::gguf {
@@ -22,18 +23,6 @@ std::vector<int32_t> greedy_tokens(llm::Generator& gen, const std::vector<int32_
   });
   EXPECT_TRUE(st.ok()) << st.status().to_string();
   return out;
-}
-
-std::unique_ptr<LlamaModel> synth_model(const SynthOptions& o) {
-  auto w = synth_llama(o);
-  EXPECT_TRUE(w.ok()) << w.status().to_string();
-  auto bytes = w->bytes();
-  EXPECT_TRUE(bytes.ok());
-  auto f = File::parse(ConstData::from_vector(std::move(*bytes)), "synthetic");
-  EXPECT_TRUE(f.ok()) << f.status().to_string();
-  auto m = LlamaModel::load(std::move(*f));
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return std::move(*m);
 }
 
 struct NpuCount {

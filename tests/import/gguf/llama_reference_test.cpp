@@ -11,6 +11,7 @@
 #include "fixtures.h"
 #include "import/gguf/llama_model.h"
 #include "import/gguf/synth.h"
+#include "synth_model.h"
 #include "tessera/convert.h"
 #include "runtime/llm/generator.h"
 
@@ -121,18 +122,6 @@ class Reference {
   std::vector<std::vector<Vec>> k_, v_;  // [layer][position] -> [Hkv * hd]
   std::map<std::string, std::vector<float>> decoded_;  // non-f32 weights as f32
 };
-
-std::unique_ptr<LlamaModel> synth_model(SynthOptions o) {
-  auto w = synth_llama(o);
-  EXPECT_TRUE(w.ok()) << w.status().to_string();
-  auto bytes = w->bytes();
-  EXPECT_TRUE(bytes.ok());
-  auto f = File::parse(ConstData::from_vector(std::move(*bytes)), "synthetic");
-  EXPECT_TRUE(f.ok()) << f.status().to_string();
-  auto m = LlamaModel::load(std::move(*f));
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return std::move(*m);
-}
 
 SynthOptions small_gqa() {
   SynthOptions o;

@@ -13,6 +13,7 @@
 
 #include "import/gguf/llama_model.h"
 #include "import/gguf/synth.h"
+#include "synth_model.h"
 #include "runtime/llm/generator.h"
 
 // Every heap allocation of this test program passes through here; while g_counting is
@@ -70,15 +71,7 @@ std::unique_ptr<LlamaModel> synth_model(DType type, int64_t dim, int64_t ffn, in
   o.context = ctx;
   o.type = type;
   o.seed = seed;
-  auto w = synth_llama(o);
-  EXPECT_TRUE(w.ok()) << w.status().to_string();
-  auto bytes = w->bytes();
-  EXPECT_TRUE(bytes.ok());
-  auto f = File::parse(ConstData::from_vector(std::move(*bytes)), "synthetic");
-  EXPECT_TRUE(f.ok()) << f.status().to_string();
-  auto m = LlamaModel::load(std::move(*f));
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return std::move(*m);
+  return synth_model(o);
 }
 
 int64_t weight_bytes(const LlamaModel& m) {
