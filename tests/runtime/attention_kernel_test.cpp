@@ -1,9 +1,12 @@
 // The cpu attention kernel's inner loop (backend/cpu/kernels/attention.h): AVX2 against the
 // portable version bit for bit, f32, f16 and q8_0 caches, head sizes with and without a
-// tail; a q8_0 cache against the f32 cache of its dequantized values; the q8_0 rounding.
+// tail, tiles of several queries; against attention in double; exp_approx's accuracy; a
+// q8_0 cache against the f32 cache of its dequantized values; the q8_0 rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 
@@ -14,6 +17,33 @@
 namespace tessera {
 namespace {
 
+// Fills a cache of `rows` rows from f32 values: q8_0 by its blocks, f16 by truncating
+// normal values (any bits will do, they only need to agree between the kernels).
+std::vector<uint8_t> make_cache(cpu::attn::Cache cache, const std::vector<float>& f) {
+  using cpu::attn::Cache;
+  std::vector<uint8_t> out;
+  if (cache == Cache::q8_0) {
+    out.resize(f.size() / 32 * kQ8_0BlockBytes);
+    for (size_t b = 0; b < f.size() / 32; ++b) convert::quant_q8_0_block(&f[b * 32], &out[b * kQ8_0BlockBytes]);
+  } else if (cache == Cache::f16) {
+    out.resize(f.size() * 2);
+    for (size_t i = 0; i < f.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &f[i], 4);
+      const uint16_t h = static_cast<uint16_t>(((b >> 16) & 0x8000) | (((b >> 23) & 0xff) - 112) << 10 | ((b >> 13) & 0x3ff));
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  } else {
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());
+  }
+  return out;
+}
+
+// Tiles of 1..4 queries with equal, causal (consecutive) and unrelated row counts, every
+// cache type, head sizes with and without a tail: the AVX2 kernel (which converts blocks
+// of rows once per tile and reduces eight scores at once) equals the scalar one, which
+// runs each query alone, bit for bit.
 TEST(AttentionKernel, Avx2MatchesScalarBitForBit) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "no AVX2 kernels on this architecture";
@@ -24,53 +54,106 @@ TEST(AttentionKernel, Avx2MatchesScalarBitForBit) {
   using cpu::attn::Cache;
   for (Cache cache : {Cache::f32, Cache::f16, Cache::q8_0})
     for (int64_t d : {8, 12, 32, 40, 64, 72, 128})
-      for (int64_t rows : {1, 2, 17, 300}) {
-        if (cache == Cache::q8_0 && d % 32 != 0) continue;
-        const bool f16 = cache == Cache::f16;
-        SCOPED_TRACE(std::string(cache == Cache::f32 ? "f32" : f16 ? "f16" : "q8_0") + " d " + std::to_string(d) +
-                     " rows " + std::to_string(rows));
-        std::vector<float> q(d), kf(rows * d), vf(rows * d);
-        for (auto& x : q) x = nd(rng);
-        // Normal values in binary16's normal range (|x| >= 2^-14), so truncation below is valid.
-        auto normal = [&] {
-          const float x = nd(rng);
-          return std::fabs(x) < 1e-3f ? 0.5f : x;
-        };
-        for (auto& x : kf) x = normal();
-        for (auto& x : vf) x = normal();
-        std::vector<uint8_t> k(rows * cpu::attn::row_bytes(cache, d)), v(k.size());
-        if (cache == Cache::q8_0) {
-          for (int64_t b = 0; b < rows * d / 32; ++b) {
-            convert::quant_q8_0_block(&kf[b * 32], &k[b * kQ8_0BlockBytes]);
-            convert::quant_q8_0_block(&vf[b * 32], &v[b * kQ8_0BlockBytes]);
+      for (int64_t rows : {1, 2, 9, 17, 300})
+        for (int nq = 1; nq <= cpu::attn::kTile; ++nq)
+          for (int pattern = 0; pattern < 3; ++pattern) {
+            if (cache == Cache::q8_0 && d % 32 != 0) continue;
+            SCOPED_TRACE(std::string(cache == Cache::f32 ? "f32" : cache == Cache::f16 ? "f16" : "q8_0") + " d " +
+                         std::to_string(d) + " rows " + std::to_string(rows) + " nq " + std::to_string(nq) +
+                         " pattern " + std::to_string(pattern));
+            // Row counts: all equal, causal (rows - nq + 1 + q), or drawn in [1, rows].
+            std::vector<int64_t> nrows(nq);
+            for (int q = 0; q < nq; ++q)
+              nrows[q] = pattern == 0   ? rows
+                         : pattern == 1 ? std::max<int64_t>(1, rows - nq + 1 + q)
+                                        : std::uniform_int_distribution<int64_t>(1, rows)(rng);
+            std::vector<float> qv(nq * d), kf(rows * d), vf(rows * d);
+            for (auto& x : qv) x = nd(rng) * 2;
+            // Normal values in binary16's normal range (|x| >= 2^-14), so truncation is valid.
+            auto normal = [&] {
+              const float x = nd(rng);
+              return std::fabs(x) < 1e-3f ? 0.5f : x;
+            };
+            for (auto& x : kf) x = normal();
+            for (auto& x : vf) x = normal();
+            const std::vector<uint8_t> k = make_cache(cache, kf), v = make_cache(cache, vf);
+            std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o1(nq * d, -1), o2(nq * d, -2);
+            cpu::attn::Tile t;
+            t.nq = nq, t.k = k.data(), t.v = v.data(), t.cache = cache, t.d = d, t.scale = 0.125f;
+            t.scratch = scratch.data();
+            for (int q = 0; q < nq; ++q) t.query[q] = {&qv[q * d], nrows[q], &o1[q * d]};
+            cpu::attn::scalar::attend(t);
+            for (int q = 0; q < nq; ++q) t.query[q].out = &o2[q * d];
+            std::fill(scratch.begin(), scratch.end(), 7.0f);
+            cpu::attn::avx2::attend(t);
+            ASSERT_EQ(0, std::memcmp(o1.data(), o2.data(), nq * d * 4));
+            // Not a vacuous comparison: the output is a weighted mean of the values.
+            float vmax = 0;
+            for (float x : o1) vmax = std::max(vmax, std::fabs(x));
+            EXPECT_GT(vmax, 0.0f);
           }
-        } else if (f16) {
-          for (int64_t i = 0; i < rows * d; ++i) {
-            // Truncated binary16 of normal values: any bits will do, they only need to agree.
-            uint32_t b;
-            std::memcpy(&b, &kf[i], 4);
-            const uint16_t hk = static_cast<uint16_t>(((b >> 16) & 0x8000) | (((b >> 23) & 0xff) - 112) << 10 | ((b >> 13) & 0x3ff));
-            std::memcpy(&b, &vf[i], 4);
-            const uint16_t hv = static_cast<uint16_t>(((b >> 16) & 0x8000) | (((b >> 23) & 0xff) - 112) << 10 | ((b >> 13) & 0x3ff));
-            std::memcpy(&k[i * 2], &hk, 2);
-            std::memcpy(&v[i * 2], &hv, 2);
-          }
-        } else {
-          std::memcpy(k.data(), kf.data(), k.size());
-          std::memcpy(v.data(), vf.data(), v.size());
-        }
-        std::vector<float> s1(rows), s2(rows), o1(d, -1), o2(d, -2);
-        cpu::attn::Item it{q.data(), k.data(), v.data(), cache, rows, d, 0.125f, s1.data(), o1.data()};
-        cpu::attn::scalar::attend(it);
-        it.scores = s2.data(), it.out = o2.data();
-        cpu::attn::avx2::attend(it);
-        ASSERT_EQ(0, std::memcmp(o1.data(), o2.data(), d * 4));
-        // Not a vacuous comparison: the output is a weighted mean of the values.
-        float vmax = 0;
-        for (float x : o1) vmax = std::max(vmax, std::fabs(x));
-        EXPECT_GT(vmax, 0.0f);
-      }
 #endif
+}
+
+// The kernel against attention computed in double (softmax of q.k * scale, weighted mean
+// of the values) on an f32 cache: within 1e-5 of the largest value, for tiles of queries
+// with causal row counts.
+TEST(AttentionKernel, AgreesWithAttentionInDouble) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd(0, 1);
+  for (int64_t d : {12, 64})
+    for (int64_t rows : {1, 40, 257}) {
+      const int nq = cpu::attn::kTile;
+      std::vector<float> qv(nq * d), kf(rows * d), vf(rows * d);
+      for (auto& x : qv) x = nd(rng) * 3;
+      for (auto& x : kf) x = nd(rng);
+      for (auto& x : vf) x = nd(rng);
+      std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o(nq * d);
+      cpu::attn::Tile t;
+      t.nq = nq, t.k = reinterpret_cast<const uint8_t*>(kf.data()), t.v = reinterpret_cast<const uint8_t*>(vf.data());
+      t.cache = cpu::attn::Cache::f32, t.d = d, t.scale = 0.3f, t.scratch = scratch.data();
+      for (int q = 0; q < nq; ++q) t.query[q] = {&qv[q * d], std::max<int64_t>(1, rows - q), &o[q * d]};
+      cpu::attn::attend(t);
+      for (int q = 0; q < nq; ++q) {
+        const int64_t n = t.query[q].rows;
+        std::vector<double> s(n);
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double a = 0;
+          for (int64_t i = 0; i < d; ++i) a += static_cast<double>(qv[q * d + i]) * kf[j * d + i];
+          s[j] = a * 0.3f;
+          m = std::max(m, s[j]);
+        }
+        for (auto& x : s) sum += (x = std::exp(x - m));
+        for (int64_t i = 0; i < d; ++i) {
+          double want = 0;
+          for (int64_t j = 0; j < n; ++j) want += s[j] / sum * vf[j * d + i];
+          ASSERT_NEAR(o[q * d + i], want, 1e-5) << "d " << d << " rows " << rows << " query " << q << " value " << i;
+        }
+      }
+    }
+}
+
+// exp_approx against e^x in double: within 2 ulp over [-87, 88] (sampled densely and at
+// the ends), 0 below, +inf above, NaN kept.
+TEST(AttentionKernel, ExpApproxWithinTwoUlp) {
+  int worst = 0;
+  auto check = [&](float x) {
+    const float y = cpu::attn::exp_approx(x);
+    const double want = std::exp(static_cast<double>(x));
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    const int err = static_cast<int>(std::ceil(std::fabs(y - want) / ulp - 0.5));
+    worst = std::max(worst, err);
+    ASSERT_LE(std::fabs(y - want), 2 * ulp) << "x " << x;
+  };
+  for (float x = -87.0f; x <= 88.0f; x += 0.001953125f) check(x);
+  for (float x : {-87.0f, -86.99999f, 0.0f, -0.0f, 1e-8f, -1e-8f, 0.3465736f, -0.3465736f, 87.99999f, 88.0f}) check(x);
+  EXPECT_LE(worst, 2);
+  EXPECT_EQ(cpu::attn::exp_approx(-87.01f), 0.0f);
+  EXPECT_EQ(cpu::attn::exp_approx(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::attn::exp_approx(88.01f), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(cpu::attn::exp_approx(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(cpu::attn::exp_approx(0.0f), 1.0f);
 }
 
 // Attention over a q8_0 cache reads the values d * q exactly: it equals attention over an
@@ -80,28 +163,31 @@ TEST(AttentionKernel, Q8CacheIsTheF32CacheOfItsValues) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0, 1);
   for (int64_t d : {32, 64, 128})
-    for (int64_t rows : {1, 9, 130}) {
-      std::vector<float> q(d), kf(rows * d), vf(rows * d);
-      for (auto& x : q) x = nd(rng);
-      for (auto& x : kf) x = nd(rng) * 3;
-      for (auto& x : vf) x = nd(rng) * 3;
-      const int64_t rb = cpu::attn::row_bytes(cpu::attn::Cache::q8_0, d);
-      std::vector<uint8_t> k8(rows * rb), v8(rows * rb);
-      for (int64_t b = 0; b < rows * d / 32; ++b) {
-        convert::quant_q8_0_block(&kf[b * 32], &k8[b * kQ8_0BlockBytes]);
-        convert::quant_q8_0_block(&vf[b * 32], &v8[b * kQ8_0BlockBytes]);
+    for (int64_t rows : {1, 9, 130})
+      for (int nq : {1, 3}) {
+        std::vector<float> q(nq * d), kf(rows * d), vf(rows * d);
+        for (auto& x : q) x = nd(rng);
+        for (auto& x : kf) x = nd(rng) * 3;
+        for (auto& x : vf) x = nd(rng) * 3;
+        const std::vector<uint8_t> k8 = make_cache(cpu::attn::Cache::q8_0, kf), v8 = make_cache(cpu::attn::Cache::q8_0, vf);
+        std::vector<float> kd(rows * d), vd(rows * d);
+        convert::dequant_q8_0_n(k8.data(), kd.data(), rows * d / 32);
+        convert::dequant_q8_0_n(v8.data(), vd.data(), rows * d / 32);
+        std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o1(nq * d, -1), o2(nq * d, -2);
+        cpu::attn::Tile a;
+        a.nq = nq, a.k = k8.data(), a.v = v8.data(), a.cache = cpu::attn::Cache::q8_0, a.d = d, a.scale = 0.125f;
+        a.scratch = scratch.data();
+        cpu::attn::Tile b = a;
+        b.k = reinterpret_cast<const uint8_t*>(kd.data()), b.v = reinterpret_cast<const uint8_t*>(vd.data());
+        b.cache = cpu::attn::Cache::f32;
+        for (int i = 0; i < nq; ++i) {
+          a.query[i] = {&q[i * d], rows - i > 0 ? rows - i : 1, &o1[i * d]};
+          b.query[i] = {&q[i * d], a.query[i].rows, &o2[i * d]};
+        }
+        cpu::attn::attend(a);
+        cpu::attn::attend(b);
+        ASSERT_EQ(0, std::memcmp(o1.data(), o2.data(), nq * d * 4)) << "d " << d << " rows " << rows;
       }
-      std::vector<float> kd(rows * d), vd(rows * d);
-      convert::dequant_q8_0_n(k8.data(), kd.data(), rows * d / 32);
-      convert::dequant_q8_0_n(v8.data(), vd.data(), rows * d / 32);
-      std::vector<float> s1(rows), s2(rows), o1(d, -1), o2(d, -2);
-      cpu::attn::Item a{q.data(), k8.data(), v8.data(), cpu::attn::Cache::q8_0, rows, d, 0.125f, s1.data(), o1.data()};
-      cpu::attn::Item b{q.data(), reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()),
-                        cpu::attn::Cache::f32, rows, d, 0.125f, s2.data(), o2.data()};
-      cpu::attn::attend(a);
-      cpu::attn::attend(b);
-      ASSERT_EQ(0, std::memcmp(o1.data(), o2.data(), d * 4)) << "d " << d << " rows " << rows;
-    }
 }
 
 // The q8_0 rounding against its definition computed in double: each value within half a
@@ -127,8 +213,9 @@ TEST(AttentionKernel, Q8RoundingWithinHalfAStep) {
       const double bound = d / 2 + 127 * d * std::ldexp(1.0, -11) + 1e-30;
       ASSERT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), bound) << "trial " << trial << " value " << i;
     }
-    if (amax == 0)
+    if (amax == 0) {
       for (float v : y) ASSERT_EQ(v, 0.0f);
+    }
   }
 }
 

@@ -1,8 +1,10 @@
-// attention: causal attention of queries over the KV cache rows in use (ops.def). Each
-// (token, head) is one work item; rows past pos[t] are never read, so a step costs what
-// the filled part of the cache holds, not its length.
+// attention: causal attention of queries over the KV cache rows in use (ops.def). Work
+// items are tiles of up to attn::kTile queries reading one KV head; rows past pos[t] are
+// never read, so a step costs what the filled part of the cache holds, not its length.
+// Compiled with -ffp-contract=off (cmake/components.cmake): every fma is written out.
 #include "backend/cpu/kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -13,28 +15,54 @@ namespace tessera::cpu {
 
 namespace attn {
 
+float exp_approx(float x) {
+  using namespace expc;
+  if (x < kLow) return 0.0f;
+  if (x > kHigh) return std::numeric_limits<float>::infinity();
+  const float t = std::fma(x, kLog2e, kMagic);
+  const float n = t - kMagic;
+  float r = std::fma(n, -kLn2Hi, x);
+  r = std::fma(n, -kLn2Lo, r);
+  float p = kC[7];
+  for (int i = 6; i >= 0; --i) p = std::fma(p, r, kC[i]);
+  uint32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const uint32_t pb = (tb + (127u - kMagicBits)) << 23;
+  float pow2;
+  std::memcpy(&pow2, &pb, 4);
+  return p * pow2;
+}
+
 namespace {
 float hsum8(const float* a) {
   float s4[4];
   for (int i = 0; i < 4; ++i) s4[i] = a[i] + a[i + 4];
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
+// The max over the lanes in the hsum8 tree, each step as x > y ? x : y.
+float hmax8(const float* a) {
+  auto mx = [](float x, float y) { return x > y ? x : y; };
+  float s4[4];
+  for (int i = 0; i < 4; ++i) s4[i] = mx(a[i], a[i + 4]);
+  return mx(mx(s4[0], s4[2]), mx(s4[1], s4[3]));
+}
 }  // namespace
 
 namespace scalar {
 
-void attend(const Item& it) {
-  const int64_t d = it.d, d8 = d / 8 * 8;
+namespace {
+void attend_one(const Tile& tl, const Query& qy) {
+  const int64_t d = tl.d, d8 = d / 8 * 8, rows = qy.rows;
   const float* table = f16_table();
-  const int64_t rb = row_bytes(it.cache, d);
+  const int64_t rb = row_bytes(tl.cache, d);
   auto value = [&](const uint8_t* base, int64_t j, int64_t i) {
     const uint8_t* row = base + j * rb;
-    if (it.cache == Cache::f16) {
+    if (tl.cache == Cache::f16) {
       uint16_t h;
       std::memcpy(&h, row + i * 2, 2);
       return table[h];
     }
-    if (it.cache == Cache::q8_0) {
+    if (tl.cache == Cache::q8_0) {
       const uint8_t* block = row + (i / kQBlock) * kQ8_0BlockBytes;
       uint16_t h;
       std::memcpy(&h, block, 2);
@@ -44,34 +72,44 @@ void attend(const Item& it) {
     std::memcpy(&f, row + i * 4, 4);
     return f;
   };
-  float m = -INFINITY;
-  for (int64_t j = 0; j < it.rows; ++j) {
+  float* s = tl.scratch;
+  float m8[8];
+  for (float& x : m8) x = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < rows; ++j) {
     float acc[8] = {};
     for (int64_t i = 0; i < d8; i += 8)
-      for (int l = 0; l < 8; ++l) acc[l] = std::fma(it.q[i + l], value(it.k, j, i + l), acc[l]);
+      for (int l = 0; l < 8; ++l) acc[l] = std::fma(qy.q[i + l], value(tl.k, j, i + l), acc[l]);
     float t = 0;
-    for (int64_t i = d8; i < d; ++i) t = std::fma(it.q[i], value(it.k, j, i), t);
-    it.scores[j] = (hsum8(acc) + t) * it.scale;
-    m = std::max(m, it.scores[j]);
+    for (int64_t i = d8; i < d; ++i) t = std::fma(qy.q[i], value(tl.k, j, i), t);
+    s[j] = (hsum8(acc) + t) * tl.scale;
+    float& ml = m8[j % 8];
+    ml = s[j] > ml ? s[j] : ml;
   }
-  float sum = 0;
-  for (int64_t j = 0; j < it.rows; ++j) {
-    it.scores[j] = std::exp(it.scores[j] - m);
-    sum += it.scores[j];
+  const float m = hmax8(m8);
+  float sum8[8] = {};
+  for (int64_t j = 0; j < rows; ++j) {
+    s[j] = exp_approx(s[j] - m);
+    sum8[j % 8] += s[j];
   }
-  for (int64_t i = 0; i < d; ++i) it.out[i] = 0;
-  for (int64_t j = 0; j < it.rows; ++j)
-    for (int64_t i = 0; i < d; ++i) it.out[i] = std::fma(it.scores[j], value(it.v, j, i), it.out[i]);
-  for (int64_t i = 0; i < d; ++i) it.out[i] = it.out[i] / sum;
+  const float sum = hsum8(sum8);
+  for (int64_t i = 0; i < d; ++i) qy.out[i] = 0;
+  for (int64_t j = 0; j < rows; ++j)
+    for (int64_t i = 0; i < d; ++i) qy.out[i] = std::fma(s[j], value(tl.v, j, i), qy.out[i]);
+  for (int64_t i = 0; i < d; ++i) qy.out[i] = qy.out[i] / sum;
+}
+}  // namespace
+
+void attend(const Tile& t) {
+  for (int q = 0; q < t.nq; ++q) attend_one(t, t.query[q]);
 }
 
 }  // namespace scalar
 
-void attend(const Item& it) {
+void attend(const Tile& t) {
 #if defined(__x86_64__)
-  if (convert::use_avx2()) return avx2::attend(it);
+  if (convert::use_avx2()) return avx2::attend(t);
 #endif
-  scalar::attend(it);
+  scalar::attend(t);
 }
 
 }  // namespace attn
@@ -101,26 +139,34 @@ Status attention(KernelContext& c) {
   const int64_t head_bytes = L * attn::row_bytes(cache, D);
   const float* qp = q.as<float>();
   float* y = c.out[0].as<float>();
-  auto work = [&](int64_t i0, int64_t i1) {
+  // The queries of one KV head, u = t * G + g, in tiles of kTile consecutive u. Work item
+  // w is (tile rank w / Hkv, KV head w % Hkv); ranks alternate between the first and the
+  // last tiles (0, n-1, 1, n-2, ...), so the pool's contiguous chunks get equal shares of
+  // a causal prompt, whose later tokens attend more rows.
+  const int64_t per_head = T * G, ntile = (per_head + attn::kTile - 1) / attn::kTile;
+  auto work = [&](int64_t w0, int64_t w1) {
     // Sized to the whole cache once per thread, so later steps (longer rows) allocate nothing.
-    thread_local std::vector<float> scores;
-    if (static_cast<int64_t>(scores.size()) < L) scores.resize(static_cast<size_t>(L));
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / H, h = i % H, kvh = h / G;
-      attn::Item it;
-      it.q = qp + (t * H + h) * D;
-      it.k = k.data + kvh * head_bytes;
-      it.v = v.data + kvh * head_bytes;
-      it.cache = cache;
-      it.rows = pp[t] + 1;
-      it.d = D;
-      it.scale = scale;
-      it.scores = scores.data();
-      it.out = y + (t * H + h) * D;
-      attn::attend(it);
+    thread_local std::vector<float> scratch;
+    const int64_t need = attn::scratch_floats(L, D);
+    if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t rank = w / Hkv, kvh = w % Hkv;
+      const int64_t tile = rank % 2 == 0 ? rank / 2 : ntile - 1 - rank / 2;
+      attn::Tile tl;
+      tl.k = k.data + kvh * head_bytes;
+      tl.v = v.data + kvh * head_bytes;
+      tl.cache = cache;
+      tl.d = D;
+      tl.scale = scale;
+      tl.scratch = scratch.data();
+      for (int64_t u = tile * attn::kTile; u < std::min(per_head, (tile + 1) * attn::kTile); ++u) {
+        const int64_t t = u / G, h = kvh * G + u % G;
+        tl.query[tl.nq++] = attn::Query{qp + (t * H + h) * D, pp[t] + 1, y + (t * H + h) * D};
+      }
+      attn::attend(tl);
     }
   };
-  parallel_rows(c, T * H, work, min_rows_per_chunk(2 * rows_max * D));
+  parallel_rows(c, Hkv * ntile, work, min_rows_per_chunk(2 * attn::kTile * rows_max * D));
   return Status::Ok();
 }
 

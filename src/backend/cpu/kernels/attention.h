@@ -1,13 +1,19 @@
-// The cpu attention kernel's inner loop, one (token, head) at a time, in a fixed float
-// order so the scalar and AVX2 versions give identical bits:
+// The cpu attention kernel's inner loops, in a fixed float order so the scalar and AVX2
+// versions give identical bits. A tile is up to kTile queries that read the same KV head
+// (consecutive tokens of one head, or the query heads of one group under GQA); each
+// query q attends rows 0..rows_q-1. Per query, independently of the tiling:
 //   s_j = (hsum8(acc) + t) * scale, acc[l] = fma(q[8i+l], k_j[8i+l], acc[l]) over i in
 //         order, t = fma(q[i], k_j[i], t) over the D % 8 tail in order (hsum8 as in
 //         linear_q8.h)
-//   m = max_j s_j;  p_j = std::exp(s_j - m);  sum = p_0 + p_1 + ... in order
-//   o[d] = fma(p_j, v_j[d], o[d]) over j in order;  out[d] = o[d] / sum
+//   m_l = max over j = l mod 8 of s_j, as m_l = s_j > m_l ? s_j : m_l from -inf in j
+//         order; m = the same max over the lanes in the hsum8 tree
+//   p_j = exp_approx(s_j - m) (below);  sum_l = p_l + p_{l+8} + ... in order, sum = hsum8
+//   o[d] = fma(p_j, v_j[d], o[d]) over j in order from 0;  out[d] = o[d] / sum
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include "tessera/types.h"
 
@@ -22,26 +28,54 @@ inline int64_t row_bytes(Cache c, int64_t d) {
   return c == Cache::f32 ? d * 4 : c == Cache::f16 ? d * 2 : d / kQBlock * kQ8_0BlockBytes;
 }
 
-struct Item {
-  const float* q = nullptr;     // [D]
-  const uint8_t* k = nullptr;   // rows [rows, D] of the KV head, in `cache`'s layout
-  const uint8_t* v = nullptr;   // likewise
-  Cache cache = Cache::f32;
-  int64_t rows = 0;             // rows 0..rows-1 are attended
-  int64_t d = 0;                // head size
-  float scale = 1.0f;
-  float* scores = nullptr;      // scratch [rows]
-  float* out = nullptr;         // [D]
+constexpr int kTile = 4;  // queries per tile
+
+struct Query {
+  const float* q = nullptr;  // [D]
+  int64_t rows = 0;          // rows 0..rows-1 are attended (>= 1)
+  float* out = nullptr;      // [D]
 };
 
-void attend(const Item& it);  // the level convert::use_avx2() picks
+struct Tile {
+  Query query[kTile];
+  int nq = 0;                   // 1..kTile
+  const uint8_t* k = nullptr;   // rows of the KV head, in `cache`'s layout
+  const uint8_t* v = nullptr;   // likewise
+  Cache cache = Cache::f32;
+  int64_t d = 0;                // head size
+  float scale = 1.0f;
+  float* scratch = nullptr;     // scratch_floats(max rows, d) floats
+};
+
+// Scratch a tile needs: kTile score rows padded to 8, one block of 8 converted rows, kTile
+// output accumulators.
+inline int64_t scratch_floats(int64_t rows, int64_t d) { return kTile * ((rows + 7) / 8 * 8) + 8 * d + kTile * d; }
+
+// e^x in float, to about 2 ulp, the same bits on every path: x < -87 gives 0, x > 88
+// gives +inf, NaN stays NaN. x = n ln2 + r with n = round(x log2 e) (by adding 1.5 * 2^23),
+// r by the two-part ln 2 of Cody and Waite, e^r by its Taylor polynomial of degree 7 in
+// Horner form (|r| <= ln2 / 2: the first omitted term is below 2^-28), times 2^n built
+// in the exponent bits.
+namespace expc {
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr uint32_t kMagicBits = 0x4B400000u;
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.42860682030941723212e-6f;
+constexpr float kLow = -87.0f, kHigh = 88.0f;
+constexpr float kC[8] = {1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+}  // namespace expc
+
+float exp_approx(float x);  // defined in attention.cpp, with explicit fmas
+
+void attend(const Tile& t);  // the level convert::use_avx2() picks
 
 namespace scalar {
-void attend(const Item& it);
+void attend(const Tile& t);
 }
 #if defined(__x86_64__)
 namespace avx2 {
-void attend(const Item& it);
+void attend(const Tile& t);
 }
 #endif
 

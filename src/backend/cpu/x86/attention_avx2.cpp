@@ -1,9 +1,14 @@
 // AVX2 + FMA + F16C version of attn::attend (kernels/attention.h), bit-identical to the
-// scalar one: the same 8-lane FMA chains, the same std::exp, the same summation order.
+// scalar one: the same 8-lane FMA chains and hsum8 tree per score (eight rows reduced at
+// once by a transpose that keeps that tree), the same exp_approx, lane maxima and lane
+// sums, the same output chains. A tile of several queries converts each block of eight
+// cache rows to f32 once and runs every query over it; a tile of one reads the cache
+// directly. Compiled with -ffp-contract=off (cmake/components.cmake).
 #if defined(__x86_64__)
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -20,6 +25,54 @@ inline float hsum8(__m256 a) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+// hmax8 of attention.cpp: each step x > y ? x : y, which is what max_ps(x, y) returns.
+inline float hmax8(__m256 a) {
+  const __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 s2 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_max_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+// Lane r = hsum8(a[r]), by the same additions: s4 of two rows side by side, then
+// (s4[0] + s4[2]) and (s4[1] + s4[3]) of four rows, then their sum.
+inline __m256 hsum8x8(const __m256* a) {
+  __m256 s[4];
+  for (int p = 0; p < 4; ++p)
+    s[p] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * p], a[2 * p + 1], 0x20),
+                         _mm256_permute2f128_ps(a[2 * p], a[2 * p + 1], 0x31));
+  // c0: low half rows 0, 2; high half rows 1, 3 (lanes: s4[0] + s4[2], s4[1] + s4[3]).
+  const __m256 c0 = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(s[0], s[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 c1 = _mm256_add_ps(_mm256_shuffle_ps(s[2], s[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(s[2], s[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Lanes: rows 0, 2, 4, 6 | 1, 3, 5, 7.
+  const __m256 g = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm256_permutevar8x32_ps(g, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline __m256 exp8(__m256 x) {
+  using namespace expc;
+  const __m256 low = _mm256_cmp_ps(x, _mm256_set1_ps(kLow), _CMP_LT_OQ);
+  const __m256 high = _mm256_cmp_ps(x, _mm256_set1_ps(kHigh), _CMP_GT_OQ);
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(kMagic));
+  const __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(kMagic));
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kC[7]);
+  for (int i = 6; i >= 0; --i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC[i]));
+  const __m256i pb = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(static_cast<int>(127u - kMagicBits))), 23);
+  __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(pb));
+  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), low);
+  return _mm256_blendv_ps(e, _mm256_set1_ps(std::numeric_limits<float>::infinity()), high);
+}
+
+// Lanes < n all ones.
+inline __m256 first_lanes(int64_t n) {
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
 // Values i..i+7 of a cache row (i a multiple of 8). q8_0: d * q, exact in f32 (an 11-bit
@@ -51,62 +104,191 @@ inline float load1(const uint8_t* row, int64_t i) {
   return f;
 }
 
+// Row j of a cache as f32 into dst[0, d).
 template <Cache kC>
-void attend_t(const Item& it) {
-  const int64_t d = it.d, d8 = d / 8 * 8, rb = row_bytes(kC, d);
-  float m = -INFINITY;
-  for (int64_t j = 0; j < it.rows; ++j) {
-    const uint8_t* kr = it.k + j * rb;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < d8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(it.q + i), load8<kC>(kr, i), acc);
-    float t = 0;
-    for (int64_t i = d8; i < d; ++i) t = std::fma(it.q[i], load1<kC>(kr, i), t);
-    it.scores[j] = (hsum8(acc) + t) * it.scale;
-    m = std::max(m, it.scores[j]);
-  }
-  float sum = 0;
-  for (int64_t j = 0; j < it.rows; ++j) {
-    it.scores[j] = std::exp(it.scores[j] - m);
-    sum += it.scores[j];
-  }
-  int64_t i = 0;
-  // Output in registers, 32 values at a time, over all rows.
-  for (; i + 32 <= d8; i += 32) {
-    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
-    for (int64_t j = 0; j < it.rows; ++j) {
-      const uint8_t* vr = it.v + j * rb;
-      const __m256 p = _mm256_set1_ps(it.scores[j]);
-      o0 = _mm256_fmadd_ps(p, load8<kC>(vr, i), o0);
-      o1 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 8), o1);
-      o2 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 16), o2);
-      o3 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 24), o3);
+inline void convert_row(const uint8_t* row, int64_t d, float* dst) {
+  const int64_t d8 = d / 8 * 8;
+  for (int64_t i = 0; i < d8; i += 8) _mm256_storeu_ps(dst + i, load8<kC>(row, i));
+  for (int64_t i = d8; i < d; ++i) dst[i] = load1<kC>(row, i);
+}
+
+// The eight rows j0..j0+7 (clamped to the last row < rows, whose results are not used) as
+// f32 pointers: the cache itself for an f32 cache, else converted into blk.
+template <Cache kC>
+inline void rows_f32(const uint8_t* base, int64_t rb, int64_t d, int64_t j0, int64_t rows, float* blk,
+                     const float** out) {
+  for (int r = 0; r < 8; ++r) {
+    const int64_t j = std::min<int64_t>(j0 + r, rows - 1);
+    if constexpr (kC == Cache::f32) {
+      out[r] = reinterpret_cast<const float*>(base + j * rb);
+    } else if (j0 + r < rows) {
+      convert_row<kC>(base + j * rb, d, blk + r * d);
+      out[r] = blk + r * d;
+    } else {
+      out[r] = out[r - 1];
     }
-    const __m256 s = _mm256_set1_ps(sum);
-    _mm256_storeu_ps(it.out + i, _mm256_div_ps(o0, s));
-    _mm256_storeu_ps(it.out + i + 8, _mm256_div_ps(o1, s));
-    _mm256_storeu_ps(it.out + i + 16, _mm256_div_ps(o2, s));
-    _mm256_storeu_ps(it.out + i + 24, _mm256_div_ps(o3, s));
   }
-  for (; i < d8; i += 8) {
-    __m256 o = _mm256_setzero_ps();
-    for (int64_t j = 0; j < it.rows; ++j)
-      o = _mm256_fmadd_ps(_mm256_set1_ps(it.scores[j]), load8<kC>(it.v + j * rb, i), o);
-    _mm256_storeu_ps(it.out + i, _mm256_div_ps(o, _mm256_set1_ps(sum)));
+}
+
+// Scores of one query against eight rows, stored to s[0, 8). kDirect: rows read from the
+// cache (raw[r]); otherwise from f32 rows (f32[r]).
+template <Cache kC, bool kDirect>
+inline void scores8(const float* q, int64_t d, float scale, const uint8_t* const* raw, const float* const* f32,
+                    float* s) {
+  const int64_t d8 = d / 8 * 8;
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d8; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    for (int r = 0; r < 8; ++r)
+      acc[r] = _mm256_fmadd_ps(qv, kDirect ? load8<kC>(raw[r], i) : _mm256_loadu_ps(f32[r] + i), acc[r]);
   }
-  for (; i < d; ++i) {
-    float o = 0;
-    for (int64_t j = 0; j < it.rows; ++j) o = std::fma(it.scores[j], load1<kC>(it.v + j * rb, i), o);
-    it.out[i] = o / sum;
+  alignas(32) float t[8] = {};
+  if (d8 < d)
+    for (int r = 0; r < 8; ++r)
+      for (int64_t i = d8; i < d; ++i) t[r] = std::fma(q[i], kDirect ? load1<kC>(raw[r], i) : f32[r][i], t[r]);
+  _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_add_ps(hsum8x8(acc), _mm256_load_ps(t)), _mm256_set1_ps(scale)));
+}
+
+// exp_approx(s_j - m) in place over s[0, rows) (and the padding lanes up to a multiple of
+// 8, not summed); returns their sum, as attention.h defines it.
+inline float softmax_row(float* s, int64_t rows) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t full = rows / 8 * 8;
+  for (int64_t j = 0; j < full; j += 8) m = _mm256_max_ps(_mm256_loadu_ps(s + j), m);
+  const __m256 tail = first_lanes(rows - full);
+  if (full < rows)
+    m = _mm256_max_ps(_mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()),
+                                       _mm256_loadu_ps(s + full), tail),
+                      m);
+  const __m256 mv = _mm256_set1_ps(hmax8(m));
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < full; j += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+    _mm256_storeu_ps(s + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (full < rows) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + full), mv));
+    _mm256_storeu_ps(s + full, e);
+    sum = _mm256_add_ps(sum, _mm256_and_ps(e, tail));
+  }
+  return hsum8(sum);
+}
+
+template <Cache kC>
+void attend_t(const Tile& tl) {
+  const int64_t d = tl.d, d8 = d / 8 * 8, rb = row_bytes(kC, d);
+  int64_t R = 0;
+  for (int q = 0; q < tl.nq; ++q) R = std::max(R, tl.query[q].rows);
+  const int64_t R8 = (R + 7) / 8 * 8;
+  float* S = tl.scratch;        // [kTile][R8] scores, then probabilities
+  float* blk = S + kTile * R8;  // [8][d] rows as f32
+  float* O = blk + 8 * d;       // [kTile][d] output sums
+  const bool direct = tl.nq == 1 && kC != Cache::f32;
+  const uint8_t* raw[8];
+  const float* f32[8];
+
+  for (int64_t j0 = 0; j0 < R; j0 += 8) {
+    if (direct) {
+      for (int r = 0; r < 8; ++r) raw[r] = tl.k + std::min<int64_t>(j0 + r, R - 1) * rb;
+    } else {
+      rows_f32<kC>(tl.k, rb, d, j0, R, blk, f32);
+    }
+    for (int q = 0; q < tl.nq; ++q) {
+      if (tl.query[q].rows <= j0) continue;
+      float* s = S + q * R8 + j0;
+      if (direct) scores8<kC, true>(tl.query[q].q, d, tl.scale, raw, f32, s);
+      else scores8<kC, false>(tl.query[q].q, d, tl.scale, raw, f32, s);
+    }
+  }
+  float sums[kTile];
+  for (int q = 0; q < tl.nq; ++q) sums[q] = softmax_row(S + q * R8, tl.query[q].rows);
+
+  if (direct) {
+    // One query: its output in registers, 32 values at a time, over all rows.
+    const float* p = S;
+    const Query& qy = tl.query[0];
+    const __m256 s = _mm256_set1_ps(sums[0]);
+    int64_t i = 0;
+    for (; i + 32 <= d8; i += 32) {
+      __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+      for (int64_t j = 0; j < qy.rows; ++j) {
+        const uint8_t* vr = tl.v + j * rb;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        o0 = _mm256_fmadd_ps(pj, load8<kC>(vr, i), o0);
+        o1 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8), o1);
+        o2 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 16), o2);
+        o3 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 24), o3);
+      }
+      _mm256_storeu_ps(qy.out + i, _mm256_div_ps(o0, s));
+      _mm256_storeu_ps(qy.out + i + 8, _mm256_div_ps(o1, s));
+      _mm256_storeu_ps(qy.out + i + 16, _mm256_div_ps(o2, s));
+      _mm256_storeu_ps(qy.out + i + 24, _mm256_div_ps(o3, s));
+    }
+    for (; i < d8; i += 8) {
+      __m256 o = _mm256_setzero_ps();
+      for (int64_t j = 0; j < qy.rows; ++j) o = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8<kC>(tl.v + j * rb, i), o);
+      _mm256_storeu_ps(qy.out + i, _mm256_div_ps(o, s));
+    }
+    for (; i < d; ++i) {
+      float o = 0;
+      for (int64_t j = 0; j < qy.rows; ++j) o = std::fma(p[j], load1<kC>(tl.v + j * rb, i), o);
+      qy.out[i] = o / sums[0];
+    }
+    return;
+  }
+
+  std::fill(O, O + tl.nq * d, 0.0f);
+  for (int64_t j0 = 0; j0 < R; j0 += 8) {
+    rows_f32<kC>(tl.v, rb, d, j0, R, blk, f32);
+    for (int q = 0; q < tl.nq; ++q) {
+      const int64_t nr = std::min<int64_t>(8, tl.query[q].rows - j0);
+      if (nr <= 0) continue;
+      const float* p = S + q * R8 + j0;
+      float* o = O + q * d;
+      int64_t i = 0;
+      for (; i + 32 <= d8; i += 32) {
+        __m256 o0 = _mm256_loadu_ps(o + i), o1 = _mm256_loadu_ps(o + i + 8), o2 = _mm256_loadu_ps(o + i + 16),
+               o3 = _mm256_loadu_ps(o + i + 24);
+        for (int64_t r = 0; r < nr; ++r) {
+          const __m256 pj = _mm256_set1_ps(p[r]);
+          o0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i), o0);
+          o1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 8), o1);
+          o2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 16), o2);
+          o3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 24), o3);
+        }
+        _mm256_storeu_ps(o + i, o0);
+        _mm256_storeu_ps(o + i + 8, o1);
+        _mm256_storeu_ps(o + i + 16, o2);
+        _mm256_storeu_ps(o + i + 24, o3);
+      }
+      for (; i < d8; i += 8) {
+        __m256 o0 = _mm256_loadu_ps(o + i);
+        for (int64_t r = 0; r < nr; ++r) o0 = _mm256_fmadd_ps(_mm256_set1_ps(p[r]), _mm256_loadu_ps(f32[r] + i), o0);
+        _mm256_storeu_ps(o + i, o0);
+      }
+      for (; i < d; ++i)
+        for (int64_t r = 0; r < nr; ++r) o[i] = std::fma(p[r], f32[r][i], o[i]);
+    }
+  }
+  for (int q = 0; q < tl.nq; ++q) {
+    const float* o = O + q * d;
+    float* out = tl.query[q].out;
+    const __m256 s = _mm256_set1_ps(sums[q]);
+    int64_t i = 0;
+    for (; i < d8; i += 8) _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_loadu_ps(o + i), s));
+    for (; i < d; ++i) out[i] = o[i] / sums[q];
   }
 }
 
 }  // namespace
 
-void attend(const Item& it) {
-  switch (it.cache) {
-    case Cache::f16: return attend_t<Cache::f16>(it);
-    case Cache::q8_0: return attend_t<Cache::q8_0>(it);
-    case Cache::f32: return attend_t<Cache::f32>(it);
+void attend(const Tile& t) {
+  switch (t.cache) {
+    case Cache::f16: return attend_t<Cache::f16>(t);
+    case Cache::q8_0: return attend_t<Cache::q8_0>(t);
+    case Cache::f32: return attend_t<Cache::f32>(t);
   }
 }
 
