@@ -1,4 +1,4 @@
-// The LLM matrix kernels of backend/cpu/kernels/linear_q8.h on one thread, at the shapes of a
+// The LLM matrix kernels of backend/cpu/kernels/linear_q8.h on one and two threads, at the shapes of a
 // stories110M-shaped llama model (dim 768, FFN 2048, vocab 32000): y [M, OC] = x [M, K] w [OC, K]^T
 // for decode (M = 1) and a 512-token prompt (M = 512), weights in q4_0, q8_0 and f16.
 // The activation rounding (quantize_row, block_sums) is timed with the product, as the cpu
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace tessera {
 namespace {
@@ -37,9 +38,11 @@ std::vector<uint8_t> weight_bytes(DType t, int64_t oc, int64_t k) {
 // exceed the last-level cache.
 constexpr size_t kStreamBytes = size_t{96} << 20;
 
-// Args: OC, K, M.
+// Args: OC, K, M, threads (the output rows split over the cpu device's pool, as the
+// fully_connected kernel splits them).
 void BM_Matmul(benchmark::State& state, DType t) {
   const int64_t oc = state.range(0), k = state.range(1), m = state.range(2);
+  cpu::ThreadPool pool(static_cast<int>(state.range(3)));
   const std::vector<uint8_t> w1 = weight_bytes(t, oc, k);
   const size_t copies = std::max<size_t>(1, kStreamBytes / w1.size());
   std::vector<uint8_t> w(w1.size() * copies);
@@ -57,13 +60,15 @@ void BM_Matmul(benchmark::State& state, DType t) {
     const uint8_t* wp = w.data() + (next++ % copies) * w1.size();
     if (t == DType::f16) {
       // Activations rounded to binary16 as the llama graphs ask (input_rounding).
-      cpu::q8::gemm_f16({reinterpret_cast<const uint16_t*>(wp), x.data(), m, k, y.data(), oc, true}, 0, oc);
+      const cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(wp), x.data(), m, k, y.data(), oc, true};
+      pool.parallel_for(oc, [&](int64_t o0, int64_t o1) { cpu::q8::gemm_f16(g, o0, o1); }, 8);
     } else {
       for (int64_t i = 0; i < m; ++i) {
         cpu::q8::quantize_row(x.data() + i * k, k, q.data() + i * k, d.data() + i * (k / kBlock));
         cpu::q8::block_sums(q.data() + i * k, k, sums.data() + i * (k / kBlock));
       }
-      cpu::q8::gemm_quant({t, wp, rb, {q.data(), d.data(), sums.data(), m, k}, y.data(), oc}, 0, oc);
+      const cpu::q8::QuantGemm g{t, wp, rb, {q.data(), d.data(), sums.data(), m, k}, y.data(), oc};
+      pool.parallel_for(oc, [&](int64_t o0, int64_t o1) { cpu::q8::gemm_quant(g, o0, o1); }, 8);
     }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -73,14 +78,15 @@ void BM_Matmul(benchmark::State& state, DType t) {
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {1, 512})
-    for (auto [oc, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}}) {
-      if (m == 512 && oc == 32000) continue;  // the prompt step computes logits of the last token only
-      b->Args({oc, k, m});
-    }
+  for (int64_t threads : {1, 2})
+    for (int64_t m : {1, 512})
+      for (auto [oc, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}}) {
+        if (m == 512 && oc == 32000) continue;  // the prompt step computes logits of the last token only
+        b->Args({oc, k, m, threads});
+      }
   // The machine is shared: with --benchmark_repetitions=N the fastest repetition is the
   // least disturbed one.
-  b->ArgNames({"oc", "k", "m"})->Unit(benchmark::kMicrosecond)->ComputeStatistics("min", [](const std::vector<double>& v) {
+  b->ArgNames({"oc", "k", "m", "threads"})->Unit(benchmark::kMicrosecond)->ComputeStatistics("min", [](const std::vector<double>& v) {
     return *std::min_element(v.begin(), v.end());
   });
 }

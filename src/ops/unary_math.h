@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/exp_approx.h"
 #include "tessera/graph.h"
 
 namespace tessera::ops {
@@ -33,7 +34,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
     case OpKind::tanh: return apply([](float x) { return std::tanh(x); });
     case OpKind::hard_swish:
       return apply([](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
-    case OpKind::silu: return apply([](float x) { return x * logistic_value(x); });
+    case OpKind::silu: return apply(silu_value);  // x / (1 + e^-x), e^x by exp_approx
     case OpKind::gelu:
       if (n.attr_int("approximate", 0) != 0)
         return apply([](float x) {

@@ -7,7 +7,7 @@
 //         linear_q8.h)
 //   m_l = max over j = l mod 8 of s_j, as m_l = s_j > m_l ? s_j : m_l from -inf in j
 //         order; m = the same max over the lanes in the hsum8 tree
-//   p_j = exp_approx(s_j - m) (below);  sum_l = p_l + p_{l+8} + ... in order, sum = hsum8
+//   p_j = ops::exp_approx(s_j - m);  sum_l = p_l + p_{l+8} + ... in order, sum = hsum8
 //   o[d] = fma(p_j, v_j[d], o[d]) over j in order from 0;  out[d] = o[d] / sum
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/exp_approx.h"
 #include "tessera/types.h"
 
 namespace tessera::cpu::attn {
@@ -51,22 +52,9 @@ struct Tile {
 // output accumulators.
 inline int64_t scratch_floats(int64_t rows, int64_t d) { return kTile * ((rows + 7) / 8 * 8) + 8 * d + kTile * d; }
 
-// e^x in float, to about 2 ulp, the same bits on every path: x < -87 gives 0, x > 88
-// gives +inf, NaN stays NaN. x = n ln2 + r with n = round(x log2 e) (by adding 1.5 * 2^23),
-// r by the two-part ln 2 of Cody and Waite, e^r by its Taylor polynomial of degree 7 in
-// Horner form (|r| <= ln2 / 2: the first omitted term is below 2^-28), times 2^n built
-// in the exponent bits.
-namespace expc {
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-constexpr uint32_t kMagicBits = 0x4B400000u;
-constexpr float kLn2Hi = 0.693145751953125f;
-constexpr float kLn2Lo = 1.42860682030941723212e-6f;
-constexpr float kLow = -87.0f, kHigh = 88.0f;
-constexpr float kC[8] = {1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
-}  // namespace expc
 
-float exp_approx(float x);  // defined in attention.cpp, with explicit fmas
+// n values of consecutive cache rows as f32 (exact: the values every kernel reads).
+void rows_to_f32(Cache c, const uint8_t* rows, int64_t n, float* out);
 
 void attend(const Tile& t);  // the level convert::use_avx2() picks
 

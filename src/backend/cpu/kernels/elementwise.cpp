@@ -7,19 +7,13 @@ namespace tessera::cpu {
 
 namespace {
 
-// y[i] = act(f(a[ia], b[ib])) over the broadcast output; T is float or int32_t.
-template <typename T, typename F>
-Status binary_loop(KernelContext& c, F f, Activation act) {
+// y[i] = apply(a[ia], b[ib]) over the broadcast output; T is float or int32_t.
+template <typename T, typename Apply>
+Status binary_rows(KernelContext& c, Apply apply) {
   const Shape& out = c.out[0].shape();
   const T* a = c.in[0].as<T>();
   const T* b = c.in[1].as<T>();
   T* y = c.out[0].as<T>();
-  auto apply = [&](T x0, T x1) {
-    T v = f(x0, x1);
-    if constexpr (std::is_same_v<T, float>) v = activate(v, act);
-    else if (act == Activation::relu) v = std::max<T>(v, 0);
-    return v;
-  };
   if (c.in[0].shape() == out && c.in[1].shape() == out) {  // no broadcast (residual adds, gating)
     // Element by element, so any split over the pool gives the same values.
     parallel_rows(c, num_elements(out), [&](int64_t i0, int64_t i1) {
@@ -27,27 +21,61 @@ Status binary_loop(KernelContext& c, F f, Activation act) {
     }, int64_t{1} << 14);
     return Status::Ok();
   }
-  // Strides and the multi-index live in per-thread buffers that keep their size, so a
-  // broadcast in a decode step allocates nothing either.
-  thread_local std::vector<int64_t> as, bs, idx;
+  // Broadcasting: the output as rows of its last dimension, each input read along a row
+  // with stride 0 or 1; a row's input offsets come from its multi-index. Rows are split
+  // over the pool (element by element again, so any split gives the same values). The
+  // strides live in per-thread buffers that keep their size, so a broadcast in a decode
+  // step allocates nothing either.
+  thread_local std::vector<int64_t> as, bs;
   broadcast_strides_into(out, c.in[0].shape(), as);
   broadcast_strides_into(out, c.in[1].shape(), bs);
-  int rank = static_cast<int>(out.size());
-  idx.assign(rank, 0);
-  int64_t ia = 0, ib = 0;
-  for (int64_t i = 0, total = num_elements(out); i < total; ++i) {
-    y[i] = apply(a[ia], b[ib]);
-    // Advance the multi-index and both input offsets.
-    for (int d = rank - 1; d >= 0; --d) {
-      ia += as[d];
-      ib += bs[d];
-      if (++idx[d] < out[d]) break;
-      ia -= as[d] * out[d];
-      ib -= bs[d] * out[d];
-      idx[d] = 0;
-    }
+  const int rank = static_cast<int>(out.size());
+  if (rank == 0) {
+    y[0] = apply(a[0], b[0]);
+    return Status::Ok();
   }
+  const int64_t inner = out[rank - 1], total = num_elements(out);
+  if (total == 0) return Status::Ok();
+  const int64_t rows = total / inner, sa = as[rank - 1], sb = bs[rank - 1];
+  const int64_t* asp = as.data();
+  const int64_t* bsp = bs.data();
+  parallel_rows(c, rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t ia = 0, ib = 0, rem = r;
+      for (int d = rank - 2; d >= 0; --d) {
+        const int64_t idx = rem % out[d];
+        rem /= out[d];
+        ia += idx * asp[d];
+        ib += idx * bsp[d];
+      }
+      T* yr = y + r * inner;
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < inner; ++i) yr[i] = apply(a[ia + i], b[ib + i]);
+      } else if (sa == 1) {
+        const T bv = b[ib];
+        for (int64_t i = 0; i < inner; ++i) yr[i] = apply(a[ia + i], bv);
+      } else if (sb == 1) {
+        const T av = a[ia];
+        for (int64_t i = 0; i < inner; ++i) yr[i] = apply(av, b[ib + i]);
+      } else {
+        const T v = apply(a[ia], b[ib]);
+        for (int64_t i = 0; i < inner; ++i) yr[i] = v;
+      }
+    }
+  }, std::max<int64_t>(1, (int64_t{1} << 14) / inner));
   return Status::Ok();
+}
+
+// y = act(f(a, b)); without an activation the loops are plain (and vectorise).
+template <typename T, typename F>
+Status binary_loop(KernelContext& c, F f, Activation act) {
+  if (act == Activation::none) return binary_rows<T>(c, [&](T x0, T x1) { return f(x0, x1); });
+  return binary_rows<T>(c, [&](T x0, T x1) {
+    T v = f(x0, x1);
+    if constexpr (std::is_same_v<T, float>) v = activate(v, act);
+    else if (act == Activation::relu) v = std::max<T>(v, 0);
+    return v;
+  });
 }
 
 template <typename Op>
@@ -57,7 +85,7 @@ Status binary(KernelContext& c) {
     return kernel_error(c.n, std::string("operands must share one dtype, got ") + dtype_name(ta) + ", " +
                                  dtype_name(tb) + " -> " + dtype_name(ty));
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
-  if (ta == DType::f32) return binary_loop<float>(c, Op::template apply<float>, act);
+  if (ta == DType::f32) return binary_loop<float>(c, [](float x0, float x1) { return Op::template apply<float>(x0, x1); }, act);
   if (ta == DType::i32) {
     if constexpr (Op::kDivides) {
       const int32_t* b = c.in[1].as<int32_t>();
@@ -66,7 +94,7 @@ Status binary(KernelContext& c) {
     }
     if (act != Activation::none && act != Activation::relu)
       return kernel_error(c.n, "i32 operands support only activation none or relu");
-    return binary_loop<int32_t>(c, Op::template apply<int32_t>, act);
+    return binary_loop<int32_t>(c, [](int32_t x0, int32_t x1) { return Op::template apply<int32_t>(x0, x1); }, act);
   }
   return kernel_error(c.n, std::string("plain kernel takes f32 or i32, got ") + dtype_name(ta));
 }

@@ -53,13 +53,16 @@ Status rms_norm(KernelContext& c) {
   Param w(optional_in(c, 1), 1.0f);
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    double ss = 0;
-    for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d) + eps);
-    for (int64_t i = 0; i < d; ++i) y[r * d + i] = static_cast<float>(xr[i] * inv * w[i]);
-  }
+  // Row by row, so any split over the pool gives the same values.
+  parallel_rows(c, rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * d;
+      double ss = 0;
+      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d) + eps);
+      for (int64_t i = 0; i < d; ++i) y[r * d + i] = static_cast<float>(xr[i] * inv * w[i]);
+    }
+  }, min_rows_per_chunk(4 * d));
   return Status::Ok();
 }
 
@@ -72,17 +75,19 @@ Status layer_norm(KernelContext& c) {
   Param gamma(optional_in(c, 1), 1.0f), beta(optional_in(c, 2), 0.0f);
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    double mean = 0;
-    for (int64_t i = 0; i < d; ++i) mean += xr[i];
-    mean /= static_cast<double>(d);
-    double var = 0;
-    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    var /= static_cast<double>(d);
-    const double inv = 1.0 / std::sqrt(var + eps);
-    for (int64_t i = 0; i < d; ++i) y[r * d + i] = static_cast<float>((xr[i] - mean) * inv * gamma[i] + beta[i]);
-  }
+  parallel_rows(c, rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * d;
+      double mean = 0;
+      for (int64_t i = 0; i < d; ++i) mean += xr[i];
+      mean /= static_cast<double>(d);
+      double var = 0;
+      for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      var /= static_cast<double>(d);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t i = 0; i < d; ++i) y[r * d + i] = static_cast<float>((xr[i] - mean) * inv * gamma[i] + beta[i]);
+    }
+  }, min_rows_per_chunk(8 * d));
   return Status::Ok();
 }
 
@@ -107,11 +112,13 @@ Status rope(KernelContext& c) {
   float* y = c.out[0].as<float>();
   if (y != x) std::memcpy(y, x, c.in[0].elements() * sizeof(float));
   const int64_t half = n_dims / 2;
-  // Per-thread tables that keep their size: a decode step allocates nothing here.
-  thread_local std::vector<double> cs, sn;
-  if (static_cast<int64_t>(cs.size()) < half) cs.resize(half), sn.resize(half);
-  for (int64_t b = 0; b < batches; ++b) {
-    for (int64_t ti = 0; ti < t; ++ti) {
+  // Token by token (each its own angles), split over the pool: the same values for any
+  // split. Per-thread tables that keep their size: a decode step allocates nothing here.
+  parallel_rows(c, batches * t, [&](int64_t u0, int64_t u1) {
+    thread_local std::vector<double> cs, sn;
+    if (static_cast<int64_t>(cs.size()) < half) cs.resize(half), sn.resize(half);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / t, ti = u % t;
       for (int64_t p = 0; p < half; ++p) {
         double theta = pos[ti] * std::pow(base, -2.0 * static_cast<double>(p) / static_cast<double>(n_dims));
         cs[p] = std::cos(theta);
@@ -127,7 +134,7 @@ Status rope(KernelContext& c) {
         }
       }
     }
-  }
+  }, min_rows_per_chunk(h * d + 64 * half));
   return Status::Ok();
 }
 

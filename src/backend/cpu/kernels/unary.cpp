@@ -2,9 +2,16 @@
 // hard_swish, silu, gelu, exp, rsqrt). Each is the textbook formula in float, defined once
 // in ops/unary_math.h.
 #include "backend/cpu/kernels/kernel_util.h"
+#include "convert/simd.h"
 #include "ops/unary_math.h"
 
 namespace tessera::cpu {
+
+#if defined(__x86_64__)
+namespace x86 {
+void silu_avx2(const float* x, float* y, int64_t n);  // x86/unary_avx2.cpp: the same bits
+}
+#endif
 
 namespace {
 
@@ -22,6 +29,16 @@ Status unary(KernelContext& c, F f) {
 
 // Every float unary op: the scalar formula comes from ops/unary_math.h.
 Status unary_op(KernelContext& c) {
+#if defined(__x86_64__)
+  if (c.n.op == OpKind::silu && convert::use_avx2()) {
+    TS_RETURN_IF_ERROR(require_f32(c, {0}));
+    const float* x = c.in[0].as<float>();
+    float* y = c.out[0].as<float>();
+    parallel_rows(c, c.in[0].elements(), [&](int64_t i0, int64_t i1) { x86::silu_avx2(x + i0, y + i0, i1 - i0); },
+                  int64_t{1} << 14);
+    return Status::Ok();
+  }
+#endif
   return ops::with_unary_fn(c.n, [&](auto f) { return unary(c, f); });
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels/attention.h"
+#include "backend/cpu/x86/exp_avx2.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -52,22 +53,7 @@ inline __m256 hsum8x8(const __m256* a) {
   return _mm256_permutevar8x32_ps(g, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-inline __m256 exp8(__m256 x) {
-  using namespace expc;
-  const __m256 low = _mm256_cmp_ps(x, _mm256_set1_ps(kLow), _CMP_LT_OQ);
-  const __m256 high = _mm256_cmp_ps(x, _mm256_set1_ps(kHigh), _CMP_GT_OQ);
-  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(kMagic));
-  const __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(kMagic));
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kC[7]);
-  for (int i = 6; i >= 0; --i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC[i]));
-  const __m256i pb = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(static_cast<int>(127u - kMagicBits))), 23);
-  __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(pb));
-  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), low);
-  return _mm256_blendv_ps(e, _mm256_set1_ps(std::numeric_limits<float>::infinity()), high);
-}
+using x86::exp8;
 
 // Lanes < n all ones.
 inline __m256 first_lanes(int64_t n) {
@@ -211,6 +197,17 @@ void attend_t(const Tile& tl) {
     const Query& qy = tl.query[0];
     const __m256 s = _mm256_set1_ps(sums[0]);
     int64_t i = 0;
+    // Eight accumulators (64 values) in flight: four would wait on the fma latency.
+    for (; i + 64 <= d8; i += 64) {
+      __m256 o[8];
+      for (auto& x : o) x = _mm256_setzero_ps();
+      for (int64_t j = 0; j < qy.rows; ++j) {
+        const uint8_t* vr = tl.v + j * rb;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        for (int u = 0; u < 8; ++u) o[u] = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8 * u), o[u]);
+      }
+      for (int u = 0; u < 8; ++u) _mm256_storeu_ps(qy.out + i + 8 * u, _mm256_div_ps(o[u], s));
+    }
     for (; i + 32 <= d8; i += 32) {
       __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
       for (int64_t j = 0; j < qy.rows; ++j) {
@@ -248,6 +245,15 @@ void attend_t(const Tile& tl) {
       const float* p = S + q * R8 + j0;
       float* o = O + q * d;
       int64_t i = 0;
+      for (; i + 64 <= d8; i += 64) {
+        __m256 a[8];
+        for (int u = 0; u < 8; ++u) a[u] = _mm256_loadu_ps(o + i + 8 * u);
+        for (int64_t r = 0; r < nr; ++r) {
+          const __m256 pj = _mm256_set1_ps(p[r]);
+          for (int u = 0; u < 8; ++u) a[u] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 8 * u), a[u]);
+        }
+        for (int u = 0; u < 8; ++u) _mm256_storeu_ps(o + i + 8 * u, a[u]);
+      }
       for (; i + 32 <= d8; i += 32) {
         __m256 o0 = _mm256_loadu_ps(o + i), o1 = _mm256_loadu_ps(o + i + 8), o2 = _mm256_loadu_ps(o + i + 16),
                o3 = _mm256_loadu_ps(o + i + 24);
