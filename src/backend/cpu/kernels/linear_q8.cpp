@@ -77,6 +77,19 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   const float* table = f16_table();
   const int64_t k8 = g.k / 8 * 8;
+  if (g.m >= kF16SeqMinRows) {  // one chain per output (linear_q8.h)
+    for (int64_t o = o0; o < o1; ++o) {
+      const uint16_t* w = g.w + o * g.k;
+      for (int64_t m = 0; m < g.m; ++m) {
+        const float* x = g.x + m * g.k;
+        float acc = 0;
+        for (int64_t j = 0; j < g.k; ++j)
+          acc = std::fma(table[w[j]], g.round_x ? table[f32_to_f16(x[j])] : x[j], acc);
+        g.y[m * g.ldy + o] = acc;
+      }
+    }
+    return;
+  }
   for (int64_t o = o0; o < o1; ++o) {
     const uint16_t* w = g.w + o * g.k;
     for (int64_t m = 0; m < g.m; ++m) {

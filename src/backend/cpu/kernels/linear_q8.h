@@ -13,8 +13,13 @@
 // (one float sum per output, as llama.cpp's interleaved q4_0 kernels keep one per column).
 // F16 weights (any row length K): with round_x, every activation is first rounded to
 // binary16 (round to nearest even, as llama.cpp rounds the inputs of its f16 matmuls),
-// h = f16(x); without, h = x. Then acc[l] = fma(w[8j+l], h[8j+l], acc[l]) for j in order,
-// the K % 8 tail t = fma(w[k], h[k], t) in order, y = hsum8(acc) + t. The rounding halves
+// h = f16(x); without, h = x. With fewer than kF16SeqMinRows activation rows (decode):
+// acc[l] = fma(w[8j+l], h[8j+l], acc[l]) for j in order, the K % 8 tail
+// t = fma(w[k], h[k], t) in order, y = hsum8(acc) + t. With kF16SeqMinRows rows or more
+// (prompts): one chain per output, acc = fma(w[k], h[k], acc) for k = 0 .. K-1 in order
+// from 0, y = acc: what an outer-product tile computes without horizontal sums (about 1.3x
+// the multiply-adds per second of the dot-product tile). So an f16 product's bits depend
+// on the batch's row count, as llama.cpp's do; not on tiling, threads or the instruction set. The rounding halves
 // the bytes the prompt kernel streams per activation row (about 10% faster prompts on the
 // development VM); it moves a dot product by at most 2^-11 sum |w x| (+ 2^-25 sum |w|
 // where an activation falls below 2^-14).
@@ -33,6 +38,7 @@
 namespace tessera::cpu::q8 {
 
 constexpr int64_t kBlock = 32;  // values per activation block (= GGUF q8_0 / q4_0 block)
+constexpr int64_t kF16SeqMinRows = 8;  // f16: rows from which the one-chain order applies (above)
 
 // Activation rows rounded to 8-bit blocks: row m has q[m * k .. + k) and d[m * k/32 ..].
 // Every q is in [-127, 127] (quantize_row's range): the AVX2 sign trick needs -128 absent.

@@ -6,9 +6,11 @@
 // and one fma per block adds dw * dx * S_b for the eight rows. A prompt (several
 // activation rows) packs each group of eight rows once into a small scratch and runs tiles
 // of 2 activation rows over it. F16: the activations rounded to binary16 once per call
-// (linear_q8.h); decode converts eight weight rows per pass with F16C; a prompt converts a
-// panel of four weight rows to f32 once per chunk of activation rows and runs 3 x 4 tiles
-// over it. Tiling changes nothing in the arithmetic of an element.
+// (linear_q8.h); decode converts eight weight rows per pass with F16C; a few rows (below
+// kF16SeqMinRows) convert a panel of four weight rows to f32 once per chunk of activation
+// rows and run 3 x 4 tiles over it; prompts run outer-product tiles of 6 x 16 over panels
+// of 16 weight rows (one fma chain per output). Tiling changes nothing in the arithmetic
+// of an element.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -472,9 +474,165 @@ void gemm_f16_t(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
   f16_gemm_rows(g, xh, o0, o1);
 }
 
+// ---- f16 weights, prompts: one fma chain per output (linear_q8.h, m >= kF16SeqMinRows) ----
+
+// Outer-product tiles: MR activation rows x 16 weight rows, every k step one broadcast per
+// activation row and two loads of the panel, 2 * MR accumulators of eight outputs each, no
+// horizontal sums. The panel holds 16 weight rows as f32, k-major ([k][16]), converted
+// once per chunk of activation rows.
+constexpr int kSeqPanel = 16;
+constexpr int kSeqTileRows = 6;
+constexpr int64_t kSeqSteps = 2048;  // k steps per block (128 KiB of panel, in L2)
+
+// 8 x 8 transpose of r[0..7] in place.
+inline void transpose8(__m256* r) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// Weight rows o .. o + nr (nr <= 16) into panel[k][16] as f32; lanes >= nr are zero.
+void seq_pack_panel(const F16Gemm& g, int64_t o, int nr, float* panel) {
+  const int64_t k8 = g.k / 8 * 8;
+  for (int half = 0; half < 2; ++half) {
+    const uint16_t* rows[8];
+    const int n0 = half * 8;
+    for (int n = 0; n < 8; ++n) rows[n] = n0 + n < nr ? g.w + (o + n0 + n) * g.k : nullptr;
+    for (int64_t j = 0; j < k8; j += 8) {
+      __m256 r[8];
+      for (int n = 0; n < 8; ++n)
+        r[n] = rows[n] ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[n] + j)))
+                       : _mm256_setzero_ps();
+      transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(panel + (j + i) * kSeqPanel + n0, r[i]);
+    }
+    for (int64_t j = k8; j < g.k; ++j)
+      for (int n = 0; n < 8; ++n) panel[j * kSeqPanel + n0 + n] = rows[n] ? _cvtsh_ss(rows[n][j]) : 0.0f;
+  }
+}
+
+// Steps j0 .. j1 of the chains of a 6 x 16 tile: xp holds the tile's activations packed
+// step-major (xp[j * 6 + m]), the panel its weights ([j][16]). From zero when j0 == 0,
+// else continuing from the partial sums stored in y (exact: a chain split over blocks of
+// steps is the same chain). Rows >= mr and outputs >= nr are computed on padding and not
+// stored.
+void seq_tile(const float* xp, int64_t j0, int64_t j1, const float* panel, float* y, int64_t ldy, int mr, int nr) {
+  // The partial sums pass through a buffer so that every register access has a constant
+  // index (a variable one makes the compiler keep the accumulators in memory).
+  alignas(32) float buf[kSeqTileRows][kSeqPanel];
+  if (j0 != 0) {
+    for (int m = 0; m < mr; ++m) std::memcpy(buf[m], y + m * ldy, static_cast<size_t>(nr) * 4);
+  }
+  __m256 acc[kSeqTileRows][2];
+#pragma GCC unroll 6
+  for (int m = 0; m < kSeqTileRows; ++m) {
+    acc[m][0] = j0 != 0 ? _mm256_load_ps(buf[m]) : _mm256_setzero_ps();
+    acc[m][1] = j0 != 0 ? _mm256_load_ps(buf[m] + 8) : _mm256_setzero_ps();
+  }
+  const float* xj = xp + j0 * kSeqTileRows;
+  const float* wj = panel + j0 * kSeqPanel;
+  for (int64_t j = j0; j < j1; ++j, xj += kSeqTileRows, wj += kSeqPanel) {
+    const __m256 w0 = _mm256_load_ps(wj), w1 = _mm256_load_ps(wj + 8);
+#pragma GCC unroll 6
+    for (int m = 0; m < kSeqTileRows; ++m) {
+      const __m256 xb = _mm256_broadcast_ss(xj + m);
+      acc[m][0] = _mm256_fmadd_ps(w0, xb, acc[m][0]);
+      acc[m][1] = _mm256_fmadd_ps(w1, xb, acc[m][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int m = 0; m < kSeqTileRows; ++m) {
+    _mm256_store_ps(buf[m], acc[m][0]);
+    _mm256_store_ps(buf[m] + 8, acc[m][1]);
+  }
+  for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, buf[m], static_cast<size_t>(nr) * 4);
+}
+
+// Activation rows m0 .. m1 packed per tile of 6 rows, step-major (rows past m1 zero), as
+// the values the chains read: rounded to binary16 and back with round_x (linear_q8.h).
+void seq_pack_rows(const F16Gemm& g, int64_t m0, int64_t m1, float* xp) {
+  const int64_t k8 = g.k / 8 * 8;
+  const auto rnd = [&](__m256 v) {
+    return g.round_x ? _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)) : v;
+  };
+  for (int64_t mt = m0; mt < m1; mt += kSeqTileRows, xp += kSeqTileRows * g.k) {
+    const int mr = static_cast<int>(std::min<int64_t>(kSeqTileRows, m1 - mt));
+    const float* rows[kSeqTileRows];
+    for (int m = 0; m < kSeqTileRows; ++m) rows[m] = m < mr ? g.x + (mt + m) * g.k : nullptr;
+    // Eight steps at a time: the rows' eight values transposed, each step's six values
+    // stored with two lanes of spill that the next store (or the buffer's slack) takes.
+    for (int64_t j = 0; j < k8; j += 8) {
+      __m256 r[8];
+      for (int m = 0; m < 8; ++m) r[m] = m < kSeqTileRows && rows[m] ? rnd(_mm256_loadu_ps(rows[m] + j)) : _mm256_setzero_ps();
+      transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(xp + (j + i) * kSeqTileRows, r[i]);
+    }
+    for (int64_t j = k8; j < g.k; ++j)
+      for (int m = 0; m < kSeqTileRows; ++m)
+        xp[j * kSeqTileRows + m] =
+            !rows[m]     ? 0.0f
+            : g.round_x ? _cvtsh_ss(_cvtss_sh(rows[m][j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+                        : rows[m][j];
+  }
+}
+
+float* aligned32(std::vector<float>& v, size_t n) {
+  if (v.size() < n + 8) v.resize(n + 8);
+  return v.data() + ((32 - reinterpret_cast<uintptr_t>(v.data()) % 32) % 32) / 4;
+}
+
+void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
+  // The call's weight rows as f32 panels, converted once (they are read again from L3
+  // for every chunk of activation rows).
+  thread_local std::vector<float> wbuf, xbuf;
+  const int64_t npanel = (o1 - o0 + kSeqPanel - 1) / kSeqPanel;
+  float* panels = aligned32(wbuf, static_cast<size_t>(npanel * kSeqPanel * g.k));
+  for (int64_t p = 0; p < npanel; ++p)
+    seq_pack_panel(g, o0 + p * kSeqPanel, static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o0 - p * kSeqPanel)),
+                   panels + p * kSeqPanel * g.k);
+  // Chunks of activation rows of about 192 KiB packed per tile (they stay in L2 while every
+  // panel passes over them), a multiple of the tile, of about equal length.
+  const int64_t cap = std::clamp<int64_t>((int64_t{192} << 10) / (4 * std::max<int64_t>(g.k, 1)), kSeqTileRows, 240) /
+                      kSeqTileRows * kSeqTileRows;
+  const int64_t nchunks = (g.m + cap - 1) / cap;
+  const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kSeqTileRows - 1) / kSeqTileRows * kSeqTileRows;
+  float* xp = aligned32(xbuf, static_cast<size_t>(chunk * g.k) + 8);  // + the packing's spill
+  for (int64_t mc = 0; mc < g.m; mc += chunk) {
+    const int64_t mend = std::min(g.m, mc + chunk);
+    seq_pack_rows(g, mc, mend, xp);
+    for (int64_t p = 0; p < npanel; ++p) {
+      const int64_t o = o0 + p * kSeqPanel;
+      const int nr = static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o));
+      const float* panel = panels + p * kSeqPanel * g.k;
+      // Blocks of 2048 steps (the model shapes in one block: measured faster than blocks of
+      // 128-1024 steps that keep the panel in L1; the packed rows are the stream).
+      for (int64_t j0 = 0; j0 < g.k; j0 += kSeqSteps) {
+        const int64_t j1 = std::min(g.k, j0 + kSeqSteps);
+        for (int64_t m = mc; m < mend; m += kSeqTileRows)
+          seq_tile(xp + (m - mc) * g.k, j0, j1, panel, g.y + m * g.ldy + o, g.ldy,
+                   static_cast<int>(std::min<int64_t>(kSeqTileRows, mend - m)), nr);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  if (g.m >= kF16SeqMinRows) return gemm_f16_seq(g, o0, o1);
   if (g.round_x)
     gemm_f16_t(g, f16_activations(g), o0, o1);
   else
