@@ -6,11 +6,14 @@ tessera_component(tessera_core DIRS src/core src/ops DEPS fmt::fmt)
 tessera_component(tessera_convert DIRS src/convert DEPS tessera_core)
 tessera_component(tessera_runtime DIRS src/backend/common src/passes src/runtime DEPS tessera_convert)
 tessera_component(tessera_cpu DIRS src/backend/cpu DEPS tessera_runtime)
-# exp_approx and the attention kernels' scalar and AVX2 twins must give the same bits: no a * b + c is
+# exp_approx and the attention and silu kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
 # contracted into an fma behind their back (each fma is written out).
 set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/attention.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/attention_avx2.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/unary_avx2.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/attention_neon.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/unary_neon.cpp
                             PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 
 set(tessera_parts tessera_core tessera_convert tessera_runtime tessera_cpu)

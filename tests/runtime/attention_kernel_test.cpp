@@ -20,6 +20,10 @@ namespace tessera {
 namespace cpu::x86 {
 void silu_avx2(const float* x, float* y, int64_t n);
 }
+#elif defined(__aarch64__)
+namespace cpu::arm {
+void silu_neon(const float* x, float* y, int64_t n);
+}
 #endif
 namespace {
 
@@ -48,13 +52,31 @@ std::vector<uint8_t> make_cache(cpu::attn::Cache cache, const std::vector<float>
 
 // Tiles of 1..4 queries with equal, causal (consecutive) and unrelated row counts, every
 // cache type, head sizes with and without a tail: the AVX2 kernel (which converts blocks
-// of rows once per tile and reduces eight scores at once) equals the scalar one, which
-// runs each query alone, bit for bit.
-TEST(AttentionKernel, Avx2MatchesScalarBitForBit) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+// of rows once per tile and reduces eight scores at once) or the NEON one equals the
+// scalar one, which runs each query alone, bit for bit.
+// The SIMD kernel of this machine: AVX2 on x86-64, NEON on aarch64.
+bool simd_attend(const cpu::attn::Tile& t) {
+#if defined(__x86_64__)
+  if (!convert::cpu_has_avx2()) return false;
+  cpu::attn::avx2::attend(t);
+  return true;
+#elif defined(__aarch64__)
+  cpu::attn::neon::attend(t);
+  return true;
 #else
-  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  (void)t;
+  return false;
+#endif
+}
+
+TEST(AttentionKernel, SimdMatchesScalarBitForBit) {
+  {
+#if defined(__x86_64__)
+    if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+#elif !defined(__aarch64__)
+    GTEST_SKIP() << "no SIMD attention kernel on this architecture";
+#endif
+  }
   std::mt19937 rng(31);
   std::normal_distribution<float> nd(0, 1);
   using cpu::attn::Cache;
@@ -91,14 +113,13 @@ TEST(AttentionKernel, Avx2MatchesScalarBitForBit) {
             cpu::attn::scalar::attend(t);
             for (int q = 0; q < nq; ++q) t.query[q].out = &o2[q * d];
             std::fill(scratch.begin(), scratch.end(), 7.0f);
-            cpu::attn::avx2::attend(t);
+            ASSERT_TRUE(simd_attend(t));
             ASSERT_EQ(0, std::memcmp(o1.data(), o2.data(), nq * d * 4));
             // Not a vacuous comparison: the output is a weighted mean of the values.
             float vmax = 0;
             for (float x : o1) vmax = std::max(vmax, std::fabs(x));
             EXPECT_GT(vmax, 0.0f);
           }
-#endif
 }
 
 // The kernel against attention computed in double (softmax of q.k * scale, weighted mean
@@ -162,11 +183,11 @@ TEST(AttentionKernel, ExpApproxWithinTwoUlp) {
   EXPECT_EQ(ops::exp_approx(0.0f), 1.0f);
 }
 
-// silu (ops/unary_math.h: x / (1 + exp_approx(-x))): the cpu kernel's AVX2 path equals the
+// silu (ops/unary_math.h: x / (1 + exp_approx(-x))): the cpu kernel's AVX2 / NEON path equals the
 // scalar formula bit for bit over seeded values of every magnitude (including the clamps
 // of exp_approx and lengths with a tail), and the formula is within 4 ulp of x / (1 + e^-x)
 // in double where the result is a normal float.
-TEST(AttentionKernel, SiluAvx2MatchesItsFormula) {
+TEST(AttentionKernel, SiluSimdMatchesItsFormula) {
   std::mt19937 rng(12);
   std::normal_distribution<float> nd(0, 1);
   std::vector<float> x(4099);
@@ -181,12 +202,16 @@ TEST(AttentionKernel, SiluAvx2MatchesItsFormula) {
       ASSERT_LE(std::fabs(want[i] - ref), 4 * ulp) << "x " << x[i];
     }
   }
+  std::vector<float> got(x.size(), -1);
 #if defined(__x86_64__)
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
-  std::vector<float> got(x.size(), -1);
   cpu::x86::silu_avx2(x.data(), got.data(), static_cast<int64_t>(x.size()));
-  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), x.size() * 4));
+#elif defined(__aarch64__)
+  cpu::arm::silu_neon(x.data(), got.data(), static_cast<int64_t>(x.size()));
+#else
+  GTEST_SKIP() << "no SIMD silu on this architecture";
 #endif
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), x.size() * 4));
 }
 
 // Attention over a q8_0 cache reads the values d * q exactly: it equals attention over an

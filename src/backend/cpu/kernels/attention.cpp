@@ -100,6 +100,8 @@ void attend(const Tile& t) {
 void attend(const Tile& t) {
 #if defined(__x86_64__)
   if (convert::use_avx2()) return avx2::attend(t);
+#elif defined(__aarch64__)
+  if (convert::use_neon()) return neon::attend(t);
 #endif
   scalar::attend(t);
 }

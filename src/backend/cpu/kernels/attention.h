@@ -66,5 +66,10 @@ namespace avx2 {
 void attend(const Tile& t);
 }
 #endif
+#if defined(__aarch64__)
+namespace neon {
+void attend(const Tile& t);
+}
+#endif
 
 }  // namespace tessera::cpu::attn

@@ -11,6 +11,10 @@ namespace tessera::cpu {
 namespace x86 {
 void silu_avx2(const float* x, float* y, int64_t n);  // x86/unary_avx2.cpp: the same bits
 }
+#elif defined(__aarch64__)
+namespace arm {
+void silu_neon(const float* x, float* y, int64_t n);  // arm/unary_neon.cpp: the same bits
+}
 #endif
 
 namespace {
@@ -29,12 +33,19 @@ Status unary(KernelContext& c, F f) {
 
 // Every float unary op: the scalar formula comes from ops/unary_math.h.
 Status unary_op(KernelContext& c) {
+#if defined(__x86_64__) || defined(__aarch64__)
 #if defined(__x86_64__)
-  if (c.n.op == OpKind::silu && convert::use_avx2()) {
+  const bool fast_silu = convert::use_avx2();
+  auto silu_rows = x86::silu_avx2;
+#else
+  const bool fast_silu = convert::use_neon();
+  auto silu_rows = arm::silu_neon;
+#endif
+  if (c.n.op == OpKind::silu && fast_silu) {
     TS_RETURN_IF_ERROR(require_f32(c, {0}));
     const float* x = c.in[0].as<float>();
     float* y = c.out[0].as<float>();
-    parallel_rows(c, c.in[0].elements(), [&](int64_t i0, int64_t i1) { x86::silu_avx2(x + i0, y + i0, i1 - i0); },
+    parallel_rows(c, c.in[0].elements(), [&](int64_t i0, int64_t i1) { silu_rows(x + i0, y + i0, i1 - i0); },
                   int64_t{1} << 14);
     return Status::Ok();
   }

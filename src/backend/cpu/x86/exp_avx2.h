@@ -29,7 +29,7 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
 
 // ops::silu_value on eight lanes.
 __attribute__((target("avx2,fma"))) inline __m256 silu8(__m256 x) {
-  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  const __m256 e = exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));  // -x, as the scalar negation
   return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
