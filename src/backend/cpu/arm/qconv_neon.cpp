@@ -8,6 +8,8 @@
 #if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <arm_neon.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "backend/cpu/ukernels/qconv.h"
@@ -208,36 +210,41 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
 void dw_row(const DwRow& r) {
   const int pairs = (r.taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int16_t* wg = r.w + g * pairs * 32;
-    const Rq4 v0 = load_rq4(*r.rq, g * kPanel), v1 = load_rq4(*r.rq, g * kPanel + 4),
-              v2 = load_rq4(*r.rq, g * kPanel + 8), v3 = load_rq4(*r.rq, g * kPanel + 12);
-    const int64_t left = r.channels - g * kPanel;
-    const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
-    for (int64_t ox = 0; ox < r.ow; ++ox) {
-      const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
-      int32x4_t q0 = vdupq_n_s32(0), q1 = q0, q2 = q0, q3 = q0;
-      for (int p = 0; p < pairs; ++p) {
-        const int t0 = 2 * p, t1 = 2 * p + 1;
-        // w.val[0]: weights of tap t0 for 8 lanes, w.val[1]: of tap t1
-        const int16x8x2_t wa = vld2q_s16(wg + p * 32), wb = vld2q_s16(wg + p * 32 + 16);
-        const int16x8_t xa0 = vld1q_s16(xg + r.tap_off[t0]), xa1 = vld1q_s16(xg + r.tap_off[t0] + 8);
-        q0 = vmlal_s16(q0, vget_low_s16(xa0), vget_low_s16(wa.val[0]));
-        q1 = vmlal_s16(q1, vget_low_s16(xa1), vget_high_s16(wa.val[0]));
-        q2 = vmlal_s16(q2, vget_high_s16(xa0), vget_low_s16(wb.val[0]));
-        q3 = vmlal_high_s16(q3, xa1, wb.val[0]);
-        if (t1 < r.taps) {
-          const int16x8_t xb0 = vld1q_s16(xg + r.tap_off[t1]), xb1 = vld1q_s16(xg + r.tap_off[t1] + 8);
-          q0 = vmlal_s16(q0, vget_low_s16(xb0), vget_low_s16(wa.val[1]));
-          q1 = vmlal_s16(q1, vget_low_s16(xb1), vget_high_s16(wa.val[1]));
-          q2 = vmlal_s16(q2, vget_high_s16(xb0), vget_low_s16(wb.val[1]));
-          q3 = vmlal_high_s16(q3, xb1, wb.val[1]);
+  // Blocks of output pixels, every channel group within a block, so the block's input
+  // lines stay in L1 while the groups pass over them (as the AVX2 row does).
+  constexpr int64_t kPixels = 8;
+  for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int16_t* wg = r.w + g * pairs * 32;
+      const Rq4 v0 = load_rq4(*r.rq, g * kPanel), v1 = load_rq4(*r.rq, g * kPanel + 4),
+                v2 = load_rq4(*r.rq, g * kPanel + 8), v3 = load_rq4(*r.rq, g * kPanel + 12);
+      const int64_t left = r.channels - g * kPanel;
+      const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
+      for (int64_t ox = ox0; ox < std::min(r.ow, ox0 + kPixels); ++ox) {
+        const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
+        int32x4_t q0 = vdupq_n_s32(0), q1 = q0, q2 = q0, q3 = q0;
+        for (int p = 0; p < pairs; ++p) {
+          const int t0 = 2 * p, t1 = 2 * p + 1;
+          // w.val[0]: weights of tap t0 for 8 lanes, w.val[1]: of tap t1
+          const int16x8x2_t wa = vld2q_s16(wg + p * 32), wb = vld2q_s16(wg + p * 32 + 16);
+          const int16x8_t xa0 = vld1q_s16(xg + r.tap_off[t0]), xa1 = vld1q_s16(xg + r.tap_off[t0] + 8);
+          q0 = vmlal_s16(q0, vget_low_s16(xa0), vget_low_s16(wa.val[0]));
+          q1 = vmlal_s16(q1, vget_low_s16(xa1), vget_high_s16(wa.val[0]));
+          q2 = vmlal_s16(q2, vget_high_s16(xa0), vget_low_s16(wb.val[0]));
+          q3 = vmlal_high_s16(q3, xa1, wb.val[0]);
+          if (t1 < r.taps) {
+            const int16x8_t xb0 = vld1q_s16(xg + r.tap_off[t1]), xb1 = vld1q_s16(xg + r.tap_off[t1] + 8);
+            q0 = vmlal_s16(q0, vget_low_s16(xb0), vget_low_s16(wa.val[1]));
+            q1 = vmlal_s16(q1, vget_low_s16(xb1), vget_high_s16(wa.val[1]));
+            q2 = vmlal_s16(q2, vget_high_s16(xb0), vget_low_s16(wb.val[1]));
+            q3 = vmlal_high_s16(q3, xb1, wb.val[1]);
+          }
         }
+        // channel order: lanes 0-3, 8-11, 4-7, 12-15
+        const uint8x16_t bytes = pack16(requant4(q0, v0, *r.rq), requant4(q2, v2, *r.rq), requant4(q1, v1, *r.rq),
+                                        requant4(q3, v3, *r.rq), r.rq->out_i8);
+        store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
       }
-      // channel order: lanes 0-3, 8-11, 4-7, 12-15
-      const uint8x16_t bytes = pack16(requant4(q0, v0, *r.rq), requant4(q2, v2, *r.rq), requant4(q1, v1, *r.rq),
-                                      requant4(q3, v3, *r.rq), r.rq->out_i8);
-      store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
     }
   }
 }

@@ -5,6 +5,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "backend/cpu/ukernels/qconv.h"
@@ -191,29 +193,37 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
 void dw_row(const DwRow& r) {
   const int pairs = (r.taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int16_t* wg = r.w + g * pairs * 32;
-    const Rq8 v0 = load_rq8(*r.rq, g * kPanel), v1 = load_rq8(*r.rq, g * kPanel + 8);
-    const int64_t left = r.channels - g * kPanel;
-    const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
-    for (int64_t ox = 0; ox < r.ow; ++ox) {
-      const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
-      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-      for (int p = 0; p < pairs; ++p) {
-        const int t0 = 2 * p, t1 = 2 * p + 1;
-        const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t0]));
-        const __m256i xb = t1 < r.taps ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t1]))
-                                       : _mm256_setzero_si256();
-        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32));
-        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32 + 16));
-        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), w0));
-        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), w1));
+  // Blocks of output pixels, every channel group within a block: the block's input lines
+  // (a few KiB) stay in L1 while the groups pass over them, where a group-by-group sweep
+  // of the whole row re-read each line once per group from L2. The requantization
+  // constants are loaded once per group and block.
+  constexpr int64_t kPixels = 8;
+  for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
+    const int64_t ox1 = std::min(r.ow, ox0 + kPixels);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int16_t* wg = r.w + g * pairs * 32;
+      const Rq8 v0 = load_rq8(*r.rq, g * kPanel), v1 = load_rq8(*r.rq, g * kPanel + 8);
+      const int64_t left = r.channels - g * kPanel;
+      const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
+      for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        for (int p = 0; p < pairs; ++p) {
+          const int t0 = 2 * p, t1 = 2 * p + 1;
+          const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t0]));
+          const __m256i xb = t1 < r.taps ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t1]))
+                                         : _mm256_setzero_si256();
+          const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32));
+          const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32 + 16));
+          lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), w0));
+          hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), w1));
+        }
+        // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
+        const __m256i w16 = _mm256_packs_epi32(requant8(lo, v0, *r.rq), requant8(hi, v1, *r.rq));
+        const __m128i l = _mm256_castsi256_si128(w16), h = _mm256_extracti128_si256(w16, 1);
+        const __m128i bytes = r.rq->out_i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+        store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
       }
-      // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
-      const __m256i w16 = _mm256_packs_epi32(requant8(lo, v0, *r.rq), requant8(hi, v1, *r.rq));
-      const __m128i l = _mm256_castsi256_si128(w16), h = _mm256_extracti128_si256(w16, 1);
-      const __m128i bytes = r.rq->out_i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
-      store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
     }
   }
 }
