@@ -245,6 +245,24 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
         cpu::q8::neon::gemm_quant(g, oc / 2, oc);
         ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
       }
+  // F16 weights: both orders (m below and from kF16SeqMinRows), exact and rounded
+  // activations, odd k (tails), partial panels, a split like two threads make.
+  for (int64_t m : {1, 3, 8, 9, 70})
+    for (int64_t oc : {1, 6, 13, 37})
+      for (bool round_x : {false, true}) {
+        const int64_t k = oc == 6 ? 172 : 8 * oc + 3;
+        SCOPED_TRACE("f16 m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " + std::to_string(k) +
+                     (round_x ? " rounded" : " exact"));
+        Weights w = random_weights(DType::f16, oc, k, ++seed);
+        std::vector<float> x = random_acts(m * k, ++seed);
+        std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+        cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, ys.data(), oc, round_x};
+        cpu::q8::scalar::gemm_f16(g, 0, oc);
+        g.y = yv.data();
+        cpu::q8::neon::gemm_f16(g, 0, oc / 2);
+        cpu::q8::neon::gemm_f16(g, oc / 2, oc);
+        ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+      }
 #endif
 }
 

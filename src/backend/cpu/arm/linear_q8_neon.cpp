@@ -1,6 +1,6 @@
 // NEON kernels of linear_q8.h for aarch64: the 8-bit activation rounding and the q8_0 /
-// q4_0 block dot products; bit-identical to the scalar ones there (F16 weights use the
-// scalar kernel).
+// q4_0 block dot products; bit-identical to the scalar ones there (F16 weights:
+// arm/linear_f16_neon.cpp).
 //
 // A block's exact integer sum: smull of the int8 weights and activations gives exact int16
 // products (|w x| <= 128 * 127), pairwise additions (saddlp, addp) and addv sum them in

@@ -133,7 +133,9 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
   convert::use_neon() ? neon::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
 }
-void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) { scalar::gemm_f16(g, o0, o1); }
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  convert::use_neon() ? neon::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
+}
 #else
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d) { scalar::quantize_row(x, n, q, d); }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) { scalar::gemm_quant(g, o0, o1); }

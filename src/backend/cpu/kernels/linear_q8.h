@@ -97,6 +97,7 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
 namespace neon {
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);  // arm/linear_f16_neon.cpp
 }  // namespace neon
 #endif
 

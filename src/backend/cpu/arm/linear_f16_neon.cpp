@@ -1,0 +1,153 @@
+// NEON kernels of linear_q8.h's F16 weights for aarch64, bit-identical to the scalar ones:
+// - fewer than kF16SeqMinRows activation rows (decode): the eight-lane order, lanes 0-3
+//   and 4-7 of each chain held as two float32x4 (lo + hi is the hsum8 tree's first step),
+//   four weight rows per pass (eight fma chains in flight);
+// - prompts: one fma chain per output, outer-product tiles of 4 activation rows x 16
+//   outputs over f32 weight panels ([k][16], converted once per call) and activation rows
+//   packed step-major ([k][4]: one load feeds the four rows by lane).
+// Activations rounded to binary16 with round_x by the hardware conversion (round to
+// nearest even, as the scalar f32_to_f16).
+#if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernels/kernel_util.h"
+#include "backend/cpu/kernels/linear_q8.h"
+
+namespace tessera::cpu::q8::neon {
+
+namespace {
+
+inline float32x4_t round_h(float32x4_t v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
+
+inline float hsum8(float32x4_t lo, float32x4_t hi) {
+  const float32x4_t s4 = vaddq_f32(lo, hi);
+  const float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));
+  return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
+}
+
+inline float32x4_t load_w4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+// The activations as the values the chains read (rounded with round_x) into a per-thread
+// scratch, or the rows as given.
+const float* activations(const F16Gemm& g) {
+  if (!g.round_x) return g.x;
+  thread_local std::vector<float> s;
+  const size_t n = static_cast<size_t>(g.m * g.k);
+  if (s.size() < n) s.resize(n);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(s.data() + i, round_h(vld1q_f32(g.x + i)));
+  for (; i < n; ++i) s[i] = f16_to_f32(f32_to_f16(g.x[i]));
+  return s.data();
+}
+
+// ---- fewer rows: the eight-lane order ----
+void gemm_lanes(const F16Gemm& g, const float* x, int64_t o0, int64_t o1) {
+  const int64_t k8 = g.k / 8 * 8;
+  for (int64_t m = 0; m < g.m; ++m) {
+    const float* xm = x + m * g.k;
+    for (int64_t o = o0; o < o1; o += 4) {
+      const int n = static_cast<int>(std::min<int64_t>(4, o1 - o));
+      const uint16_t* w[4];
+      for (int r = 0; r < 4; ++r) w[r] = g.w + (o + std::min(r, n - 1)) * g.k;
+      float32x4_t lo[4], hi[4];
+      for (int r = 0; r < 4; ++r) lo[r] = hi[r] = vdupq_n_f32(0.0f);
+      for (int64_t j = 0; j < k8; j += 8) {
+        const float32x4_t x0 = vld1q_f32(xm + j), x1 = vld1q_f32(xm + j + 4);
+        for (int r = 0; r < 4; ++r) {
+          lo[r] = vfmaq_f32(lo[r], load_w4(w[r] + j), x0);
+          hi[r] = vfmaq_f32(hi[r], load_w4(w[r] + j + 4), x1);
+        }
+      }
+      for (int r = 0; r < n; ++r) {
+        float t = 0;
+        for (int64_t j = k8; j < g.k; ++j) t = std::fma(f16_to_f32(w[r][j]), xm[j], t);
+        g.y[m * g.ldy + o + r] = hsum8(lo[r], hi[r]) + t;
+      }
+    }
+  }
+}
+
+// ---- prompts: one chain per output ----
+constexpr int kPanel = 16;
+constexpr int kTileRows = 4;
+
+void pack_panel(const F16Gemm& g, int64_t o, int nr, float* panel) {
+  for (int n = 0; n < kPanel; ++n) {
+    const uint16_t* w = n < nr ? g.w + (o + n) * g.k : nullptr;
+    for (int64_t j = 0; j < g.k; ++j) panel[j * kPanel + n] = w ? f16_to_f32(w[j]) : 0.0f;
+  }
+}
+
+void pack_rows(const float* x, int64_t k, int64_t m0, int64_t m1, float* xp) {
+  for (int64_t mt = m0; mt < m1; mt += kTileRows, xp += kTileRows * k)
+    for (int m = 0; m < kTileRows; ++m)
+      for (int64_t j = 0; j < k; ++j) xp[j * kTileRows + m] = mt + m < m1 ? x[(mt + m) * k + j] : 0.0f;
+}
+
+void tile(const float* xp, int64_t k, const float* panel, float* y, int64_t ldy, int mr, int nr) {
+  float32x4_t acc[kTileRows][4];
+  for (auto& row : acc)
+    for (auto& a : row) a = vdupq_n_f32(0.0f);
+  for (int64_t j = 0; j < k; ++j) {
+    const float32x4_t xv = vld1q_f32(xp + j * kTileRows);
+    const float* wj = panel + j * kPanel;
+    const float32x4_t w0 = vld1q_f32(wj), w1 = vld1q_f32(wj + 4), w2 = vld1q_f32(wj + 8), w3 = vld1q_f32(wj + 12);
+#define TESSERA_F16_ROW(M)                           \
+  acc[M][0] = vfmaq_laneq_f32(acc[M][0], w0, xv, M); \
+  acc[M][1] = vfmaq_laneq_f32(acc[M][1], w1, xv, M); \
+  acc[M][2] = vfmaq_laneq_f32(acc[M][2], w2, xv, M); \
+  acc[M][3] = vfmaq_laneq_f32(acc[M][3], w3, xv, M);
+    TESSERA_F16_ROW(0)
+    TESSERA_F16_ROW(1)
+    TESSERA_F16_ROW(2)
+    TESSERA_F16_ROW(3)
+#undef TESSERA_F16_ROW
+  }
+  float buf[kTileRows][kPanel];
+  for (int m = 0; m < kTileRows; ++m)
+    for (int q = 0; q < 4; ++q) vst1q_f32(buf[m] + 4 * q, acc[m][q]);
+  for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, buf[m], static_cast<size_t>(nr) * 4);
+}
+
+void gemm_seq(const F16Gemm& g, const float* x, int64_t o0, int64_t o1) {
+  thread_local std::vector<float> wbuf, xbuf;
+  const int64_t npanel = (o1 - o0 + kPanel - 1) / kPanel;
+  const size_t wneed = static_cast<size_t>(npanel * kPanel * g.k);
+  if (wbuf.size() < wneed) wbuf.resize(wneed);
+  for (int64_t p = 0; p < npanel; ++p)
+    pack_panel(g, o0 + p * kPanel, static_cast<int>(std::min<int64_t>(kPanel, o1 - o0 - p * kPanel)),
+               wbuf.data() + p * kPanel * g.k);
+  // Chunks of activation rows of about 128 KiB, a multiple of the tile.
+  const int64_t chunk = std::clamp<int64_t>((int64_t{128} << 10) / (4 * std::max<int64_t>(g.k, 1)), kTileRows, 256) /
+                        kTileRows * kTileRows;
+  const size_t xneed = static_cast<size_t>(chunk * g.k);
+  if (xbuf.size() < xneed) xbuf.resize(xneed);
+  for (int64_t mc = 0; mc < g.m; mc += chunk) {
+    const int64_t mend = std::min(g.m, mc + chunk);
+    pack_rows(x, g.k, mc, mend, xbuf.data());
+    for (int64_t p = 0; p < npanel; ++p) {
+      const int64_t o = o0 + p * kPanel;
+      const int nr = static_cast<int>(std::min<int64_t>(kPanel, o1 - o));
+      for (int64_t m = mc; m < mend; m += kTileRows)
+        tile(xbuf.data() + (m - mc) * g.k, g.k, wbuf.data() + p * kPanel * g.k, g.y + m * g.ldy + o, g.ldy,
+             static_cast<int>(std::min<int64_t>(kTileRows, mend - m)), nr);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
+  const float* x = activations(g);
+  if (g.m >= kF16SeqMinRows) return gemm_seq(g, x, o0, o1);
+  gemm_lanes(g, x, o0, o1);
+}
+
+}  // namespace tessera::cpu::q8::neon
+
+#endif  // __aarch64__
