@@ -8,6 +8,7 @@
 #include "tessera/graph.h"
 #include "tessera/session.h"
 #include "runtime/llm/generator.h"
+#include "runtime/llm/sampler.h"
 
 namespace tessera::gguf {
 class LlamaModel;
@@ -84,5 +85,8 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
 // `kv_type`: "f16" or "f32" (the cache of the layers on the cpu).
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
                                                 int64_t batch, const std::string& kv_type = "f16");
+// The sampling flags of generate and chat (--temp, --top-k, --top-p, --repeat-penalty,
+// --repeat-last-n, --seed), written into `so` (defaults: llm::SamplerOptions's).
+void add_sampler_options(CLI::App* cmd, llm::SamplerOptions& so);
 
 }  // namespace tessera::cli

@@ -92,11 +92,9 @@ void add_chat_command(CLI::App& app) {
   struct Args {
     std::string model, system, template_name;
     int64_t n = 256, ctx = 0, batch = 32;
-    float temp = 0.0f, top_p = 0.95f, repeat_penalty = 1.0f;
-    int top_k = 40, repeat_last_n = 64;
-    uint64_t seed = 0;
     std::string kv_type = "f16";
     bool quiet = false, no_cache_reuse = false;
+    llm::SamplerOptions so;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -111,12 +109,7 @@ void add_chat_command(CLI::App& app) {
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (default)");
-  cmd->add_option("--top-k", a->top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
-  cmd->add_option("--top-p", a->top_p, "Keep the smallest set with probability >= P (temperature > 0)");
-  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
-  cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repeat penalty looks back over");
-  cmd->add_option("--seed,-s", a->seed, "Random seed for sampling");
+  add_sampler_options(cmd, a->so);
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or per-turn statistics on stderr");
   cmd->add_flag("--no-cache-reuse", a->no_cache_reuse,
@@ -127,13 +120,7 @@ void add_chat_command(CLI::App& app) {
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const llm::ChatTemplate tmpl = take(llm::chat_template_for(model->file(), a->template_name));
     const gguf::Tokenizer& tok = model->tokenizer();
-    llm::SamplerOptions so;
-    so.temperature = a->temp;
-    so.top_k = a->top_k;
-    so.top_p = a->top_p;
-    so.repeat_penalty = a->repeat_penalty;
-    so.repeat_last_n = a->repeat_last_n;
-    so.seed = a->seed;
+    const llm::SamplerOptions& so = a->so;
     take(llm::Sampler::validate(so));
     auto gen = take(llm::Generator::create(*model, take(generator_options(a->dev, "", model->layers(), a->batch,
                                                                            a->kv_type))));

@@ -15,17 +15,12 @@ void add_generate_command(CLI::App& app) {
     std::string model;
     std::string prompt;
     int64_t n = 64;
-    float temp = 0.0f;
-    int top_k = 40;
-    float top_p = 0.95f;
-    float repeat_penalty = 1.0f;
-    int repeat_last_n = 64;
-    uint64_t seed = 0;
     int64_t batch = 32;
     int64_t ctx = 0;
     std::string kv_type = "f16";
     std::string offload;
     bool quiet = false;
+    llm::SamplerOptions so;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -33,12 +28,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt,-p", a->prompt, "Prompt text");
   cmd->add_option("--n-predict,-n", a->n, "Tokens to generate (stops earlier at end-of-sequence)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy (default)");
-  cmd->add_option("--top-k", a->top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
-  cmd->add_option("--top-p", a->top_p, "Keep the smallest set with probability >= P (temperature > 0)");
-  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
-  cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the repeat penalty looks back over");
-  cmd->add_option("--seed,-s", a->seed, "Random seed for sampling");
+  add_sampler_options(cmd, a->so);
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--ctx-size,-c", a->ctx,
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
@@ -52,13 +42,7 @@ void add_generate_command(CLI::App& app) {
     auto model = take(gguf::LlamaModel::open(a->model));
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const gguf::Tokenizer& tok = model->tokenizer();
-    llm::SamplerOptions so;
-    so.temperature = a->temp;
-    so.top_k = a->top_k;
-    so.top_p = a->top_p;
-    so.repeat_penalty = a->repeat_penalty;
-    so.repeat_last_n = a->repeat_last_n;
-    so.seed = a->seed;
+    const llm::SamplerOptions& so = a->so;
     take(llm::Sampler::validate(so));
     auto gen = take(llm::Generator::create(
         *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch, a->kv_type))));

@@ -29,6 +29,15 @@ Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
 
 }  // namespace
 
+void add_sampler_options(CLI::App* cmd, llm::SamplerOptions& so) {
+  cmd->add_option("--temp", so.temperature, "Temperature; 0 = greedy (default)");
+  cmd->add_option("--top-k", so.top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
+  cmd->add_option("--top-p", so.top_p, "Keep the smallest set with probability >= P (temperature > 0)");
+  cmd->add_option("--repeat-penalty", so.repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
+  cmd->add_option("--repeat-last-n", so.repeat_last_n, "Tokens the repeat penalty looks back over");
+  cmd->add_option("--seed,-s", so.seed, "Random seed for sampling");
+}
+
 Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
                                                 int64_t batch, const std::string& kv_type) {
   llm::GeneratorOptions go;
