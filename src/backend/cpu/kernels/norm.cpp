@@ -50,7 +50,12 @@ Status rms_norm(KernelContext& c) {
   const int64_t d = c.in[0].shape().back();
   const int64_t rows = d == 0 ? 0 : c.in[0].elements() / d;
   const double eps = c.n.attr_float("eps", kDefaultNormEps);
-  Param w(optional_in(c, 1), 1.0f);
+  // The weights as f32 once (the values Param gives), not a dtype switch per element.
+  Param wp(optional_in(c, 1), 1.0f);
+  thread_local std::vector<float> wbuf;
+  if (static_cast<int64_t>(wbuf.size()) < d) wbuf.resize(static_cast<size_t>(d));
+  for (int64_t i = 0; i < d; ++i) wbuf[i] = wp[i];
+  const float* w = wbuf.data();
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
   // Row by row, so any split over the pool gives the same values.
@@ -112,15 +117,22 @@ Status rope(KernelContext& c) {
   float* y = c.out[0].as<float>();
   if (y != x) std::memcpy(y, x, c.in[0].elements() * sizeof(float));
   const int64_t half = n_dims / 2;
-  // Token by token (each its own angles), split over the pool: the same values for any
-  // split. Per-thread tables that keep their size: a decode step allocates nothing here.
+  // The pair frequencies freq_base^(-2p / n_dims) once per call (the same doubles the
+  // angle used to recompute per token), then token by token (each its own angles), split
+  // over the pool: the same values for any split. Tables that keep their size: a decode
+  // step allocates nothing here.
+  thread_local std::vector<double> freq;
+  if (static_cast<int64_t>(freq.size()) < half) freq.resize(half);
+  for (int64_t p = 0; p < half; ++p)
+    freq[p] = std::pow(base, -2.0 * static_cast<double>(p) / static_cast<double>(n_dims));
+  const double* fr = freq.data();
   parallel_rows(c, batches * t, [&](int64_t u0, int64_t u1) {
     thread_local std::vector<double> cs, sn;
     if (static_cast<int64_t>(cs.size()) < half) cs.resize(half), sn.resize(half);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / t, ti = u % t;
       for (int64_t p = 0; p < half; ++p) {
-        double theta = pos[ti] * std::pow(base, -2.0 * static_cast<double>(p) / static_cast<double>(n_dims));
+        double theta = pos[ti] * fr[p];
         cs[p] = std::cos(theta);
         sn[p] = std::sin(theta);
       }
