@@ -132,15 +132,19 @@ Status attention(KernelContext& c) {
     return kernel_error(c.n, "a q8_0 cache needs a head size that is a multiple of 32, got " + std::to_string(D));
   const float* qp = q.as<float>();
   float* y = c.out[0].as<float>();
-  const int64_t per_head = T * G, ntile = (per_head + attn::kTile - 1) / attn::kTile;
-  // Tiles of several queries (prompts, grouped heads) over an f16 or q8_0 cache: the rows
-  // in use are converted to f32 once per step (exact, so the same bits), rather than
-  // once per tile; a tile's pass over f32 rows is about twice as fast as converting them.
+  // A prompt (several tokens) runs tiles of kTile queries over an f16 or q8_0 cache with
+  // the rows in use converted to f32 once per step (exact, so the same bits): a tile's
+  // pass over f32 rows is about twice as fast as converting them, once per tile or once
+  // per query. A decode step (one token) runs each query alone straight from the cache:
+  // nothing to convert for one pass, and no buffer that grows with the context (the
+  // step allocates nothing); grouped heads then read their KV head once per query.
+  const int64_t per_head = T * G, tile_q = T > 1 ? attn::kTile : 1;
+  const int64_t ntile = (per_head + tile_q - 1) / tile_q;
   const uint8_t* kb = k.data;
   const uint8_t* vb = v.data;
   int64_t head_rows = L;
   attn::Cache tile_cache = cache;
-  if (cache != attn::Cache::f32 && per_head > 1) {
+  if (cache != attn::Cache::f32 && T > 1) {
     thread_local std::vector<float> rows_f32;
     const size_t need = static_cast<size_t>(2 * Hkv * rows_max * D);
     if (rows_f32.size() < need) rows_f32.resize(need);
@@ -161,7 +165,7 @@ Status attention(KernelContext& c) {
     tile_cache = attn::Cache::f32;
   }
   const int64_t head_bytes = head_rows * attn::row_bytes(tile_cache, D);
-  // The queries of one KV head, u = t * G + g, in tiles of kTile consecutive u. Work item
+  // The queries of one KV head, u = t * G + g, in tiles of tile_q consecutive u. Work item
   // w is (tile rank w / Hkv, KV head w % Hkv); ranks alternate between the first and the
   // last tiles (0, n-1, 1, n-2, ...), so the pool's contiguous chunks get equal shares of
   // a causal prompt, whose later tokens attend more rows.
@@ -180,14 +184,14 @@ Status attention(KernelContext& c) {
       tl.d = D;
       tl.scale = scale;
       tl.scratch = scratch.data();
-      for (int64_t u = tile * attn::kTile; u < std::min(per_head, (tile + 1) * attn::kTile); ++u) {
+      for (int64_t u = tile * tile_q; u < std::min(per_head, (tile + 1) * tile_q); ++u) {
         const int64_t t = u / G, h = kvh * G + u % G;
         tl.query[tl.nq++] = attn::Query{qp + (t * H + h) * D, pp[t] + 1, y + (t * H + h) * D};
       }
       attn::attend(tl);
     }
   };
-  parallel_rows(c, Hkv * ntile, work, min_rows_per_chunk(2 * attn::kTile * rows_max * D));
+  parallel_rows(c, Hkv * ntile, work, min_rows_per_chunk(2 * tile_q * rows_max * D));
   return Status::Ok();
 }
 
