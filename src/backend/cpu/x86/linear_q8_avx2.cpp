@@ -476,10 +476,13 @@ void gemm_f16_t(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
 
 // ---- f16 weights, prompts: one fma chain per output (linear_q8.h, m >= kF16SeqMinRows) ----
 
-// Outer-product tiles: MR activation rows x 16 weight rows, every k step one broadcast per
-// activation row and two loads of the panel, 2 * MR accumulators of eight outputs each, no
-// horizontal sums. The panel holds 16 weight rows as f32, k-major ([k][16]), converted
-// once per chunk of activation rows.
+// Outer-product tiles: 6 activation rows x 16 weight rows, every k step one broadcast per
+// activation row and two loads (F16C conversions) of the panel, 12 accumulators of eight
+// outputs each, no horizontal sums. The panel holds 16 weight rows' binary16 bits, k-major
+// ([k][16]), transposed once per call. Binary16 panels measured 9% faster prompts on one
+// thread than f32 panels and about 4% on two (seven alternating pairs): the panels are
+// read again from L3 for every chunk of activation rows, and half the bytes outweigh the
+// two conversions per step.
 constexpr int kSeqPanel = 16;
 constexpr int kSeqTileRows = 6;
 constexpr int64_t kSeqSteps = 2048;  // k steps per block (128 KiB of panel, in L2)
@@ -505,22 +508,44 @@ inline void transpose8(__m256* r) {
 }
 
 // Weight rows o .. o + nr (nr <= 16) into panel[k][16] as f32; lanes >= nr are zero.
-void seq_pack_panel(const F16Gemm& g, int64_t o, int nr, float* panel) {
+// 8 x 8 transpose of 16-bit values in place.
+inline void transpose8x16(__m128i* r) {
+  const __m128i t0 = _mm_unpacklo_epi16(r[0], r[1]), t1 = _mm_unpackhi_epi16(r[0], r[1]);
+  const __m128i t2 = _mm_unpacklo_epi16(r[2], r[3]), t3 = _mm_unpackhi_epi16(r[2], r[3]);
+  const __m128i t4 = _mm_unpacklo_epi16(r[4], r[5]), t5 = _mm_unpackhi_epi16(r[4], r[5]);
+  const __m128i t6 = _mm_unpacklo_epi16(r[6], r[7]), t7 = _mm_unpackhi_epi16(r[6], r[7]);
+  const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+  const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+  const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+  const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+  r[0] = _mm_unpacklo_epi64(u0, u4);
+  r[1] = _mm_unpackhi_epi64(u0, u4);
+  r[2] = _mm_unpacklo_epi64(u1, u5);
+  r[3] = _mm_unpackhi_epi64(u1, u5);
+  r[4] = _mm_unpacklo_epi64(u2, u6);
+  r[5] = _mm_unpackhi_epi64(u2, u6);
+  r[6] = _mm_unpacklo_epi64(u3, u7);
+  r[7] = _mm_unpackhi_epi64(u3, u7);
+}
+
+// Weight rows o .. o + nr (nr <= 16) into panel[k][16] as their binary16 bits (half the
+// bytes of f32 panels: the panels are read again for every chunk of activation rows);
+// lanes >= nr are zero.
+void seq_pack_panel(const F16Gemm& g, int64_t o, int nr, uint16_t* panel) {
   const int64_t k8 = g.k / 8 * 8;
   for (int half = 0; half < 2; ++half) {
     const uint16_t* rows[8];
     const int n0 = half * 8;
     for (int n = 0; n < 8; ++n) rows[n] = n0 + n < nr ? g.w + (o + n0 + n) * g.k : nullptr;
     for (int64_t j = 0; j < k8; j += 8) {
-      __m256 r[8];
+      __m128i r[8];
       for (int n = 0; n < 8; ++n)
-        r[n] = rows[n] ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[n] + j)))
-                       : _mm256_setzero_ps();
-      transpose8(r);
-      for (int i = 0; i < 8; ++i) _mm256_store_ps(panel + (j + i) * kSeqPanel + n0, r[i]);
+        r[n] = rows[n] ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[n] + j)) : _mm_setzero_si128();
+      transpose8x16(r);
+      for (int i = 0; i < 8; ++i) _mm_store_si128(reinterpret_cast<__m128i*>(panel + (j + i) * kSeqPanel + n0), r[i]);
     }
     for (int64_t j = k8; j < g.k; ++j)
-      for (int n = 0; n < 8; ++n) panel[j * kSeqPanel + n0 + n] = rows[n] ? _cvtsh_ss(rows[n][j]) : 0.0f;
+      for (int n = 0; n < 8; ++n) panel[j * kSeqPanel + n0 + n] = rows[n] ? rows[n][j] : 0;
   }
 }
 
@@ -529,7 +554,7 @@ void seq_pack_panel(const F16Gemm& g, int64_t o, int nr, float* panel) {
 // else continuing from the partial sums stored in y (exact: a chain split over blocks of
 // steps is the same chain). Rows >= mr and outputs >= nr are computed on padding and not
 // stored.
-void seq_tile(const float* xp, int64_t j0, int64_t j1, const float* panel, float* y, int64_t ldy, int mr, int nr) {
+void seq_tile(const float* xp, int64_t j0, int64_t j1, const uint16_t* panel, float* y, int64_t ldy, int mr, int nr) {
   // The partial sums pass through a buffer so that every register access has a constant
   // index (a variable one makes the compiler keep the accumulators in memory).
   alignas(32) float buf[kSeqTileRows][kSeqPanel];
@@ -543,9 +568,10 @@ void seq_tile(const float* xp, int64_t j0, int64_t j1, const float* panel, float
     acc[m][1] = j0 != 0 ? _mm256_load_ps(buf[m] + 8) : _mm256_setzero_ps();
   }
   const float* xj = xp + j0 * kSeqTileRows;
-  const float* wj = panel + j0 * kSeqPanel;
+  const uint16_t* wj = panel + j0 * kSeqPanel;
   for (int64_t j = j0; j < j1; ++j, xj += kSeqTileRows, wj += kSeqPanel) {
-    const __m256 w0 = _mm256_load_ps(wj), w1 = _mm256_load_ps(wj + 8);
+    const __m256 w0 = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(wj)));
+    const __m256 w1 = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(wj + 8)));
 #pragma GCC unroll 6
     for (int m = 0; m < kSeqTileRows; ++m) {
       const __m256 xb = _mm256_broadcast_ss(xj + m);
@@ -595,11 +621,14 @@ float* aligned32(std::vector<float>& v, size_t n) {
 }
 
 void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
-  // The call's weight rows as f32 panels, converted once (they are read again from L3
-  // for every chunk of activation rows).
-  thread_local std::vector<float> wbuf, xbuf;
+  // The call's weight rows as panels, transposed once (they are read again from L3 for
+  // every chunk of activation rows).
+  thread_local std::vector<float> xbuf;
+  thread_local std::vector<uint16_t> wbuf;
   const int64_t npanel = (o1 - o0 + kSeqPanel - 1) / kSeqPanel;
-  float* panels = aligned32(wbuf, static_cast<size_t>(npanel * kSeqPanel * g.k));
+  const size_t wneed = static_cast<size_t>(npanel * kSeqPanel * g.k) + 16;
+  if (wbuf.size() < wneed) wbuf.resize(wneed);
+  uint16_t* panels = wbuf.data() + ((32 - reinterpret_cast<uintptr_t>(wbuf.data()) % 32) % 32) / 2;
   for (int64_t p = 0; p < npanel; ++p)
     seq_pack_panel(g, o0 + p * kSeqPanel, static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o0 - p * kSeqPanel)),
                    panels + p * kSeqPanel * g.k);
@@ -616,7 +645,7 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
     for (int64_t p = 0; p < npanel; ++p) {
       const int64_t o = o0 + p * kSeqPanel;
       const int nr = static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o));
-      const float* panel = panels + p * kSeqPanel * g.k;
+      const uint16_t* panel = panels + p * kSeqPanel * g.k;
       // Blocks of 2048 steps (the model shapes in one block: measured faster than blocks of
       // 128-1024 steps that keep the panel in L1; the packed rows are the stream).
       for (int64_t j0 = 0; j0 < g.k; j0 += kSeqSteps) {
