@@ -16,6 +16,7 @@
 namespace tessera {
 namespace {
 
+using tile_testing::add_input;
 using tile_testing::add_raw_weight;
 using tile_testing::mark_output;
 
@@ -38,14 +39,8 @@ std::vector<uint8_t> random_bias(size_t n, uint32_t seed, int32_t range) {
 }
 
 TensorId quant_input(Graph& g, const std::string& name, Shape shape, DType dt, QuantParams q) {
-  Tensor t;
-  t.name = name;
-  t.shape = std::move(shape);
-  t.dtype = dt;
-  t.quant = std::move(q);
-  t.role = Role::input;
-  TensorId id = g.add_tensor(t);
-  g.inputs.push_back(id);
+  TensorId id = add_input(g, name, std::move(shape), dt);
+  g.tensor(id).quant = std::move(q);
   return id;
 }
 
