@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "backend/cpu/arm/exp_neon.h"
+#include "backend/cpu/arm/hsum8_neon.h"
 #include "backend/cpu/kernels/attention.h"
 #include "backend/cpu/kernels/kernel_util.h"
 
@@ -20,12 +21,7 @@ namespace tessera::cpu::attn::neon {
 
 namespace {
 
-// The hsum8 tree of lanes lo = a[0..3], hi = a[4..7].
-inline float hsum8(float32x4_t lo, float32x4_t hi) {
-  const float32x4_t s4 = vaddq_f32(lo, hi);                                 // s4[i] = a[i] + a[i+4]
-  const float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));  // s4[0]+s4[2], s4[1]+s4[3]
-  return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
-}
+using arm::hsum8;
 
 // The hmax8 tree (attention.cpp), each step x > y ? x : y.
 inline float32x4_t vmax_gt(float32x4_t x, float32x4_t y) { return vbslq_f32(vcgtq_f32(x, y), x, y); }

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/arm/hsum8_neon.h"
 
 namespace tessera::cpu::q8::neon {
 
@@ -24,11 +25,7 @@ namespace {
 
 inline float32x4_t round_h(float32x4_t v) { return vcvt_f32_f16(vcvt_f16_f32(v)); }
 
-inline float hsum8(float32x4_t lo, float32x4_t hi) {
-  const float32x4_t s4 = vaddq_f32(lo, hi);
-  const float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));
-  return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
-}
+using arm::hsum8;
 
 inline float32x4_t load_w4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 

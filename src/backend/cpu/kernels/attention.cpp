@@ -3,6 +3,7 @@
 // never read, so a step costs what the filled part of the cache holds, not its length.
 // Compiled with -ffp-contract=off (cmake/components.cmake): every fma is written out.
 #include "backend/cpu/kernels/attention.h"
+#include "backend/cpu/kernels/hsum8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,11 +21,6 @@ namespace attn {
 using ops::exp_approx;
 
 namespace {
-float hsum8(const float* a) {
-  float s4[4];
-  for (int i = 0; i < 4; ++i) s4[i] = a[i] + a[i + 4];
-  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
-}
 // The max over the lanes in the hsum8 tree, each step as x > y ? x : y.
 float hmax8(const float* a) {
   auto mx = [](float x, float y) { return x > y ? x : y; };

@@ -1,6 +1,7 @@
 // The portable 8-bit-activation and F16 kernels (see linear_q8.h), their run-time dispatch,
 // and the cpu fully_connected kernel that chooses between them and the reference.
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/kernels/hsum8.h"
 
 #include <cmath>
 #include <cstring>
@@ -17,11 +18,6 @@ namespace q8 {
 
 namespace {
 
-float hsum8(const float* a) {
-  float s4[4];
-  for (int i = 0; i < 4; ++i) s4[i] = a[i] + a[i + 4];
-  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
-}
 
 // Weight block b of a row as 32 signed values and its scale.
 float weight_block(DType wt, const uint8_t* row, int64_t b, int8_t* out) {

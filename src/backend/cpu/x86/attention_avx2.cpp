@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels/attention.h"
 #include "backend/cpu/x86/exp_avx2.h"
+#include "backend/cpu/x86/hsum8_avx2.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -22,11 +23,7 @@ namespace tessera::cpu::attn::avx2 {
 
 namespace {
 
-inline float hsum8(__m256 a) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-}
+using x86::hsum8;
 
 // hmax8 of attention.cpp: each step x > y ? x : y, which is what max_ps(x, y) returns.
 inline float hmax8(__m256 a) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/x86/hsum8_avx2.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -29,11 +30,7 @@ namespace tessera::cpu::q8::avx2 {
 
 namespace {
 
-inline float hsum8(__m256 a) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));  // (s4[0] + s4[2]), (s4[1] + s4[3])
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-}
+using x86::hsum8;
 
 // ---- q8_0 / q4_0 weights: eight output rows per pass ----
 //
