@@ -51,9 +51,9 @@ std::vector<uint8_t> make_cache(cpu::attn::Cache cache, const std::vector<float>
 }
 
 // Tiles of 1..4 queries with equal, causal (consecutive) and unrelated row counts, every
-// cache type, head sizes with and without a tail: the AVX2 kernel (which converts blocks
-// of rows once per tile and reduces eight scores at once) or the NEON one equals the
-// scalar one, which runs each query alone, bit for bit.
+// cache type, head sizes with and without a tail: the AVX2 kernel (which runs an f32
+// tile's queries over shared blocks of rows and reduces eight scores at once) or the NEON
+// one equals the scalar one, which runs each query alone, bit for bit.
 // The SIMD kernel of this machine: AVX2 on x86-64, NEON on aarch64.
 bool simd_attend(const cpu::attn::Tile& t) {
 #if defined(__x86_64__)

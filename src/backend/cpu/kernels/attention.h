@@ -48,9 +48,8 @@ struct Tile {
   float* scratch = nullptr;     // scratch_floats(max rows, d) floats
 };
 
-// Scratch a tile needs: kTile score rows padded to 8, one block of 8 converted rows, kTile
-// output accumulators.
-inline int64_t scratch_floats(int64_t rows, int64_t d) { return kTile * ((rows + 7) / 8 * 8) + 8 * d + kTile * d; }
+// Scratch a tile needs: kTile score rows padded to 8 and kTile output accumulators.
+inline int64_t scratch_floats(int64_t rows, int64_t d) { return kTile * ((rows + 7) / 8 * 8) + kTile * d; }
 
 
 // n values of consecutive cache rows as f32 (exact: the values every kernel reads).

@@ -1,9 +1,9 @@
 // AVX2 + FMA + F16C version of attn::attend (kernels/attention.h), bit-identical to the
 // scalar one: the same 8-lane FMA chains and hsum8 tree per score (eight rows reduced at
 // once by a transpose that keeps that tree), the same exp_approx, lane maxima and lane
-// sums, the same output chains. A tile of several queries converts each block of eight
-// cache rows to f32 once and runs every query over it; a tile of one reads the cache
-// directly. Compiled with -ffp-contract=off (cmake/components.cmake).
+// sums, the same output chains. A tile of several queries over an f32 cache runs every
+// query over each block of eight rows; queries over an f16 or q8_0 cache read it directly,
+// one at a time. Compiled with -ffp-contract=off (cmake/components.cmake).
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -87,30 +87,10 @@ inline float load1(const uint8_t* row, int64_t i) {
   return f;
 }
 
-// Row j of a cache as f32 into dst[0, d).
-template <Cache kC>
-inline void convert_row(const uint8_t* row, int64_t d, float* dst) {
-  const int64_t d8 = d / 8 * 8;
-  for (int64_t i = 0; i < d8; i += 8) _mm256_storeu_ps(dst + i, load8<kC>(row, i));
-  for (int64_t i = d8; i < d; ++i) dst[i] = load1<kC>(row, i);
-}
-
-// The eight rows j0..j0+7 (clamped to the last row < rows, whose results are not used) as
-// f32 pointers: the cache itself for an f32 cache, else converted into blk.
-template <Cache kC>
-inline void rows_f32(const uint8_t* base, int64_t rb, int64_t d, int64_t j0, int64_t rows, float* blk,
-                     const float** out) {
-  for (int r = 0; r < 8; ++r) {
-    const int64_t j = std::min<int64_t>(j0 + r, rows - 1);
-    if constexpr (kC == Cache::f32) {
-      out[r] = reinterpret_cast<const float*>(base + j * rb);
-    } else if (j0 + r < rows) {
-      convert_row<kC>(base + j * rb, d, blk + r * d);
-      out[r] = blk + r * d;
-    } else {
-      out[r] = out[r - 1];
-    }
-  }
+// The eight rows j0..j0+7 of an f32 cache (clamped to the last row < rows, whose results
+// are not used).
+inline void rows_f32(const uint8_t* base, int64_t rb, int64_t j0, int64_t rows, const float** out) {
+  for (int r = 0; r < 8; ++r) out[r] = reinterpret_cast<const float*>(base + std::min<int64_t>(j0 + r, rows - 1) * rb);
 }
 
 // Scores of one query against eight rows, stored to s[0, 8). kDirect: rows read from the
@@ -161,14 +141,25 @@ inline float softmax_row(float* s, int64_t rows) {
 
 template <Cache kC>
 void attend_t(const Tile& tl) {
+  // Several queries over an f16 or q8_0 cache: each alone, reading the cache directly
+  // (converting blocks of rows once per tile measured slower than that; the op converts a
+  // prompt's rows to f32 once instead, attention.cpp).
+  if (kC != Cache::f32 && tl.nq > 1) {
+    Tile one = tl;
+    one.nq = 1;
+    for (int q = 0; q < tl.nq; ++q) {
+      one.query[0] = tl.query[q];
+      attend_t<kC>(one);
+    }
+    return;
+  }
   const int64_t d = tl.d, d8 = d / 8 * 8, rb = row_bytes(kC, d);
   int64_t R = 0;
   for (int q = 0; q < tl.nq; ++q) R = std::max(R, tl.query[q].rows);
   const int64_t R8 = (R + 7) / 8 * 8;
-  float* S = tl.scratch;        // [kTile][R8] scores, then probabilities
-  float* blk = S + kTile * R8;  // [8][d] rows as f32
-  float* O = blk + 8 * d;       // [kTile][d] output sums
-  const bool direct = tl.nq == 1 && kC != Cache::f32;
+  float* S = tl.scratch;    // [kTile][R8] scores, then probabilities
+  float* O = S + kTile * R8;  // [kTile][d] output sums
+  const bool direct = kC != Cache::f32;  // one query: straight from the cache
   const uint8_t* raw[8];
   const float* f32[8];
 
@@ -176,7 +167,7 @@ void attend_t(const Tile& tl) {
     if (direct) {
       for (int r = 0; r < 8; ++r) raw[r] = tl.k + std::min<int64_t>(j0 + r, R - 1) * rb;
     } else {
-      rows_f32<kC>(tl.k, rb, d, j0, R, blk, f32);
+      rows_f32(tl.k, rb, j0, R, f32);
     }
     for (int q = 0; q < tl.nq; ++q) {
       if (tl.query[q].rows <= j0) continue;
@@ -235,7 +226,7 @@ void attend_t(const Tile& tl) {
 
   std::fill(O, O + tl.nq * d, 0.0f);
   for (int64_t j0 = 0; j0 < R; j0 += 8) {
-    rows_f32<kC>(tl.v, rb, d, j0, R, blk, f32);
+    rows_f32(tl.v, rb, j0, R, f32);
     for (int q = 0; q < tl.nq; ++q) {
       const int64_t nr = std::min<int64_t>(8, tl.query[q].rows - j0);
       if (nr <= 0) continue;
