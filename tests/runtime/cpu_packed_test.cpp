@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "backend/cpu/kernels/quant_math.h"
 #include "backend/cpu/ukernels/qconv.h"
 #include "convert/simd.h"
 #include "fixtures.h"
@@ -295,6 +296,54 @@ TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
     cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);
     simd->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
     ASSERT_EQ(yv, ys) << simd->isa << ", trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
+  }
+}
+
+// The SIMD ADD / SUB against TFLite's arithmetic (q::add_codes, which the cpu's table and
+// the reference kernel use) on every pair of operand codes, for random scales spanning
+// output multipliers below and above 1, random zero points and activation ranges.
+TEST(CpuPacked, SimdAddMatchesTheReferenceArithmeticOnEveryOperandPair) {
+  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> log_scale(-9.0f, 1.0f);
+  std::uniform_int_distribution<int> u8(0, 255);
+  std::vector<uint8_t> a(65536), b(65536);
+  for (int i = 0; i < 65536; ++i) a[i] = static_cast<uint8_t>(i >> 8), b[i] = static_cast<uint8_t>(i);
+  for (int trial = 0; trial < 24; ++trial) {
+    const bool i8 = trial % 2 == 1, subtract = trial % 4 >= 2;
+    const int32_t off = i8 ? -128 : 0;
+    auto zp = [&] { return u8(rng) + off; };
+    const float s1 = std::exp(log_scale(rng)), s2 = std::exp(log_scale(rng)), so = std::exp(log_scale(rng));
+    const int32_t z1 = zp(), z2 = zp(), zo = zp();
+    const cpu::q::AddRescale r = cpu::q::add_rescale(s1, z1, s2, z2, so, zo);
+    cpu::uk::QAdd p;
+    p.z1 = z1, p.z2 = z2, p.zo = zo, p.subtract = subtract, p.i8 = i8;
+    p.lo = trial % 3 == 0 ? zo : off;  // a relu on some trials
+    p.hi = off + 255;
+    const cpu::q::Multiplier* m[3] = {&r.m1, &r.m2, &r.mo};
+    for (int i = 0; i < 3; ++i) {
+      p.mult[i] = m[i]->multiplier;
+      p.lshift[i] = std::max(m[i]->shift, 0);
+      p.rshift[i] = std::max(-m[i]->shift, 0);
+    }
+    std::vector<uint8_t> want(65536);
+    for (int i = 0; i < 65536; ++i) {
+      const int32_t va = i8 ? static_cast<int8_t>(a[i]) : a[i], vb = i8 ? static_cast<int8_t>(b[i]) : b[i];
+      const int32_t v = cpu::q::clamp(cpu::q::add_codes(r, va, vb, subtract), p.lo, p.hi);
+      ASSERT_EQ(cpu::uk::add_value(va, vb, p), v) << "trial " << trial << " a " << va << " b " << vb;
+      want[i] = static_cast<uint8_t>(v);
+    }
+    if (!simd || !simd->add) continue;
+    // Lengths that end inside a vector as well as on one.
+    for (int64_t n : {int64_t{65536}, int64_t{65536 - 7}}) {
+      std::vector<uint8_t> got(65536, 0xCD);
+      simd->add(a.data(), b.data(), n, p, got.data());
+      const bool same = std::equal(got.begin(), got.begin() + n, want.begin());
+      ASSERT_TRUE(same) << simd->isa << " trial " << trial << " (output multiplier shift " << r.mo.shift << ")";
+      if (n < 65536) {
+        EXPECT_EQ(got[n], 0xCD) << "wrote past the end";
+      }
+    }
   }
 }
 

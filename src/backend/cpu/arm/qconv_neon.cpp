@@ -252,7 +252,7 @@ void dw_row(const DwRow& r) {
 }  // namespace
 
 const QConvKernels& neon_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, "neon"};
+  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "neon"};
   return k;
 }
 

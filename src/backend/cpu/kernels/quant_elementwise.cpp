@@ -9,6 +9,7 @@
 
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/quant_math.h"
+#include "backend/cpu/ukernels/qconv.h"
 
 namespace tessera::cpu {
 
@@ -63,6 +64,10 @@ Status check_binary(const KernelContext& c) {
 struct PairTable : PreparedKernel {
   std::vector<uint8_t> out;  // [a code + 128 * is_i8][b code ...] as stored bytes
   bool i8 = false;
+  // ADD / SUB: the arithmetic itself, which the SIMD micro-kernel computes for operands of
+  // the output's shape faster than the table's scattered loads (uk::QConvKernels::add).
+  bool has_add = false;
+  uk::QAdd add;
   int index(uint8_t a, uint8_t b) const { return (i8 ? (a ^ 0x80) : a) * 256 + (i8 ? (b ^ 0x80) : b); }
 };
 
@@ -73,6 +78,10 @@ Status run_pair_table(KernelContext& c) {
   const uint8_t* tab = t.out.data();
   const int64_t n = c.out[0].elements();
   if (c.in[0].shape() == c.out[0].shape() && c.in[1].shape() == c.out[0].shape()) {
+    if (const uk::AddFn simd = uk::qconv_kernels().add; simd && t.has_add) {
+      parallel_rows(c, n, [&](int64_t i0, int64_t i1) { simd(a + i0, b + i0, i1 - i0, t.add, y + i0); }, 1 << 14);
+      return Status::Ok();
+    }
     parallel_rows(c, n, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) y[i] = tab[t.index(a[i], b[i])];
     }, 1 << 14);
@@ -118,7 +127,27 @@ Result<std::unique_ptr<PreparedKernel>> prepare_add_sub(const Graph& g, const No
   const Tensor &x0 = g.tensor(n.inputs[0]), &x1 = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
   if (x0.quant.empty() || x1.quant.empty() || y.quant.empty()) return std::unique_ptr<PreparedKernel>();
   const AddParams ap = add_params(n, x0, x1, y);
-  return pair_table(g, n, [&](int32_t a, int32_t b) { return q::clamp(q::add_codes(ap.p, a, b, subtract), ap.r.lo, ap.r.hi); });
+  TS_ASSIGN_OR_RETURN(
+      std::unique_ptr<PreparedKernel> k,
+      pair_table(g, n, [&](int32_t a, int32_t b) { return q::clamp(q::add_codes(ap.p, a, b, subtract), ap.r.lo, ap.r.hi); }));
+  if (!k) return k;
+  auto& t = static_cast<PairTable&>(*k);
+  const int32_t lo = t.i8 ? -128 : 0, hi = t.i8 ? 127 : 255;
+  auto in_range = [&](int32_t z) { return z >= lo && z <= hi; };
+  if (in_range(ap.p.z1) && in_range(ap.p.z2) && in_range(ap.p.zo)) {
+    uk::QAdd& qa = t.add;
+    qa.z1 = ap.p.z1, qa.z2 = ap.p.z2, qa.zo = ap.p.zo, qa.lo = ap.r.lo, qa.hi = ap.r.hi;
+    const q::Multiplier* m[3] = {&ap.p.m1, &ap.p.m2, &ap.p.mo};
+    for (int i = 0; i < 3; ++i) {
+      qa.mult[i] = m[i]->multiplier;
+      qa.lshift[i] = std::max(m[i]->shift, 0);
+      qa.rshift[i] = std::max(-m[i]->shift, 0);
+    }
+    qa.subtract = subtract;
+    qa.i8 = t.i8;
+    t.has_add = true;
+  }
+  return k;
 }
 Result<std::unique_ptr<PreparedKernel>> prepare_add(const Graph& g, const Node& n) { return prepare_add_sub(g, n, false); }
 Result<std::unique_ptr<PreparedKernel>> prepare_sub(const Graph& g, const Node& n) { return prepare_add_sub(g, n, true); }

@@ -70,10 +70,25 @@ using DwRowFn = void (*)(const DwRow& r);
 // interleaves two taps with unpacklo/unpackhi, which split each 128-bit half.
 constexpr int dw_lane_channel(int l) { return (l < 8 ? 0 : 4) + (l % 8 < 4 ? l % 4 : 8 + l % 4); }
 
+// TFLite's quantized ADD / SUB of 8-bit operands of one shape (q::add_codes, then the
+// activation clamp): each operand less its zero point, shifted left by 20, times its Q31
+// multiplier (double rounding, as q::multiply); sum or difference; times the output
+// multiplier; plus the output zero point; clamped. Multipliers as in Requant (Q31 >= 0,
+// lshift = max(shift, 0), rshift = max(-shift, 0)). Zero points within the dtype's range.
+struct QAdd {
+  int32_t z1 = 0, z2 = 0, zo = 0, lo = 0, hi = 255;
+  int32_t mult[3] = {0, 0, 0}, lshift[3] = {0, 0, 0}, rshift[3] = {0, 0, 0};  // a, b, output
+  bool subtract = false;
+  bool i8 = false;
+};
+int32_t add_value(int32_t a, int32_t b, const QAdd& p);  // the scalar definition (stored code)
+using AddFn = void (*)(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y);
+
 struct QConvKernels {
   CentreFn centre;
   GemmPanelFn gemm_panel;
   DwRowFn dw_row;
+  AddFn add;  // nullptr: the cpu keeps its 256 x 256 table for ADD / SUB (one load per element)
   const char* isa;
 };
 

@@ -53,19 +53,38 @@ inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
   return v;
 }
 
+// q::multiply on 8 lanes: shift left, rounding doubling high multiply, rounding divide by
+// 2^rsh (half away from zero).
+inline __m256i multiply8(__m256i x, const Rq8& v) {
+  if (v.shift_left) x = _mm256_sllv_epi32(x, v.lsh);
+  const __m256i even = srdhm_even(_mm256_mul_epi32(x, v.mult));
+  const __m256i odd = srdhm_odd(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
+  const __m256i hi = _mm256_blend_epi32(even, odd, 0xAA);
+  const __m256i rem = _mm256_and_si256(hi, v.mask);
+  const __m256i thr = _mm256_sub_epi32(v.half_mask, _mm256_srai_epi32(hi, 31));  // + 1 where negative
+  return _mm256_sub_epi32(_mm256_srav_epi32(hi, v.rsh), _mm256_cmpgt_epi32(rem, thr));
+}
+
+// The multiplier of every lane the same (an ADD's operand or output rescale).
+inline Rq8 uniform_rq8(int32_t mult, int32_t lshift, int32_t rshift) {
+  Rq8 v{};
+  const __m256i one = _mm256_set1_epi32(1);
+  v.mult = _mm256_set1_epi32(mult);
+  v.mult_odd = _mm256_srli_epi64(v.mult, 32);
+  v.lsh = _mm256_set1_epi32(lshift);
+  v.rsh = _mm256_set1_epi32(rshift);
+  v.shift_left = lshift != 0;
+  v.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, v.rsh), one);
+  v.half_mask = _mm256_srai_epi32(v.mask, 1);
+  return v;
+}
+
 // 8 accumulators -> requantized, zero point added, clamped (int32 lanes).
 inline __m256i requant8(__m256i acc, const Rq8& v, const Requant& rq) {
   __m256i x = _mm256_add_epi32(acc, v.bias);
   __m256i r;
   if (!rq.single_round) {
-    if (v.shift_left) x = _mm256_sllv_epi32(x, v.lsh);
-    const __m256i even = srdhm_even(_mm256_mul_epi32(x, v.mult));
-    const __m256i odd = srdhm_odd(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
-    const __m256i hi = _mm256_blend_epi32(even, odd, 0xAA);
-    // rounding divide by 2^rsh, half away from zero
-    const __m256i rem = _mm256_and_si256(hi, v.mask);
-    const __m256i thr = _mm256_sub_epi32(v.half_mask, _mm256_srai_epi32(hi, 31));  // + 1 where negative
-    r = _mm256_sub_epi32(_mm256_srav_epi32(hi, v.rsh), _mm256_cmpgt_epi32(rem, thr));
+    r = multiply8(x, v);
   } else {
     // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
     // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
@@ -281,9 +300,18 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
   }
 }
 
-void dw_row(const DwRow& r) {
-  const int pairs = (r.taps + 1) / 2;
+// TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
+// MobileNets), 0 for any count; the tap loop is then unrolled with its offsets in registers.
+template <int TAPS>
+void dw_row_t(const DwRow& r) {
+  const int taps = TAPS > 0 ? TAPS : r.taps;
+  const int pairs = (taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
+  int64_t off[TAPS > 0 ? TAPS + 1 : 1];
+  if constexpr (TAPS > 0) {
+    for (int t = 0; t < TAPS; ++t) off[t] = r.tap_off[t];
+    off[TAPS] = 0;
+  }
   // Blocks of output pixels, every channel group within a block: the block's input lines
   // (a few KiB) stay in L1 while the groups pass over them, where a group-by-group sweep
   // of the whole row re-read each line once per group from L2. The requantization
@@ -299,15 +327,22 @@ void dw_row(const DwRow& r) {
       for (int64_t ox = ox0; ox < ox1; ++ox) {
         const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-        for (int p = 0; p < pairs; ++p) {
-          const int t0 = 2 * p, t1 = 2 * p + 1;
-          const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t0]));
-          const __m256i xb = t1 < r.taps ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + r.tap_off[t1]))
-                                         : _mm256_setzero_si256();
+        auto pair = [&](int p, __m256i xa, __m256i xb) {
           const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32));
           const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + p * 32 + 16));
           lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), w0));
           hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), w1));
+        };
+        auto load = [&](int64_t o) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg + o)); };
+        if constexpr (TAPS > 0) {
+#pragma GCC unroll 16
+          for (int p = 0; p < TAPS / 2; ++p) pair(p, load(off[2 * p]), load(off[2 * p + 1]));
+          if constexpr (TAPS % 2 == 1) pair(TAPS / 2, load(off[TAPS - 1]), _mm256_setzero_si256());
+        } else {
+          for (int p = 0; p < pairs; ++p) {
+            const int t0 = 2 * p, t1 = 2 * p + 1;
+            pair(p, load(r.tap_off[t0]), t1 < taps ? load(r.tap_off[t1]) : _mm256_setzero_si256());
+          }
         }
         // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
         const __m256i w16 = _mm256_packs_epi32(requant8(lo, v0, *r.rq), requant8(hi, v1, *r.rq));
@@ -319,10 +354,50 @@ void dw_row(const DwRow& r) {
   }
 }
 
+void dw_row(const DwRow& r) {
+  if (r.taps == 9)
+    dw_row_t<9>(r);
+  else
+    dw_row_t<0>(r);
+}
+
+// 8 operand codes at p (u8 or i8) as int32 lanes.
+inline __m256i load8_i32(const uint8_t* p, bool i8) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return i8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y) {
+  const Rq8 m1 = uniform_rq8(p.mult[0], p.lshift[0], p.rshift[0]);
+  const Rq8 m2 = uniform_rq8(p.mult[1], p.lshift[1], p.rshift[1]);
+  const Rq8 mo = uniform_rq8(p.mult[2], p.lshift[2], p.rshift[2]);
+  const __m256i z1 = _mm256_set1_epi32(p.z1), z2 = _mm256_set1_epi32(p.z2), zo = _mm256_set1_epi32(p.zo);
+  const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
+  auto eight = [&](const uint8_t* pa, const uint8_t* pb) {
+    constexpr int kShift = 20;  // TFLite add.cc's left shift for 8-bit operands
+    const __m256i v1 = multiply8(_mm256_slli_epi32(_mm256_sub_epi32(load8_i32(pa, p.i8), z1), kShift), m1);
+    const __m256i v2 = multiply8(_mm256_slli_epi32(_mm256_sub_epi32(load8_i32(pb, p.i8), z2), kShift), m2);
+    const __m256i s = p.subtract ? _mm256_sub_epi32(v1, v2) : _mm256_add_epi32(v1, v2);
+    const __m256i r = _mm256_add_epi32(multiply8(s, mo), zo);
+    return _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), pack16(eight(a + i, b + i), eight(a + i + 8, b + i + 8), p.i8));
+  if (i < n) {
+    alignas(16) uint8_t ta[16] = {}, tb[16] = {}, ty[16];
+    const size_t rest = static_cast<size_t>(n - i);
+    std::memcpy(ta, a + i, rest);
+    std::memcpy(tb, b + i, rest);
+    _mm_store_si128(reinterpret_cast<__m128i*>(ty), pack16(eight(ta, tb), eight(ta + 8, tb + 8), p.i8));
+    std::memcpy(y + i, ty, rest);
+  }
+}
+
 }  // namespace
 
 const QConvKernels& avx2_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, "avx2"};
+  static const QConvKernels k{centre, gemm_panel, dw_row, add, "avx2"};
   return k;
 }
 
