@@ -261,7 +261,8 @@ const cpu::uk::QConvKernels* simd_qconv_kernels() {
 }
 
 // The SIMD GEMM panel against the scalar one on random accumulators and requantization
-// parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output.
+// parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output,
+// zero points in and beyond the dtype's range, full and narrowed activation ranges.
 TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
   const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
   if (!simd) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
@@ -286,11 +287,18 @@ TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
     }
     cpu::uk::Requant rq;
     rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
-    rq.zp = trial % 5 - 2;
     rq.single_round = trial % 2 == 1;
     rq.out_i8 = trial % 3 == 0;
-    rq.lo = rq.out_i8 ? -128 : 0;
-    rq.hi = rq.out_i8 ? 127 : 255;
+    const int32_t qlo = rq.out_i8 ? -128 : 0;
+    // zero points in the dtype's range, and beyond it (the int32 output stage)
+    rq.zp = trial % 4 == 3 ? std::uniform_int_distribution<int32_t>(-400, 400)(rng)
+                           : std::uniform_int_distribution<int32_t>(qlo, qlo + 255)(rng);
+    rq.lo = qlo;
+    rq.hi = qlo + 255;
+    if (trial % 5 >= 3) {  // an activation's narrower range
+      rq.lo = std::uniform_int_distribution<int32_t>(qlo, qlo + 120)(rng);
+      rq.hi = std::uniform_int_distribution<int32_t>(rq.lo, qlo + 255)(rng);
+    }
     const int nvalid = 16 - trial % 4;
     std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
     cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);

@@ -79,33 +79,66 @@ inline Rq8 uniform_rq8(int32_t mult, int32_t lshift, int32_t rshift) {
   return v;
 }
 
-// 8 accumulators -> requantized, zero point added, clamped (int32 lanes).
-inline __m256i requant8(__m256i acc, const Rq8& v, const Requant& rq) {
-  __m256i x = _mm256_add_epi32(acc, v.bias);
-  __m256i r;
-  if (!rq.single_round) {
-    r = multiply8(x, v);
-  } else {
-    // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
-    // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
-    // the arithmetic one's low dword) and fits 32 bits (|p| < 2^62).
-    const __m256i one64 = _mm256_set1_epi64x(1);
-    const __m256i ts_even = _mm256_add_epi64(v.ts_even, _mm256_and_si256(v.ts_rest, _mm256_set1_epi64x(0xffffffffLL)));
-    const __m256i ts_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
-    auto lane = [&](__m256i p, __m256i ts, __m256i first) {
-      const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(ts, one64));
-      return _mm256_srlv_epi64(_mm256_add_epi64(p, round), first);
-    };
-    const __m256i even = lane(_mm256_mul_epi32(x, v.mult), ts_even, v.ts_even);
-    const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), ts_odd, v.ts_odd);
-    r = _mm256_srav_epi32(_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA), v.ts_rest);
-  }
-  r = _mm256_add_epi32(r, _mm256_set1_epi32(rq.zp));
-  r = _mm256_max_epi32(r, _mm256_set1_epi32(rq.lo));
-  return _mm256_min_epi32(r, _mm256_set1_epi32(rq.hi));
+// 8 accumulators -> requantized (int32 lanes), before the zero point; kBias: add the
+// channels' bias first (false where the accumulators started from it).
+template <bool kBias = true>
+inline __m256i rescale8(__m256i acc, const Rq8& v, const Requant& rq) {
+  const __m256i x = kBias ? _mm256_add_epi32(acc, v.bias) : acc;
+  if (!rq.single_round) return multiply8(x, v);
+  // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
+  // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
+  // the arithmetic one's low dword) and fits 32 bits (|p| < 2^62).
+  const __m256i one64 = _mm256_set1_epi64x(1);
+  const __m256i ts_even = _mm256_add_epi64(v.ts_even, _mm256_and_si256(v.ts_rest, _mm256_set1_epi64x(0xffffffffLL)));
+  const __m256i ts_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
+  auto lane = [&](__m256i p, __m256i ts, __m256i first) {
+    const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(ts, one64));
+    return _mm256_srlv_epi64(_mm256_add_epi64(p, round), first);
+  };
+  const __m256i even = lane(_mm256_mul_epi32(x, v.mult), ts_even, v.ts_even);
+  const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), ts_odd, v.ts_odd);
+  return _mm256_srav_epi32(_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA), v.ts_rest);
 }
 
-// 16 requantized lanes (a: first 8, b: next 8; values already in the 8-bit range) -> bytes.
+// The output stage after the rescale: + zero point, clamp to [lo, hi], narrow to bytes. On
+// 16 lanes at once it runs after the narrowing to int16 (saturating add of the zero point,
+// saturating pack to 8 bits, then the activation clamp on bytes), which gives the same
+// bytes as clamping the int32 sums: a value that saturates at int16 is far outside
+// [lo, hi] (a zero point within [-256, 256]; others take the int32 form).
+struct OutStage {
+  __m256i zp16, zp32, lo32, hi32;
+  __m128i lo8, hi8;
+  bool i8, narrow_first, clamp8;
+  explicit OutStage(const Requant& rq) {
+    i8 = rq.out_i8;
+    narrow_first = rq.zp >= -256 && rq.zp <= 256;
+    clamp8 = i8 ? (rq.lo > -128 || rq.hi < 127) : (rq.lo > 0 || rq.hi < 255);
+    zp16 = _mm256_set1_epi16(static_cast<int16_t>(narrow_first ? rq.zp : 0));
+    zp32 = _mm256_set1_epi32(rq.zp);
+    lo32 = _mm256_set1_epi32(rq.lo);
+    hi32 = _mm256_set1_epi32(rq.hi);
+    lo8 = _mm_set1_epi8(static_cast<char>(rq.lo));
+    hi8 = _mm_set1_epi8(static_cast<char>(rq.hi));
+  }
+  // a: lanes 0-7, b: lanes 8-15 (rescaled, int32) -> 16 bytes in lane order; kInLane: the
+  // lanes are interleaved as packs_epi32 leaves them (the depthwise row's order).
+  template <bool kInLane = false>
+  __m128i bytes16(__m256i a, __m256i b) const {
+    if (!narrow_first) {
+      a = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(a, zp32), lo32), hi32);
+      b = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(b, zp32), lo32), hi32);
+    }
+    __m256i w = _mm256_adds_epi16(_mm256_packs_epi32(a, b), zp16);
+    if (!kInLane) w = _mm256_permute4x64_epi64(w, 0xD8);
+    const __m128i l = _mm256_castsi256_si128(w), h = _mm256_extracti128_si256(w, 1);
+    __m128i r = i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+    if (clamp8 && narrow_first)
+      r = i8 ? _mm_min_epi8(_mm_max_epi8(r, lo8), hi8) : _mm_min_epu8(_mm_max_epu8(r, lo8), hi8);
+    return r;
+  }
+};
+
+// 16 values already in the 8-bit range (a: first 8, b: next 8) -> bytes.
 inline __m128i pack16(__m256i a, __m256i b, bool i8) {
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);
   const __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
@@ -134,36 +167,38 @@ void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
     out[i] = static_cast<int16_t>((is_i8 ? static_cast<int32_t>(static_cast<int8_t>(x[i])) : x[i]) - zp);
 }
 
-inline void store_tile_row(__m256i c0, __m256i c1, const Rq8& v0, const Rq8& v1, const Requant& rq, int nvalid,
-                           uint8_t* y) {
-  store_bytes(y, pack16(requant8(c0, v0, rq), requant8(c1, v1, rq), rq.out_i8), nvalid);
+template <bool kBias = true>
+inline void store_tile_row(__m256i c0, __m256i c1, const Rq8& v0, const Rq8& v1, const Requant& rq,
+                           const OutStage& out, int nvalid, uint8_t* y) {
+  store_bytes(y, out.bytes16(rescale8<kBias>(c0, v0, rq), rescale8<kBias>(c1, v1, rq)), nvalid);
 }
 
 // The k loop of a full 6-row tile, written out: 12 accumulators, the panel's two vectors, the
 // broadcast activation pair and vpmaddwd's product fill the 16 ymm registers exactly, and
 // GCC (12) spills half the accumulators to the stack when the same loop is written with
 // intrinsics (two stores and loads per accumulator and k pair: 29-43 GMAC/s against 64-74
-// here on Zen 3, `bench/vision_bench`). Rows are `stride` bytes apart; acc[r * 16 + j] is
-// row r, channel j of the panel.
-inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, int32_t* acc) {
+// here on Zen 3, `bench/vision_bench`). Rows are `stride` bytes apart; the sums start from
+// the 16 channels' bias; acc[r * 16 + j] is row r, channel j of the panel.
+inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const int32_t* bias,
+                       int32_t* acc) {
   const char* a0 = reinterpret_cast<const char*>(a);
   const char* a3 = a0 + 3 * lda * 2;
   const int64_t stride = lda * 2;
   const int16_t* b = panel;
   int64_t n = kpairs;
   asm volatile(
-      "vpxor %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vpxor %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vpxor %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vpxor %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vpxor %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vpxor %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vpxor %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vpxor %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vpxor %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vpxor %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vpxor %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vpxor %%ymm11, %%ymm11, %%ymm11\n\t"
+      "vmovdqu (%[bias]), %%ymm0\n\t"
+      "vmovdqu 32(%[bias]), %%ymm1\n\t"
+      "vmovdqu (%[bias]), %%ymm2\n\t"
+      "vmovdqu 32(%[bias]), %%ymm3\n\t"
+      "vmovdqu (%[bias]), %%ymm4\n\t"
+      "vmovdqu 32(%[bias]), %%ymm5\n\t"
+      "vmovdqu (%[bias]), %%ymm6\n\t"
+      "vmovdqu 32(%[bias]), %%ymm7\n\t"
+      "vmovdqu (%[bias]), %%ymm8\n\t"
+      "vmovdqu 32(%[bias]), %%ymm9\n\t"
+      "vmovdqu (%[bias]), %%ymm10\n\t"
+      "vmovdqu 32(%[bias]), %%ymm11\n\t"
       "test %[n], %[n]\n\t"
       "jle 2f\n\t"
       "1:\n\t"
@@ -218,7 +253,7 @@ inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
       "vmovdqu %%ymm10, 320(%[o])\n\t"
       "vmovdqu %%ymm11, 352(%[o])\n\t"
       : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)
-      : [s] "r"(stride), [o] "r"(acc)
+      : [s] "r"(stride), [o] "r"(acc), [bias] "r"(bias)
       : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
 }
@@ -264,23 +299,25 @@ inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16
     }
   }
   const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
-  store_tile_row(c00, c01, v0, v1, rq, nvalid, y);
-  if constexpr (MR > 1) store_tile_row(c10, c11, v0, v1, rq, nvalid, y + ldy);
-  if constexpr (MR > 2) store_tile_row(c20, c21, v0, v1, rq, nvalid, y + 2 * ldy);
-  if constexpr (MR > 3) store_tile_row(c30, c31, v0, v1, rq, nvalid, y + 3 * ldy);
-  if constexpr (MR > 4) store_tile_row(c40, c41, v0, v1, rq, nvalid, y + 4 * ldy);
+  const OutStage out(rq);
+  store_tile_row(c00, c01, v0, v1, rq, out, nvalid, y);
+  if constexpr (MR > 1) store_tile_row(c10, c11, v0, v1, rq, out, nvalid, y + ldy);
+  if constexpr (MR > 2) store_tile_row(c20, c21, v0, v1, rq, out, nvalid, y + 2 * ldy);
+  if constexpr (MR > 3) store_tile_row(c30, c31, v0, v1, rq, out, nvalid, y + 3 * ldy);
+  if constexpr (MR > 4) store_tile_row(c40, c41, v0, v1, rq, out, nvalid, y + 4 * ldy);
 }
 
 // A full tile: the written-out k loop, then the requantization of its 6 x 16 sums.
 inline void gemm_tile6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   alignas(32) int32_t acc[kTileRows * kPanel];
-  gemm_loop6(kpairs, a, lda, panel, acc);
+  gemm_loop6(kpairs, a, lda, panel, rq.bias + n0, acc);
   const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
+  const OutStage out(rq);
   for (int r = 0; r < kTileRows; ++r) {
     const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel));
     const __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel + 8));
-    store_tile_row(c0, c1, v0, v1, rq, nvalid, y + r * ldy);
+    store_tile_row<false>(c0, c1, v0, v1, rq, out, nvalid, y + r * ldy);
   }
 }
 
@@ -307,6 +344,7 @@ void dw_row_t(const DwRow& r) {
   const int taps = TAPS > 0 ? TAPS : r.taps;
   const int pairs = (taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
+  const OutStage out(*r.rq);
   int64_t off[TAPS > 0 ? TAPS + 1 : 1];
   if constexpr (TAPS > 0) {
     for (int t = 0; t < TAPS; ++t) off[t] = r.tap_off[t];
@@ -345,10 +383,8 @@ void dw_row_t(const DwRow& r) {
           }
         }
         // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
-        const __m256i w16 = _mm256_packs_epi32(requant8(lo, v0, *r.rq), requant8(hi, v1, *r.rq));
-        const __m128i l = _mm256_castsi256_si128(w16), h = _mm256_extracti128_si256(w16, 1);
-        const __m128i bytes = r.rq->out_i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
-        store_bytes(r.y + ox * r.channels + g * kPanel, bytes, nstore);
+        store_bytes(r.y + ox * r.channels + g * kPanel,
+                    out.bytes16<true>(rescale8(lo, v0, *r.rq), rescale8(hi, v1, *r.rq)), nstore);
       }
     }
   }
