@@ -73,12 +73,22 @@ struct PackedConv : PreparedKernel {
   bool pointwise = false;  // 1x1, stride 1, no padding: A rows are the input pixels
   int64_t K = 0, kpairs = 0, npanels = 0;
   std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
-  // depthwise: centred, zero-bordered input [N][Hp][Wp][cpad], reused by every run
+  // windowed ops: the centred, zero-bordered input [N][Hp][Wp][cpad] (padded() > 0), made
+  // by each run in a scratch buffer that every such op of the calling thread shares, so
+  // that a network's copies do not each hold their own memory and cache lines
   int64_t Hp = 0, Wp = 0, cpad = 0;
   std::vector<int64_t> tap_off;  // per tap, int16 units within the padded input
   std::vector<int16_t> dw_w;     // [cpad / kPanel][pairs][32]
-  mutable std::vector<int16_t> xpad;
+  int64_t padded() const { return N * Hp * Wp * cpad; }
 };
+
+// The calling thread's padded-input scratch, grown to the largest op it has run (the first
+// run of a network grows it; later runs allocate nothing).
+int16_t* padded_scratch(int64_t elements) {
+  thread_local std::vector<int16_t> buf;
+  if (static_cast<int64_t>(buf.size()) < elements) buf.resize(static_cast<size_t>(elements));
+  return buf.data();
+}
 
 // The zero-bordered, centred input copy of a windowed op: rows and columns enough for every
 // tap of every output, channels rounded up to `cpad`.
@@ -87,7 +97,6 @@ void size_padded_input(PackedConv& pc, int64_t KH, int64_t KW, int64_t cpad) {
   pc.cpad = cpad;
   pc.Hp = std::max(pc.H + wn.pad_top, (pc.OH - 1) * wn.sh + (KH - 1) * wn.dh + 1);
   pc.Wp = std::max(pc.W + wn.pad_left, (pc.OW - 1) * wn.sw + (KW - 1) * wn.dw + 1);
-  pc.xpad.assign(static_cast<size_t>(pc.N * pc.Hp * pc.Wp * pc.cpad), 0);
 }
 
 const Tensor* bias_of(const Graph& g, const Node& n) {
@@ -165,7 +174,8 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
 }
 
 // Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
-void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, int64_t r0, int64_t rows, int16_t* a) {
+void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, const int16_t* xp, int64_t r0,
+             int64_t rows, int16_t* a) {
   const int64_t lda = pc.kpairs * 2;
   if (pc.pointwise) {
     if (lda == pc.K) {
@@ -182,7 +192,6 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
   // there when the dilation is 1).
   const Window& wn = pc.win;
   const int64_t KW = pc.K / pc.C / wn.kh;
-  const int16_t* xp = pc.xpad.data();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = r0 + r;
     const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
@@ -200,39 +209,57 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
   }
 }
 
-// Centres the input into the interior of the padded copy; borders and channel padding
-// stay zero from compile time.
-void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk) {
+// The centred, zero-bordered input of a windowed op into xp (pc.padded() elements): every
+// padded row is written whole (its borders and channel padding zero), since the scratch
+// holds another op's copy from before.
+void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk, int16_t* xp) {
   const Window& wn = pc.win;
   const uint8_t* x = c.in[0].data;
-  int16_t* xp = pc.xpad.data();
-  parallel_rows(c, pc.N * pc.H, [&](int64_t r0, int64_t r1) {
+  const int64_t row_len = pc.Wp * pc.cpad;
+  parallel_rows(c, pc.N * pc.Hp, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / pc.H, iy = r % pc.H;
-      int16_t* dst = xp + ((b * pc.Hp + iy + wn.pad_top) * pc.Wp + wn.pad_left) * pc.cpad;
-      const uint8_t* src = x + r * pc.W * pc.C;
+      const int64_t b = r / pc.Hp, iy = r % pc.Hp - wn.pad_top;
+      int16_t* row = xp + r * row_len;
+      if (iy < 0 || iy >= pc.H) {
+        std::memset(row, 0, static_cast<size_t>(row_len) * sizeof(int16_t));
+        continue;
+      }
+      const int64_t left = wn.pad_left * pc.cpad, interior = pc.W * pc.cpad;
+      std::memset(row, 0, static_cast<size_t>(left) * sizeof(int16_t));
+      std::memset(row + left + interior, 0, static_cast<size_t>(row_len - left - interior) * sizeof(int16_t));
+      int16_t* dst = row + left;
+      const uint8_t* src = x + (b * pc.H + iy) * pc.W * pc.C;
       if (pc.cpad == pc.C) {
         uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
       } else {
-        for (int64_t ix = 0; ix < pc.W; ++ix) uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
+        for (int64_t ix = 0; ix < pc.W; ++ix) {
+          uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
+          std::memset(dst + ix * pc.cpad + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
+        }
       }
     }
-  }, min_rows_per_chunk(pc.W * pc.C));
+  }, min_rows_per_chunk(row_len));
 }
 
 Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const int64_t P = pc.N * pc.OH * pc.OW;  // output rows
   const int64_t lda = pc.kpairs * 2;
-  const int64_t mb = std::min(round_up(P, uk::kTileRows),
-                              std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows));
-  const int64_t mblocks = (P + mb - 1) / mb;
   const int threads = c.pool ? c.pool->threads() : 1;
+  // Row blocks of at most kABlockBytes of A, as many as a multiple of the thread count so
+  // that every thread gets the same rows (give or take a tile): 3 blocks on 2 threads left
+  // one thread idle for a third of the op.
+  const int64_t mb_max = std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows);
+  int64_t mblocks = (P + mb_max - 1) / mb_max;
+  if (mblocks > 1) mblocks = round_up(mblocks, threads);
+  const int64_t mb = std::max<int64_t>(uk::kTileRows, round_up((P + mblocks - 1) / mblocks, uk::kTileRows));
+  mblocks = (P + mb - 1) / mb;
   // Few row blocks: also split the output channels so every thread has work.
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
-  if (!pc.xpad.empty()) fill_padded(c, pc, uk);
+  int16_t* xp = pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
+  if (xp) fill_padded(c, pc, uk, xp);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<int16_t> a;
     if (static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
@@ -241,7 +268,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
       const int64_t blk = it / nsplit, part = it % nsplit;
       const int64_t r0 = blk * mb, rows = std::min(mb, P - r0);
       if (built != blk) {
-        build_a(pc, uk, x, r0, rows, a.data());
+        build_a(pc, uk, x, xp, r0, rows, a.data());
         built = blk;
       }
       const int64_t p0 = pc.npanels * part / nsplit, p1 = pc.npanels * (part + 1) / nsplit;
@@ -297,8 +324,8 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
 Status run_depthwise(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const Window& wn = pc.win;
-  fill_padded(c, pc, uk);
-  const int16_t* xp = pc.xpad.data();
+  int16_t* xp = padded_scratch(pc.padded());
+  fill_padded(c, pc, uk, xp);
   uint8_t* y = c.out[0].data;
   parallel_rows(c, pc.N * pc.OH, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
