@@ -30,6 +30,7 @@ inline __m256i srdhm_odd(__m256i p) { return _mm256_slli_epi64(_mm256_add_epi64(
 struct Rq8 {
   __m256i bias, mult, mult_odd, lsh, rsh, mask, half_mask;
   __m256i ts_even, ts_odd, ts_rest;  // single rounding: 64-bit shifts of at most 32, then the rest on 32 bits
+  __m256i round_even, round_odd;      // single rounding: 2^(total shift - 1) per 64-bit lane
   bool shift_left;
 };
 
@@ -50,6 +51,11 @@ inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
   v.ts_even = _mm256_and_si256(first, _mm256_set1_epi64x(0xffffffffLL));
   v.ts_odd = _mm256_srli_epi64(first, 32);
   v.ts_rest = _mm256_sub_epi32(ts, first);
+  const __m256i one64 = _mm256_set1_epi64x(1);
+  const __m256i total_even = _mm256_add_epi64(v.ts_even, _mm256_and_si256(v.ts_rest, _mm256_set1_epi64x(0xffffffffLL)));
+  const __m256i total_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
+  v.round_even = _mm256_sllv_epi64(one64, _mm256_sub_epi64(total_even, one64));
+  v.round_odd = _mm256_sllv_epi64(one64, _mm256_sub_epi64(total_odd, one64));
   return v;
 }
 
@@ -88,15 +94,9 @@ inline __m256i rescale8(__m256i acc, const Rq8& v, const Requant& rq) {
   // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
   // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
   // the arithmetic one's low dword) and fits 32 bits (|p| < 2^62).
-  const __m256i one64 = _mm256_set1_epi64x(1);
-  const __m256i ts_even = _mm256_add_epi64(v.ts_even, _mm256_and_si256(v.ts_rest, _mm256_set1_epi64x(0xffffffffLL)));
-  const __m256i ts_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
-  auto lane = [&](__m256i p, __m256i ts, __m256i first) {
-    const __m256i round = _mm256_sllv_epi64(one64, _mm256_sub_epi64(ts, one64));
-    return _mm256_srlv_epi64(_mm256_add_epi64(p, round), first);
-  };
-  const __m256i even = lane(_mm256_mul_epi32(x, v.mult), ts_even, v.ts_even);
-  const __m256i odd = lane(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), ts_odd, v.ts_odd);
+  const __m256i even = _mm256_srlv_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, v.mult), v.round_even), v.ts_even);
+  const __m256i odd =
+      _mm256_srlv_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd), v.round_odd), v.ts_odd);
   return _mm256_srav_epi32(_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA), v.ts_rest);
 }
 
