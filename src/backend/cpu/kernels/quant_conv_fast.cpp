@@ -252,8 +252,16 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const int64_t mb_max = std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows);
   int64_t mblocks = (P + mb_max - 1) / mb_max;
   if (mblocks > 1) mblocks = round_up(mblocks, threads);
-  const int64_t mb = std::max<int64_t>(uk::kTileRows, round_up((P + mblocks - 1) / mblocks, uk::kTileRows));
+  int64_t mb = std::max<int64_t>(uk::kTileRows, round_up((P + mblocks - 1) / mblocks, uk::kTileRows));
   mblocks = (P + mb - 1) / mb;
+  // Few rows (a 7x7 layer: 49 rows in blocks of 30 and 19): one block, the panels split
+  // instead, when that evens the threads' work out better (A rows are then centred by
+  // each thread; the block may exceed kABlockBytes by a little).
+  if (threads > 1 && mblocks > 1 && mblocks <= 2 * threads && pc.npanels >= 2 * threads &&
+      mb * ((mblocks + threads - 1) / threads) * threads > P * 9 / 8) {
+    mb = round_up(P, uk::kTileRows);
+    mblocks = 1;
+  }
   // Few row blocks: also split the output channels so every thread has work.
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;
