@@ -139,6 +139,102 @@ inline float softmax_row(float* s, int64_t rows) {
   return hsum8(sum);
 }
 
+// out[i] = (sum over j of p[j] * v_j[i], fma in j order from 0) / sum, for i < d.
+template <Cache kC>
+inline void weighted_sum(const float* p, int64_t rows, const uint8_t* v, int64_t rb, int64_t d, float sum, float* out) {
+  const int64_t d8 = d / 8 * 8;
+  const __m256 s = _mm256_set1_ps(sum);
+  int64_t i = 0;
+  // Eight accumulators (64 values) in flight: four would wait on the fma latency.
+  for (; i + 64 <= d8; i += 64) {
+    __m256 o[8];
+    for (auto& x : o) x = _mm256_setzero_ps();
+    for (int64_t j = 0; j < rows; ++j) {
+      const uint8_t* vr = v + j * rb;
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      for (int u = 0; u < 8; ++u) o[u] = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8 * u), o[u]);
+    }
+    for (int u = 0; u < 8; ++u) _mm256_storeu_ps(out + i + 8 * u, _mm256_div_ps(o[u], s));
+  }
+  for (; i + 32 <= d8; i += 32) {
+    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+    for (int64_t j = 0; j < rows; ++j) {
+      const uint8_t* vr = v + j * rb;
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      o0 = _mm256_fmadd_ps(pj, load8<kC>(vr, i), o0);
+      o1 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8), o1);
+      o2 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 16), o2);
+      o3 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 24), o3);
+    }
+    _mm256_storeu_ps(out + i, _mm256_div_ps(o0, s));
+    _mm256_storeu_ps(out + i + 8, _mm256_div_ps(o1, s));
+    _mm256_storeu_ps(out + i + 16, _mm256_div_ps(o2, s));
+    _mm256_storeu_ps(out + i + 24, _mm256_div_ps(o3, s));
+  }
+  for (; i < d8; i += 8) {
+    __m256 o = _mm256_setzero_ps();
+    for (int64_t j = 0; j < rows; ++j) o = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8<kC>(v + j * rb, i), o);
+    _mm256_storeu_ps(out + i, _mm256_div_ps(o, s));
+  }
+  for (; i < d; ++i) {
+    float o = 0;
+    for (int64_t j = 0; j < rows; ++j) o = std::fma(p[j], load1<kC>(v + j * rb, i), o);
+    out[i] = o / sum;
+  }
+}
+
+// weighted_sum of two queries at once (d a multiple of 32), sharing each V load: 32
+// values of both outputs in registers; rows both attend first, then the longer one's
+// rest, so each output keeps its j order.
+template <Cache kC>
+inline void weighted_sum2(const float* pa, const float* pb, int64_t ra, int64_t rb_rows, const uint8_t* v, int64_t rb,
+                          int64_t d, float sa, float sb, float* outa, float* outb) {
+  const int64_t both = std::min(ra, rb_rows);
+  for (int64_t i = 0; i < d; i += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int64_t j = 0;
+    for (; j < both; ++j) {
+      const uint8_t* vr = v + j * rb;
+      const __m256 v0 = load8<kC>(vr, i), v1 = load8<kC>(vr, i + 8), v2 = load8<kC>(vr, i + 16),
+                   v3 = load8<kC>(vr, i + 24);
+      const __m256 p = _mm256_set1_ps(pa[j]), q = _mm256_set1_ps(pb[j]);
+      a0 = _mm256_fmadd_ps(p, v0, a0);
+      a1 = _mm256_fmadd_ps(p, v1, a1);
+      a2 = _mm256_fmadd_ps(p, v2, a2);
+      a3 = _mm256_fmadd_ps(p, v3, a3);
+      b0 = _mm256_fmadd_ps(q, v0, b0);
+      b1 = _mm256_fmadd_ps(q, v1, b1);
+      b2 = _mm256_fmadd_ps(q, v2, b2);
+      b3 = _mm256_fmadd_ps(q, v3, b3);
+    }
+    for (int64_t k = j; k < ra; ++k) {
+      const uint8_t* vr = v + k * rb;
+      const __m256 p = _mm256_set1_ps(pa[k]);
+      a0 = _mm256_fmadd_ps(p, load8<kC>(vr, i), a0);
+      a1 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 8), a1);
+      a2 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 16), a2);
+      a3 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 24), a3);
+    }
+    for (int64_t k = j; k < rb_rows; ++k) {
+      const uint8_t* vr = v + k * rb;
+      const __m256 q = _mm256_set1_ps(pb[k]);
+      b0 = _mm256_fmadd_ps(q, load8<kC>(vr, i), b0);
+      b1 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 8), b1);
+      b2 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 16), b2);
+      b3 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 24), b3);
+    }
+    const __m256 ma = _mm256_set1_ps(sa), mb = _mm256_set1_ps(sb);
+    _mm256_storeu_ps(outa + i, _mm256_div_ps(a0, ma));
+    _mm256_storeu_ps(outa + i + 8, _mm256_div_ps(a1, ma));
+    _mm256_storeu_ps(outa + i + 16, _mm256_div_ps(a2, ma));
+    _mm256_storeu_ps(outa + i + 24, _mm256_div_ps(a3, ma));
+    _mm256_storeu_ps(outb + i, _mm256_div_ps(b0, mb));
+    _mm256_storeu_ps(outb + i + 8, _mm256_div_ps(b1, mb));
+    _mm256_storeu_ps(outb + i + 16, _mm256_div_ps(b2, mb));
+    _mm256_storeu_ps(outb + i + 24, _mm256_div_ps(b3, mb));
+  }
+}
+
 template <Cache kC>
 void attend_t(const Tile& tl) {
   // Several queries over an f16 or q8_0 cache: each alone, reading the cache directly
@@ -153,12 +249,11 @@ void attend_t(const Tile& tl) {
     }
     return;
   }
-  const int64_t d = tl.d, d8 = d / 8 * 8, rb = row_bytes(kC, d);
+  const int64_t d = tl.d, rb = row_bytes(kC, d);
   int64_t R = 0;
   for (int q = 0; q < tl.nq; ++q) R = std::max(R, tl.query[q].rows);
   const int64_t R8 = (R + 7) / 8 * 8;
-  float* S = tl.scratch;    // [kTile][R8] scores, then probabilities
-  float* O = S + kTile * R8;  // [kTile][d] output sums
+  float* S = tl.scratch;  // [kTile][R8] scores, then probabilities
   const bool direct = kC != Cache::f32;  // one query: straight from the cache
   const uint8_t* raw[8];
   const float* f32[8];
@@ -179,103 +274,16 @@ void attend_t(const Tile& tl) {
   float sums[kTile];
   for (int q = 0; q < tl.nq; ++q) sums[q] = softmax_row(S + q * R8, tl.query[q].rows);
 
-  if (direct) {
-    // One query: its output in registers, 32 values at a time, over all rows.
-    const float* p = S;
-    const Query& qy = tl.query[0];
-    const __m256 s = _mm256_set1_ps(sums[0]);
-    int64_t i = 0;
-    // Eight accumulators (64 values) in flight: four would wait on the fma latency.
-    for (; i + 64 <= d8; i += 64) {
-      __m256 o[8];
-      for (auto& x : o) x = _mm256_setzero_ps();
-      for (int64_t j = 0; j < qy.rows; ++j) {
-        const uint8_t* vr = tl.v + j * rb;
-        const __m256 pj = _mm256_set1_ps(p[j]);
-        for (int u = 0; u < 8; ++u) o[u] = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8 * u), o[u]);
-      }
-      for (int u = 0; u < 8; ++u) _mm256_storeu_ps(qy.out + i + 8 * u, _mm256_div_ps(o[u], s));
-    }
-    for (; i + 32 <= d8; i += 32) {
-      __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
-      for (int64_t j = 0; j < qy.rows; ++j) {
-        const uint8_t* vr = tl.v + j * rb;
-        const __m256 pj = _mm256_set1_ps(p[j]);
-        o0 = _mm256_fmadd_ps(pj, load8<kC>(vr, i), o0);
-        o1 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 8), o1);
-        o2 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 16), o2);
-        o3 = _mm256_fmadd_ps(pj, load8<kC>(vr, i + 24), o3);
-      }
-      _mm256_storeu_ps(qy.out + i, _mm256_div_ps(o0, s));
-      _mm256_storeu_ps(qy.out + i + 8, _mm256_div_ps(o1, s));
-      _mm256_storeu_ps(qy.out + i + 16, _mm256_div_ps(o2, s));
-      _mm256_storeu_ps(qy.out + i + 24, _mm256_div_ps(o3, s));
-    }
-    for (; i < d8; i += 8) {
-      __m256 o = _mm256_setzero_ps();
-      for (int64_t j = 0; j < qy.rows; ++j) o = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8<kC>(tl.v + j * rb, i), o);
-      _mm256_storeu_ps(qy.out + i, _mm256_div_ps(o, s));
-    }
-    for (; i < d; ++i) {
-      float o = 0;
-      for (int64_t j = 0; j < qy.rows; ++j) o = std::fma(p[j], load1<kC>(tl.v + j * rb, i), o);
-      qy.out[i] = o / sums[0];
-    }
-    return;
-  }
-
-  std::fill(O, O + tl.nq * d, 0.0f);
-  for (int64_t j0 = 0; j0 < R; j0 += 8) {
-    rows_f32(tl.v, rb, j0, R, f32);
-    for (int q = 0; q < tl.nq; ++q) {
-      const int64_t nr = std::min<int64_t>(8, tl.query[q].rows - j0);
-      if (nr <= 0) continue;
-      const float* p = S + q * R8 + j0;
-      float* o = O + q * d;
-      int64_t i = 0;
-      for (; i + 64 <= d8; i += 64) {
-        __m256 a[8];
-        for (int u = 0; u < 8; ++u) a[u] = _mm256_loadu_ps(o + i + 8 * u);
-        for (int64_t r = 0; r < nr; ++r) {
-          const __m256 pj = _mm256_set1_ps(p[r]);
-          for (int u = 0; u < 8; ++u) a[u] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 8 * u), a[u]);
-        }
-        for (int u = 0; u < 8; ++u) _mm256_storeu_ps(o + i + 8 * u, a[u]);
-      }
-      for (; i + 32 <= d8; i += 32) {
-        __m256 o0 = _mm256_loadu_ps(o + i), o1 = _mm256_loadu_ps(o + i + 8), o2 = _mm256_loadu_ps(o + i + 16),
-               o3 = _mm256_loadu_ps(o + i + 24);
-        for (int64_t r = 0; r < nr; ++r) {
-          const __m256 pj = _mm256_set1_ps(p[r]);
-          o0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i), o0);
-          o1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 8), o1);
-          o2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 16), o2);
-          o3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(f32[r] + i + 24), o3);
-        }
-        _mm256_storeu_ps(o + i, o0);
-        _mm256_storeu_ps(o + i + 8, o1);
-        _mm256_storeu_ps(o + i + 16, o2);
-        _mm256_storeu_ps(o + i + 24, o3);
-      }
-      for (; i < d8; i += 8) {
-        __m256 o0 = _mm256_loadu_ps(o + i);
-        for (int64_t r = 0; r < nr; ++r) o0 = _mm256_fmadd_ps(_mm256_set1_ps(p[r]), _mm256_loadu_ps(f32[r] + i), o0);
-        _mm256_storeu_ps(o + i, o0);
-      }
-      for (; i < d; ++i)
-        for (int64_t r = 0; r < nr; ++r) o[i] = std::fma(p[r], f32[r][i], o[i]);
-    }
-  }
-  for (int q = 0; q < tl.nq; ++q) {
-    const float* o = O + q * d;
-    float* out = tl.query[q].out;
-    const __m256 s = _mm256_set1_ps(sums[q]);
-    int64_t i = 0;
-    for (; i < d8; i += 8) _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_loadu_ps(o + i), s));
-    for (; i < d; ++i) out[i] = o[i] / sums[q];
-  }
+  // Each query's output in registers, 64 values at a time, over all its rows (the
+  // probabilities of every row are known by now): no partial sums stored between blocks
+  // of rows. V rows are read once per query (from L1 / L2 for a tile's queries).
+  int q = 0;
+  if (d % 32 == 0)
+    for (; q + 2 <= tl.nq; q += 2)
+      weighted_sum2<kC>(S + q * R8, S + (q + 1) * R8, tl.query[q].rows, tl.query[q + 1].rows, tl.v, rb, d, sums[q],
+                        sums[q + 1], tl.query[q].out, tl.query[q + 1].out);
+  for (; q < tl.nq; ++q) weighted_sum<kC>(S + q * R8, tl.query[q].rows, tl.v, rb, d, sums[q], tl.query[q].out);
 }
-
 }  // namespace
 
 void attend(const Tile& t) {
