@@ -34,6 +34,13 @@ bool cpu_has_avx2();
 bool cpu_has_neon();
 const char* simd_level_name(SimdLevel level);
 
+// VNNI's int16 dot product (vpdpwssd) on 256-bit vectors, for the AVX2 kernels: vex with
+// AVX-VNNI, evex with AVX512-VNNI and AVX512VL (and the OS saving AVX-512 state), none
+// otherwise, on other architectures, or with TESSERA_SIMD=avx2 (AVX2 without VNNI) or
+// TESSERA_SIMD=scalar in the environment.
+enum class Vnni { none = 0, vex = 1, evex = 2 };
+Vnni cpu_vnni();
+
 #if TESSERA_X86_64
 inline bool use_avx2() { return simd_level() == SimdLevel::avx2; }
 #else

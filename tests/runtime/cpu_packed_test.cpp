@@ -263,48 +263,91 @@ const cpu::uk::QConvKernels* simd_qconv_kernels() {
 // The SIMD GEMM panel against the scalar one on random accumulators and requantization
 // parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output,
 // zero points in and beyond the dtype's range, full and narrowed activation ranges.
+// Every SIMD kernel set this CPU runs: AVX2, and AVX2 with VNNI where the CPU has it.
+std::vector<const cpu::uk::QConvKernels*> simd_kernel_sets() {
+  std::vector<const cpu::uk::QConvKernels*> sets;
+  if (const cpu::uk::QConvKernels* k = simd_qconv_kernels()) sets.push_back(k);
+#if defined(__x86_64__)
+  if (const cpu::uk::QConvKernels* k = cpu::uk::avx2_vnni_qconv_kernels(convert::cpu_vnni())) sets.push_back(k);
+#endif
+  return sets;
+}
+
 TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
-  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
-  if (!simd) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
-  std::mt19937 rng(99);
-  std::uniform_int_distribution<int> v16(-255, 255);
-  std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
-  std::uniform_int_distribution<int> shift(-31, 4);
-  std::uniform_int_distribution<int32_t> bias(-3000000, 3000000);
-  for (int trial = 0; trial < 200; ++trial) {
-    const int64_t m = 1 + trial % 7, kpairs = 1 + trial % 40;
-    std::vector<int16_t> a(static_cast<size_t>(m * kpairs * 2)), panel(static_cast<size_t>(kpairs * 32));
-    for (auto& x : a) x = static_cast<int16_t>(v16(rng));
-    for (auto& x : panel) x = static_cast<int16_t>(v16(rng));
-    std::vector<int32_t> b(16), mu(16), ls(16), rs(16);
-    for (int j = 0; j < 16; ++j) {
-      b[j] = bias(rng);
-      mu[j] = trial % 13 == 0 ? 0 : mult(rng);
-      // single rounding (odd trials) only with multipliers below 1, as qconv.h requires
-      const int s = trial % 2 == 1 ? std::min(shift(rng), 0) : shift(rng);
-      ls[j] = std::max(s, 0);
-      rs[j] = std::max(-s, 0);
+  const auto sets = simd_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
+  for (const cpu::uk::QConvKernels* simd : sets) {
+    SCOPED_TRACE(simd->isa);
+    std::mt19937 rng(99);
+    std::uniform_int_distribution<int> v16(-255, 255);
+    std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+    std::uniform_int_distribution<int> shift(-31, 4);
+    std::uniform_int_distribution<int32_t> bias(-3000000, 3000000);
+    for (int trial = 0; trial < 200; ++trial) {
+      const int64_t m = 1 + trial % 7, kpairs = 1 + trial % 40;
+      std::vector<int16_t> a(static_cast<size_t>(m * kpairs * 2)), panel(static_cast<size_t>(kpairs * 32));
+      for (auto& x : a) x = static_cast<int16_t>(v16(rng));
+      for (auto& x : panel) x = static_cast<int16_t>(v16(rng));
+      std::vector<int32_t> b(16), mu(16), ls(16), rs(16);
+      for (int j = 0; j < 16; ++j) {
+        b[j] = bias(rng);
+        mu[j] = trial % 13 == 0 ? 0 : mult(rng);
+        // single rounding (odd trials) only with multipliers below 1, as qconv.h requires
+        const int s = trial % 2 == 1 ? std::min(shift(rng), 0) : shift(rng);
+        ls[j] = std::max(s, 0);
+        rs[j] = std::max(-s, 0);
+      }
+      cpu::uk::Requant rq;
+      rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+      rq.single_round = trial % 2 == 1;
+      rq.out_i8 = trial % 3 == 0;
+      const int32_t qlo = rq.out_i8 ? -128 : 0;
+      // zero points in the dtype's range, and beyond it (the int32 output stage)
+      rq.zp = trial % 4 == 3 ? std::uniform_int_distribution<int32_t>(-400, 400)(rng)
+                             : std::uniform_int_distribution<int32_t>(qlo, qlo + 255)(rng);
+      rq.lo = qlo;
+      rq.hi = qlo + 255;
+      if (trial % 5 >= 3) {  // an activation's narrower range
+        rq.lo = std::uniform_int_distribution<int32_t>(qlo, qlo + 120)(rng);
+        rq.hi = std::uniform_int_distribution<int32_t>(rq.lo, qlo + 255)(rng);
+      }
+      const int nvalid = 16 - trial % 4;
+      std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
+      cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);
+      simd->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
+      ASSERT_EQ(yv, ys) << simd->isa << ", trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
     }
+  }
+}
+
+// The VNNI GEMM tile (vpdpwssd) against the AVX2 one on long k runs with the largest
+// operands (|x|, |w| = 255) as well as random ones. Runs only on CPUs with AVX-VNNI or
+// AVX512-VNNI; elsewhere it reports what it skipped.
+TEST(CpuPacked, VnniGemmMatchesAvx2) {
+#if defined(__x86_64__)
+  const cpu::uk::QConvKernels* vnni = cpu::uk::avx2_vnni_qconv_kernels(convert::cpu_vnni());
+  if (!vnni || !convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX-VNNI / AVX512-VNNI";
+  const cpu::uk::QConvKernels& avx2 = cpu::uk::avx2_qconv_kernels();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> v16(-255, 255);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t m = 6 + trial % 8, kpairs = 1 + trial * 37 % 600;
+    std::vector<int16_t> a(static_cast<size_t>(m * kpairs * 2)), panel(static_cast<size_t>(kpairs * 32));
+    const bool extreme = trial % 4 == 0;
+    for (auto& x : a) x = static_cast<int16_t>(extreme ? 255 : v16(rng));
+    for (auto& x : panel) x = static_cast<int16_t>(extreme ? (trial % 8 == 0 ? 255 : -255) : v16(rng));
+    std::vector<int32_t> b(16, 0), mu(16, 1 << 30), ls(16, 0), rs(16, 12);
     cpu::uk::Requant rq;
     rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
-    rq.single_round = trial % 2 == 1;
-    rq.out_i8 = trial % 3 == 0;
-    const int32_t qlo = rq.out_i8 ? -128 : 0;
-    // zero points in the dtype's range, and beyond it (the int32 output stage)
-    rq.zp = trial % 4 == 3 ? std::uniform_int_distribution<int32_t>(-400, 400)(rng)
-                           : std::uniform_int_distribution<int32_t>(qlo, qlo + 255)(rng);
-    rq.lo = qlo;
-    rq.hi = qlo + 255;
-    if (trial % 5 >= 3) {  // an activation's narrower range
-      rq.lo = std::uniform_int_distribution<int32_t>(qlo, qlo + 120)(rng);
-      rq.hi = std::uniform_int_distribution<int32_t>(rq.lo, qlo + 255)(rng);
-    }
-    const int nvalid = 16 - trial % 4;
-    std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
-    cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, ys.data(), 16);
-    simd->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, nvalid, yv.data(), 16);
-    ASSERT_EQ(yv, ys) << simd->isa << ", trial " << trial << (rq.single_round ? " single rounding" : " double rounding");
+    rq.zp = 0, rq.lo = 0, rq.hi = 255;
+    std::vector<uint8_t> y1(static_cast<size_t>(m * 16)), y2(y1.size());
+    avx2.gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, 16, y1.data(), 16);
+    vnni->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, 16, y2.data(), 16);
+    ASSERT_EQ(y2, y1) << vnni->isa << ", trial " << trial;
   }
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
 }
 
 // The SIMD ADD / SUB against TFLite's arithmetic (q::add_codes, which the cpu's table and

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/kernel.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/ukernels/qconv.h"
 #include "tessera/convert.h"
 #include "tessera/device.h"
 
@@ -37,6 +38,14 @@ Status kernel_error(const Node& n, const std::string& msg) {
 }
 
 namespace {
+
+// What `tessera devices` says of the packed path: its micro-kernels' instruction set.
+std::string packed_kernels_text() {
+  std::string s = "packed (weights packed at compile, ";
+  s += uk::qconv_kernels().isa;
+  s += " micro-kernels; same bytes as the reference)";
+  return s;
+}
 
 constexpr int64_t kCpuAlignment = 64;  // cache line; also satisfies every SIMD load
 // Constants are read in place when their bytes start on a multiple of this: the largest
@@ -75,8 +84,7 @@ class CpuDevice : public Device {
     p.cores = threads;
     p.regions = kRegionWhole | kRegionRows | kRegionBox;
     p.extra = {{"threads", std::to_string(threads)},
-               {"kernels", packed ? "packed (weights packed at compile, SIMD micro-kernels; same bytes as the reference)"
-                                  : "reference"},
+               {"kernels", packed ? packed_kernels_text() : std::string("reference")},
                {"formats", "row-major, every logical dtype"}};
     return p;
   }

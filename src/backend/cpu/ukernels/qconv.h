@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "convert/simd.h"
+
 namespace tessera::cpu::uk {
 
 // Output channels per packed weight panel (two 8-lane int32 vectors).
@@ -95,12 +97,16 @@ struct QConvKernels {
 const QConvKernels& scalar_qconv_kernels();
 #if defined(__x86_64__)
 const QConvKernels& avx2_qconv_kernels();
+// The AVX2 kernels with the GEMM's k steps as VNNI vpdpwssd (kind vex or evex; nullptr for
+// none). Only for CPUs convert::cpu_vnni() reports.
+const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind);
 #endif
 #if defined(__aarch64__)
 const QConvKernels& neon_qconv_kernels();
 #endif
-// The kernels the cpu uses now: AVX2 (x86-64 CPUs that have it) or NEON (aarch64) unless
-// TESSERA_SIMD=scalar or convert::set_simd_level() asks for the scalar ones.
+// The kernels the cpu uses now: AVX2 (x86-64 CPUs that have it; with VNNI where
+// convert::cpu_vnni() finds it) or NEON (aarch64) unless TESSERA_SIMD=scalar or
+// convert::set_simd_level() asks for the scalar ones.
 const QConvKernels& qconv_kernels();
 
 }  // namespace tessera::cpu::uk

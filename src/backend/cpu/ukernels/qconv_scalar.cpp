@@ -84,7 +84,10 @@ const QConvKernels& scalar_qconv_kernels() {
 
 const QConvKernels& qconv_kernels() {
 #if defined(__x86_64__)
-  if (convert::use_avx2()) return avx2_qconv_kernels();
+  if (convert::use_avx2()) {
+    static const QConvKernels* vnni = avx2_vnni_qconv_kernels(convert::cpu_vnni());
+    return vnni ? *vnni : avx2_qconv_kernels();
+  }
 #elif defined(__aarch64__)
   if (convert::use_neon()) return neon_qconv_kernels();
 #endif

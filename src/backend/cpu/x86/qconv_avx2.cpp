@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backend/cpu/ukernels/qconv.h"
+#include "convert/simd.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -173,12 +174,80 @@ inline void store_tile_row(__m256i c0, __m256i c1, const Rq8& v0, const Rq8& v1,
   store_bytes(y, out.bytes16(rescale8<kBias>(c0, v0, rq), rescale8<kBias>(c1, v1, rq)), nvalid);
 }
 
+// How a k step multiplies and accumulates 16 int16 pairs into 8 int32 lanes: vpmaddwd then
+// vpaddd (AVX2), or one vpdpwssd (VNNI: the same sums, no saturation), VEX-encoded
+// (AVX-VNNI) or EVEX-encoded (AVX512-VNNI with AVX512VL; ymm registers only).
+enum class Dot { madd, vnni_vex, vnni_evex };
+
+// One row's k step: panel vectors ymm12 / ymm13 times the broadcast pair in ymm14 into
+// accumulators ACC0 / ACC1 (register numbers as strings).
+#define TS_DOT_MADD(ACC0, ACC1)                                                      \
+  "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"                                           \
+  "vpaddd %%ymm15, %%ymm" ACC0 ", %%ymm" ACC0 "\n\t"                                 \
+  "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"                                           \
+  "vpaddd %%ymm15, %%ymm" ACC1 ", %%ymm" ACC1 "\n\t"
+#define TS_DOT_VEX(ACC0, ACC1)                                                       \
+  "%{vex%} vpdpwssd %%ymm12, %%ymm14, %%ymm" ACC0 "\n\t"                                \
+  "%{vex%} vpdpwssd %%ymm13, %%ymm14, %%ymm" ACC1 "\n\t"
+#define TS_DOT_EVEX(ACC0, ACC1)                                                      \
+  "%{evex%} vpdpwssd %%ymm12, %%ymm14, %%ymm" ACC0 "\n\t"                               \
+  "%{evex%} vpdpwssd %%ymm13, %%ymm14, %%ymm" ACC1 "\n\t"
+
 // The k loop of a full 6-row tile, written out: 12 accumulators, the panel's two vectors, the
 // broadcast activation pair and vpmaddwd's product fill the 16 ymm registers exactly, and
 // GCC (12) spills half the accumulators to the stack when the same loop is written with
 // intrinsics (two stores and loads per accumulator and k pair: 29-43 GMAC/s against 64-74
 // here on Zen 3, `bench/vision_bench`). Rows are `stride` bytes apart; the sums start from
 // the 16 channels' bias; acc[r * 16 + j] is row r, channel j of the panel.
+#define TS_GEMM_LOOP6(DOT)                                                                                   \
+  asm volatile(                                                                                              \
+      "vmovdqu (%[bias]), %%ymm0\n\t"                                                                        \
+      "vmovdqu 32(%[bias]), %%ymm1\n\t"                                                                      \
+      "vmovdqa %%ymm0, %%ymm2\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm3\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm4\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm5\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm6\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm7\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm8\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm9\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm10\n\t"                                                                          \
+      "vmovdqa %%ymm1, %%ymm11\n\t"                                                                          \
+      "test %[n], %[n]\n\t"                                                                                  \
+      "jle 2f\n\t"                                                                                           \
+      "1:\n\t"                                                                                               \
+      "vmovdqu (%[b]), %%ymm12\n\t"                                                                          \
+      "vmovdqu 32(%[b]), %%ymm13\n\t"                                                                        \
+      "vpbroadcastd (%[a0]), %%ymm14\n\t" DOT("0", "1")                                                     \
+      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" DOT("2", "3")                                                \
+      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" DOT("4", "5")                                              \
+      "vpbroadcastd (%[a3]), %%ymm14\n\t" DOT("6", "7")                                                     \
+      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" DOT("8", "9")                                                \
+      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" DOT("10", "11")                                            \
+      "add $64, %[b]\n\t"                                                                                    \
+      "add $4, %[a0]\n\t"                                                                                    \
+      "add $4, %[a3]\n\t"                                                                                    \
+      "dec %[n]\n\t"                                                                                         \
+      "jnz 1b\n\t"                                                                                           \
+      "2:\n\t"                                                                                               \
+      "vmovdqu %%ymm0, (%[o])\n\t"                                                                           \
+      "vmovdqu %%ymm1, 32(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm2, 64(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm3, 96(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm4, 128(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm5, 160(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm6, 192(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm7, 224(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm8, 256(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm9, 288(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm10, 320(%[o])\n\t"                                                                       \
+      "vmovdqu %%ymm11, 352(%[o])\n\t"                                                                       \
+      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)                                               \
+      : [s] "r"(stride), [o] "r"(acc), [bias] "r"(bias)                                                      \
+      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
+        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
+
+template <Dot kDot>
 inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const int32_t* bias,
                        int32_t* acc) {
   const char* a0 = reinterpret_cast<const char*>(a);
@@ -186,77 +255,15 @@ inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
   const int64_t stride = lda * 2;
   const int16_t* b = panel;
   int64_t n = kpairs;
-  asm volatile(
-      "vmovdqu (%[bias]), %%ymm0\n\t"
-      "vmovdqu 32(%[bias]), %%ymm1\n\t"
-      "vmovdqu (%[bias]), %%ymm2\n\t"
-      "vmovdqu 32(%[bias]), %%ymm3\n\t"
-      "vmovdqu (%[bias]), %%ymm4\n\t"
-      "vmovdqu 32(%[bias]), %%ymm5\n\t"
-      "vmovdqu (%[bias]), %%ymm6\n\t"
-      "vmovdqu 32(%[bias]), %%ymm7\n\t"
-      "vmovdqu (%[bias]), %%ymm8\n\t"
-      "vmovdqu 32(%[bias]), %%ymm9\n\t"
-      "vmovdqu (%[bias]), %%ymm10\n\t"
-      "vmovdqu 32(%[bias]), %%ymm11\n\t"
-      "test %[n], %[n]\n\t"
-      "jle 2f\n\t"
-      "1:\n\t"
-      "vmovdqu (%[b]), %%ymm12\n\t"
-      "vmovdqu 32(%[b]), %%ymm13\n\t"
-      "vpbroadcastd (%[a0]), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm0, %%ymm0\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm1, %%ymm1\n\t"
-      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm2, %%ymm2\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm3, %%ymm3\n\t"
-      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm4, %%ymm4\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm5, %%ymm5\n\t"
-      "vpbroadcastd (%[a3]), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm6, %%ymm6\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm7, %%ymm7\n\t"
-      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm8, %%ymm8\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm9, %%ymm9\n\t"
-      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t"
-      "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm10, %%ymm10\n\t"
-      "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-      "vpaddd %%ymm15, %%ymm11, %%ymm11\n\t"
-      "add $64, %[b]\n\t"
-      "add $4, %[a0]\n\t"
-      "add $4, %[a3]\n\t"
-      "dec %[n]\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      "vmovdqu %%ymm0, (%[o])\n\t"
-      "vmovdqu %%ymm1, 32(%[o])\n\t"
-      "vmovdqu %%ymm2, 64(%[o])\n\t"
-      "vmovdqu %%ymm3, 96(%[o])\n\t"
-      "vmovdqu %%ymm4, 128(%[o])\n\t"
-      "vmovdqu %%ymm5, 160(%[o])\n\t"
-      "vmovdqu %%ymm6, 192(%[o])\n\t"
-      "vmovdqu %%ymm7, 224(%[o])\n\t"
-      "vmovdqu %%ymm8, 256(%[o])\n\t"
-      "vmovdqu %%ymm9, 288(%[o])\n\t"
-      "vmovdqu %%ymm10, 320(%[o])\n\t"
-      "vmovdqu %%ymm11, 352(%[o])\n\t"
-      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)
-      : [s] "r"(stride), [o] "r"(acc), [bias] "r"(bias)
-      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  if constexpr (kDot == Dot::madd) TS_GEMM_LOOP6(TS_DOT_MADD);
+  if constexpr (kDot == Dot::vnni_vex) TS_GEMM_LOOP6(TS_DOT_VEX);
+  if constexpr (kDot == Dot::vnni_evex) TS_GEMM_LOOP6(TS_DOT_EVEX);
 }
+
+#undef TS_GEMM_LOOP6
+#undef TS_DOT_MADD
+#undef TS_DOT_VEX
+#undef TS_DOT_EVEX
 
 // Rows 0..MR-1 of the tile (MR < 6: the tails); accumulators are named variables so that
 // they stay in registers.
@@ -308,10 +315,11 @@ inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16
 }
 
 // A full tile: the written-out k loop, then the requantization of its 6 x 16 sums.
+template <Dot kDot>
 inline void gemm_tile6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   alignas(32) int32_t acc[kTileRows * kPanel];
-  gemm_loop6(kpairs, a, lda, panel, rq.bias + n0, acc);
+  gemm_loop6<kDot>(kpairs, a, lda, panel, rq.bias + n0, acc);
   const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
   const OutStage out(rq);
   for (int r = 0; r < kTileRows; ++r) {
@@ -321,11 +329,12 @@ inline void gemm_tile6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
   }
 }
 
+template <Dot kDot>
 void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                 int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   int64_t r = 0;
   for (; r + kTileRows <= m; r += kTileRows)
-    gemm_tile6(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy);
+    gemm_tile6<kDot>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy);
   static_assert(kTileRows == 6, "gemm_loop6 is written for six rows");
   switch (m - r) {
     case 1: gemm_tile<1>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
@@ -433,8 +442,18 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
 }  // namespace
 
 const QConvKernels& avx2_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, add, "avx2"};
+  static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2"};
   return k;
+}
+
+const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
+  static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni"};
+  static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni"};
+  switch (kind) {
+    case convert::Vnni::vex: return &vex;
+    case convert::Vnni::evex: return &evex;
+    default: return nullptr;
+  }
 }
 
 }  // namespace tessera::cpu::uk
