@@ -40,18 +40,35 @@ inline Rq4 load_rq4(const Requant& rq, int64_t ch) {
   return v;
 }
 
+// q::multiply on 4 lanes. gemmlowp's SaturatingRoundingDoublingHighMul of (x << lshift) is
+// sqrdmulh: both are floor((a * b + 2^30) / 2^31), saturating only INT32_MIN * INT32_MIN
+// (mult >= 0 here); then the rounding divide by 2^rshift, ties away from zero.
+inline int32x4_t multiply4(int32x4_t x, const Rq4& v) {
+  const int32x4_t hi = vqrdmulhq_s32(vshlq_s32(x, v.lsh), v.mult);
+  const int32x4_t rem = vandq_s32(hi, v.mask);
+  const int32x4_t thr = vsubq_s32(v.half_mask, vshrq_n_s32(hi, 31));  // + 1 where negative
+  return vsubq_s32(vshlq_s32(hi, v.neg_rsh), vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+}
+
+// The multiplier of every lane the same (an ADD's operand or output rescale).
+inline Rq4 uniform_rq4(int32_t mult, int32_t lshift, int32_t rshift) {
+  Rq4 v{};
+  v.mult = vdupq_n_s32(mult);
+  v.lsh = vdupq_n_s32(lshift);
+  const int32x4_t rsh = vdupq_n_s32(rshift);
+  v.neg_rsh = vnegq_s32(rsh);
+  const int32x4_t one = vdupq_n_s32(1);
+  v.mask = vsubq_s32(vshlq_s32(one, rsh), one);
+  v.half_mask = vshrq_n_s32(v.mask, 1);
+  return v;
+}
+
 // 4 accumulators -> requantized, zero point added, clamped (int32 lanes).
 inline int32x4_t requant4(int32x4_t acc, const Rq4& v, const Requant& rq) {
   const int32x4_t x = vaddq_s32(acc, v.bias);
   int32x4_t r;
   if (!rq.single_round) {
-    // gemmlowp's SaturatingRoundingDoublingHighMul of (x << lshift) is sqrdmulh: both are
-    // floor((a * b + 2^30) / 2^31), saturating only INT32_MIN * INT32_MIN (mult >= 0 here).
-    const int32x4_t hi = vqrdmulhq_s32(vshlq_s32(x, v.lsh), v.mult);
-    // rounding divide by 2^rshift, ties away from zero
-    const int32x4_t rem = vandq_s32(hi, v.mask);
-    const int32x4_t thr = vsubq_s32(v.half_mask, vshrq_n_s32(hi, 31));  // + 1 where negative
-    r = vsubq_s32(vshlq_s32(hi, v.neg_rsh), vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+    r = multiply4(x, v);
   } else {
     // (x * mult + 2^(ts - 1)) >> ts on 64 bits (a rounding shift), then saturated to int32.
     const int64x2_t lo = vrshlq_s64(vmull_s32(vget_low_s32(x), vget_low_s32(v.mult)), v.neg_ts_lo);
@@ -249,10 +266,56 @@ void dw_row(const DwRow& r) {
   }
 }
 
+// TFLite's quantized ADD / SUB (QAdd) on 16 operand pairs per step, as q::add_codes.
+void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y) {
+  const Rq4 m1 = uniform_rq4(p.mult[0], p.lshift[0], p.rshift[0]);
+  const Rq4 m2 = uniform_rq4(p.mult[1], p.lshift[1], p.rshift[1]);
+  const Rq4 mo = uniform_rq4(p.mult[2], p.lshift[2], p.rshift[2]);
+  const int32x4_t z1 = vdupq_n_s32(p.z1), z2 = vdupq_n_s32(p.z2), zo = vdupq_n_s32(p.zo);
+  const int32x4_t lo = vdupq_n_s32(p.lo), hi = vdupq_n_s32(p.hi);
+  // 16 codes as four int32x4 (lanes 0-3, 4-7, 8-11, 12-15).
+  auto widen = [&](const uint8_t* s, int32x4_t out[4]) {
+    const uint8x16_t v = vld1q_u8(s);
+    int16x8_t l, h;
+    if (p.i8) {
+      l = vmovl_s8(vget_low_s8(vreinterpretq_s8_u8(v)));
+      h = vmovl_high_s8(vreinterpretq_s8_u8(v));
+    } else {
+      l = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v)));
+      h = vreinterpretq_s16_u16(vmovl_high_u8(v));
+    }
+    out[0] = vmovl_s16(vget_low_s16(l)), out[1] = vmovl_high_s16(l);
+    out[2] = vmovl_s16(vget_low_s16(h)), out[3] = vmovl_high_s16(h);
+  };
+  auto sixteen = [&](const uint8_t* pa, const uint8_t* pb) {
+    constexpr int kShift = 20;  // TFLite add.cc's left shift for 8-bit operands
+    int32x4_t va[4], vb[4], r[4];
+    widen(pa, va);
+    widen(pb, vb);
+    for (int i = 0; i < 4; ++i) {
+      const int32x4_t v1 = multiply4(vshlq_n_s32(vsubq_s32(va[i], z1), kShift), m1);
+      const int32x4_t v2 = multiply4(vshlq_n_s32(vsubq_s32(vb[i], z2), kShift), m2);
+      const int32x4_t sum = p.subtract ? vsubq_s32(v1, v2) : vaddq_s32(v1, v2);
+      r[i] = vminq_s32(vmaxq_s32(vaddq_s32(multiply4(sum, mo), zo), lo), hi);
+    }
+    return pack16(r[0], r[1], r[2], r[3], p.i8);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) vst1q_u8(y + i, sixteen(a + i, b + i));
+  if (i < n) {
+    uint8_t ta[16] = {}, tb[16] = {}, ty[16];
+    const size_t rest = static_cast<size_t>(n - i);
+    std::memcpy(ta, a + i, rest);
+    std::memcpy(tb, b + i, rest);
+    vst1q_u8(ty, sixteen(ta, tb));
+    std::memcpy(y + i, ty, rest);
+  }
+}
+
 }  // namespace
 
 const QConvKernels& neon_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "neon"};
+  static const QConvKernels k{centre, gemm_panel, dw_row, add, "neon"};
   return k;
 }
 

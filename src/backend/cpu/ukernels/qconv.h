@@ -90,7 +90,7 @@ struct QConvKernels {
   CentreFn centre;
   GemmPanelFn gemm_panel;
   DwRowFn dw_row;
-  AddFn add;  // nullptr: the cpu keeps its 256 x 256 table for ADD / SUB (one load per element)
+  AddFn add;  // nullptr (scalar): the cpu keeps its 256 x 256 table for ADD / SUB
   const char* isa;
 };
 
