@@ -141,6 +141,8 @@ TEST(LinearQ8, RoundingFollowsTheBlockRule) {
   }
 }
 
+// On CPUs with AVX-VNNI or AVX512-VNNI, avx2::gemm_quant runs its vpdpbusd form, so this
+// test and the next check that form against the scalar kernels there.
 TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "no AVX2 kernels on this architecture";

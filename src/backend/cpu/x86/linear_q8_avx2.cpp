@@ -22,6 +22,7 @@
 
 #include "backend/cpu/kernels/linear_q8.h"
 #include "backend/cpu/x86/hsum8_avx2.h"
+#include "convert/simd.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -92,8 +93,30 @@ inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m2
 // of a lane stay within 8 * 2 * 15 * 127 = 30480 < 32767 before madd widens them; q8_0 takes
 // the sign trick, maddubs(|w|, sign(x, w)) with |w| <= 128 unsigned, pairs <= 2 * 128 * 127 =
 // 32512, widened per group.
-template <bool kQ4>
+//
+// With VNNI (Dot::vnni_*) one vpdpbusd per four bytes adds the same u8 x s8 products into
+// the int32 lanes directly: the same sums (neither form saturates on these operands).
+enum class Dot { madd, vnni_vex, vnni_evex };
+
+// acc + the four u8 x s8 products of each 32-bit lane (vpdpbusd; VEX: AVX-VNNI, EVEX:
+// AVX512-VNNI with AVX512VL). Written as asm: it needs no target attribute, so one
+// template serves every instruction set.
+template <Dot kDot>
+inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+  if constexpr (kDot == Dot::vnni_vex) asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+  if constexpr (kDot == Dot::vnni_evex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+  return acc;
+}
+
+template <bool kQ4, Dot kDot = Dot::madd>
 inline __m256i block_dot(const __m256i* W, const __m256i* AW, const int8_t* xq, int32_t sx) {
+  if constexpr (kDot != Dot::madd) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j)
+      acc = kQ4 ? dpbusd<kDot>(acc, W[j], bcast4(xq + 4 * j))
+                : dpbusd<kDot>(acc, AW[j], _mm256_sign_epi8(bcast4(xq + 4 * j), W[j]));
+    return kQ4 ? _mm256_sub_epi32(acc, _mm256_set1_epi32(8 * sx)) : acc;
+  }
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i p[8];
   if constexpr (kQ4) {
@@ -136,7 +159,7 @@ constexpr int64_t kF16PrefetchGroups = 2;
 
 // One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
 // bytes to prefetch over this group's blocks.
-template <bool kQ4>
+template <bool kQ4, Dot kDot>
 void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const uint8_t* pf_end) {
   const int64_t blocks = g.x.k / kBlock;
   const uint8_t* rows[kRows];
@@ -150,7 +173,7 @@ void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const u
     const __m256 dw = interleave_block<kQ4>(rows, b, W);
     if constexpr (!kQ4)
       for (int j = 0; j < 8; ++j) AW[j] = _mm256_sign_epi8(W[j], W[j]);
-    const __m256i S = block_dot<kQ4>(W, AW, g.x.q + b * kBlock, kQ4 ? g.x.s[b] : 0);
+    const __m256i S = block_dot<kQ4, kDot>(W, AW, g.x.q + b * kBlock, kQ4 ? g.x.s[b] : 0);
     acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[b])), _mm256_cvtepi32_ps(S), acc);
   }
   store_rows(g.y + o, acc, n);
@@ -196,7 +219,7 @@ void pack_group(const QuantGemm& g, int64_t o, int n, Packed pk) {
   }
 }
 
-template <bool kQ4, int MR>
+template <bool kQ4, int MR, Dot kDot>
 void gemm_tile(const QuantGemm& g, Packed pk, int64_t m0, int64_t o, int n) {
   constexpr int kRegs = kQ4 ? 8 : 16;
   const int64_t blocks = g.x.k / kBlock;
@@ -207,7 +230,7 @@ void gemm_tile(const QuantGemm& g, Packed pk, int64_t m0, int64_t o, int n) {
     const __m256 dw = _mm256_loadu_ps(pk.d + b * kRows);
     for (int m = 0; m < MR; ++m) {
       const int64_t r = (m0 + m) * blocks + b;
-      const __m256i S = block_dot<kQ4>(W, W + 8, g.x.q + r * kBlock, kQ4 ? g.x.s[r] : 0);
+      const __m256i S = block_dot<kQ4, kDot>(W, W + 8, g.x.q + r * kBlock, kQ4 ? g.x.s[r] : 0);
       acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[r])), _mm256_cvtepi32_ps(S), acc[m]);
     }
   }
@@ -221,14 +244,14 @@ constexpr int64_t kRowChunk = 64;
 // the q8_0 tile's registers; 1 reloads each packed block twice as often).
 constexpr int kTileRows = 2;
 
-template <bool kQ4>
+template <bool kQ4, Dot kDot>
 void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
   if (g.x.m == 1) {
     const uint8_t* end = g.w + o1 * g.w_row_bytes;
     const int64_t group_bytes = kRows * g.w_row_bytes;
     for (int64_t o = o0; o < o1; o += kRows) {
       const uint8_t* pf = std::min(end, g.w + o * g.w_row_bytes + kPrefetchGroups * group_bytes);
-      gemv_group<kQ4>(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + group_bytes));
+      gemv_group<kQ4, kDot>(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + group_bytes));
     }
     return;
   }
@@ -239,8 +262,8 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
       const int n = static_cast<int>(std::min<int64_t>(kRows, o1 - o));
       pack_group<kQ4>(g, o, n, pk);
       int64_t m = mc;
-      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows>(g, pk, m, o, n);
-      for (; m < mend; ++m) gemm_tile<kQ4, 1>(g, pk, m, o, n);
+      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows, kDot>(g, pk, m, o, n);
+      for (; m < mend; ++m) gemm_tile<kQ4, 1, kDot>(g, pk, m, o, n);
     }
   }
 }
@@ -450,10 +473,19 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
 }
 
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
-  if (g.wt == DType::q4_0)
-    gemm_quant_t<true>(g, o0, o1);
-  else
-    gemm_quant_t<false>(g, o0, o1);
+  // VNNI where the CPU has it (convert::cpu_vnni(); TESSERA_SIMD=avx2 keeps maddubs): the
+  // same integers, so the tests that compare this function with the scalar kernels check
+  // whichever form the CPU runs.
+  static const convert::Vnni vnni = convert::cpu_vnni();
+  const bool q4 = g.wt == DType::q4_0;
+  switch (vnni) {
+    case convert::Vnni::vex:
+      return q4 ? gemm_quant_t<true, Dot::vnni_vex>(g, o0, o1) : gemm_quant_t<false, Dot::vnni_vex>(g, o0, o1);
+    case convert::Vnni::evex:
+      return q4 ? gemm_quant_t<true, Dot::vnni_evex>(g, o0, o1) : gemm_quant_t<false, Dot::vnni_evex>(g, o0, o1);
+    default:
+      return q4 ? gemm_quant_t<true, Dot::madd>(g, o0, o1) : gemm_quant_t<false, Dot::madd>(g, o0, o1);
+  }
 }
 
 namespace {
