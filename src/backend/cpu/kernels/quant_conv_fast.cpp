@@ -244,24 +244,37 @@ void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKe
 Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const int64_t P = pc.N * pc.OH * pc.OW;  // output rows
+  if (P == 0) return Status::Ok();
   const int64_t lda = pc.kpairs * 2;
   const int threads = c.pool ? c.pool->threads() : 1;
-  // Row blocks of at most kABlockBytes of A, as many as a multiple of the thread count so
-  // that every thread gets the same rows (give or take a tile): 3 blocks on 2 threads left
-  // one thread idle for a third of the op.
+  // Row blocks of at most kABlockBytes of A, as many as a multiple of the thread count, the
+  // tiles dealt out evenly (blocks differ by at most one tile), so that every thread gets
+  // the same rows give or take a tile: 3 blocks on 2 threads left one idle a third of the op.
+  const int64_t T = (P + uk::kTileRows - 1) / uk::kTileRows;  // tiles
   const int64_t mb_max = std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows);
   int64_t mblocks = (P + mb_max - 1) / mb_max;
-  if (mblocks > 1) mblocks = round_up(mblocks, threads);
-  int64_t mb = std::max<int64_t>(uk::kTileRows, round_up((P + mblocks - 1) / mblocks, uk::kTileRows));
-  mblocks = (P + mb - 1) / mb;
-  // Few rows (a 7x7 layer: 49 rows in blocks of 30 and 19): one block, the panels split
-  // instead, when that evens the threads' work out better (A rows are then centred by
-  // each thread; the block may exceed kABlockBytes by a little).
-  if (threads > 1 && mblocks > 1 && mblocks <= 2 * threads && pc.npanels >= 2 * threads &&
-      mb * ((mblocks + threads - 1) / threads) * threads > P * 9 / 8) {
-    mb = round_up(P, uk::kTileRows);
-    mblocks = 1;
+  if (mblocks > 1) mblocks = std::min(round_up(mblocks, threads), T);
+  auto block_rows = [&](int64_t b, int64_t& r0, int64_t& rows) {
+    r0 = uk::kTileRows * (T * b / mblocks);
+    rows = std::min(P, uk::kTileRows * (T * (b + 1) / mblocks)) - r0;
+  };
+  // Few rows (a 7x7 layer: 9 tiles, 49 rows, as 30 + 19): one block, the panels split
+  // instead, when the rows would leave a thread more than 1/16 over its share (A rows are
+  // then centred by each thread; the block may exceed kABlockBytes).
+  if (threads > 1 && mblocks > 1 && mblocks <= 2 * threads && pc.npanels >= 2 * threads) {
+    int64_t most = 0;
+    for (int t = 0; t < threads; ++t) {
+      int64_t rows_t = 0;
+      for (int64_t b = mblocks * t / threads; b < mblocks * (t + 1) / threads; ++b) {
+        int64_t r0, rows;
+        block_rows(b, r0, rows);
+        rows_t += rows;
+      }
+      most = std::max(most, rows_t);
+    }
+    if (most * threads * 16 > P * 17) mblocks = 1;
   }
+  const int64_t mb = uk::kTileRows * ((T + mblocks - 1) / mblocks);  // the longest block
   // Few row blocks: also split the output channels so every thread has work.
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;
@@ -274,7 +287,8 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
     int64_t built = -1;
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t blk = it / nsplit, part = it % nsplit;
-      const int64_t r0 = blk * mb, rows = std::min(mb, P - r0);
+      int64_t r0, rows;
+      block_rows(blk, r0, rows);
       if (built != blk) {
         build_a(pc, uk, x, xp, r0, rows, a.data());
         built = blk;
