@@ -28,6 +28,8 @@ constexpr int kTileRows = 6;
 // its low 32 bits, where q::multiply_single_round saturates: callers use single rounding
 // only with multipliers below 1, which cannot overflow).
 struct Requant {
+  // Arrays per output channel, padded to whole panels (the SIMD tiles read 16 entries
+  // from a panel's first channel whatever its valid count).
   const int32_t* bias = nullptr;    // [channels]
   const int32_t* mult = nullptr;    // [channels] Q31 multiplier, >= 0
   const int32_t* lshift = nullptr;  // [channels] max(shift, 0)

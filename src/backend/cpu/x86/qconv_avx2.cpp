@@ -1,7 +1,9 @@
 // AVX2 micro-kernels of the packed quantized conv path (see ukernels/qconv.h). Products are
-// vpmaddwd on centred int16 pairs (exact: |x|, |w| <= 255), accumulated in int32; the
+// vpmaddwd on centred int16 pairs (exact: |x|, |w| <= 255), accumulated in int32 (or one
+// VNNI vpdpwssd per pair of vectors where the CPU has it: the same sums); the
 // requantization is TFLite's fixed-point arithmetic on 8 lanes, the same integers as
-// q::multiply / q::multiply_single_round.
+// q::multiply / q::multiply_single_round; ADD / SUB is TFLite's arithmetic on 8 lanes. The
+// GEMM tile's k loop is inline asm (gemm_loop6 says why); everything else is intrinsics.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
