@@ -258,9 +258,9 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
     r0 = uk::kTileRows * (T * b / mblocks);
     rows = std::min(P, uk::kTileRows * (T * (b + 1) / mblocks)) - r0;
   };
-  // Few rows (a 7x7 layer: 9 tiles, 49 rows, as 30 + 19): one block, the panels split
-  // instead, when the rows would leave a thread more than 1/16 over its share (A rows are
-  // then centred by each thread; the block may exceed kABlockBytes).
+  // Few rows: when the row blocks would leave a thread more than 1/16 over its share (13
+  // rows on 2 threads: 12 + 1), one block and the panels split instead (A rows are then
+  // centred by each thread; the block may exceed kABlockBytes).
   if (threads > 1 && mblocks > 1 && mblocks <= 2 * threads && pc.npanels >= 2 * threads) {
     int64_t most = 0;
     for (int t = 0; t < threads; ++t) {
