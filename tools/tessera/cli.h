@@ -69,6 +69,10 @@ bool is_gguf_path(const std::string& path);
 // parameters, tensor types with counts, vocabulary, context used / trained, KV cache size.
 void print_model_summary(const gguf::LlamaModel& model, const llm::Generator& gen, const std::string& kv_type);
 void print_gguf_summary(const std::string& path);
+// The help of --mmap (generate, chat, bench on a GGUF file).
+inline constexpr const char* kMmapHelp =
+    "Memory-map the GGUF file (pages come in on first use, page cache shared with other processes) instead of "
+    "reading it into transparent huge pages, which decode reads faster";
 struct GgufBenchArgs {
   int prompt_tokens = 512;   // -p: test ppN
   int gen_tokens = 128;      // -n: test tgN
@@ -78,6 +82,7 @@ struct GgufBenchArgs {
   bool threads_given = false;  // -t given: that count only; else 1 and 2
   std::string kv_type = "f16";  // KV cache of cpu layers: f16 or f32
   std::string offload;  // --offload N|all
+  bool mmap = false;     // --mmap: map the file instead of reading it into huge pages
   void add_to(CLI::App* cmd);
 };
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs);

@@ -93,6 +93,7 @@ void add_chat_command(CLI::App& app) {
     std::string model, system, template_name;
     int64_t n = 256, ctx = 0, batch = 32;
     std::string kv_type = "f16";
+    bool mmap = false;
     bool quiet = false, no_cache_reuse = false;
     llm::SamplerOptions so;
     DeviceArgs dev;
@@ -111,12 +112,13 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   add_sampler_options(cmd, a->so);
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
+  cmd->add_flag("--mmap", a->mmap, kMmapHelp);
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or per-turn statistics on stderr");
   cmd->add_flag("--no-cache-reuse", a->no_cache_reuse,
                 "Feed the whole conversation every turn (slower; the replies are the same)");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model));
+    auto model = take(gguf::LlamaModel::open(a->model, a->mmap ? gguf::File::Load::map : gguf::File::Load::read));
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const llm::ChatTemplate tmpl = take(llm::chat_template_for(model->file(), a->template_name));
     const gguf::Tokenizer& tok = model->tokenizer();

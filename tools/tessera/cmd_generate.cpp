@@ -18,6 +18,7 @@ void add_generate_command(CLI::App& app) {
     int64_t batch = 32;
     int64_t ctx = 0;
     std::string kv_type = "f16";
+    bool mmap = false;
     std::string offload;
     bool quiet = false;
     llm::SamplerOptions so;
@@ -34,12 +35,13 @@ void add_generate_command(CLI::App& app) {
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of the cpu layers: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
+  cmd->add_flag("--mmap", a->mmap, kMmapHelp);
   cmd->add_option("--offload,--n-gpu-layers", a->offload,
                   "Run the first N layers (or 'all') on --device and the rest on the cpu");
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or speed line on stderr");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model));
+    auto model = take(gguf::LlamaModel::open(a->model, a->mmap ? gguf::File::Load::map : gguf::File::Load::read));
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const gguf::Tokenizer& tok = model->tokenizer();
     const llm::SamplerOptions& so = a->so;

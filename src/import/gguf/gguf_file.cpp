@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -336,7 +337,48 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
   return f;
 }
 
-Result<File> File::open(const std::string& path) {
+bool File::huge_pages_available() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!f || !std::getline(f, line)) return false;
+  return line.find("[always]") != std::string::npos || line.find("[madvise]") != std::string::npos;
+}
+
+namespace {
+
+// The whole file into anonymous memory on 2 MiB boundaries, advised for huge pages, then
+// made read-only. The mapping's owner unmaps it.
+Result<ConstData> read_huge(int fd, const std::string& path, size_t size) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size > std::numeric_limits<size_t>::max() - 2 * kHuge)
+    return error(StatusCode::io_error, "gguf: '", path, "' is too large to read into memory");
+  const size_t len = (size + kHuge - 1) / kHuge * kHuge + kHuge;  // + room to align
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return error(StatusCode::io_error, "gguf: cannot allocate ", size, " bytes for '", path, "': ", std::strerror(errno));
+  std::shared_ptr<const void> owner(p, [len](const void* q) { munmap(const_cast<void*>(q), len); });
+  auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t{kHuge - 1});
+  const size_t span = (size + kHuge - 1) / kHuge * kHuge;
+  madvise(a, span, MADV_HUGEPAGE);  // advice only: without it the bytes are the same
+  for (size_t done = 0; done < size;) {
+    const ssize_t r = ::pread(fd, a + done, size - done, static_cast<off_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return error(StatusCode::io_error, "gguf: cannot read '", path, "' at byte ", done, ": ",
+                   r < 0 ? std::strerror(errno) : "the file ended early");
+    done += static_cast<size_t>(r);
+  }
+  mprotect(a, span, PROT_READ);
+  ConstData d;
+  d.data = a;
+  d.size = static_cast<int64_t>(size);
+  d.owner = std::move(owner);
+  return d;
+}
+
+}  // namespace
+
+Result<File> File::open(const std::string& path, Load load) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error(StatusCode::io_error, "gguf: cannot open '", path, "': ", std::strerror(errno));
   struct stat st {};
@@ -346,6 +388,12 @@ Result<File> File::open(const std::string& path) {
   }
   ConstData d;
   d.size = st.st_size;
+  if (st.st_size > 0 && load == Load::read && huge_pages_available()) {
+    auto r = read_huge(fd, path, static_cast<size_t>(st.st_size));
+    ::close(fd);
+    if (!r.ok()) return r.status();
+    return parse(std::move(r).value(), "'" + path + "'");
+  }
   if (st.st_size > 0) {
     void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);

@@ -58,7 +58,9 @@ class LlamaModel : public llm::DecoderModel {
  public:
   // Reads and checks the hyperparameters and every weight's shape and type.
   static Result<std::unique_ptr<LlamaModel>> load(File file);
-  static Result<std::unique_ptr<LlamaModel>> open(const std::string& path);
+  // Opens a GGUF file: read into huge pages by default (File::Load::read; a plain memory
+  // map where the kernel offers none), or memory-mapped with File::Load::map.
+  static Result<std::unique_ptr<LlamaModel>> open(const std::string& path, File::Load load = File::Load::read);
 
   const LlamaParams& params() const { return p_; }
   const File& file() const { return file_; }

@@ -58,6 +58,31 @@ TEST(GgufFile, ReadsTheRealModel) {
   EXPECT_GE(f->tensors().size(), 38u);
 }
 
+// Read into (huge-page-advised) memory and mapped: the same file, byte for byte, and the
+// read copy's tensors 2 MiB-aligned relative to the file start plus their offset.
+TEST(GgufFile, ReadAndMapGiveTheSameBytes) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/aidreams260K-Q8_0.gguf");
+  auto mapped = File::open(path, File::Load::map);
+  auto read = File::open(path, File::Load::read);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().to_string();
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  ASSERT_EQ(mapped->file_size(), read->file_size());
+  ASSERT_EQ(mapped->tensors().size(), read->tensors().size());
+  for (size_t i = 0; i < mapped->tensors().size(); ++i) {
+    const TensorInfo &a = mapped->tensors()[i], &b = read->tensors()[i];
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_EQ(a.data.size, b.data.size) << a.name;
+    EXPECT_EQ(0, std::memcmp(a.data.data, b.data.data, static_cast<size_t>(a.data.size))) << a.name;
+  }
+  if (File::huge_pages_available()) {
+    // read copies the file to a 2 MiB boundary
+    const TensorInfo& t = read->tensors()[0];
+    const auto start = reinterpret_cast<uintptr_t>(t.data.data) - static_cast<uintptr_t>(read->data_offset()) - t.offset;
+    EXPECT_EQ(start % (uintptr_t{2} << 20), 0u);
+  }
+  EXPECT_FALSE(File::open("/nonexistent/model.gguf", File::Load::read).ok());
+}
+
 TEST(GgufFile, QuantizedFilesMixTypesAsStored) {
   TESSERA_REQUIRE_FIXTURE(q8, "models/gguf/aidreams260K-Q8_0.gguf");
   TESSERA_REQUIRE_FIXTURE(q4, "models/gguf/aidreams260K-Q4_0.gguf");
