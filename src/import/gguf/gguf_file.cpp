@@ -388,7 +388,11 @@ Result<File> File::open(const std::string& path, Load load) {
   }
   ConstData d;
   d.size = st.st_size;
-  if (st.st_size > 0 && load == Load::read && huge_pages_available()) {
+  // Reading needs the file's size in memory that cannot be paged back to the file: only
+  // for files up to half the machine's memory (a larger model stays mapped, where pages
+  // can come and go).
+  const double phys = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (st.st_size > 0 && load == Load::read && huge_pages_available() && static_cast<double>(st.st_size) <= phys / 2) {
     auto r = read_huge(fd, path, static_cast<size_t>(st.st_size));
     ::close(fd);
     if (!r.ok()) return r.status();

@@ -83,7 +83,8 @@ class File {
   enum class Load {
     map,   // a read-only memory map: pages come in on first use and stay in the page cache
     read,  // read whole into anonymous memory advised for transparent huge pages (2 MiB),
-           // where the kernel offers them (else: map). Decode streams every weight once per
+           // where the kernel offers them and the file is at most half the machine's memory
+           // (else: map). Decode streams every weight once per
            // token; with 4 KiB pages the F16 model's decode ran 15-20% slower on the
            // development VM (TLB misses, prefetchers stopping at page boundaries).
   };
