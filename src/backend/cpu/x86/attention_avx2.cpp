@@ -189,49 +189,33 @@ inline void weighted_sum(const float* p, int64_t rows, const uint8_t* v, int64_t
 template <Cache kC>
 inline void weighted_sum2(const float* pa, const float* pb, int64_t ra, int64_t rb_rows, const uint8_t* v, int64_t rb,
                           int64_t d, float sa, float sb, float* outa, float* outb) {
+  // acc[u] += p[k] * v_k[i + 8u] over rows k in [k0, k1), u < 4.
+  auto rows_of_one = [&](const float* p, int64_t k0, int64_t k1, int64_t i, __m256* acc) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const uint8_t* vr = v + k * rb;
+      const __m256 pk = _mm256_set1_ps(p[k]);
+      for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(pk, load8<kC>(vr, i + 8 * u), acc[u]);
+    }
+  };
   const int64_t both = std::min(ra, rb_rows);
   for (int64_t i = 0; i < d; i += 32) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    int64_t j = 0;
-    for (; j < both; ++j) {
+    __m256 a[4], b[4];
+    for (int u = 0; u < 4; ++u) a[u] = b[u] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < both; ++j) {
       const uint8_t* vr = v + j * rb;
-      const __m256 v0 = load8<kC>(vr, i), v1 = load8<kC>(vr, i + 8), v2 = load8<kC>(vr, i + 16),
-                   v3 = load8<kC>(vr, i + 24);
       const __m256 p = _mm256_set1_ps(pa[j]), q = _mm256_set1_ps(pb[j]);
-      a0 = _mm256_fmadd_ps(p, v0, a0);
-      a1 = _mm256_fmadd_ps(p, v1, a1);
-      a2 = _mm256_fmadd_ps(p, v2, a2);
-      a3 = _mm256_fmadd_ps(p, v3, a3);
-      b0 = _mm256_fmadd_ps(q, v0, b0);
-      b1 = _mm256_fmadd_ps(q, v1, b1);
-      b2 = _mm256_fmadd_ps(q, v2, b2);
-      b3 = _mm256_fmadd_ps(q, v3, b3);
+      __m256 vu[4];
+      for (int u = 0; u < 4; ++u) vu[u] = load8<kC>(vr, i + 8 * u);
+      for (int u = 0; u < 4; ++u) a[u] = _mm256_fmadd_ps(p, vu[u], a[u]);
+      for (int u = 0; u < 4; ++u) b[u] = _mm256_fmadd_ps(q, vu[u], b[u]);
     }
-    for (int64_t k = j; k < ra; ++k) {
-      const uint8_t* vr = v + k * rb;
-      const __m256 p = _mm256_set1_ps(pa[k]);
-      a0 = _mm256_fmadd_ps(p, load8<kC>(vr, i), a0);
-      a1 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 8), a1);
-      a2 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 16), a2);
-      a3 = _mm256_fmadd_ps(p, load8<kC>(vr, i + 24), a3);
-    }
-    for (int64_t k = j; k < rb_rows; ++k) {
-      const uint8_t* vr = v + k * rb;
-      const __m256 q = _mm256_set1_ps(pb[k]);
-      b0 = _mm256_fmadd_ps(q, load8<kC>(vr, i), b0);
-      b1 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 8), b1);
-      b2 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 16), b2);
-      b3 = _mm256_fmadd_ps(q, load8<kC>(vr, i + 24), b3);
-    }
+    rows_of_one(pa, both, ra, i, a);
+    rows_of_one(pb, both, rb_rows, i, b);
     const __m256 ma = _mm256_set1_ps(sa), mb = _mm256_set1_ps(sb);
-    _mm256_storeu_ps(outa + i, _mm256_div_ps(a0, ma));
-    _mm256_storeu_ps(outa + i + 8, _mm256_div_ps(a1, ma));
-    _mm256_storeu_ps(outa + i + 16, _mm256_div_ps(a2, ma));
-    _mm256_storeu_ps(outa + i + 24, _mm256_div_ps(a3, ma));
-    _mm256_storeu_ps(outb + i, _mm256_div_ps(b0, mb));
-    _mm256_storeu_ps(outb + i + 8, _mm256_div_ps(b1, mb));
-    _mm256_storeu_ps(outb + i + 16, _mm256_div_ps(b2, mb));
-    _mm256_storeu_ps(outb + i + 24, _mm256_div_ps(b3, mb));
+    for (int u = 0; u < 4; ++u) {
+      _mm256_storeu_ps(outa + i + 8 * u, _mm256_div_ps(a[u], ma));
+      _mm256_storeu_ps(outb + i + 8 * u, _mm256_div_ps(b[u], mb));
+    }
   }
 }
 
