@@ -105,7 +105,7 @@ TEST(AttentionKernel, SimdMatchesScalarBitForBit) {
             for (auto& x : kf) x = normal();
             for (auto& x : vf) x = normal();
             const std::vector<uint8_t> k = make_cache(cache, kf), v = make_cache(cache, vf);
-            std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o1(nq * d, -1), o2(nq * d, -2);
+            std::vector<float> scratch(cpu::attn::scratch_floats(rows)), o1(nq * d, -1), o2(nq * d, -2);
             cpu::attn::Tile t;
             t.nq = nq, t.k = k.data(), t.v = v.data(), t.cache = cache, t.d = d, t.scale = 0.125f;
             t.scratch = scratch.data();
@@ -135,7 +135,7 @@ TEST(AttentionKernel, AgreesWithAttentionInDouble) {
       for (auto& x : qv) x = nd(rng) * 3;
       for (auto& x : kf) x = nd(rng);
       for (auto& x : vf) x = nd(rng);
-      std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o(nq * d);
+      std::vector<float> scratch(cpu::attn::scratch_floats(rows)), o(nq * d);
       cpu::attn::Tile t;
       t.nq = nq, t.k = reinterpret_cast<const uint8_t*>(kf.data()), t.v = reinterpret_cast<const uint8_t*>(vf.data());
       t.cache = cpu::attn::Cache::f32, t.d = d, t.scale = 0.3f, t.scratch = scratch.data();
@@ -231,7 +231,7 @@ TEST(AttentionKernel, Q8CacheIsTheF32CacheOfItsValues) {
         std::vector<float> kd(rows * d), vd(rows * d);
         convert::dequant_q8_0_n(k8.data(), kd.data(), rows * d / 32);
         convert::dequant_q8_0_n(v8.data(), vd.data(), rows * d / 32);
-        std::vector<float> scratch(cpu::attn::scratch_floats(rows, d)), o1(nq * d, -1), o2(nq * d, -2);
+        std::vector<float> scratch(cpu::attn::scratch_floats(rows)), o1(nq * d, -1), o2(nq * d, -2);
         cpu::attn::Tile a;
         a.nq = nq, a.k = k8.data(), a.v = v8.data(), a.cache = cpu::attn::Cache::q8_0, a.d = d, a.scale = 0.125f;
         a.scratch = scratch.data();

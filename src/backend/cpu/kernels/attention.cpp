@@ -168,7 +168,7 @@ Status attention(KernelContext& c) {
   auto work = [&](int64_t w0, int64_t w1) {
     // Sized to the whole cache once per thread, so later steps (longer rows) allocate nothing.
     thread_local std::vector<float> scratch;
-    const int64_t need = attn::scratch_floats(L, D);
+    const int64_t need = attn::scratch_floats(L);
     if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t rank = w / Hkv, kvh = w % Hkv;

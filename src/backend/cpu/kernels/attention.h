@@ -45,11 +45,11 @@ struct Tile {
   Cache cache = Cache::f32;
   int64_t d = 0;                // head size
   float scale = 1.0f;
-  float* scratch = nullptr;     // scratch_floats(max rows, d) floats
+  float* scratch = nullptr;     // scratch_floats(max rows) floats
 };
 
-// Scratch a tile needs: kTile score rows padded to 8 and kTile output accumulators.
-inline int64_t scratch_floats(int64_t rows, int64_t d) { return kTile * ((rows + 7) / 8 * 8) + kTile * d; }
+// Scratch a tile needs: kTile score rows padded to 8 (the outputs are summed in registers).
+inline int64_t scratch_floats(int64_t rows) { return kTile * ((rows + 7) / 8 * 8); }
 
 
 // n values of consecutive cache rows as f32 (exact: the values every kernel reads).
