@@ -381,7 +381,6 @@ TEST(CpuPacked, SimdAddMatchesTheReferenceArithmeticOnEveryOperandPair) {
     for (int i = 0; i < 65536; ++i) {
       const int32_t va = i8 ? static_cast<int8_t>(a[i]) : a[i], vb = i8 ? static_cast<int8_t>(b[i]) : b[i];
       const int32_t v = cpu::q::clamp(cpu::q::add_codes(r, va, vb, subtract), p.lo, p.hi);
-      ASSERT_EQ(cpu::uk::add_value(va, vb, p), v) << "trial " << trial << " a " << va << " b " << vb;
       want[i] = static_cast<uint8_t>(v);
     }
     if (!simd || !simd->add) continue;

@@ -24,12 +24,12 @@ struct Rq4 {
   int64x2_t neg_ts_lo, neg_ts_hi;  // single rounding: -(31 - lshift + rshift) per 64-bit lane
 };
 
-inline Rq4 load_rq4(const Requant& rq, int64_t ch) {
+// The fields derived from per-lane bias, Q31 multiplier and left / right shifts.
+inline Rq4 make_rq4(int32x4_t bias, int32x4_t mult, int32x4_t lsh, int32x4_t rsh) {
   Rq4 v;
-  v.bias = vld1q_s32(rq.bias + ch);
-  v.mult = vld1q_s32(rq.mult + ch);
-  v.lsh = vld1q_s32(rq.lshift + ch);
-  const int32x4_t rsh = vld1q_s32(rq.rshift + ch);
+  v.bias = bias;
+  v.mult = mult;
+  v.lsh = lsh;
   v.neg_rsh = vnegq_s32(rsh);
   const int32x4_t one = vdupq_n_s32(1);
   v.mask = vsubq_s32(vshlq_s32(one, rsh), one);  // 2^rsh - 1 (wraps to INT32_MAX at 31)
@@ -38,6 +38,11 @@ inline Rq4 load_rq4(const Requant& rq, int64_t ch) {
   v.neg_ts_lo = vmovl_s32(vget_low_s32(neg_ts));
   v.neg_ts_hi = vmovl_high_s32(neg_ts);
   return v;
+}
+
+inline Rq4 load_rq4(const Requant& rq, int64_t ch) {
+  return make_rq4(vld1q_s32(rq.bias + ch), vld1q_s32(rq.mult + ch), vld1q_s32(rq.lshift + ch),
+                  vld1q_s32(rq.rshift + ch));
 }
 
 // q::multiply on 4 lanes. gemmlowp's SaturatingRoundingDoublingHighMul of (x << lshift) is
@@ -52,15 +57,7 @@ inline int32x4_t multiply4(int32x4_t x, const Rq4& v) {
 
 // The multiplier of every lane the same (an ADD's operand or output rescale).
 inline Rq4 uniform_rq4(int32_t mult, int32_t lshift, int32_t rshift) {
-  Rq4 v{};
-  v.mult = vdupq_n_s32(mult);
-  v.lsh = vdupq_n_s32(lshift);
-  const int32x4_t rsh = vdupq_n_s32(rshift);
-  v.neg_rsh = vnegq_s32(rsh);
-  const int32x4_t one = vdupq_n_s32(1);
-  v.mask = vsubq_s32(vshlq_s32(one, rsh), one);
-  v.half_mask = vshrq_n_s32(v.mask, 1);
-  return v;
+  return make_rq4(vdupq_n_s32(0), vdupq_n_s32(mult), vdupq_n_s32(lshift), vdupq_n_s32(rshift));
 }
 
 // 4 accumulators -> requantized, zero point added, clamped (int32 lanes).

@@ -85,7 +85,6 @@ struct QAdd {
   bool subtract = false;
   bool i8 = false;
 };
-int32_t add_value(int32_t a, int32_t b, const QAdd& p);  // the scalar definition (stored code)
 using AddFn = void (*)(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y);
 
 struct QConvKernels {

@@ -15,13 +15,6 @@ int32_t requantize(int32_t acc, int64_t ch, const Requant& rq) {
   return q::clamp(v + rq.zp, rq.lo, rq.hi);
 }
 
-int32_t add_value(int32_t a, int32_t b, const QAdd& p) {
-  auto mul = [&](int32_t x, int i) { return q::multiply(x, p.mult[i], p.lshift[i] - p.rshift[i]); };
-  const int32_t v1 = mul((a - p.z1) * (1 << q::AddRescale::kLeftShift), 0);
-  const int32_t v2 = mul((b - p.z2) * (1 << q::AddRescale::kLeftShift), 1);
-  return q::clamp(mul(p.subtract ? v1 - v2 : v1 + v2, 2) + p.zo, p.lo, p.hi);
-}
-
 namespace {
 
 void centre(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {

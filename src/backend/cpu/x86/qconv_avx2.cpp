@@ -37,14 +37,15 @@ struct Rq8 {
   bool shift_left;
 };
 
-inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
+// The fields derived from per-lane bias, Q31 multiplier and left / right shifts.
+inline Rq8 make_rq8(__m256i bias, __m256i mult, __m256i lsh, __m256i rsh) {
   Rq8 v;
   const __m256i one = _mm256_set1_epi32(1);
-  v.bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch));
-  v.mult = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch));
+  v.bias = bias;
+  v.mult = mult;
   v.mult_odd = _mm256_srli_epi64(v.mult, 32);
-  v.lsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch));
-  v.rsh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch));
+  v.lsh = lsh;
+  v.rsh = rsh;
   v.shift_left = !_mm256_testz_si256(v.lsh, v.lsh);
   v.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, v.rsh), one);
   v.half_mask = _mm256_srai_epi32(v.mask, 1);
@@ -62,6 +63,13 @@ inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
   return v;
 }
 
+inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
+  return make_rq8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch)),
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch)),
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch)),
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch)));
+}
+
 // q::multiply on 8 lanes: shift left, rounding doubling high multiply, rounding divide by
 // 2^rsh (half away from zero).
 inline __m256i multiply8(__m256i x, const Rq8& v) {
@@ -76,16 +84,7 @@ inline __m256i multiply8(__m256i x, const Rq8& v) {
 
 // The multiplier of every lane the same (an ADD's operand or output rescale).
 inline Rq8 uniform_rq8(int32_t mult, int32_t lshift, int32_t rshift) {
-  Rq8 v{};
-  const __m256i one = _mm256_set1_epi32(1);
-  v.mult = _mm256_set1_epi32(mult);
-  v.mult_odd = _mm256_srli_epi64(v.mult, 32);
-  v.lsh = _mm256_set1_epi32(lshift);
-  v.rsh = _mm256_set1_epi32(rshift);
-  v.shift_left = lshift != 0;
-  v.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, v.rsh), one);
-  v.half_mask = _mm256_srai_epi32(v.mask, 1);
-  return v;
+  return make_rq8(_mm256_setzero_si256(), _mm256_set1_epi32(mult), _mm256_set1_epi32(lshift), _mm256_set1_epi32(rshift));
 }
 
 // 8 accumulators -> requantized (int32 lanes), before the zero point; kBias: add the
