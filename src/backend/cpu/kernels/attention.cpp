@@ -162,16 +162,19 @@ Status attention(KernelContext& c) {
   }
   const int64_t head_bytes = head_rows * attn::row_bytes(tile_cache, D);
   // The queries of one KV head, u = t * G + g, in tiles of tile_q consecutive u. Work item
-  // w is (tile rank w / Hkv, KV head w % Hkv); ranks alternate between the first and the
-  // last tiles (0, n-1, 1, n-2, ...), so the pool's contiguous chunks get equal shares of
-  // a causal prompt, whose later tokens attend more rows.
+  // w is (KV head w / ntile, tile rank w % ntile): one head's tiles one after another, so
+  // its rows stay in L2 while they pass (head-minor order read every head's rows from L3
+  // for each rank). Ranks alternate between the first and the last tiles (0, n-1, 1,
+  // n-2, ...), so any contiguous run of a head's items, and so each of the pool's
+  // contiguous chunks, gets about its share of a causal prompt, whose later tokens attend
+  // more rows.
   auto work = [&](int64_t w0, int64_t w1) {
     // Sized to the whole cache once per thread, so later steps (longer rows) allocate nothing.
     thread_local std::vector<float> scratch;
     const int64_t need = attn::scratch_floats(L);
     if (static_cast<int64_t>(scratch.size()) < need) scratch.resize(static_cast<size_t>(need));
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t rank = w / Hkv, kvh = w % Hkv;
+      const int64_t kvh = w / ntile, rank = w % ntile;
       const int64_t tile = rank % 2 == 0 ? rank / 2 : ntile - 1 - rank / 2;
       attn::Tile tl;
       tl.k = kb + kvh * head_bytes;

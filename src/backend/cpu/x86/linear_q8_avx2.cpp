@@ -514,7 +514,7 @@ void gemm_f16_t(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
 // two conversions per step.
 constexpr int kSeqPanel = 16;
 constexpr int kSeqTileRows = 6;
-constexpr int64_t kSeqSteps = 2048;  // k steps per block (128 KiB of panel, in L2)
+constexpr int64_t kSeqSteps = 2048;  // k steps per block (8 KiB of panel, in L1)
 
 // 8 x 8 transpose of r[0..7] in place.
 inline void transpose8(__m256* r) {
@@ -579,22 +579,18 @@ void seq_pack_panel(const F16Gemm& g, int64_t o, int nr, uint16_t* panel) {
 }
 
 // Steps j0 .. j1 of the chains of a 6 x 16 tile: xp holds the tile's activations packed
-// step-major (xp[j * 6 + m]), the panel its weights ([j][16]). From zero when j0 == 0,
-// else continuing from the partial sums stored in y (exact: a chain split over blocks of
-// steps is the same chain). Rows >= mr and outputs >= nr are computed on padding and not
-// stored.
-void seq_tile(const float* xp, int64_t j0, int64_t j1, const uint16_t* panel, float* y, int64_t ldy, int mr, int nr) {
-  // The partial sums pass through a buffer so that every register access has a constant
-  // index (a variable one makes the compiler keep the accumulators in memory).
-  alignas(32) float buf[kSeqTileRows][kSeqPanel];
-  if (j0 != 0) {
-    for (int m = 0; m < mr; ++m) std::memcpy(buf[m], y + m * ldy, static_cast<size_t>(nr) * 4);
-  }
+// step-major (xp[j * 6 + m]), the panel its weights ([j][16]), acc the tile's 6 x 16 partial
+// sums between blocks of steps (exact: a chain split over blocks of steps is the same
+// chain): from zero when j0 == 0, else continuing from acc; written back to acc, or on the
+// last block (y != nullptr) stored to y. Rows >= mr and outputs >= nr are computed on
+// padding and not stored.
+void seq_tile(const float* xp, int64_t j0, int64_t j1, const uint16_t* panel, float* acc_buf, float* y, int64_t ldy,
+              int mr, int nr) {
   __m256 acc[kSeqTileRows][2];
 #pragma GCC unroll 6
   for (int m = 0; m < kSeqTileRows; ++m) {
-    acc[m][0] = j0 != 0 ? _mm256_load_ps(buf[m]) : _mm256_setzero_ps();
-    acc[m][1] = j0 != 0 ? _mm256_load_ps(buf[m] + 8) : _mm256_setzero_ps();
+    acc[m][0] = j0 != 0 ? _mm256_load_ps(acc_buf + m * kSeqPanel) : _mm256_setzero_ps();
+    acc[m][1] = j0 != 0 ? _mm256_load_ps(acc_buf + m * kSeqPanel + 8) : _mm256_setzero_ps();
   }
   const float* xj = xp + j0 * kSeqTileRows;
   const uint16_t* wj = panel + j0 * kSeqPanel;
@@ -610,10 +606,15 @@ void seq_tile(const float* xp, int64_t j0, int64_t j1, const uint16_t* panel, fl
   }
 #pragma GCC unroll 6
   for (int m = 0; m < kSeqTileRows; ++m) {
-    _mm256_store_ps(buf[m], acc[m][0]);
-    _mm256_store_ps(buf[m] + 8, acc[m][1]);
+    _mm256_store_ps(acc_buf + m * kSeqPanel, acc[m][0]);
+    _mm256_store_ps(acc_buf + m * kSeqPanel + 8, acc[m][1]);
   }
-  for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, buf[m], static_cast<size_t>(nr) * 4);
+  if (y == nullptr) return;
+  if (nr == kSeqPanel) {
+    for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, acc_buf + m * kSeqPanel, kSeqPanel * 4);
+  } else {
+    for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, acc_buf + m * kSeqPanel, static_cast<size_t>(nr) * 4);
+  }
 }
 
 // Activation rows m0 .. m1 packed per tile of 6 rows, step-major (rows past m1 zero), as
@@ -668,6 +669,8 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
   const int64_t nchunks = (g.m + cap - 1) / cap;
   const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kSeqTileRows - 1) / kSeqTileRows * kSeqTileRows;
   float* xp = aligned32(xbuf, static_cast<size_t>(chunk * g.k) + 8);  // + the packing's spill
+  thread_local std::vector<float> abuf;
+  float* acc = aligned32(abuf, static_cast<size_t>(chunk * kSeqPanel));
   for (int64_t mc = 0; mc < g.m; mc += chunk) {
     const int64_t mend = std::min(g.m, mc + chunk);
     seq_pack_rows(g, mc, mend, xp);
@@ -675,12 +678,12 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
       const int64_t o = o0 + p * kSeqPanel;
       const int nr = static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o));
       const uint16_t* panel = panels + p * kSeqPanel * g.k;
-      // Blocks of 2048 steps (the model shapes in one block: measured faster than blocks of
-      // 128-1024 steps that keep the panel in L1; the packed rows are the stream).
+      // Blocks of kSeqSteps steps: the panel's block stays in L1 while every tile of the
+      // chunk passes over it; the tiles' partial sums wait in acc (in L1) between blocks.
       for (int64_t j0 = 0; j0 < g.k; j0 += kSeqSteps) {
         const int64_t j1 = std::min(g.k, j0 + kSeqSteps);
         for (int64_t m = mc; m < mend; m += kSeqTileRows)
-          seq_tile(xp + (m - mc) * g.k, j0, j1, panel, g.y + m * g.ldy + o, g.ldy,
+          seq_tile(xp + (m - mc) * g.k, j0, j1, panel, acc + (m - mc) * kSeqPanel, j1 == g.k ? g.y + m * g.ldy + o : nullptr, g.ldy,
                    static_cast<int>(std::min<int64_t>(kSeqTileRows, mend - m)), nr);
       }
     }
