@@ -186,40 +186,44 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
 
 // The model's widths: eight-row groups split unevenly between calls (as threads split
 // them), a decode row (prefetching up to the end of the call's rows) and a prompt that
-// spans two 64-row activation chunks with an odd tile at the end.
+// spans two 64-row activation chunks with an odd tile at the end; and a width of 5000
+// (larger models' FFN), whose f16 prompt chains run over several blocks of steps with
+// their partial sums kept between blocks.
 TEST(LinearQ8, Avx2MatchesScalarAtModelWidthsAndUnevenSplits) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "no AVX2 kernels on this architecture";
 #else
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 700;
-  const int64_t k = 768, oc = 45;
-  for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
-    for (int64_t m : {1, 67, 200}) {  // 200: several row chunks of the prompt kernels
-      // (f16: m = 1 with exact activations, the others rounded to binary16)
-      SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m));
-      Weights w = random_weights(t, oc, k, ++seed);
-      std::vector<float> x = random_acts(m * k, ++seed);
-      std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
-      Rounded r = round_rows(x, m, k, false);
-      for (int pass = 0; pass < 2; ++pass) {
-        float* y = pass == 0 ? ys.data() : yv.data();
-        int64_t prev = 0;
-        for (int64_t cut : {int64_t{5}, int64_t{21}, oc}) {  // pass 0: the scalar kernel in one call
-          const int64_t o0 = pass == 0 ? 0 : prev, o1 = pass == 0 ? oc : cut;
-          prev = cut;
-          if (t == DType::f16) {
-            cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y, oc, m > 1};
-            pass == 0 ? cpu::q8::scalar::gemm_f16(g, o0, o1) : cpu::q8::avx2::gemm_f16(g, o0, o1);
-          } else {
-            cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y, oc};
-            pass == 0 ? cpu::q8::scalar::gemm_quant(g, o0, o1) : cpu::q8::avx2::gemm_quant(g, o0, o1);
+  const int64_t oc = 45;
+  for (int64_t k : {768, 5000})
+    for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
+      for (int64_t m : {1, 67, 200}) {  // 200: several row chunks of the prompt kernels
+        // (f16: m = 1 with exact activations, the others rounded to binary16)
+        if (k % kBlock != 0 && t != DType::f16) continue;
+        SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " k " + std::to_string(k));
+        Weights w = random_weights(t, oc, k, ++seed);
+        std::vector<float> x = random_acts(m * k, ++seed);
+        std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+        Rounded r = round_rows(x, m, k, false);
+        for (int pass = 0; pass < 2; ++pass) {
+          float* y = pass == 0 ? ys.data() : yv.data();
+          int64_t prev = 0;
+          for (int64_t cut : {int64_t{5}, int64_t{21}, oc}) {  // pass 0: the scalar kernel in one call
+            const int64_t o0 = pass == 0 ? 0 : prev, o1 = pass == 0 ? oc : cut;
+            prev = cut;
+            if (t == DType::f16) {
+              cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y, oc, m > 1};
+              pass == 0 ? cpu::q8::scalar::gemm_f16(g, o0, o1) : cpu::q8::avx2::gemm_f16(g, o0, o1);
+            } else {
+              cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y, oc};
+              pass == 0 ? cpu::q8::scalar::gemm_quant(g, o0, o1) : cpu::q8::avx2::gemm_quant(g, o0, o1);
+            }
+            if (pass == 0) break;
           }
-          if (pass == 0) break;
         }
+        ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
       }
-      ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
-    }
 #endif
 }
 
