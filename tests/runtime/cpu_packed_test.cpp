@@ -320,6 +320,75 @@ TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
   }
 }
 
+// Accumulators at the requantization's rounding steps, where the SIMD forms (one floor of
+// the 64-bit product plus a constant, or the general two-step form) could differ from the
+// scalar definition: for each column a random output value o in the dtype's range, the
+// accumulator where o turns into o + 1 estimated in double, and six consecutive
+// accumulators around it (one per row: the rows' first activation is r - 2 against a
+// weight of 1, the rest of every row the same). Right shifts 0..21 and left shifts up
+// to 2, both rounding forms, 4 000 steps per kernel set; output ranges wide enough that
+// nothing is clamped.
+TEST(CpuPacked, SimdRequantizationIsExactAtRoundingSteps) {
+  const auto sets = simd_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
+  for (const cpu::uk::QConvKernels* simd : sets) {
+    SCOPED_TRACE(simd->isa);
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int> v16(-255, 255);
+    std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+    int64_t exact_steps = 0;
+    for (int trial = 0; trial < 250; ++trial) {
+      const bool single = trial % 2 == 1;
+      const int64_t m = trial % 3 == 0 ? 3 : 6, kpairs = 1 + trial % 9;
+      std::vector<int16_t> a(static_cast<size_t>(m * kpairs * 2)), panel(static_cast<size_t>(kpairs * 32));
+      for (auto& x : panel) x = static_cast<int16_t>(v16(rng));
+      for (int64_t i = 0; i < kpairs * 2; ++i) a[i] = static_cast<int16_t>(v16(rng));
+      for (int64_t r = 1; r < m; ++r) std::copy(a.begin(), a.begin() + kpairs * 2, a.begin() + r * kpairs * 2);
+      for (int64_t r = 0; r < m; ++r) a[r * kpairs * 2] = static_cast<int16_t>(r - 2), a[r * kpairs * 2 + 1] = 0;
+      for (int j = 0; j < 16; ++j) panel[j * 2] = 1, panel[j * 2 + 1] = 0;  // pair 0, column j: (1, 0)
+      std::vector<int32_t> b(16), mu(16), ls(16), rs(16), want(16);
+      cpu::uk::Requant rq;
+      rq.single_round = single;
+      rq.out_i8 = trial % 4 >= 2;
+      rq.zp = rq.out_i8 ? 0 : 128;
+      rq.lo = rq.out_i8 ? -128 : 0;
+      rq.hi = rq.lo + 255;
+      for (int j = 0; j < 16; ++j) {
+        mu[j] = mult(rng);
+        const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
+                                          : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
+        ls[j] = std::max(shift, 0);
+        rs[j] = std::max(-shift, 0);
+        // real multiplier M * 2^(shift - 31); the step from o to o + 1 near (o + 0.5) / real
+        const double real = std::ldexp(static_cast<double>(mu[j]), shift - 31);
+        const int o = std::uniform_int_distribution<int>(-120, 120)(rng);
+        const double x = (o + 0.5) / real;
+        ASSERT_LT(std::fabs(x), 1e9);  // |o + 0.5| * 2^(1 + 21) at most
+        int64_t rest = 0;  // the rows' common part of column j's dot product
+        for (int64_t p = 1; p < kpairs; ++p)
+          rest += a[p * 2] * panel[(p * 16 + j) * 2] + a[p * 2 + 1] * panel[(p * 16 + j) * 2 + 1];
+        b[j] = static_cast<int32_t>(std::llround(x) - rest);
+      }
+      rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+      std::vector<uint8_t> ys(static_cast<size_t>(m * 16), 0xAB), yv(ys);
+      cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, 16, ys.data(), 16);
+      simd->gemm_panel(m, kpairs, a.data(), kpairs * 2, panel.data(), rq, 0, 16, yv.data(), 16);
+      ASSERT_EQ(yv, ys) << simd->isa << ", trial " << trial << (single ? " single rounding" : " double rounding");
+      // The window really straddles a step and nothing was clamped.
+      for (int j = 0; j < 16; ++j) {
+        const bool step = ys[j] != ys[(m - 1) * 16 + j];
+        exact_steps += step;
+        for (int64_t r = 0; r < m; ++r) {
+          const int v = rq.out_i8 ? static_cast<int8_t>(ys[r * 16 + j]) : ys[r * 16 + j];
+          ASSERT_GT(v, rq.lo) << "trial " << trial;
+          ASSERT_LT(v, rq.hi) << "trial " << trial;
+        }
+      }
+    }
+    EXPECT_GT(exact_steps, 3000);  // of 250 x 16 windows (three-row ones miss some)
+  }
+}
+
 // The VNNI GEMM tile (vpdpwssd) against the AVX2 one on long k runs with the largest
 // operands (|x|, |w| = 255) as well as random ones. Runs only on CPUs with AVX-VNNI or
 // AVX512-VNNI; elsewhere it reports what it skipped.

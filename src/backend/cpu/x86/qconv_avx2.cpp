@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/ukernels/qconv.h"
 #include "convert/simd.h"
@@ -34,12 +35,46 @@ struct Rq8 {
   __m256i bias, mult, mult_odd, lsh, rsh, mask, half_mask;
   __m256i ts_even, ts_odd, ts_rest;  // single rounding: 64-bit shifts of at most 32, then the rest on 32 bits
   __m256i round_even, round_odd;      // single rounding: 2^(total shift - 1) per 64-bit lane
-  bool shift_left;
+  // hi32: every lane's result is floor((p + c) / 2^(32 + t)) with t >= 0, p = x * mult
+  // (see rescale_hi32); c per 64-bit lane for even and odd elements, c_neg where p < 0.
+  __m256i c_even, c_odd, c_even_neg, c_odd_neg, t;
+  bool shift_left, hi32;
 };
 
+// The constants of rescale_hi32 where every lane allows it (else v.hi32 stays false),
+// from the fields make_rq8 derived before.
+//  Single rounding: (p + 2^(ts-1)) >> ts with ts = 31 - lsh + rsh >= 32: the rounding
+//  constants round_even / round_odd, then the rest shift ts - 32 (ts_rest).
+//  Double rounding (lsh = 0, rsh = s >= 1): the rounding doubling high multiply
+//  y = floor((p + 2^30) / 2^31), then the division by 2^s rounding half away from zero,
+//  floor((y + 2^(s-1) - [y < 0]) / 2^s), compose into one floor (floor(floor(u) / n) =
+//  floor(u / n) for whole n): floor((p + 2^30 + 2^(30+s) - [y < 0] 2^31) / 2^(31+s)).
+//  [y < 0] may be replaced by [p < 0]: for -2^30 <= p < 0, y = 0 and either constant
+//  gives 0 (s >= 1). So c = 2^30 + 2^(30+s), minus 2^31 where p < 0, and t = s - 1.
+inline void hi32_constants(Rq8& v, bool single_round) {
+  const __m256i one = _mm256_set1_epi32(1);
+  if (single_round) {
+    const __m256i ts = _mm256_add_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), v.lsh), v.rsh);
+    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), ts), _mm256_set1_epi32(-1))) return;
+    v.c_even = v.c_even_neg = v.round_even;
+    v.c_odd = v.c_odd_neg = v.round_odd;
+    v.t = v.ts_rest;
+  } else {
+    if (v.shift_left || !_mm256_testz_si256(_mm256_cmpgt_epi32(one, v.rsh), _mm256_set1_epi32(-1))) return;
+    const __m256i base = _mm256_set1_epi64x(int64_t{1} << 30), half = _mm256_set1_epi64x(int64_t{1} << 31);
+    v.c_even = _mm256_add_epi64(base, _mm256_sllv_epi64(base, _mm256_and_si256(v.rsh, _mm256_set1_epi64x(0xffffffffLL))));
+    v.c_odd = _mm256_add_epi64(base, _mm256_sllv_epi64(base, _mm256_srli_epi64(v.rsh, 32)));
+    v.c_even_neg = _mm256_sub_epi64(v.c_even, half);
+    v.c_odd_neg = _mm256_sub_epi64(v.c_odd, half);
+    v.t = _mm256_sub_epi32(v.rsh, one);
+  }
+  v.hi32 = true;
+}
+
 // The fields derived from per-lane bias, Q31 multiplier and left / right shifts.
-inline Rq8 make_rq8(__m256i bias, __m256i mult, __m256i lsh, __m256i rsh) {
+inline Rq8 make_rq8(__m256i bias, __m256i mult, __m256i lsh, __m256i rsh, bool single_round) {
   Rq8 v;
+  v.hi32 = false;
   const __m256i one = _mm256_set1_epi32(1);
   v.bias = bias;
   v.mult = mult;
@@ -60,6 +95,7 @@ inline Rq8 make_rq8(__m256i bias, __m256i mult, __m256i lsh, __m256i rsh) {
   const __m256i total_odd = _mm256_add_epi64(v.ts_odd, _mm256_srli_epi64(v.ts_rest, 32));
   v.round_even = _mm256_sllv_epi64(one64, _mm256_sub_epi64(total_even, one64));
   v.round_odd = _mm256_sllv_epi64(one64, _mm256_sub_epi64(total_odd, one64));
+  hi32_constants(v, single_round);
   return v;
 }
 
@@ -67,12 +103,33 @@ inline Rq8 load_rq8(const Requant& rq, int64_t ch) {
   return make_rq8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.bias + ch)),
                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.mult + ch)),
                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.lshift + ch)),
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch)));
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.rshift + ch)), rq.single_round);
+}
+
+// floor((p + c) / 2^(32 + t)) on 8 lanes, p = x * mult exactly (|p| < 2^62, |p + c| <
+// 2^63): bits 32..63 of the 64-bit sum are floor((p + c) / 2^32) (the even lanes' shifted
+// down, the odd lanes' already in place), then an arithmetic shift by t. kSigned: c
+// follows p's sign (double rounding; blendv reads the sign bit of each 64-bit product).
+// Ten instructions where the general forms below take 13 to 15.
+template <bool kSigned>
+inline __m256i rescale_hi32(__m256i x, const Rq8& v) {
+  const __m256i pe = _mm256_mul_epi32(x, v.mult);
+  const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd);
+  __m256i ce = v.c_even, co = v.c_odd;
+  if constexpr (kSigned) {
+    ce = _mm256_castpd_si256(
+        _mm256_blendv_pd(_mm256_castsi256_pd(v.c_even), _mm256_castsi256_pd(v.c_even_neg), _mm256_castsi256_pd(pe)));
+    co = _mm256_castpd_si256(
+        _mm256_blendv_pd(_mm256_castsi256_pd(v.c_odd), _mm256_castsi256_pd(v.c_odd_neg), _mm256_castsi256_pd(po)));
+  }
+  const __m256i hi = _mm256_blend_epi32(_mm256_srli_epi64(_mm256_add_epi64(pe, ce), 32), _mm256_add_epi64(po, co), 0xAA);
+  return _mm256_srav_epi32(hi, v.t);
 }
 
 // q::multiply on 8 lanes: shift left, rounding doubling high multiply, rounding divide by
 // 2^rsh (half away from zero).
 inline __m256i multiply8(__m256i x, const Rq8& v) {
+  if (v.hi32) return rescale_hi32<true>(x, v);
   if (v.shift_left) x = _mm256_sllv_epi32(x, v.lsh);
   const __m256i even = srdhm_even(_mm256_mul_epi32(x, v.mult));
   const __m256i odd = srdhm_odd(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), v.mult_odd));
@@ -84,7 +141,8 @@ inline __m256i multiply8(__m256i x, const Rq8& v) {
 
 // The multiplier of every lane the same (an ADD's operand or output rescale).
 inline Rq8 uniform_rq8(int32_t mult, int32_t lshift, int32_t rshift) {
-  return make_rq8(_mm256_setzero_si256(), _mm256_set1_epi32(mult), _mm256_set1_epi32(lshift), _mm256_set1_epi32(rshift));
+  return make_rq8(_mm256_setzero_si256(), _mm256_set1_epi32(mult), _mm256_set1_epi32(lshift), _mm256_set1_epi32(rshift),
+                  false);
 }
 
 // 8 accumulators -> requantized (int32 lanes), before the zero point; kBias: add the
@@ -93,6 +151,7 @@ template <bool kBias = true>
 inline __m256i rescale8(__m256i acc, const Rq8& v, const Requant& rq) {
   const __m256i x = kBias ? _mm256_add_epi32(acc, v.bias) : acc;
   if (!rq.single_round) return multiply8(x, v);
+  if (v.hi32) return rescale_hi32<false>(x, v);
   // (p + 2^(ts-1)) >> ts as ((p + 2^(ts-1)) >> min(ts, 32)) >> (ts - min(ts, 32)), floors
   // both: the first quotient keeps bits of the 64-bit lane only (so a logical shift gives
   // the arithmetic one's low dword) and fits 32 bits (|p| < 2^62).
@@ -268,9 +327,16 @@ inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
 
 // Rows 0..MR-1 of the tile (MR < 6: the tails); accumulators are named variables so that
 // they stay in registers.
+// The requantization of one panel's 16 channels, derived once per panel call.
+struct PanelRq {
+  Rq8 v0, v1;
+  OutStage out;
+  PanelRq(const Requant& rq, int64_t n0) : v0(load_rq8(rq, n0)), v1(load_rq8(rq, n0 + 8)), out(rq) {}
+};
+
 template <int MR>
 inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
-                      int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+                      const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
   static_assert(MR >= 1 && MR <= 5);
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
           c40 = c00, c41 = c00;
@@ -306,8 +372,8 @@ inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16
       c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(av, b1));
     }
   }
-  const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
-  const OutStage out(rq);
+  const Rq8 &v0 = prq.v0, &v1 = prq.v1;
+  const OutStage& out = prq.out;
   store_tile_row(c00, c01, v0, v1, rq, out, nvalid, y);
   if constexpr (MR > 1) store_tile_row(c10, c11, v0, v1, rq, out, nvalid, y + ldy);
   if constexpr (MR > 2) store_tile_row(c20, c21, v0, v1, rq, out, nvalid, y + 2 * ldy);
@@ -318,11 +384,11 @@ inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16
 // A full tile: the written-out k loop, then the requantization of its 6 x 16 sums.
 template <Dot kDot>
 inline void gemm_tile6(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
-                       int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+                       int64_t n0, const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
   alignas(32) int32_t acc[kTileRows * kPanel];
   gemm_loop6<kDot>(kpairs, a, lda, panel, rq.bias + n0, acc);
-  const Rq8 v0 = load_rq8(rq, n0), v1 = load_rq8(rq, n0 + 8);
-  const OutStage out(rq);
+  const Rq8 &v0 = prq.v0, &v1 = prq.v1;
+  const OutStage& out = prq.out;
   for (int r = 0; r < kTileRows; ++r) {
     const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel));
     const __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel + 8));
@@ -333,16 +399,17 @@ inline void gemm_tile6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
 template <Dot kDot>
 void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                 int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  const PanelRq prq(rq, n0);
   int64_t r = 0;
   for (; r + kTileRows <= m; r += kTileRows)
-    gemm_tile6<kDot>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy);
+    gemm_tile6<kDot>(kpairs, a + r * lda, lda, panel, rq, n0, prq, nvalid, y + r * ldy, ldy);
   static_assert(kTileRows == 6, "gemm_loop6 is written for six rows");
   switch (m - r) {
-    case 1: gemm_tile<1>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
-    case 2: gemm_tile<2>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
-    case 3: gemm_tile<3>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
-    case 4: gemm_tile<4>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
-    case 5: gemm_tile<5>(kpairs, a + r * lda, lda, panel, rq, n0, nvalid, y + r * ldy, ldy); break;
+    case 1: gemm_tile<1>(kpairs, a + r * lda, lda, panel, rq, prq, nvalid, y + r * ldy, ldy); break;
+    case 2: gemm_tile<2>(kpairs, a + r * lda, lda, panel, rq, prq, nvalid, y + r * ldy, ldy); break;
+    case 3: gemm_tile<3>(kpairs, a + r * lda, lda, panel, rq, prq, nvalid, y + r * ldy, ldy); break;
+    case 4: gemm_tile<4>(kpairs, a + r * lda, lda, panel, rq, prq, nvalid, y + r * ldy, ldy); break;
+    case 5: gemm_tile<5>(kpairs, a + r * lda, lda, panel, rq, prq, nvalid, y + r * ldy, ldy); break;
     default: break;
   }
 }
@@ -363,13 +430,22 @@ void dw_row_t(const DwRow& r) {
   // Blocks of output pixels, every channel group within a block: the block's input lines
   // (a few KiB) stay in L1 while the groups pass over them, where a group-by-group sweep
   // of the whole row re-read each line once per group from L2. The requantization
-  // constants are loaded once per group and block.
+  // constants are derived once per row for every group (a few KiB, read again per block).
+  // (Bytes aligned by hand: std::vector<Rq8> got 16-byte aligned storage here.)
+  thread_local std::vector<unsigned char> rq_bytes;
+  const size_t need = static_cast<size_t>(2 * groups) * sizeof(Rq8) + alignof(Rq8);
+  if (rq_bytes.size() < need) rq_bytes.resize(need);
+  Rq8* rq_groups = reinterpret_cast<Rq8*>(rq_bytes.data() + (alignof(Rq8) - reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq8)) % alignof(Rq8));
+  for (int64_t g = 0; g < groups; ++g) {
+    rq_groups[2 * g] = load_rq8(*r.rq, g * kPanel);
+    rq_groups[2 * g + 1] = load_rq8(*r.rq, g * kPanel + 8);
+  }
   constexpr int64_t kPixels = 8;
   for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
     const int64_t ox1 = std::min(r.ow, ox0 + kPixels);
     for (int64_t g = 0; g < groups; ++g) {
       const int16_t* wg = r.w + g * pairs * 32;
-      const Rq8 v0 = load_rq8(*r.rq, g * kPanel), v1 = load_rq8(*r.rq, g * kPanel + 8);
+      const Rq8 &v0 = rq_groups[2 * g], &v1 = rq_groups[2 * g + 1];
       const int64_t left = r.channels - g * kPanel;
       const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
       for (int64_t ox = ox0; ox < ox1; ++ox) {
