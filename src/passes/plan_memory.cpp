@@ -24,6 +24,33 @@ Status plan_memory(PassContext& c) {
   Plan& p = c.plan;
   const Graph& g = p.graph;
   const int end = static_cast<int>(g.nodes().size());
+  // Views: a reshape on the cpu whose input is an intermediate in the plain row-major
+  // layout is the same bytes, so its output aliases the input (the kernel then copies
+  // nothing) and the input lives as long as the view (below). Not for the caller's inputs
+  // and outputs (they may be bound to the caller's buffers), state or constants, nor other
+  // devices' layouts.
+  const int cpu = cpu_index(p);
+  std::vector<bool> graph_output(g.tensors().size(), false);
+  for (TensorId o : g.outputs) graph_output[o] = true;
+  for (int i = 0; i < end && cpu >= 0; ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op != OpKind::reshape || n.inputs.empty() || n.inputs[0] == kNoTensor || n.outputs.size() != 1) continue;
+    TensorId root = n.inputs[0];
+    while (p.tensors[root].alias != kNoTensor) root = p.tensors[root].alias;
+    const TensorId out = n.outputs[0];
+    const TensorPlacement &src = p.tensors[root], &in = p.tensors[n.inputs[0]];
+    TensorPlacement& dst = p.tensors[out];
+    const auto same_bytes = [](const Format& a, const Format& b) {
+      const auto ab = a.byte_size(), bb = b.byte_size();
+      return a.is_host_layout() && b.is_host_layout() && a.encoding == b.encoding && ab.ok() && bb.ok() && *ab == *bb;
+    };
+    if (p.nodes[i].device != cpu || src.device != cpu || dst.device != cpu || dst.alias != kNoTensor) continue;
+    if (g.tensor(root).role != Role::activation || g.tensor(out).role != Role::activation || graph_output[root] ||
+        graph_output[out] || src.resident || src.in_program || dst.resident || dst.in_program)
+      continue;
+    if (!same_bytes(in.format, dst.format) || !same_bytes(src.format, dst.format)) continue;
+    dst.alias = root;
+  }
   // Liveness.
   for (auto& tp : p.tensors) tp.first_use = tp.last_use = -1;
   for (const Tensor& t : g.tensors())
@@ -40,6 +67,12 @@ Status plan_memory(PassContext& c) {
     }
   }
   for (TensorId o : g.outputs) p.tensors[o].last_use = INT_MAX;
+  // A view's uses are its source's.
+  for (auto& tp : p.tensors)
+    if (tp.alias != kNoTensor && !p.tensors[tp.alias].resident) {
+      TensorPlacement& src = p.tensors[tp.alias];
+      src.last_use = std::max(src.last_use, tp.last_use);
+    }
 
   p.memory.assign(p.devices.size(), {});
   for (size_t d = 0; d < p.devices.size(); ++d) {

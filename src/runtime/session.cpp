@@ -104,7 +104,10 @@ Status Session::prepare(const Session* share) {
     }
   }
   for (const Tensor& t : g.tensors())
-    if (plan_.tensors[t.id].alias != kNoTensor) placements_[t.id] = placements_[plan_.tensors[t.id].alias];
+    if (plan_.tensors[t.id].alias != kNoTensor) {
+      placements_[t.id] = placements_[plan_.tensors[t.id].alias];
+      placements_[t.id].format = plan_.tensors[t.id].format;  // a view keeps its own shape
+    }
   // Steps: runs of consecutive nodes on one device; transfers on their own.
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     bool tr = g.nodes()[i].op == OpKind::transfer;
