@@ -158,7 +158,16 @@ Status requantize(KernelContext& c) {
       const int32_t code = ti == DType::u8 ? v : static_cast<int8_t>(v);
       table[v] = q::clamp(q::multiply(code - zi, m) + zo, q::qmin(to), q::qmax(to));
     }
-    for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) q::store(c.out[0].data, to, i, table[c.in[0].data[i]]);
+    const int64_t n = c.in[0].elements();
+    const uint8_t* x = c.in[0].data;
+    if (to == DType::u8 || to == DType::i8) {  // 8-bit codes: a byte table
+      uint8_t bytes[256];
+      for (int v = 0; v < 256; ++v) bytes[v] = static_cast<uint8_t>(table[v]);
+      uint8_t* y = c.out[0].data;
+      for (int64_t i = 0; i < n; ++i) y[i] = bytes[x[i]];
+      return Status::Ok();
+    }
+    for (int64_t i = 0; i < n; ++i) q::store(c.out[0].data, to, i, table[x[i]]);
     return Status::Ok();
   }
   for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {

@@ -1,5 +1,6 @@
 // TFLite-exact quantized pooling and mean: avg_pool2d, max_pool2d (NHWC, input and output
 // share quantization, as TFLite requires) and mean over axes.
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -91,17 +92,25 @@ Status mean(KernelContext& c) {
   if (spatial) {
     const int64_t N = xs[0], HW = xs[1] * xs[2], C = xs[3];
     const int32_t count = static_cast<int32_t>(HW);
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t ch = 0; ch < C; ++ch) {
-        int32_t acc = 0;
-        for (int64_t i = 0; i < HW; ++i) acc += q::load(x, t, (b * HW + i) * C + ch);
-        float temp = zi * si / so;
-        temp = temp > 0 ? temp + 0.5f : temp - 0.5f;
-        const int32_t bias = zo - static_cast<int32_t>(temp);
-        const float count_f = static_cast<float>(count);
-        acc = q::multiply(acc, q::quantize_multiplier(static_cast<double>(si / (count_f * so)))) + bias;
-        q::store(y, t, b * C + ch, q::clamp(acc, q::qmin(t), q::qmax(t)));
+    float temp = zi * si / so;
+    temp = temp > 0 ? temp + 0.5f : temp - 0.5f;
+    const int32_t bias = zo - static_cast<int32_t>(temp);
+    const float count_f = static_cast<float>(count);
+    const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si / (count_f * so)));
+    // Raw sums per channel, pixel by pixel (the rows are contiguous).
+    std::vector<int32_t> acc(static_cast<size_t>(C));
+    for (int64_t b = 0; b < N; ++b) {
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t i = 0; i < HW; ++i) {
+        const uint8_t* row = x + (b * HW + i) * C;
+        if (t == DType::u8)
+          for (int64_t ch = 0; ch < C; ++ch) acc[ch] += row[ch];
+        else
+          for (int64_t ch = 0; ch < C; ++ch) acc[ch] += static_cast<int8_t>(row[ch]);
       }
+      for (int64_t ch = 0; ch < C; ++ch)
+        q::store(y, t, b * C + ch, q::clamp(q::multiply(acc[ch], m) + bias, q::qmin(t), q::qmax(t)));
+    }
     return Status::Ok();
   }
   // General axes: sum raw values per output position.
