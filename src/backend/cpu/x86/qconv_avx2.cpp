@@ -325,8 +325,6 @@ inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
 #undef TS_DOT_VEX
 #undef TS_DOT_EVEX
 
-// Rows 0..MR-1 of the tile (MR < 6: the tails); accumulators are named variables so that
-// they stay in registers.
 // The requantization of one panel's 16 channels, derived once per panel call.
 struct PanelRq {
   Rq8 v0, v1;
@@ -334,6 +332,8 @@ struct PanelRq {
   PanelRq(const Requant& rq, int64_t n0) : v0(load_rq8(rq, n0)), v1(load_rq8(rq, n0 + 8)), out(rq) {}
 };
 
+// Rows 0..MR-1 of the tile (MR < 6: the tails); accumulators are named variables so that
+// they stay in registers.
 template <int MR>
 inline void gemm_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Requant& rq,
                       const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
@@ -430,12 +430,14 @@ void dw_row_t(const DwRow& r) {
   // Blocks of output pixels, every channel group within a block: the block's input lines
   // (a few KiB) stay in L1 while the groups pass over them, where a group-by-group sweep
   // of the whole row re-read each line once per group from L2. The requantization
-  // constants are derived once per row for every group (a few KiB, read again per block).
-  // (Bytes aligned by hand: std::vector<Rq8> got 16-byte aligned storage here.)
+  // constants are derived once per row for every group (1.2 KiB per group, read again per
+  // block), not once per group and block. (Bytes aligned by hand: std::vector<Rq8> got
+  // 16-byte aligned storage here.)
   thread_local std::vector<unsigned char> rq_bytes;
   const size_t need = static_cast<size_t>(2 * groups) * sizeof(Rq8) + alignof(Rq8);
   if (rq_bytes.size() < need) rq_bytes.resize(need);
-  Rq8* rq_groups = reinterpret_cast<Rq8*>(rq_bytes.data() + (alignof(Rq8) - reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq8)) % alignof(Rq8));
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq8);
+  Rq8* rq_groups = reinterpret_cast<Rq8*>(rq_bytes.data() + (misalign ? alignof(Rq8) - misalign : 0));
   for (int64_t g = 0; g < groups; ++g) {
     rq_groups[2 * g] = load_rq8(*r.rq, g * kPanel);
     rq_groups[2 * g + 1] = load_rq8(*r.rq, g * kPanel + 8);
