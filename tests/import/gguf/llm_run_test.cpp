@@ -6,55 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 
-#include <execinfo.h>
-#include <unistd.h>
-
+#include "alloc_counter.h"
 #include "import/gguf/llama_model.h"
 #include "import/gguf/synth.h"
 #include "synth_model.h"
 #include "runtime/llm/generator.h"
-
-// Every heap allocation of this test program passes through here; while g_counting is
-// set (one test at a time) they are counted, on every thread (the pool's workers too).
-// TESSERA_ALLOC_TRACE=1 prints the stack of each counted allocation.
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<int64_t> g_allocations{0};
-bool g_trace = false;
-
-void* counted_alloc(std::size_t n, std::size_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (g_trace) {
-      g_counting = false;  // backtrace_symbols_fd writes without allocating, but be sure
-      void* frames[32];
-      int k = backtrace(frames, 32);
-      backtrace_symbols_fd(frames, k, 2);
-      write(2, "----\n", 5);
-      g_counting = true;
-    }
-  }
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n ? n : 1);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace tessera::gguf {
 namespace {
@@ -130,7 +87,7 @@ TEST(LlmRun, CpuReadsWeightsInPlace) {
 // for each weight type, and with the KV cache types (the kernels, the pool, the session
 // and the generator all run from buffers made once).
 TEST(LlmRun, DecodeStepAllocatesNothing) {
-  g_trace = std::getenv("TESSERA_ALLOC_TRACE") != nullptr;
+  using testing::g_allocations, testing::g_counting;
   for (DType type : {DType::q4_0, DType::q8_0, DType::f16, DType::f32})
     for (const char* threads : {"1", "2"})
       for (DType kv : {DType::f16, DType::f32, DType::q8_0}) {

@@ -34,7 +34,8 @@ Status pool(KernelContext& c, bool average) {
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
   parallel_rows(c, N * OH, [&](int64_t r0, int64_t r1) {
-    std::vector<int32_t> acc(static_cast<size_t>(C));
+    thread_local std::vector<int32_t> acc;  // grown once: a run allocates nothing
+    if (acc.size() < static_cast<size_t>(C)) acc.resize(static_cast<size_t>(C));
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t b = row / OH, oy = row % OH;
       for (int64_t ox = 0; ox < OW; ++ox) {
@@ -43,7 +44,7 @@ Status pool(KernelContext& c, bool average) {
         const int64_t x0 = std::max<int64_t>(ox * win.sw - win.pad_left, 0);
         const int64_t x1 = std::min<int64_t>(ox * win.sw - win.pad_left + win.kw, W);
         const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
-        std::fill(acc.begin(), acc.end(), average ? 0 : q::qmin(t));
+        std::fill(acc.begin(), acc.begin() + C, average ? 0 : q::qmin(t));
         for (int64_t iy = y0; iy < y1; ++iy)
           for (int64_t ix = x0; ix < x1; ++ix) {
             const int64_t base = ((b * H + iy) * W + ix) * C;
@@ -81,8 +82,15 @@ Status mean(KernelContext& c) {
   if (c.out[0].dtype() != t) return kernel_error(c.n, "input and output must have the same dtype");
   const Shape& xs = c.in[0].shape();
   const int rank = static_cast<int>(xs.size());
-  std::vector<bool> red(rank, false);
-  for (int64_t a : c.n.attr_ints("axes")) red[a < 0 ? a + rank : a] = true;
+  if (rank > 16) return kernel_error(c.n, "rank " + std::to_string(rank) + " above 16");
+  bool red[16] = {};
+  const std::vector<int64_t>* axes = c.n.attr_ints_ref("axes");
+  std::vector<int64_t> axes_copy;  // axes stored as a single int
+  if (!axes) axes_copy = c.n.attr_ints("axes"), axes = &axes_copy;
+  for (int64_t a : *axes) {
+    if (a < -rank || a >= rank) return kernel_error(c.n, "axis " + std::to_string(a) + " outside rank " + std::to_string(rank));
+    red[a < 0 ? a + rank : a] = true;
+  }
   const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
   const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
   const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
@@ -98,9 +106,10 @@ Status mean(KernelContext& c) {
     const float count_f = static_cast<float>(count);
     const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si / (count_f * so)));
     // Raw sums per channel, pixel by pixel (the rows are contiguous).
-    std::vector<int32_t> acc(static_cast<size_t>(C));
+    thread_local std::vector<int32_t> acc;  // grown once: a run allocates nothing
+    if (acc.size() < static_cast<size_t>(C)) acc.resize(static_cast<size_t>(C));
     for (int64_t b = 0; b < N; ++b) {
-      std::fill(acc.begin(), acc.end(), 0);
+      std::fill(acc.begin(), acc.begin() + C, 0);
       for (int64_t i = 0; i < HW; ++i) {
         const uint8_t* row = x + (b * HW + i) * C;
         if (t == DType::u8)

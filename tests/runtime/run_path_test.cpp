@@ -1,0 +1,55 @@
+// The cpu device's run path on the shared TFLite models: after a warm-up (thread_local
+// scratch grown on a network's first runs), Session::run allocates nothing, on one and
+// two threads (the kernels, the pool, the session and the device run from buffers made
+// once); alloc_counter.h counts every thread's heap allocations.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "alloc_counter.h"
+#include "fixtures.h"
+#include "import/tflite/tflite_importer.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+TEST(CpuRunPath, RunAllocatesNothingOnTheSharedModels) {
+  // Not yet listed (they still allocate per run): ssd_mobilenet_v1_coco_quant (the
+  // detection post-processing's vectors), deeplabv3 (resize_bilinear), movenet and
+  // person_detect (broadcast strides of quantized add / mul).
+  const char* models[] = {"mobilenet_v1_1.0_224_quant_embedding_extractor.tflite", "mobilenet_v2_1.0_224_quant.tflite",
+                          "tf2_mobilenet_v2_1.0_224_ptq.tflite", "mobilenet_v2_quantized_1x3x224x224.tflite"};
+  for (const char* m : models) {
+    TESSERA_REQUIRE_FIXTURE(path, std::string("models/tflite/") + m);
+    for (const char* threads : {"1", "2"}) {
+      SCOPED_TRACE(std::string(m) + ", " + threads + " thread(s)");
+      auto g = tflite::load_tflite_file(path);
+      ASSERT_TRUE(g.ok()) << g.status().to_string();
+      SessionOptions o;
+      o.device = "cpu";
+      o.device_options["threads"] = threads;
+      auto s = Session::create(*g, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      std::mt19937 rng(3);
+      for (size_t i = 0; i < g->inputs.size(); ++i) {
+        auto hb = g->tensor(g->inputs[i]).host_bytes();
+        ASSERT_TRUE(hb.ok());
+        std::vector<uint8_t> x(static_cast<size_t>(*hb));
+        for (auto& b : x) b = static_cast<uint8_t>(rng());
+        ASSERT_TRUE((*s)->set_input(i, x.data(), *hb).ok());
+      }
+      for (int warm = 0; warm < 2; ++warm) ASSERT_TRUE((*s)->run().ok());
+      testing::g_allocations = 0;
+      testing::g_counting = true;
+      Status st;
+      for (int r = 0; r < 3 && st.ok(); ++r) st = (*s)->run();
+      testing::g_counting = false;
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_EQ(testing::g_allocations.load(), 0) << "heap allocations in 3 runs (TESSERA_ALLOC_TRACE=1 prints them)";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
