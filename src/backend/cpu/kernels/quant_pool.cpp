@@ -82,8 +82,8 @@ Status mean(KernelContext& c) {
   if (c.out[0].dtype() != t) return kernel_error(c.n, "input and output must have the same dtype");
   const Shape& xs = c.in[0].shape();
   const int rank = static_cast<int>(xs.size());
-  if (rank > 16) return kernel_error(c.n, "rank " + std::to_string(rank) + " above 16");
-  bool red[16] = {};
+  thread_local std::vector<uint8_t> red;  // reduced axes; capacity kept: a run allocates nothing
+  red.assign(static_cast<size_t>(rank), 0);
   const std::vector<int64_t>* axes = c.n.attr_ints_ref("axes");
   std::vector<int64_t> axes_copy;  // axes stored as a single int
   if (!axes) axes_copy = c.n.attr_ints("axes"), axes = &axes_copy;
