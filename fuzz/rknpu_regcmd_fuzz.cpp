@@ -81,7 +81,7 @@ struct World {
     regcmd = *t->create_bo(64 * 1024);
     handles.push_back(regcmd.handle);
     QuantParams wq{{0.005f}, {128}}, bq{{0.0001f}, {0}}, yq{{0.05f}, {100}};
-    const std::map<std::string, AttrValue> conv_attrs = {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}},
+    const AttrMap conv_attrs = {{"pad_top", int64_t{1}}, {"pad_bottom", int64_t{1}},
                                                          {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}},
                                                          {"activation", std::string("relu6")}};
     {  // conv 3x3 16 -> 16

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -63,21 +64,27 @@ struct Tensor {
 
 // An attribute value: integer, float, integer list, float list or string.
 using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
+// A node's attributes by name. The transparent comparator lets a lookup take a string_view
+// (a literal key makes no std::string: kernels read attributes on the run path without
+// allocating).
+using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
 struct Node {
   OpKind op{};
   std::string name;               // e.g. the frontend's op location "op 12 (CONV_2D)"
   std::vector<TensorId> inputs;   // kNoTensor for an absent optional input
   std::vector<TensorId> outputs;
-  std::map<std::string, AttrValue> attrs;
+  AttrMap attrs;
 
-  int64_t attr_int(const std::string& key, int64_t fallback) const;
-  double attr_float(const std::string& key, double fallback) const;
-  std::vector<int64_t> attr_ints(const std::string& key) const;  // empty if absent
+  int64_t attr_int(std::string_view key, int64_t fallback) const;
+  double attr_float(std::string_view key, double fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view key) const;  // empty if absent
   // The stored list itself (no copy), or nullptr when absent or not a list.
-  const std::vector<int64_t>* attr_ints_ref(const std::string& key) const;
-  std::string attr_str(const std::string& key, const std::string& fallback) const;
-  bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
+  const std::vector<int64_t>* attr_ints_ref(std::string_view key) const;
+  std::string attr_str(std::string_view key, const std::string& fallback) const;
+  // The stored string itself (no copy), or nullptr when absent or not a string.
+  const std::string* attr_str_ref(std::string_view key) const;
+  bool has_attr(std::string_view key) const { return attrs.find(key) != attrs.end(); }
   // "conv2d 'op 12 (CONV_2D)'" for error messages.
   std::string label() const;
 };
@@ -90,7 +97,7 @@ class Graph {
   // Adds a node and infers its output shape/dtype (activation role) by shape inference;
   // returns the new output id. The convenient way to build graphs by hand.
   Result<TensorId> add_op(OpKind op, std::vector<TensorId> inputs,
-                          std::map<std::string, AttrValue> attrs = {}, std::string name = {},
+                          AttrMap attrs = {}, std::string name = {},
                           std::optional<DType> out_dtype = std::nullopt,
                           QuantParams out_quant = {});
 

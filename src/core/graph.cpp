@@ -32,7 +32,7 @@ Result<int64_t> Tensor::host_bytes() const {
   return host_format().byte_size();
 }
 
-int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
+int64_t Node::attr_int(std::string_view key, int64_t fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;
   if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
@@ -40,7 +40,7 @@ int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
   return fallback;
 }
 
-double Node::attr_float(const std::string& key, double fallback) const {
+double Node::attr_float(std::string_view key, double fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;
   if (auto* d = std::get_if<double>(&it->second)) return *d;
@@ -48,7 +48,7 @@ double Node::attr_float(const std::string& key, double fallback) const {
   return fallback;
 }
 
-std::vector<int64_t> Node::attr_ints(const std::string& key) const {
+std::vector<int64_t> Node::attr_ints(std::string_view key) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return {};
   if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
@@ -56,16 +56,21 @@ std::vector<int64_t> Node::attr_ints(const std::string& key) const {
   return {};
 }
 
-const std::vector<int64_t>* Node::attr_ints_ref(const std::string& key) const {
+const std::vector<int64_t>* Node::attr_ints_ref(std::string_view key) const {
   auto it = attrs.find(key);
   return it == attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
 }
 
-std::string Node::attr_str(const std::string& key, const std::string& fallback) const {
+std::string Node::attr_str(std::string_view key, const std::string& fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;
   if (auto* s = std::get_if<std::string>(&it->second)) return *s;
   return fallback;
+}
+
+const std::string* Node::attr_str_ref(std::string_view key) const {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
 }
 
 std::string Node::label() const {
@@ -110,7 +115,7 @@ Status Graph::add_node(Node n) {
   return Status::Ok();
 }
 
-Result<TensorId> Graph::add_op(OpKind op, std::vector<TensorId> in, std::map<std::string, AttrValue> attrs,
+Result<TensorId> Graph::add_op(OpKind op, std::vector<TensorId> in, AttrMap attrs,
                                std::string name, std::optional<DType> out_dtype, QuantParams out_quant) {
   Node n;
   n.op = op;

@@ -105,7 +105,7 @@ class Builder {
     return g_.add_tensor(x);
   }
   // add_op on a graph built from known-good pieces: a failure is a bug in this file.
-  TensorId op(OpKind k, std::vector<TensorId> in, std::map<std::string, AttrValue> attrs, const std::string& name,
+  TensorId op(OpKind k, std::vector<TensorId> in, AttrMap attrs, const std::string& name,
               std::optional<DType> dt = std::nullopt, QuantParams q = {}) {
     auto r = g_.add_op(k, std::move(in), std::move(attrs), name, dt, std::move(q));
     TS_CHECK(r.ok(), "demo model: " + r.status().to_string());
@@ -211,7 +211,7 @@ DemoModel transformer_block(uint32_t seed, const TransformerConfig& cfg) {
   TensorId w_down = b.weight("w_down", {D, F}, DType::q4_0, to_q4_0(uniform(rng, D * F, -fa, fa)));
 
   const std::vector<int64_t> heads_first = {1, 0, 2};  // [T, H, HD] <-> [H, T, HD]
-  const std::map<std::string, AttrValue> rope_attrs = {{"freq_base", cfg.rope_base}, {"mode", std::string("normal")}};
+  const AttrMap rope_attrs = {{"freq_base", cfg.rope_base}, {"mode", std::string("normal")}};
   TensorId xn = b.op(OpKind::rms_norm, {x, attn_norm}, {{"eps", cfg.eps}}, "attn_norm_out");
   TensorId q = b.op(OpKind::fully_connected, {xn, wq}, {}, "q");
   TensorId k = b.op(OpKind::fully_connected, {xn, wk}, {}, "k");

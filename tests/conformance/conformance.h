@@ -103,7 +103,7 @@ class CaseGraph {
   TensorId weight(const std::string& name, Shape s, DType t, std::vector<uint8_t> bytes, QuantParams q = {});
   TensorId state(const std::string& name, Shape s, DType t);
   // Adds the op under test and makes its result the graph output; builds the Case.
-  Case finish(std::string label, OpKind op, std::vector<TensorId> in, std::map<std::string, AttrValue> attrs,
+  Case finish(std::string label, OpKind op, std::vector<TensorId> in, AttrMap attrs,
               std::optional<DType> out_dtype = std::nullopt, QuantParams out_quant = {});
   Graph& graph() { return g_; }
 

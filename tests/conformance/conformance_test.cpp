@@ -237,7 +237,7 @@ TensorId CaseGraph::state(const std::string& name, Shape s, DType t) {
   return g_.add_tensor(x);
 }
 
-Case CaseGraph::finish(std::string label, OpKind op, std::vector<TensorId> in, std::map<std::string, AttrValue> attrs,
+Case CaseGraph::finish(std::string label, OpKind op, std::vector<TensorId> in, AttrMap attrs,
                        std::optional<DType> out_dtype, QuantParams out_quant) {
   Case c;
   c.label = std::move(label);

@@ -105,7 +105,7 @@ TESSERA_CONFORMANCE_CASES(minimum) {
 using UnFn = std::function<double(double)>;
 // `terms` (optional) is the sum of the absolute terms of the formula where it cancels.
 std::vector<Case> unary_cases(Rng& rng, OpKind op, UnFn f, float lo, float hi,
-                              std::map<std::string, AttrValue> attrs = {}, UnFn terms = nullptr) {
+                              AttrMap attrs = {}, UnFn terms = nullptr) {
   std::vector<Case> cases;
   for (int variant = 0; variant < 2; ++variant) {
     Shape s = random_shape(rng, static_cast<int>(pick(rng, 1, 4)), 1, 7);

@@ -13,7 +13,7 @@ double act_apply(double v, const std::string& a) {
 
 struct Win {
   int64_t kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
-  std::map<std::string, AttrValue> attrs() const {
+  AttrMap attrs() const {
     return {{"stride_h", sh}, {"stride_w", sw}, {"dilation_h", dh}, {"dilation_w", dw},
             {"pad_top", pt},  {"pad_bottom", pb}, {"pad_left", pl}, {"pad_right", pr}};
   }

@@ -191,7 +191,7 @@ TESSERA_CONFORMANCE_CASES(pad) {
       Values x = random_values(rng, t, num_elements(s));
       const double value = dtype_is_float(t) ? 1.5 : 7.0;
       const double fill = with_value ? value : static_cast<double>(x.quant.zero_point_at(0));
-      std::map<std::string, AttrValue> attrs{{"paddings", p}};
+      AttrMap attrs{{"paddings", p}};
       if (with_value) attrs["value"] = value;
       CaseGraph cg;
       Case c = cg.finish("pad " + dt(t) + " " + shape_str(s) + " paddings " + shape_str(p) + (with_value ? " value" : " zero point"),

@@ -181,7 +181,7 @@ std::vector<Case> qconv_cases(Rng& rng, bool depthwise) {
     CaseGraph cg;
     std::vector<TensorId> in = {cg.input("x", {1, H, W, C}, t, x.codes, x.q), cg.weight("w", ws, t, w.codes, w.q),
                                 cg.weight("bias", {OC}, DType::i32, bytes_of(bias), bq)};
-    std::map<std::string, AttrValue> attrs = {{"stride_h", stride}, {"stride_w", stride}, {"pad_top", pad},
+    AttrMap attrs = {{"stride_h", stride}, {"stride_w", stride}, {"pad_top", pad},
                                               {"pad_bottom", pad},  {"pad_left", pad},    {"pad_right", pad}};
     const OpKind op = depthwise ? OpKind::depthwise_conv2d : OpKind::conv2d;
     Case c = cg.finish(std::string(op_name(op)) + " " + dtype_name(t) + " quantized", op, in, attrs, t, oq);
@@ -252,7 +252,7 @@ TESSERA_CONFORMANCE_CASES(minimum) {
 }
 
 // Quantized unary ops: u8 and i8 inputs, output parameters covering the results.
-std::vector<Case> qunary(Rng& rng, OpKind op, double (*f)(double), std::map<std::string, AttrValue> attrs = {}) {
+std::vector<Case> qunary(Rng& rng, OpKind op, double (*f)(double), AttrMap attrs = {}) {
   std::vector<Case> cases;
   for (DType t : {DType::u8, DType::i8}) {
     const int64_t n = pick(rng, 4, 40);

@@ -225,7 +225,7 @@ TESSERA_CONFORMANCE_CASES(rope) {
     CaseGraph cg;
     TensorId xi = cg.input_f32("x", s, x);
     TensorId pi = cg.input("pos", {T}, DType::i32, bytes_of(pos));
-    std::map<std::string, AttrValue> attrs = {{"mode", std::string(neox ? "neox" : "normal")}, {"freq_base", base}};
+    AttrMap attrs = {{"mode", std::string(neox ? "neox" : "normal")}, {"freq_base", base}};
     if (n_dims != D) attrs["n_dims"] = n_dims;
     if (n_dims < 2) continue;
     Case c = cg.finish("rope " + std::string(neox ? "neox " : "normal ") + shape_str(s) + " n_dims " + std::to_string(n_dims),

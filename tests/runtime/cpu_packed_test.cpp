@@ -67,9 +67,9 @@ Graph conv_graph(const ConvSpec& s, std::mt19937& rng) {
   w.name = "w";
   w.dtype = s.dt;
   w.role = Role::weight;
-  const int64_t oc = s.op == OpKind::depthwise_conv2d ? s.c : s.oc;
+  const int64_t oc = s.oc;  // depthwise: c times the depth multiplier
   if (s.op == OpKind::fully_connected) w.shape = {oc, s.c};
-  else if (s.op == OpKind::depthwise_conv2d) w.shape = {1, s.k, s.k, s.c};
+  else if (s.op == OpKind::depthwise_conv2d) w.shape = {1, s.k, s.k, oc};
   else w.shape = {oc, s.k, s.k, s.c};
   if (s.per_channel) {
     w.quant.axis = s.op == OpKind::depthwise_conv2d ? 3 : 0;
@@ -97,7 +97,7 @@ Graph conv_graph(const ConvSpec& s, std::mt19937& rng) {
   Bytes bb(reinterpret_cast<uint8_t*>(bias.data()), reinterpret_cast<uint8_t*>(bias.data()) + oc * 4);
   b.data = ConstData::from_vector(bb);
   TensorId bi = g.add_tensor(b);
-  std::map<std::string, AttrValue> attrs{{"activation", s.act}};
+  AttrMap attrs{{"activation", s.act}};
   if (s.op != OpKind::fully_connected) {
     attrs["stride_h"] = s.stride;
     attrs["stride_w"] = s.stride;
@@ -108,6 +108,7 @@ Graph conv_graph(const ConvSpec& s, std::mt19937& rng) {
     attrs["pad_bottom"] = s.pad;
     attrs["pad_right"] = s.pad;
   }
+  if (s.op == OpKind::depthwise_conv2d) attrs["depth_multiplier"] = s.oc / s.c;
   // An output scale near the accumulators' spread, so that outputs use the whole range;
   // a tiny one now and then makes multipliers above 1 (left shifts).
   float out_scale = x.quant.scale[0] * w.quant.scale[0] * 60.0f * std::sqrt(static_cast<float>(s.c * s.k * s.k));
@@ -143,6 +144,9 @@ std::vector<ConvSpec> grid() {
       v.push_back({OpKind::depthwise_conv2d, dt, pc, 2, 14, 14, 24, 24, 3, 2, 1, 1, "relu6"});
       v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 10, 9, 7, 7, 5, 1, 2, 4, "none"});
       v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 6, 6, 48, 48, 2, 1, 1, 0, "relu"});
+      // depth multipliers (8 from one channel, as person_detect's first layer; 3 from 5)
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 12, 10, 1, 8, 3, 2, 1, 1, act});
+      v.push_back({OpKind::depthwise_conv2d, dt, pc, 2, 7, 9, 5, 15, 3, 1, 1, 1, "relu"});
       // fully connected: one row and several
       v.push_back({OpKind::fully_connected, dt, pc, 1, 1, 1, 1024, 1001, 1, 1, 1, 0, "none"});
       v.push_back({OpKind::fully_connected, dt, pc, 7, 1, 1, 57, 30, 1, 1, 1, 0, "relu"});
@@ -183,7 +187,7 @@ TEST(CpuPacked, GridIsByteIdenticalToTheReferenceKernels) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 33);
+  EXPECT_EQ(cases, 39);
 }
 
 TEST(CpuPacked, SharedModelsAreByteIdenticalToTheReferenceKernels) {

@@ -40,7 +40,7 @@ PadConv build(DType t, std::vector<int64_t> paddings, std::optional<double> valu
       std::memcpy(r.input.data() + 4 * i, &v, 4);
     }
   }
-  std::map<std::string, AttrValue> pa{{"paddings", paddings}};
+  AttrMap pa{{"paddings", paddings}};
   if (value) pa["value"] = *value;
   auto p = r.g.add_op(OpKind::pad, {xi}, pa, "pad", t, x.quant);
   EXPECT_TRUE(p.ok()) << p.status().to_string();

@@ -332,7 +332,7 @@ Graph fc_graph(const Weights& w, int64_t m, bool rounding) {
   wt.name = "w", wt.shape = {w.oc, w.k}, wt.dtype = w.t, wt.role = Role::weight;
   wt.data = ConstData::from_vector(std::vector<uint8_t>(w.bytes));
   TensorId wi = g.add_tensor(wt);
-  std::map<std::string, AttrValue> attrs;
+  AttrMap attrs;
   if (rounding) attrs["input_rounding"] = std::string("q8_0");
   TensorId y = *g.add_op(OpKind::fully_connected, {xi, wi}, attrs, "fc");
   g.tensor(y).role = Role::output;

@@ -71,7 +71,7 @@ class Builder {
     t.role = Role::state;
     return g_.add_tensor(std::move(t));
   }
-  Result<TensorId> op(OpKind k, std::vector<TensorId> in, std::string name, std::map<std::string, AttrValue> attrs = {},
+  Result<TensorId> op(OpKind k, std::vector<TensorId> in, std::string name, AttrMap attrs = {},
                       std::optional<DType> out_dtype = std::nullopt) {
     auto r = g_.add_op(k, std::move(in), std::move(attrs), name, out_dtype);
     if (!r.ok()) return r.status().with_context(f_.what() + ": building '" + name + "'");
@@ -219,10 +219,10 @@ Result<Graph> LlamaModel::build_step(int64_t T, const llm::StepOptions& opts) co
   TensorId kv_pos = b.input("kv_pos", DType::i32, {1});
   TensorId last = b.input("last", DType::i32, {1});
   TensorId scale = b.constant_f32("attn_scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))));
-  const std::map<std::string, AttrValue> rope_attrs = {
+  const AttrMap rope_attrs = {
       {"freq_base", p.rope_base}, {"mode", std::string(p.rope_neox ? "neox" : "normal")}, {"n_dims", p.rope_dims}};
-  const std::map<std::string, AttrValue> norm_attrs = {{"eps", p.rms_eps}};
-  std::map<std::string, AttrValue> fc_attrs;
+  const AttrMap norm_attrs = {{"eps", p.rms_eps}};
+  AttrMap fc_attrs;
   if (round_inputs_) fc_attrs["input_rounding"] = std::string("q8_0");
 
   TS_ASSIGN_OR_RETURN(TensorId emb, b.weight("token_embd.weight"));

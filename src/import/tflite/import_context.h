@@ -52,7 +52,7 @@ struct OpSite {
   Status expect_io(int lo, int hi, int outs) const;
   // Adds one node whose outputs are already-created tensors; checks shapes by inference.
   Status add(OpKind kind, std::vector<TensorId> inputs, std::vector<TensorId> outputs,
-             std::map<std::string, AttrValue> attrs = {}, const std::string& suffix = "");
+             AttrMap attrs = {}, const std::string& suffix = "");
 };
 
 // Builds the nodes for one operator (op_builder.cpp); an unsupported builtin, version or

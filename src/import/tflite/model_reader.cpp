@@ -245,7 +245,7 @@ Status OpSite::check_rescale(const Node& n) const {
 }
 
 Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<TensorId> outputs,
-                   std::map<std::string, AttrValue> attrs, const std::string& suffix) {
+                   AttrMap attrs, const std::string& suffix) {
   Node n;
   n.op = kind;
   n.name = label + suffix;

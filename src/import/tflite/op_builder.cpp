@@ -154,7 +154,7 @@ Status check_accumulator_range(OpSite& s, TensorId x, TensorId w, TensorId bias,
 }
 
 Status window_attrs(OpSite& s, TensorId x, T::Padding pad, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
-                    int64_t dw, std::map<std::string, AttrValue>& a) {
+                    int64_t dw, AttrMap& a) {
   const Tensor& xt = s.cx.graph.tensor(x);
   if (xt.shape.size() != 4) return s.fail("input '" + xt.name + "' must be rank 4 NHWC, got " + shape_str(xt.shape));
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || kh < 1 || kw < 1)
@@ -189,7 +189,7 @@ Status build_conv(OpSite& s, bool depthwise) {
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
   const double taps = static_cast<double>(wt.shape[1]) * static_cast<double>(wt.shape[2]);
   TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, depthwise ? taps : taps * static_cast<double>(wt.shape[3])));
-  std::map<std::string, AttrValue> a;
+  AttrMap a;
   if (depthwise) {
     const auto* o = s.op->builtin_options_as_DepthwiseConv2DOptions();
     if (!o) return s.fail("DepthwiseConv2DOptions are missing");
@@ -226,7 +226,7 @@ Status build_fully_connected(OpSite& s) {
   }
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const auto* o = s.op->builtin_options_as_FullyConnectedOptions();
-  std::map<std::string, AttrValue> a;
+  AttrMap a;
   a["activation"] = std::string("none");
   a["keep_dims"] = int64_t{0};
   if (o) {
@@ -249,7 +249,7 @@ Status build_pool(OpSite& s, OpKind kind) {
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const auto* o = s.op->builtin_options_as_Pool2DOptions();
   if (!o) return s.fail("Pool2DOptions are missing");
-  std::map<std::string, AttrValue> a;
+  AttrMap a;
   TS_RETURN_IF_ERROR(
       window_attrs(s, x, o->padding(), o->filter_height(), o->filter_width(), o->stride_h(), o->stride_w(), 1, 1, a));
   a.erase("dilation_h");
@@ -276,12 +276,12 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
-  std::map<std::string, AttrValue> a;
+  AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);
 }
 
-Status build_unary(OpSite& s, OpKind kind, std::map<std::string, AttrValue> a = {}) {
+Status build_unary(OpSite& s, OpKind kind, AttrMap a = {}) {
   TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));

@@ -53,7 +53,7 @@ Status build_detection_postprocess(OpSite& s) {
   const flexbuffers::Reference root = flexbuffers::GetRoot(opts->data(), opts->size());
   if (!root.IsMap()) return s.fail("custom options: the FlexBuffer root is not a map");
   const flexbuffers::Map m = root.AsMap();
-  std::map<std::string, AttrValue> attrs;
+  AttrMap attrs;
   for (const char* key : {"max_detections", "num_classes"}) {
     TS_ASSIGN_OR_RETURN(int64_t v, integer(s, m, key, true, 0));
     attrs[key] = v;

@@ -109,7 +109,7 @@ Status build_pad(OpSite& s, bool v2) {
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   TS_ASSIGN_OR_RETURN(std::vector<int64_t> pads, s.const_input(1));
-  std::map<std::string, AttrValue> a{{"paddings", pads}};
+  AttrMap a{{"paddings", pads}};
   if (v2 && s.has_input(2)) {
     // The constant pad value, in the input's stored units (a quantized value for u8/i8).
     TS_ASSIGN_OR_RETURN(TensorId c, s.input(2));

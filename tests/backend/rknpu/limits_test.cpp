@@ -26,7 +26,7 @@ std::string note_of(const Graph& g, OpKind op) {
   return "no such node";
 }
 
-std::string conv_note(ConvSpec s, std::map<std::string, AttrValue> extra = {}) {
+std::string conv_note(ConvSpec s, AttrMap extra = {}) {
   std::vector<uint8_t> input;
   Graph g = build_conv(s, input);
   for (auto& [k, v] : extra) g.nodes()[0].attrs[k] = v;

@@ -107,7 +107,7 @@ inline Graph build_conv(const ConvSpec& s, std::vector<uint8_t>& input) {
   TensorId bi = add_const(g, "b", {oc}, DType::i32, bq, bbytes);
   const int64_t oh = s.out_h(), ow = s.out_w();
   int64_t pad_h = std::max<int64_t>((oh - 1) * s.stride + s.span() - s.h, 0), pad_w = std::max<int64_t>((ow - 1) * s.stride + s.span() - s.w, 0);
-  std::map<std::string, AttrValue> attrs = {{"stride_h", s.stride}, {"stride_w", s.stride},
+  AttrMap attrs = {{"stride_h", s.stride}, {"stride_w", s.stride},
                                              {"pad_top", pad_h / 2}, {"pad_bottom", pad_h - pad_h / 2},
                                              {"pad_left", pad_w / 2}, {"pad_right", pad_w - pad_w / 2},
                                              {"activation", s.activation},

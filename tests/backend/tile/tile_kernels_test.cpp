@@ -206,7 +206,7 @@ TEST(TileKernels, ConvolutionsByIm2col) {
   auto wv = testing::random_floats(8 * 3 * 3 * 6, 18), bv = testing::random_floats(8, 19);
   TensorId w = add_weight(g, "w", {8, 3, 3, 6}, wv);
   TensorId b = add_weight(g, "b", {8}, bv);
-  std::map<std::string, AttrValue> attrs = {{"stride_h", int64_t{2}}, {"stride_w", int64_t{1}},
+  AttrMap attrs = {{"stride_h", int64_t{2}}, {"stride_w", int64_t{1}},
                                             {"pad_top", int64_t{1}},  {"pad_bottom", int64_t{1}},
                                             {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}},
                                             {"activation", std::string("relu6")}};

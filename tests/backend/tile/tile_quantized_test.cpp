@@ -93,7 +93,7 @@ Graph quantized_graph(DType dt, float out_scale) {
   }
   TensorId w = quant_weight(g, "w", {oc, 3, 3, 24}, dt, wq, 31);
   TensorId b = add_raw_weight(g, "b", {oc}, DType::i32, random_bias(oc, 32, 4000));
-  std::map<std::string, AttrValue> conv = {{"stride_h", int64_t{2}}, {"stride_w", int64_t{2}},
+  AttrMap conv = {{"stride_h", int64_t{2}}, {"stride_w", int64_t{2}},
                                            {"pad_top", int64_t{1}},  {"pad_bottom", int64_t{1}},
                                            {"pad_left", int64_t{1}}, {"pad_right", int64_t{1}},
                                            {"activation", std::string("relu6")}};
@@ -109,7 +109,7 @@ Graph quantized_graph(DType dt, float out_scale) {
   }
   TensorId dw = quant_weight(g, "dw", {1, 3, 3, 2 * oc}, dt, dq, 33);
   TensorId db = add_raw_weight(g, "db", {2 * oc}, DType::i32, random_bias(2 * oc, 34, 2000));
-  std::map<std::string, AttrValue> dconv = {{"depth_multiplier", int64_t{2}}, {"pad_top", int64_t{1}},
+  AttrMap dconv = {{"depth_multiplier", int64_t{2}}, {"pad_top", int64_t{1}},
                                             {"pad_bottom", int64_t{1}},     {"pad_left", int64_t{1}},
                                             {"pad_right", int64_t{1}}};
   TensorId z = *g.add_op(OpKind::depthwise_conv2d, {y, dw, db}, dconv, "dw", dt, {{0.031f}, {u8 ? 120 : 5}, -1});

@@ -153,7 +153,7 @@ TEST_P(QuantConv, MatchesDoubleWithinOneStep) {
   TensorId wi = add_weight(g, w, "w");
   TensorId bi = add_bias(g, bias);
   QuantParams oq{{0.06f}, {zy}, -1};
-  std::map<std::string, AttrValue> attrs = {{"stride_h", int64_t{c.stride}}, {"stride_w", int64_t{c.stride}},
+  AttrMap attrs = {{"stride_h", int64_t{c.stride}}, {"stride_w", int64_t{c.stride}},
                                             {"dilation_h", int64_t{c.dilation}}, {"dilation_w", int64_t{c.dilation}},
                                             {"pad_top", pad}, {"pad_bottom", pad}, {"pad_left", pad}, {"pad_right", pad},
                                             {"activation", std::string(c.act)}};

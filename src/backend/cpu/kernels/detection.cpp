@@ -20,6 +20,7 @@
 //    max_classes_per_detection rows; regular: rows). Rows not filled are zero.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -56,13 +57,13 @@ Options options_of(const Node& n) {
   return o;
 }
 
-// The tensor's values as float: f32 as is, u8/i8 as float(q - zero_point) * scale.
-std::vector<float> dequantized(const TensorRef& t) {
+// The tensor's values as float into v: f32 as is, u8/i8 as float(q - zero_point) * scale.
+void dequantize_into(const TensorRef& t, std::vector<float>& v) {
   const int64_t n = t.elements();
-  std::vector<float> v(static_cast<size_t>(n));
+  v.resize(static_cast<size_t>(n));
   if (t.dtype() == DType::f32) {
     std::memcpy(v.data(), t.data, static_cast<size_t>(n) * sizeof(float));
-    return v;
+    return;
   }
   const float scale = t.t->quant.scale_at(0);
   const float zp = static_cast<float>(t.t->quant.zero_point_at(0));
@@ -70,7 +71,6 @@ std::vector<float> dequantized(const TensorRef& t) {
     const float q = t.dtype() == DType::u8 ? static_cast<float>(t.data[i]) : static_cast<float>(int8_t(t.data[i]));
     v[i] = (q - zp) * scale;
   }
-  return v;
 }
 
 float iou(const Corner& a, const Corner& b) {
@@ -83,43 +83,18 @@ float iou(const Corner& a, const Corner& b) {
   return inter / (area_a + area_b - inter);
 }
 
-// Indices of `values` in decreasing order of value; ties keep their order.
-std::vector<int> decreasing_order(const std::vector<float>& values) {
-  std::vector<int> idx(values.size());
+// Indices 0..n-1 of `values` in decreasing order of value; ties keep their order (the
+// order of a stable sort, by an unstable one that breaks ties on the index: std::sort
+// needs no buffer, where std::stable_sort allocates one on every call). A NaN (only a
+// float model's scores can hold one) orders as -infinity, keeping the order strict.
+void decreasing_order(const float* values, size_t n, std::vector<int>& idx) {
+  idx.resize(n);
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return values[a] > values[b]; });
-  return idx;
-}
-
-// NMS over one score per box; at most `limit` box indices, best first.
-std::vector<int> nms_single(const std::vector<Corner>& boxes, const std::vector<float>& scores, int limit,
-                            const Options& o) {
-  std::vector<int> keep;
-  std::vector<float> keep_scores;
-  for (size_t i = 0; i < scores.size(); ++i)
-    if (scores[i] >= o.score_threshold) {
-      keep.push_back(static_cast<int>(i));
-      keep_scores.push_back(scores[i]);
-    }
-  const std::vector<int> order = decreasing_order(keep_scores);
-  const size_t output_size = std::min(keep.size(), static_cast<size_t>(limit));
-  std::vector<uint8_t> active(keep.size(), 1);
-  size_t num_active = keep.size();
-  std::vector<int> selected;
-  for (size_t i = 0; i < keep.size(); ++i) {
-    if (num_active == 0 || selected.size() >= output_size) break;
-    if (!active[i]) continue;
-    const int bi = keep[order[i]];
-    selected.push_back(bi);
-    active[i] = 0;
-    --num_active;
-    for (size_t j = i + 1; j < keep.size(); ++j)
-      if (active[j] && iou(boxes[bi], boxes[keep[order[j]]]) > o.iou_threshold) {
-        active[j] = 0;
-        --num_active;
-      }
-  }
-  return selected;
+  auto key = [&](int i) { return std::isnan(values[i]) ? -std::numeric_limits<float>::infinity() : values[i]; };
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) {
+    const float va = key(a), vb = key(b);
+    return va > vb || (va == vb && a < b);
+  });
 }
 
 struct Detection {
@@ -127,79 +102,135 @@ struct Detection {
   float score;
 };
 
-std::vector<Detection> fast_nms(const std::vector<Corner>& boxes, const std::vector<float>& scores, int64_t stride,
-                                int offset, const Options& o) {
-  const size_t num_boxes = boxes.size();
-  const int per_box = std::min(o.per_detection, o.num_classes);
-  std::vector<float> max_scores(num_boxes);
-  std::vector<std::vector<int>> best(num_boxes);
-  for (size_t b = 0; b < num_boxes; ++b) {
-    const float* s = scores.data() + b * stride + offset;
-    std::vector<int> idx(static_cast<size_t>(o.num_classes));
-    std::iota(idx.begin(), idx.end(), 0);
-    if (per_box == 1) {  // the first best class
-      idx.resize(1);
-      idx[0] = static_cast<int>(std::max_element(s, s + o.num_classes) - s);
-    } else {
-      std::stable_sort(idx.begin(), idx.end(), [&](int a, int c) { return s[a] > s[c]; });
-      idx.resize(static_cast<size_t>(per_box));
+// Every buffer of one run, kept per thread between runs: after a network's first run the
+// kernel allocates nothing (sizes depend on the tensors' shapes and the scores only).
+struct Scratch {
+  std::vector<float> enc, scores, anchors, max_scores, class_scores, keep_scores, values;
+  std::vector<Corner> boxes;
+  std::vector<int> keep, order, selected, best, order2;
+  std::vector<uint8_t> active;
+  std::vector<Detection> dets, all;
+};
+
+// NMS over one score per box; at most `limit` box indices, best first, into s.selected.
+void nms_single(const std::vector<Corner>& boxes, const float* scores, size_t num_boxes, int limit, const Options& o,
+                Scratch& s) {
+  s.keep.clear();
+  s.keep_scores.clear();
+  for (size_t i = 0; i < num_boxes; ++i)
+    if (scores[i] >= o.score_threshold) {
+      s.keep.push_back(static_cast<int>(i));
+      s.keep_scores.push_back(scores[i]);
     }
-    max_scores[b] = s[idx[0]];
-    best[b] = std::move(idx);
+  decreasing_order(s.keep_scores.data(), s.keep_scores.size(), s.order);
+  const size_t n = s.keep.size();
+  const size_t output_size = std::min(n, static_cast<size_t>(std::max(limit, 0)));
+  s.active.assign(n, 1);
+  size_t num_active = n;
+  s.selected.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (num_active == 0 || s.selected.size() >= output_size) break;
+    if (!s.active[i]) continue;
+    const int bi = s.keep[s.order[i]];
+    s.selected.push_back(bi);
+    s.active[i] = 0;
+    --num_active;
+    for (size_t j = i + 1; j < n; ++j)
+      if (s.active[j] && iou(boxes[bi], boxes[s.keep[s.order[j]]]) > o.iou_threshold) {
+        s.active[j] = 0;
+        --num_active;
+      }
   }
-  std::vector<Detection> out;
-  for (int b : nms_single(boxes, max_scores, o.max_detections, o))
-    for (int c : best[b]) out.push_back({b, c, scores[b * stride + offset + c]});
-  return out;
 }
 
-std::vector<Detection> regular_nms(const std::vector<Corner>& boxes, const std::vector<float>& scores, int64_t stride,
-                                   int offset, const Options& o) {
-  std::vector<Detection> merged;  // the best so far, sorted by decreasing score
-  std::vector<float> class_scores(boxes.size());
-  for (int c = 0; c < o.num_classes; ++c) {
-    for (size_t b = 0; b < boxes.size(); ++b) class_scores[b] = scores[b * stride + offset + c];
-    std::vector<Detection> all = merged;
-    for (int b : nms_single(boxes, class_scores, o.per_class, o)) all.push_back({b, c, class_scores[b]});
-    std::vector<float> values(all.size());
-    for (size_t i = 0; i < all.size(); ++i) values[i] = all[i].score;
-    std::vector<int> order = decreasing_order(values);
-    order.resize(std::min(order.size(), static_cast<size_t>(o.max_detections)));
-    merged.clear();
-    for (int i : order) merged.push_back(all[i]);
+// Fast NMS into s.dets.
+void fast_nms(int64_t stride, int offset, const Options& o, Scratch& s) {
+  const size_t num_boxes = s.boxes.size();
+  const size_t per_box = static_cast<size_t>(std::min(o.per_detection, o.num_classes));
+  s.max_scores.resize(num_boxes);
+  s.best.resize(num_boxes * per_box);  // each box's per_box best classes, best first
+  for (size_t b = 0; b < num_boxes; ++b) {
+    const float* sc = s.scores.data() + b * stride + offset;
+    int* best = s.best.data() + b * per_box;
+    if (per_box == 1) {  // the first best class
+      best[0] = static_cast<int>(std::max_element(sc, sc + o.num_classes) - sc);
+    } else {
+      decreasing_order(sc, static_cast<size_t>(o.num_classes), s.order2);
+      std::copy(s.order2.begin(), s.order2.begin() + static_cast<std::ptrdiff_t>(per_box), best);
+    }
+    s.max_scores[b] = sc[best[0]];
   }
-  return merged;
+  nms_single(s.boxes, s.max_scores.data(), num_boxes, o.max_detections, o, s);
+  s.dets.clear();
+  for (int b : s.selected)
+    for (size_t k = 0; k < per_box; ++k) {
+      const int c = s.best[b * per_box + k];
+      s.dets.push_back({b, c, s.scores[b * stride + offset + c]});
+    }
+}
+
+// Regular (per-class) NMS into s.dets: the best so far, sorted by decreasing score.
+void regular_nms(int64_t stride, int offset, const Options& o, Scratch& s) {
+  const size_t num_boxes = s.boxes.size();
+  s.dets.clear();
+  s.class_scores.resize(num_boxes);
+  for (int c = 0; c < o.num_classes; ++c) {
+    for (size_t b = 0; b < num_boxes; ++b) s.class_scores[b] = s.scores[b * stride + offset + c];
+    s.all.assign(s.dets.begin(), s.dets.end());
+    nms_single(s.boxes, s.class_scores.data(), num_boxes, o.per_class, o, s);
+    for (int b : s.selected) s.all.push_back({b, c, s.class_scores[b]});
+    s.values.resize(s.all.size());
+    for (size_t i = 0; i < s.all.size(); ++i) s.values[i] = s.all[i].score;
+    decreasing_order(s.values.data(), s.values.size(), s.order2);
+    const size_t kept = std::min(s.order2.size(), static_cast<size_t>(std::max(o.max_detections, 0)));
+    s.dets.clear();
+    for (size_t i = 0; i < kept; ++i) s.dets.push_back(s.all[s.order2[i]]);
+  }
+}
+
+struct PreparedDetection : PreparedKernel {
+  Options o;
+};
+
+Result<std::unique_ptr<PreparedKernel>> prepare_detection(const Graph&, const Node& n) {
+  auto p = std::make_unique<PreparedDetection>();
+  p->o = options_of(n);
+  return std::unique_ptr<PreparedKernel>(std::move(p));
 }
 
 Status detection_postprocess(KernelContext& c) {
   if (c.in.size() != 3 || c.out.size() != 4 || !c.in[0] || !c.in[1] || !c.in[2])
     return kernel_error(c.n, "needs 3 inputs (box encodings, class scores, anchors) and 4 outputs, got " +
                                  std::to_string(c.in.size()) + " and " + std::to_string(c.out.size()));
-  const Options o = options_of(c.n);
+  const auto* prepared = dynamic_cast<const PreparedDetection*>(c.prepared);
+  const Options o = prepared ? prepared->o : options_of(c.n);
   const int64_t num_boxes = c.in[0].shape()[1];
   const int64_t box_len = c.in[0].shape()[2];
   const int64_t stride = c.in[1].shape()[2];
   const int offset = static_cast<int>(stride - o.num_classes);  // background columns first
-  const std::vector<float> enc = dequantized(c.in[0]);
-  const std::vector<float> scores = dequantized(c.in[1]);
-  const std::vector<float> anchors = dequantized(c.in[2]);
-  std::vector<Corner> boxes(static_cast<size_t>(num_boxes));
+  thread_local Scratch s;
+  dequantize_into(c.in[0], s.enc);
+  dequantize_into(c.in[1], s.scores);
+  dequantize_into(c.in[2], s.anchors);
+  s.boxes.resize(static_cast<size_t>(num_boxes));
   for (int64_t i = 0; i < num_boxes; ++i) {
-    const float* e = enc.data() + i * box_len;  // y, x, h, w
-    const float* a = anchors.data() + i * 4;    // y, x, h, w
+    const float* e = s.enc.data() + i * box_len;  // y, x, h, w
+    const float* a = s.anchors.data() + i * 4;    // y, x, h, w
     const float yc = static_cast<float>(double{e[0]} / double{o.y_scale} * double{a[2]} + double{a[0]});
     const float xc = static_cast<float>(double{e[1]} / double{o.x_scale} * double{a[3]} + double{a[1]});
     const float hh = static_cast<float>(0.5 * std::exp(double{e[2]} / double{o.h_scale}) * double{a[2]});
     const float hw = static_cast<float>(0.5 * std::exp(double{e[3]} / double{o.w_scale}) * double{a[3]});
-    boxes[i] = {yc - hh, xc - hw, yc + hh, xc + hw};
+    s.boxes[i] = {yc - hh, xc - hw, yc + hh, xc + hw};
     // TFLite's ValidateBoxes: a decoded box must not be inverted (a negative anchor size).
-    if (!(boxes[i].ymin <= boxes[i].ymax && boxes[i].xmin <= boxes[i].xmax))
+    if (!(s.boxes[i].ymin <= s.boxes[i].ymax && s.boxes[i].xmin <= s.boxes[i].xmax))
       return kernel_error(c.n, "anchors '" + c.in[2].t->name + "': box " + std::to_string(i) +
                                    " decodes to an inverted or invalid box (anchor height/width " +
                                    std::to_string(a[2]) + ", " + std::to_string(a[3]) + ")");
   }
-  const std::vector<Detection> dets =
-      o.regular ? regular_nms(boxes, scores, stride, offset, o) : fast_nms(boxes, scores, stride, offset, o);
+  if (o.regular)
+    regular_nms(stride, offset, o, s);
+  else
+    fast_nms(stride, offset, o, s);
   float* out_boxes = c.out[0].as<float>();
   float* out_classes = c.out[1].as<float>();
   float* out_scores = c.out[2].as<float>();
@@ -207,15 +238,15 @@ Status detection_postprocess(KernelContext& c) {
   std::fill(out_boxes, out_boxes + 4 * m, 0.0f);
   std::fill(out_classes, out_classes + m, 0.0f);
   std::fill(out_scores, out_scores + m, 0.0f);
-  const int64_t count = std::min<int64_t>(m, static_cast<int64_t>(dets.size()));
+  const int64_t count = std::min<int64_t>(m, static_cast<int64_t>(s.dets.size()));
   for (int64_t i = 0; i < count; ++i) {
-    const Corner& b = boxes[dets[i].box];
+    const Corner& b = s.boxes[s.dets[i].box];
     out_boxes[4 * i + 0] = b.ymin;
     out_boxes[4 * i + 1] = b.xmin;
     out_boxes[4 * i + 2] = b.ymax;
     out_boxes[4 * i + 3] = b.xmax;
-    out_classes[i] = static_cast<float>(dets[i].cls);
-    out_scores[i] = dets[i].score;
+    out_classes[i] = static_cast<float>(s.dets[i].cls);
+    out_scores[i] = s.dets[i].score;
   }
   // The count is of detections: with fast NMS, of boxes, each filling per_box rows.
   const int64_t per_box = o.regular ? 1 : std::min(o.per_detection, o.num_classes);
@@ -226,8 +257,8 @@ Status detection_postprocess(KernelContext& c) {
 }  // namespace
 
 void register_detection_kernels(KernelTable& t) {
-  t.add(OpKind::detection_postprocess, KernelKind::plain, detection_postprocess);
-  t.add(OpKind::detection_postprocess, KernelKind::quant, detection_postprocess);
+  t.add(OpKind::detection_postprocess, KernelKind::plain, detection_postprocess, prepare_detection);
+  t.add(OpKind::detection_postprocess, KernelKind::quant, detection_postprocess, prepare_detection);
 }
 
 }  // namespace tessera::cpu

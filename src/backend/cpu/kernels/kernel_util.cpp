@@ -35,21 +35,35 @@ void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64
   }
 }
 
-std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in) {
-  std::vector<int64_t> st(out.size(), 0);
-  auto rs = row_major_strides(in);
-  size_t off = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : rs[i];
+DimList row_major_dims(const Shape& s) {
+  DimList st(s.size());
+  int64_t stride = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = stride;
+    stride *= s[i];
+  }
+  return st;
+}
+
+DimList broadcast_strides(const Shape& out, const Shape& in) {
+  DimList st(out.size());
+  const size_t off = out.size() - in.size();
+  int64_t stride = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    st[off + i] = in[i] == 1 ? 0 : stride;
+    stride *= in[i];
+  }
   return st;
 }
 
 Result<Activation> activation_of(const Node& n) {
-  std::string a = n.attr_str("activation", "none");
+  const std::string* s = n.attr_str_ref("activation");
+  const std::string_view a = s ? std::string_view(*s) : std::string_view("none");
   if (a == "none") return Activation::none;
   if (a == "relu") return Activation::relu;
   if (a == "relu6") return Activation::relu6;
   if (a == "relu_n1_to_1") return Activation::relu_n1_to_1;
-  return kernel_error(n, "unknown activation '" + a + "' (none, relu, relu6, relu_n1_to_1)");
+  return kernel_error(n, "unknown activation '" + std::string(a) + "' (none, relu, relu6, relu_n1_to_1)");
 }
 
 Window window_of(const Node& n, int64_t kh, int64_t kw) {

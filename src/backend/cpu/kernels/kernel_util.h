@@ -157,11 +157,59 @@ inline void load_chunk(DType t, const uint8_t* row, int64_t b, int64_t len, floa
 // Error unless every listed input / output is f32; names the offending tensor.
 Status require_f32(const KernelContext& c, std::initializer_list<int> inputs);
 
+// ---- per-dimension lists ----
+
+// One integer per dimension (strides, an index being walked), held inline for up to
+// kInline dimensions and on the heap beyond: the run path's index walks allocate nothing
+// for the ranks networks use, and a deeper tensor still works.
+class DimList {
+ public:
+  static constexpr size_t kInline = 8;
+  explicit DimList(size_t n, int64_t v = 0) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+    p_ = n > kInline ? heap_.data() : inline_;
+    std::fill(p_, p_ + n, v);
+  }
+  DimList(DimList&& o) noexcept : heap_(std::move(o.heap_)), n_(o.n_) {
+    if (n_ > kInline) {
+      p_ = heap_.data();
+    } else {
+      std::copy(o.inline_, o.inline_ + n_, inline_);
+      p_ = inline_;
+    }
+  }
+  DimList(const DimList&) = delete;
+  DimList& operator=(const DimList&) = delete;
+  DimList& operator=(DimList&&) = delete;
+  int64_t& operator[](size_t i) { return p_[i]; }
+  int64_t operator[](size_t i) const { return p_[i]; }
+  size_t size() const { return n_; }
+  int64_t* data() { return p_; }
+  const int64_t* data() const { return p_; }
+
+ private:
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_;
+  int64_t* p_;
+  size_t n_;
+};
+
+// Row-major strides (in elements) of a shape.
+DimList row_major_dims(const Shape& s);
+
+// An int-list attribute by reference (no copy); one stored as a single int, or absent, is
+// copied into `holder` (attr_ints' reading) and returned from there.
+inline const std::vector<int64_t>& ints_attr(const Node& n, std::string_view key, std::vector<int64_t>& holder) {
+  if (const std::vector<int64_t>* r = n.attr_ints_ref(key)) return *r;
+  holder = n.attr_ints(key);
+  return holder;
+}
+
 // ---- broadcasting ----
 
 // Strides (in elements) that map an index of `out` to an index of `in` under numpy
 // broadcasting: broadcast dims get stride 0. Result has out.size() entries.
-std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in);
+DimList broadcast_strides(const Shape& out, const Shape& in);
 // The same into `st` (its capacity is reused: no allocation once it has grown).
 void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64_t>& st);
 

@@ -35,7 +35,7 @@ void copy_strided(const uint8_t* in, uint8_t* out, int64_t n, int64_t step) {
 }
 
 void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, int64_t start,
-                const std::vector<int64_t>& step) {
+                const int64_t* step) {
   const int rank = static_cast<int>(ext.size());
   if (rank == 0) {
     std::memcpy(out, in + start * es, es);
@@ -75,13 +75,10 @@ Status reshape(KernelContext& c) {
 Status transpose(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
-  const std::vector<int64_t>* perm_ref = c.n.attr_ints_ref("perm");
-  std::vector<int64_t> perm_copy;  // a perm stored as a single int (rank 1)
-  if (!perm_ref) perm_copy = c.n.attr_ints("perm"), perm_ref = &perm_copy;
+  std::vector<int64_t> holder;  // a perm stored as a single int (rank 1)
+  const std::vector<int64_t>& perm = ints_attr(c.n, "perm", holder);
   const Shape& xs = c.in[0].shape();
-  if (perm_ref->size() != xs.size())
-    return kernel_error(c.n, "perm must list " + std::to_string(xs.size()) + " axes");
-  const std::vector<int64_t>& perm = *perm_ref;
+  if (perm.size() != xs.size()) return kernel_error(c.n, "perm must list " + std::to_string(xs.size()) + " axes");
   // Strides and steps in per-thread buffers that keep their size (decode steps transpose
   // every layer's K and V): no allocation per call.
   thread_local std::vector<int64_t> st, step;
@@ -89,7 +86,7 @@ Status transpose(KernelContext& c) {
   for (int i = static_cast<int>(xs.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * xs[i + 1];
   step.resize(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) step[i] = st[perm[i]];
-  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), 0, step);
+  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), 0, step.data());
   return Status::Ok();
 }
 
@@ -119,11 +116,13 @@ Status concat(KernelContext& c) {
 Status slice(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
-  auto begin = c.n.attr_ints("begin");
-  auto st = row_major_strides(c.in[0].shape());
+  std::vector<int64_t> holder;
+  const std::vector<int64_t>& begin = ints_attr(c.n, "begin", holder);
+  const DimList st = row_major_dims(c.in[0].shape());
+  if (begin.size() != st.size()) return kernel_error(c.n, "begin must list " + std::to_string(st.size()) + " indices");
   int64_t start = 0;
   for (size_t d = 0; d < st.size(); ++d) start += begin[d] * st[d];
-  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), start, st);
+  gather_box(c.in[0].data, c.out[0].data, es, c.out[0].shape(), start, st.data());
   return Status::Ok();
 }
 
@@ -133,11 +132,17 @@ Status slice(KernelContext& c) {
 Status strided_slice(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
-  auto b = c.n.attr_ints("begin"), e = c.n.attr_ints("end"), s = c.n.attr_ints("strides");
+  std::vector<int64_t> hb, he, hs;
+  const std::vector<int64_t>& b = ints_attr(c.n, "begin", hb);
+  const std::vector<int64_t>& e = ints_attr(c.n, "end", he);
+  const std::vector<int64_t>& s = ints_attr(c.n, "strides", hs);
   const Shape& xs = c.in[0].shape();
-  auto st = row_major_strides(xs);
-  Shape ext(xs.size());
-  std::vector<int64_t> step(xs.size());
+  if (b.size() != xs.size() || e.size() != xs.size() || s.size() != xs.size())
+    return kernel_error(c.n, "begin, end and strides must list " + std::to_string(xs.size()) + " entries each");
+  const DimList st = row_major_dims(xs);
+  thread_local Shape ext;  // the box's extent; a kept per-thread buffer (no allocation per call)
+  ext.assign(xs.size(), 0);
+  DimList step(xs.size());
   int64_t start = 0;
   for (size_t d = 0; d < xs.size(); ++d) {
     ext[d] = s[d] > 0 ? (e[d] > b[d] ? (e[d] - b[d] + s[d] - 1) / s[d] : 0)
@@ -148,7 +153,7 @@ Status strided_slice(KernelContext& c) {
     step[d] = s[d] * st[d];
   }
   if (num_elements(ext) != c.out[0].elements()) return kernel_error(c.n, "output size does not match the slice");
-  gather_box(c.in[0].data, c.out[0].data, es, ext, start, step);
+  gather_box(c.in[0].data, c.out[0].data, es, ext, start, step.data());
   return Status::Ok();
 }
 
@@ -183,13 +188,15 @@ Status pad(KernelContext& c) {
   for (int64_t i = 0, n = c.out[0].elements(); i < n; ++i) std::memcpy(c.out[0].data + i * es, fill_bytes, es);
   // Scatter the input into the interior: output offset of input index idx is
   // sum_d (idx[d] + before[d]) * out_stride[d].
-  auto p = c.n.attr_ints("paddings");
+  std::vector<int64_t> holder;
+  const std::vector<int64_t>& p = ints_attr(c.n, "paddings", holder);
   const Shape& xs = c.in[0].shape();
-  auto os = row_major_strides(c.out[0].shape());
+  if (p.size() != 2 * xs.size()) return kernel_error(c.n, "paddings must list 2 x " + std::to_string(xs.size()) + " entries");
+  const DimList os = row_major_dims(c.out[0].shape());
   int64_t start = 0;
   for (size_t d = 0; d < xs.size(); ++d) start += p[2 * d] * os[d];
   int rank = static_cast<int>(xs.size());
-  std::vector<int64_t> idx(rank, 0);
+  DimList idx(static_cast<size_t>(rank));
   int64_t off = start;
   for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
     std::memcpy(c.out[0].data + off * es, c.in[0].data + i * es, es);

@@ -65,6 +65,9 @@ struct PackedConv : PreparedKernel {
   bool depthwise = false;
   // geometry (NHWC input [N, H, W, C], output [N, OH, OW, OC])
   int64_t N = 1, H = 1, W = 1, C = 0, OH = 1, OW = 1, OC = 0;
+  // depthwise with a depth multiplier: C (= OC) channels from C / mult input channels,
+  // output channel c reading input channel c / mult (the padded copy repeats each one)
+  int64_t mult = 1;
   Window win;
   int32_t x_zp = 0;
   bool in_i8 = false;
@@ -228,6 +231,19 @@ void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKe
       std::memset(row, 0, static_cast<size_t>(left) * sizeof(int16_t));
       std::memset(row + left + interior, 0, static_cast<size_t>(row_len - left - interior) * sizeof(int16_t));
       int16_t* dst = row + left;
+      if (pc.mult > 1) {  // each input channel repeated mult times
+        const int64_t ic = pc.C / pc.mult;
+        const uint8_t* src = x + (b * pc.H + iy) * pc.W * ic;
+        for (int64_t ix = 0; ix < pc.W; ++ix) {
+          int16_t* d = dst + ix * pc.cpad;
+          for (int64_t ch = 0; ch < pc.C; ++ch) {
+            const uint8_t v = src[ix * ic + ch / pc.mult];
+            d[ch] = static_cast<int16_t>((pc.in_i8 ? static_cast<int32_t>(static_cast<int8_t>(v)) : v) - pc.x_zp);
+          }
+          std::memset(d + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
+        }
+        continue;
+      }
       const uint8_t* src = x + (b * pc.H + iy) * pc.W * pc.C;
       if (pc.cpad == pc.C) {
         uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
@@ -310,10 +326,14 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& w = g.tensor(n.inputs[1]);
   const Tensor& y = g.tensor(n.outputs[0]);
-  if (w.shape[3] != x.shape[3]) return std::unique_ptr<PreparedKernel>();  // depth multiplier: reference
+  // A depth multiplier: output channel c reads input channel c / mult (anything else is
+  // left to the reference kernel, which reports it).
+  if (x.shape[3] <= 0 || w.shape[3] % x.shape[3] != 0 || y.shape[3] != w.shape[3])
+    return std::unique_ptr<PreparedKernel>();
   auto pc = std::make_unique<PackedConv>();
   pc->depthwise = true;
-  pc->N = x.shape[0], pc->H = x.shape[1], pc->W = x.shape[2], pc->C = x.shape[3];
+  pc->mult = w.shape[3] / x.shape[3];
+  pc->N = x.shape[0], pc->H = x.shape[1], pc->W = x.shape[2], pc->C = w.shape[3];
   pc->OH = y.shape[1], pc->OW = y.shape[2], pc->OC = pc->C;
   const int64_t KH = w.shape[1], KW = w.shape[2];
   pc->win = window_of(n, KH, KW);

@@ -36,7 +36,7 @@ template <typename F>
 void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
   auto sa = broadcast_strides(out, a), sb = broadcast_strides(out, b);
   const int rank = static_cast<int>(out.size());
-  std::vector<int64_t> idx(rank, 0);
+  DimList idx(static_cast<size_t>(rank));
   int64_t ia = 0, ib = 0;
   const int64_t total = num_elements(out);
   for (int64_t i = 0; i < total; ++i) {

@@ -19,7 +19,7 @@ Status floor_div(KernelContext& c) {
   const Shape& out = c.out[0].shape();
   auto as = broadcast_strides(out, c.in[0].shape()), bs = broadcast_strides(out, c.in[1].shape());
   const int rank = static_cast<int>(out.size());
-  std::vector<int64_t> idx(rank, 0);
+  DimList idx(static_cast<size_t>(rank));
   for (int64_t i = 0, n = num_elements(out); i < n; ++i) {
     int64_t ia = 0, ib = 0;
     for (int d = 0; d < rank; ++d) {
@@ -61,7 +61,7 @@ Status gather_nd(KernelContext& c) {
   if (es == 0 || c.out[0].dtype() != c.in[0].dtype()) return kernel_error(c.n, "unsupported dtype");
   int64_t slice = 1;
   for (size_t d = static_cast<size_t>(k); d < ps.size(); ++d) slice *= ps[d];
-  const auto strides = row_major_strides(ps);
+  const DimList strides = row_major_dims(ps);
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t off = 0;
     for (int64_t j = 0; j < k; ++j) {

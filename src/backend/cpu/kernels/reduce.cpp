@@ -26,7 +26,7 @@ class ReduceMap {
   template <typename F>
   void for_each(F f) const {
     int rank = static_cast<int>(in_.size());
-    std::vector<int64_t> idx(rank, 0);
+    DimList idx(static_cast<size_t>(rank));
     int64_t o = 0;
     for (int64_t i = 0, n = num_elements(in_); i < n; ++i) {
       f(i, o);
@@ -112,10 +112,10 @@ Status softmax(KernelContext& c) {
   // The mask value of every element, expanded through broadcasting (0 without a mask).
   std::vector<float> z(c.in[0].elements());
   {
-    auto ms = has_mask ? broadcast_strides(s, c.in[1].shape()) : std::vector<int64_t>(s.size(), 0);
+    DimList ms = has_mask ? broadcast_strides(s, c.in[1].shape()) : DimList(s.size());
     const float* mask = has_mask ? c.in[1].as<float>() : nullptr;
     int rank = static_cast<int>(s.size());
-    std::vector<int64_t> idx(rank, 0);
+    DimList idx(static_cast<size_t>(rank));
     int64_t mi = 0;
     for (int64_t i = 0; i < static_cast<int64_t>(z.size()); ++i) {
       z[i] = static_cast<float>(beta * x[i]) + (mask ? mask[mi] : 0.0f);
