@@ -45,7 +45,7 @@ DimList row_major_dims(const Shape& s) {
   return st;
 }
 
-DimList broadcast_strides(const Shape& out, const Shape& in) {
+DimList broadcast_strides(std::span<const int64_t> out, std::span<const int64_t> in) {
   DimList st(out.size());
   const size_t off = out.size() - in.size();
   int64_t stride = 1;

@@ -209,7 +209,7 @@ inline const std::vector<int64_t>& ints_attr(const Node& n, std::string_view key
 
 // Strides (in elements) that map an index of `out` to an index of `in` under numpy
 // broadcasting: broadcast dims get stride 0. Result has out.size() entries.
-DimList broadcast_strides(const Shape& out, const Shape& in);
+DimList broadcast_strides(std::span<const int64_t> out, std::span<const int64_t> in);
 // The same into `st` (its capacity is reused: no allocation once it has grown).
 void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64_t>& st);
 

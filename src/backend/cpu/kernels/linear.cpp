@@ -99,9 +99,9 @@ Status matmul(KernelContext& c) {
   const int64_t b_rows = tb ? n_n : k_n;
   TS_RETURN_IF_ERROR(check_weight(c, 1, b_row_len));
   // Batch broadcasting: map an output batch index to a batch of a and of b.
-  Shape batch(ys.begin(), ys.end() - 2);
-  auto a_st = broadcast_strides(batch, Shape(as.begin(), as.end() - 2));
-  auto b_st = broadcast_strides(batch, Shape(bs.begin(), bs.end() - 2));
+  const std::span<const int64_t> batch(ys.data(), ys.size() - 2);
+  const DimList a_st = broadcast_strides(batch, std::span<const int64_t>(as.data(), as.size() - 2));
+  const DimList b_st = broadcast_strides(batch, std::span<const int64_t>(bs.data(), bs.size() - 2));
   auto batch_offsets = [&](int64_t bi, int64_t& ai, int64_t& bj) {
     ai = bj = 0;
     for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
@@ -114,7 +114,8 @@ Status matmul(KernelContext& c) {
   const int64_t rb = row_bytes(b.dtype(), b_row_len);
   const float* ap = a.as<float>();
   float* y = c.out[0].as<float>();
-  const int64_t batches = num_elements(batch);
+  int64_t batches = 1;
+  for (int64_t d : batch) batches *= d;
   // Work items are output rows (batch, m).
   auto work = [&](int64_t r0, int64_t r1) {
     ChunkReader rd(b.dtype(), b_row_len);

@@ -84,10 +84,9 @@ Status mean(KernelContext& c) {
   const int rank = static_cast<int>(xs.size());
   thread_local std::vector<uint8_t> red;  // reduced axes; capacity kept: a run allocates nothing
   red.assign(static_cast<size_t>(rank), 0);
-  const std::vector<int64_t>* axes = c.n.attr_ints_ref("axes");
-  std::vector<int64_t> axes_copy;  // axes stored as a single int
-  if (!axes) axes_copy = c.n.attr_ints("axes"), axes = &axes_copy;
-  for (int64_t a : *axes) {
+  std::vector<int64_t> holder;  // axes stored as a single int
+  const std::vector<int64_t>& axes = ints_attr(c.n, "axes", holder);
+  for (int64_t a : axes) {
     if (a < -rank || a >= rank) return kernel_error(c.n, "axis " + std::to_string(a) + " outside rank " + std::to_string(rank));
     red[a < 0 ? a + rank : a] = true;
   }
@@ -122,24 +121,29 @@ Status mean(KernelContext& c) {
     }
     return Status::Ok();
   }
-  // General axes: sum raw values per output position.
+  // General axes: sum raw values per output position, walking the input in order with the
+  // output index advanced by per-dimension strides (0 along the reduced axes).
   const int64_t total = c.in[0].elements(), outs = c.out[0].elements();
-  std::vector<int64_t> sums(static_cast<size_t>(outs), 0);
-  auto strides = row_major_strides(xs);
-  int64_t count = 1;
-  Shape kept;
-  for (int d = 0; d < rank; ++d) {
-    if (red[d]) count *= xs[d];
-    else kept.push_back(xs[d]);
-  }
-  auto kept_strides = row_major_strides(kept);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t o = 0, k = 0;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t idx = (i / strides[d]) % xs[d];
-      if (!red[d]) o += idx * kept_strides[k++];
+  thread_local std::vector<int64_t> sums;  // capacity kept: a run allocates nothing
+  sums.assign(static_cast<size_t>(outs), 0);
+  DimList ostride(static_cast<size_t>(rank)), idx(static_cast<size_t>(rank));
+  int64_t count = 1, st = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (red[d]) {
+      count *= xs[d];
+    } else {
+      ostride[d] = st;
+      st *= xs[d];
     }
+  }
+  for (int64_t i = 0, o = 0; i < total; ++i) {
     sums[o] += q::load(x, t, i);
+    for (int d = rank - 1; d >= 0; --d) {
+      o += ostride[d];
+      if (++idx[d] < xs[d]) break;
+      o -= ostride[d] * xs[d];
+      idx[d] = 0;
+    }
   }
   const float scale = si / so;
   const float bias = -zi * scale;

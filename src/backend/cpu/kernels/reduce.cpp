@@ -8,16 +8,17 @@ namespace tessera::cpu {
 
 namespace {
 
-// For every input element, the index of the output element it reduces into.
+// For every input element, the index of the output element it reduces into. Nothing on
+// the heap (DimList): a run allocates nothing.
 class ReduceMap {
  public:
-  ReduceMap(const Shape& in, const std::vector<bool>& reduced) : in_(in) {
-    Shape kept;
-    for (size_t i = 0; i < in.size(); ++i) kept.push_back(reduced[i] ? 1 : in[i]);
-    auto ks = row_major_strides(kept);
-    out_strides_.resize(in.size());
-    for (size_t i = 0; i < in.size(); ++i) out_strides_[i] = reduced[i] ? 0 : ks[i];
-    out_elements_ = num_elements(kept);
+  ReduceMap(const Shape& in, const DimList& reduced) : in_(in), out_strides_(in.size()) {
+    int64_t stride = 1;
+    for (size_t i = in.size(); i-- > 0;) {
+      out_strides_[i] = reduced[i] ? 0 : stride;
+      if (!reduced[i]) stride *= in[i];
+    }
+    out_elements_ = stride;
     count_ = num_elements(in) / std::max<int64_t>(out_elements_, 1);
   }
   int64_t out_elements() const { return out_elements_; }
@@ -40,19 +41,21 @@ class ReduceMap {
   }
 
  private:
-  Shape in_;
-  std::vector<int64_t> out_strides_;
+  const Shape& in_;
+  DimList out_strides_;
   int64_t out_elements_ = 0;
   int64_t count_ = 0;
 };
 
-Result<std::vector<bool>> reduced_axes(const KernelContext& c) {
+// 1 for each reduced axis of the input (attr "axes", negative from the end).
+Result<DimList> reduced_axes(const KernelContext& c) {
   const size_t rank = c.in[0].shape().size();
-  std::vector<bool> red(rank, false);
-  for (int64_t a : c.n.attr_ints("axes")) {
+  DimList red(rank);
+  std::vector<int64_t> holder;
+  for (int64_t a : ints_attr(c.n, "axes", holder)) {
     int64_t ax = a < 0 ? a + static_cast<int64_t>(rank) : a;
     if (ax < 0 || ax >= static_cast<int64_t>(rank)) return kernel_error(c.n, "axis " + std::to_string(a) + " out of range");
-    red[ax] = true;
+    red[static_cast<size_t>(ax)] = 1;
   }
   return red;
 }
@@ -67,7 +70,8 @@ Status reduce(KernelContext& c) {
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
   const double init = kind == Reduce::max ? -std::numeric_limits<double>::infinity() : 0.0;
-  std::vector<double> acc(map.out_elements(), init);
+  thread_local std::vector<double> acc;  // capacity kept: a run allocates nothing
+  acc.assign(static_cast<size_t>(map.out_elements()), init);
   map.for_each([&](int64_t i, int64_t o) {
     if constexpr (kind == Reduce::max) acc[o] = std::max(acc[o], static_cast<double>(x[i]));
     else acc[o] += x[i];
@@ -110,7 +114,8 @@ Status softmax(KernelContext& c) {
   float* y = c.out[0].as<float>();
   const bool has_mask = c.in.size() > 1 && c.in[1];
   // The mask value of every element, expanded through broadcasting (0 without a mask).
-  std::vector<float> z(c.in[0].elements());
+  thread_local std::vector<float> z;  // capacity kept: a run allocates nothing
+  z.resize(static_cast<size_t>(c.in[0].elements()));
   {
     DimList ms = has_mask ? broadcast_strides(s, c.in[1].shape()) : DimList(s.size());
     const float* mask = has_mask ? c.in[1].as<float>() : nullptr;
