@@ -177,6 +177,29 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
 }
 
 // Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
+// memcpy for the short kernel rows of a windowed op (18 bytes for a 3x3 first layer's 3
+// channels): two overlapping fixed-size moves where a library call with a variable size
+// cost more than the copy, once per kernel row of every output pixel.
+inline void copy_row_bytes(void* dst, const void* src, size_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  if (n >= 16 && n <= 32) {
+    uint8_t head[16], tail[16];
+    std::memcpy(head, s, 16);
+    std::memcpy(tail, s + n - 16, 16);
+    std::memcpy(d, head, 16);
+    std::memcpy(d + n - 16, tail, 16);
+  } else if (n >= 8 && n < 16) {
+    uint64_t head, tail;
+    std::memcpy(&head, s, 8);
+    std::memcpy(&tail, s + n - 8, 8);
+    std::memcpy(d, &head, 8);
+    std::memcpy(d + n - 8, &tail, 8);
+  } else {
+    std::memcpy(d, s, n);
+  }
+}
+
 void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, const int16_t* xp, int64_t r0,
              int64_t rows, int16_t* a) {
   const int64_t lda = pc.kpairs * 2;
@@ -195,6 +218,7 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
   // there when the dilation is 1).
   const Window& wn = pc.win;
   const int64_t KW = pc.K / pc.C / wn.kh;
+  const size_t krow_bytes = static_cast<size_t>(KW * pc.C) * sizeof(int16_t);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = r0 + r;
     const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
@@ -202,7 +226,7 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
     for (int64_t ky = 0; ky < wn.kh; ++ky) {
       const int16_t* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
       if (wn.dw == 1) {
-        std::memcpy(ar, src, KW * pc.C * sizeof(int16_t));
+        copy_row_bytes(ar, src, krow_bytes);
         ar += KW * pc.C;
       } else {
         for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C * sizeof(int16_t));
