@@ -414,6 +414,44 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
   }
 }
 
+// The rounding forms a block of pixels takes, chosen once per block: TFLite's double
+// rounding or the single one through rescale_hi32 (every lane's total shift >= 32), or
+// the general forms (rescale8's own dispatch).
+enum class RqForm { hi32_double, hi32_single, general };
+
+template <RqForm kForm>
+inline __m256i rescale8_form(__m256i acc, const Rq8& v, const Requant& rq) {
+  if constexpr (kForm == RqForm::hi32_double) return rescale_hi32<true>(_mm256_add_epi32(acc, v.bias), v);
+  if constexpr (kForm == RqForm::hi32_single) return rescale_hi32<false>(_mm256_add_epi32(acc, v.bias), v);
+  return rescale8(acc, v, rq);
+}
+
+template <RqForm kForm>
+inline void dw_requant_pixels(const int32_t (*acc)[kPanel], int n, const Rq8& v0, const Rq8& v1, const Requant& rq,
+                              const OutStage& out, uint8_t* y, int64_t ystep, int nstore) {
+  for (int i = 0; i < n; ++i) {
+    const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc[i]));
+    const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc[i] + 8));
+    // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
+    store_bytes(y + i * ystep, out.bytes16<true>(rescale8_form<kForm>(lo, v0, rq), rescale8_form<kForm>(hi, v1, rq)),
+                nstore);
+  }
+}
+
+// n pixels' sums of one channel group (acc[i]: the lo then hi accumulators of pixel i) ->
+// output bytes at y, pixels ystep bytes apart.
+inline void dw_requant_block(const int32_t (*acc)[kPanel], int n, const Rq8& v0, const Rq8& v1, const Requant& rq,
+                             const OutStage& out, uint8_t* y, int64_t ystep, int nstore) {
+  if (v0.hi32 && v1.hi32) {
+    if (rq.single_round)
+      dw_requant_pixels<RqForm::hi32_single>(acc, n, v0, v1, rq, out, y, ystep, nstore);
+    else
+      dw_requant_pixels<RqForm::hi32_double>(acc, n, v0, v1, rq, out, y, ystep, nstore);
+  } else {
+    dw_requant_pixels<RqForm::general>(acc, n, v0, v1, rq, out, y, ystep, nstore);
+  }
+}
+
 // TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
 // MobileNets), 0 for any count; the tap loop is then unrolled with its offsets in registers.
 template <int TAPS>
@@ -442,14 +480,15 @@ void dw_row_t(const DwRow& r) {
     rq_groups[2 * g] = load_rq8(*r.rq, g * kPanel);
     rq_groups[2 * g + 1] = load_rq8(*r.rq, g * kPanel + 8);
   }
+  // Per block: the taps of every pixel into acc (no requantization code between the
+  // loads, so the tap loop keeps its registers), then the block's requantization with its
+  // rounding form chosen once (dw_requant_block) instead of per pixel.
   constexpr int64_t kPixels = 8;
+  alignas(32) int32_t acc[kPixels][kPanel];
   for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
     const int64_t ox1 = std::min(r.ow, ox0 + kPixels);
     for (int64_t g = 0; g < groups; ++g) {
       const int16_t* wg = r.w + g * pairs * 32;
-      const Rq8 &v0 = rq_groups[2 * g], &v1 = rq_groups[2 * g + 1];
-      const int64_t left = r.channels - g * kPanel;
-      const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
       for (int64_t ox = ox0; ox < ox1; ++ox) {
         const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
         __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
@@ -470,10 +509,13 @@ void dw_row_t(const DwRow& r) {
             pair(p, load(r.tap_off[t0]), t1 < taps ? load(r.tap_off[t1]) : _mm256_setzero_si256());
           }
         }
-        // packs_epi32 in-lane undoes the unpack interleave: channels come out in order.
-        store_bytes(r.y + ox * r.channels + g * kPanel,
-                    out.bytes16<true>(rescale8(lo, v0, *r.rq), rescale8(hi, v1, *r.rq)), nstore);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acc[ox - ox0]), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acc[ox - ox0] + 8), hi);
       }
+      const int64_t left = r.channels - g * kPanel;
+      const int nstore = left >= kPanel ? kPanel : static_cast<int>(left);
+      dw_requant_block(acc, static_cast<int>(ox1 - ox0), rq_groups[2 * g], rq_groups[2 * g + 1], *r.rq, out,
+                       r.y + ox0 * r.channels + g * kPanel, r.channels, nstore);
     }
   }
 }
