@@ -181,7 +181,7 @@ struct OutStage {
     lo8 = _mm_set1_epi8(static_cast<char>(rq.lo));
     hi8 = _mm_set1_epi8(static_cast<char>(rq.hi));
   }
-  // The form of bytes16 a caller may fix at compile time (OutKind): with the zero point
+  // The form of bytes16 a caller may fix at compile time (Kind): with the zero point
   // added after the narrowing, u8 or i8, with or without the activation clamp on bytes;
   // general: bytes16's own run-time choice.
   enum class Kind { general, u8, u8_clamp, i8, i8_clamp };
@@ -268,8 +268,9 @@ inline __m256i rescale8_form(__m256i acc, const Rq8& v, const Requant& rq) {
 // v1's) -> bytes, row i at y + i * ystep (nstore of them), in the forms of the template
 // arguments. kInLane: the depthwise row's lane order; kBias: add the channels' bias first.
 template <RqForm kForm, OutStage::Kind kKind, bool kInLane, bool kBias>
-[[gnu::always_inline]] inline void requant_rows_as(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1, const Requant& rq,
-                            const OutStage& out, uint8_t* y, int64_t ystep, int nstore) {
+[[gnu::always_inline]] inline void requant_rows_as(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1,
+                                                   const Requant& rq, const OutStage& out, uint8_t* y, int64_t ystep,
+                                                   int nstore) {
   for (int i = 0; i < n; ++i) {
     const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + i * kPanel));
     const __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + i * kPanel + 8));
@@ -281,8 +282,9 @@ template <RqForm kForm, OutStage::Kind kKind, bool kInLane, bool kBias>
 }
 
 template <RqForm kForm, bool kInLane, bool kBias>
-[[gnu::always_inline]] inline void requant_rows_form(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1, const Requant& rq,
-                              const OutStage& out, uint8_t* y, int64_t ystep, int nstore) {
+[[gnu::always_inline]] inline void requant_rows_form(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1,
+                                                     const Requant& rq, const OutStage& out, uint8_t* y, int64_t ystep,
+                                                     int nstore) {
   using K = OutStage::Kind;
   switch (out.kind()) {
     case K::u8: return requant_rows_as<kForm, K::u8, kInLane, kBias>(acc, n, v0, v1, rq, out, y, ystep, nstore);
@@ -297,8 +299,9 @@ template <RqForm kForm, bool kInLane, bool kBias>
 
 // The rows' rounding and output forms chosen once, then every row in those forms.
 template <bool kInLane, bool kBias>
-[[gnu::always_inline]] inline void requant_rows(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1, const Requant& rq,
-                         const OutStage& out, uint8_t* y, int64_t ystep, int nstore) {
+[[gnu::always_inline]] inline void requant_rows(const int32_t* acc, int n, const Rq8& v0, const Rq8& v1,
+                                                const Requant& rq, const OutStage& out, uint8_t* y, int64_t ystep,
+                                                int nstore) {
   if (v0.hi32 && v1.hi32) {
     if (rq.single_round)
       requant_rows_form<RqForm::hi32_single, kInLane, kBias>(acc, n, v0, v1, rq, out, y, ystep, nstore);
