@@ -181,43 +181,49 @@ struct OutStage {
     lo8 = _mm_set1_epi8(static_cast<char>(rq.lo));
     hi8 = _mm_set1_epi8(static_cast<char>(rq.hi));
   }
-  // The form of bytes16 a caller may fix at compile time (Kind): with the zero point
-  // added after the narrowing, u8 or i8, with or without the activation clamp on bytes;
-  // general: bytes16's own run-time choice.
+  // The form of the narrowing a caller may fix at compile time: with the zero point added
+  // after the narrowing, u8 or i8, with or without the activation clamp on bytes; general:
+  // bytes16's own run-time choice.
   enum class Kind { general, u8, u8_clamp, i8, i8_clamp };
   Kind kind() const {
     if (!narrow_first) return Kind::general;
     return i8 ? (clamp8 ? Kind::i8_clamp : Kind::i8) : (clamp8 ? Kind::u8_clamp : Kind::u8);
   }
+  // a: lanes 0-7, b: lanes 8-15 (rescaled, int32) -> 16 bytes in lane order; kInLane: the
+  // lanes are interleaved as packs_epi32 leaves them (the depthwise row's order).
   template <bool kInLane, Kind kKind>
   __m128i bytes16_as(__m256i a, __m256i b) const {
     if constexpr (kKind == Kind::general) {
       return bytes16<kInLane>(a, b);
     } else {
       constexpr bool kI8 = kKind == Kind::i8 || kKind == Kind::i8_clamp;
-      constexpr bool kClamp = kKind == Kind::u8_clamp || kKind == Kind::i8_clamp;
-      __m256i w = _mm256_adds_epi16(_mm256_packs_epi32(a, b), zp16);
-      if constexpr (!kInLane) w = _mm256_permute4x64_epi64(w, 0xD8);
-      const __m128i l = _mm256_castsi256_si128(w), h = _mm256_extracti128_si256(w, 1);
-      __m128i r = kI8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
-      if constexpr (kClamp) r = kI8 ? _mm_min_epi8(_mm_max_epi8(r, lo8), hi8) : _mm_min_epu8(_mm_max_epu8(r, lo8), hi8);
-      return r;
+      return narrow16<kInLane, kI8, kKind == Kind::u8_clamp || kKind == Kind::i8_clamp>(a, b);
     }
   }
-  // a: lanes 0-7, b: lanes 8-15 (rescaled, int32) -> 16 bytes in lane order; kInLane: the
-  // lanes are interleaved as packs_epi32 leaves them (the depthwise row's order).
   template <bool kInLane = false>
   __m128i bytes16(__m256i a, __m256i b) const {
-    if (!narrow_first) {
-      a = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(a, zp32), lo32), hi32);
-      b = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(b, zp32), lo32), hi32);
+    switch (kind()) {
+      case Kind::u8: return narrow16<kInLane, false, false>(a, b);
+      case Kind::u8_clamp: return narrow16<kInLane, false, true>(a, b);
+      case Kind::i8: return narrow16<kInLane, true, false>(a, b);
+      case Kind::i8_clamp: return narrow16<kInLane, true, true>(a, b);
+      default: break;
     }
+    // zero point and clamp on int32 (zp16 is 0 here), then the saturating narrowing
+    a = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(a, zp32), lo32), hi32);
+    b = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(b, zp32), lo32), hi32);
+    return i8 ? narrow16<kInLane, true, false>(a, b) : narrow16<kInLane, false, false>(a, b);
+  }
+
+ private:
+  // Saturating narrowing to int16 plus zp16, to 8 bits, then the clamp on bytes.
+  template <bool kInLane, bool kI8, bool kClamp>
+  __m128i narrow16(__m256i a, __m256i b) const {
     __m256i w = _mm256_adds_epi16(_mm256_packs_epi32(a, b), zp16);
-    if (!kInLane) w = _mm256_permute4x64_epi64(w, 0xD8);
+    if constexpr (!kInLane) w = _mm256_permute4x64_epi64(w, 0xD8);
     const __m128i l = _mm256_castsi256_si128(w), h = _mm256_extracti128_si256(w, 1);
-    __m128i r = i8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
-    if (clamp8 && narrow_first)
-      r = i8 ? _mm_min_epi8(_mm_max_epi8(r, lo8), hi8) : _mm_min_epu8(_mm_max_epu8(r, lo8), hi8);
+    __m128i r = kI8 ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+    if constexpr (kClamp) r = kI8 ? _mm_min_epi8(_mm_max_epi8(r, lo8), hi8) : _mm_min_epu8(_mm_max_epu8(r, lo8), hi8);
     return r;
   }
 };
