@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "import/gguf/gguf_file.h"
 #include "tessera/graph.h"
 #include "tessera/session.h"
 #include "runtime/llm/generator.h"
@@ -73,6 +74,8 @@ void print_gguf_summary(const std::string& path);
 inline constexpr const char* kMmapHelp =
     "Memory-map the GGUF file (pages come in on first use, page cache shared with other processes) instead of "
     "reading it into transparent huge pages, which decode reads faster";
+// --mmap given: map the file; else read it into huge pages (gguf::LlamaModel::open).
+inline gguf::File::Load gguf_load(bool mmap) { return mmap ? gguf::File::Load::map : gguf::File::Load::read; }
 struct GgufBenchArgs {
   int prompt_tokens = 512;   // -p: test ppN
   int gen_tokens = 128;      // -n: test tgN

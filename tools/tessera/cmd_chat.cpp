@@ -118,7 +118,7 @@ void add_chat_command(CLI::App& app) {
                 "Feed the whole conversation every turn (slower; the replies are the same)");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model, a->mmap ? gguf::File::Load::map : gguf::File::Load::read));
+    auto model = take(gguf::LlamaModel::open(a->model, gguf_load(a->mmap)));
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const llm::ChatTemplate tmpl = take(llm::chat_template_for(model->file(), a->template_name));
     const gguf::Tokenizer& tok = model->tokenizer();

@@ -41,7 +41,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or speed line on stderr");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model, a->mmap ? gguf::File::Load::map : gguf::File::Load::read));
+    auto model = take(gguf::LlamaModel::open(a->model, gguf_load(a->mmap)));
     if (a->ctx > 0) take(model->set_context(a->ctx));
     const gguf::Tokenizer& tok = model->tokenizer();
     const llm::SamplerOptions& so = a->so;

@@ -183,7 +183,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // untimed tokens), test tgN then generates N tokens one at a time from the same depth;
 // each test is repeated `runs` times after one warm-up and reported as mean +- sd tokens/s.
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs) {
-  auto model = take(gguf::LlamaModel::open(path, args.mmap ? gguf::File::Load::map : gguf::File::Load::read));
+  auto model = take(gguf::LlamaModel::open(path, gguf_load(args.mmap)));
   const gguf::LlamaParams& p = model->params();
   const int64_t pp = args.prompt_tokens, tg = args.gen_tokens, depth = args.depth;
   take(model->set_context(args.ctx > 0 ? args.ctx : std::max<int64_t>(pp + tg + depth, 1)));

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>

@@ -176,7 +176,6 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
 
-// Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
 // memcpy for the short kernel rows of a windowed op (18 bytes for a 3x3 first layer's 3
 // channels): two overlapping fixed-size moves where a library call with a variable size
 // cost more than the copy, once per kernel row of every output pixel.
@@ -200,6 +199,7 @@ inline void copy_row_bytes(void* dst, const void* src, size_t n) {
   }
 }
 
+// Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
 void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, const int16_t* xp, int64_t r0,
              int64_t rows, int16_t* a) {
   const int64_t lda = pc.kpairs * 2;

@@ -82,13 +82,12 @@ Status mean(KernelContext& c) {
   if (c.out[0].dtype() != t) return kernel_error(c.n, "input and output must have the same dtype");
   const Shape& xs = c.in[0].shape();
   const int rank = static_cast<int>(xs.size());
-  thread_local std::vector<uint8_t> red;  // reduced axes; capacity kept: a run allocates nothing
-  red.assign(static_cast<size_t>(rank), 0);
+  DimList red(static_cast<size_t>(rank));  // 1 for a reduced axis
   std::vector<int64_t> holder;  // axes stored as a single int
   const std::vector<int64_t>& axes = ints_attr(c.n, "axes", holder);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) return kernel_error(c.n, "axis " + std::to_string(a) + " outside rank " + std::to_string(rank));
-    red[a < 0 ? a + rank : a] = true;
+    red[static_cast<size_t>(a < 0 ? a + rank : a)] = 1;
   }
   const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
   const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));

@@ -610,7 +610,7 @@ void seq_tile(const float* xp, int64_t j0, int64_t j1, const uint16_t* panel, fl
     _mm256_store_ps(acc_buf + m * kSeqPanel + 8, acc[m][1]);
   }
   if (y == nullptr) return;
-  if (nr == kSeqPanel) {
+  if (nr == kSeqPanel) {  // a constant size: the copies inline
     for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, acc_buf + m * kSeqPanel, kSeqPanel * 4);
   } else {
     for (int m = 0; m < mr; ++m) std::memcpy(y + m * ldy, acc_buf + m * kSeqPanel, static_cast<size_t>(nr) * 4);
