@@ -25,19 +25,34 @@ struct ModelCase {
   int random_inputs;        // seeded random inputs
   int32_t cut_before_op;    // a BuiltinOperator to cut the model before, or -1
   bool on_rknpu;            // also compared on the rknpu device (quantized outputs)
-  int rknpu_random_steps = 2;  // the rknpu bound on random inputs (photos: always 2)
+  int rknpu_random_steps = 2;  // the rknpu bound on random inputs
+  int rknpu_photo_steps = 2;   // the rknpu bound on the photo
 };
 
+// Known gaps on rknpu (docs/rknpu.md "Against the TensorFlow Lite interpreter"): the DPU
+// requantizes with 16-bit multipliers, so about one value in 10^5-10^6 per op lands on the
+// other side of a rounding tie (and a single-rounding linear layer rounds its negative
+// half steps down), and these models amplify such one-step differences layer by layer. The
+// bounds are the measured maxima on the fixed inputs, so that a change for the worse fails.
 const ModelCase kCases[] = {
     {"mnv1_128", "mobilenet_v1_0.25_128_quant", "cat.bmp", 2, -1, true},
     {"mnv2_224", "mobilenet_v2_1.0_224_quant", "grace_hopper.bmp", 1, -1, true},
-    // Known gap (docs/rknpu.md): on a random image the NPU's one-step roundings from op 4 (a
-    // CONV_2D) on grow to 7 steps of the logits (measured); the photo stays within 1.
+    // Known gap: on a random image the NPU's one-step roundings from op 4 (a CONV_2D) on
+    // grow to 7 steps of the logits (measured); the photo stays within 1.
     {"tf2mnv2_224", "tf2_mobilenet_v2_1.0_224_ptq", "grace_hopper.bmp", 1, -1, true, 7},
-    {"nchw_mnv2", "mobilenet_v2_quantized_1x3x224x224", "grace_hopper.bmp", 1, -1, false},
-    {"deeplab", "deeplabv3_mnv2_dm05_pascal_quant", "bird_segmentation.bmp", 1, ::tflite::BuiltinOperator_ARG_MAX, false},
+    // Known gap: 9 (random) and 11 (photo) steps of the logits (RknpuNchwGrace tests).
+    {"nchw_mnv2", "mobilenet_v2_quantized_1x3x224x224", "grace_hopper.bmp", 1, -1, true, 9, 11},
+    // Known gap on the photo: 4 steps of the upsampled logits (beyond 2 from op 39, a
+    // CONV_2D); the random image stays within 1.
+    {"deeplab", "deeplabv3_mnv2_dm05_pascal_quant", "bird_segmentation.bmp", 1, ::tflite::BuiltinOperator_ARG_MAX, true, 2, 4},
+    // The whole model on the cpu only: its ARG_MAX over the heatmaps turns a one-step
+    // difference into another keypoint. On rknpu the centre heatmap before that ARG_MAX:
+    // known gap, 8 (random) and 21 (photo) steps, beyond 2 from op 8 (the expansion conv
+    // after the first linear conv, whose negative half steps round down on the NPU).
     {"movenet", "movenet_single_pose_lightning_ptq", "squat.bmp", 2, -1, false},
-    {"mnv1_embedding", "mobilenet_v1_1.0_224_quant_embedding_extractor", nullptr, 1, -1, false},
+    {"movenet_center", "movenet_single_pose_lightning_ptq", "squat.bmp", 2, ::tflite::BuiltinOperator_ARG_MAX, true, 8, 21},
+    // Known gap: 4 steps of the embedding on a random image (beyond 2 from op 9, a depthwise).
+    {"mnv1_embedding", "mobilenet_v1_1.0_224_quant_embedding_extractor", nullptr, 1, -1, true, 4},
     {"hello_world", "hello_world_int8", nullptr, 8, -1, true},
     {"ssd_backbone", "ssd_mobilenet_v1_coco_quant", "table.jpg", 1, ::tflite::BuiltinOperator_CUSTOM, true},
 };
@@ -210,7 +225,9 @@ void compare_all(const std::string& device, int default_tolerance) {
     if (device != "cpu" && !r.c->on_rknpu) continue;
     SCOPED_TRACE(r.label + " on " + device);
     const bool random_input = r.label.find("/random") != std::string::npos;
-    const int tolerance = device == "rknpu" && random_input ? r.c->rknpu_random_steps : default_tolerance;
+    const int tolerance = device != "rknpu" ? default_tolerance
+                          : random_input      ? r.c->rknpu_random_steps
+                                              : r.c->rknpu_photo_steps;
     auto owner = std::make_shared<std::vector<uint8_t>>(r.model);
     auto g = tflite::load_tflite_buffer(ConstData{owner->data(), static_cast<int64_t>(owner->size()), owner});
     ASSERT_TRUE(g.ok()) << g.status().to_string();
@@ -246,7 +263,8 @@ TEST(TfliteOracle, CpuIsByteIdenticalToTheInterpreter) {
   compare_all("cpu", 0);
 }
 
-TEST(TfliteOracle, RknpuIsWithinTwoStepsOfTheInterpreter) {
+// Within 2 steps, except the known gaps of kCases (their measured bounds).
+TEST(TfliteOracle, RknpuIsWithinTwoStepsOfTheInterpreterExceptKnownGaps) {
   TESSERA_REQUIRE_ORACLE(script);
   compare_all("rknpu", 2);
 }
