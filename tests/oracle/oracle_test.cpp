@@ -48,7 +48,8 @@ const ModelCase kCases[] = {
     // The whole model on the cpu only: its ARG_MAX over the heatmaps turns a one-step
     // difference into another keypoint. On rknpu the centre heatmap before that ARG_MAX:
     // known gap, 8 (random) and 21 (photo) steps, beyond 2 from op 8 (the expansion conv
-    // after the first linear conv, whose negative half steps round down on the NPU).
+    // right after the first linear conv: one-step differences of its input become more
+    // than two of its output).
     {"movenet", "movenet_single_pose_lightning_ptq", "squat.bmp", 2, -1, false},
     {"movenet_center", "movenet_single_pose_lightning_ptq", "squat.bmp", 2, ::tflite::BuiltinOperator_ARG_MAX, true, 8, 21},
     // Known gap: 4 steps of the embedding on a random image (beyond 2 from op 9, a depthwise).
