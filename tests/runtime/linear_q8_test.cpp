@@ -151,7 +151,7 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
   uint32_t seed = 100;
   for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
     for (int64_t m : {1, 2, 5, 9, 70})
-      for (int64_t oc : {1, 6, 13}) {
+      for (int64_t oc : {1, 6, 7, 13}) {  // f16 k = 59: the decode order's chains 0-2 after the last 32
         const int64_t k = t == DType::f16 ? (oc == 6 ? 172 : 8 * oc + 3) : kBlock * (oc % 4 + 1) * 2;
         SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
                      std::to_string(k));
@@ -234,7 +234,7 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
   uint32_t seed = 300;
   for (DType t : {DType::q8_0, DType::q4_0})
     for (int64_t m : {1, 2, 5, 9, 70})
-      for (int64_t oc : {1, 6, 13}) {
+      for (int64_t oc : {1, 6, 7, 13}) {  // f16 k = 59: the decode order's chains 0-2 after the last 32
         const int64_t k = kBlock * (oc % 4 + 1) * 2;
         SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " +
                      std::to_string(k));
@@ -254,7 +254,7 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
   // F16 weights: both orders (m below and from kF16SeqMinRows), exact and rounded
   // activations, odd k (tails), partial panels, a split like two threads make.
   for (int64_t m : {1, 3, 8, 9, 70})
-    for (int64_t oc : {1, 6, 13, 37})
+    for (int64_t oc : {1, 6, 7, 13, 37})
       for (bool round_x : {false, true}) {
         const int64_t k = oc == 6 ? 172 : 8 * oc + 3;
         SCOPED_TRACE("f16 m " + std::to_string(m) + " oc " + std::to_string(oc) + " k " + std::to_string(k) +

@@ -1,7 +1,8 @@
 // NEON kernels of linear_q8.h's F16 weights for aarch64, bit-identical to the scalar ones:
-// - fewer than kF16SeqMinRows activation rows (decode): the eight-lane order, lanes 0-3
-//   and 4-7 of each chain held as two float32x4 (lo + hi is the hsum8 tree's first step),
-//   four weight rows per pass (eight fma chains in flight);
+// - fewer than kF16SeqMinRows activation rows (decode): four chains of eight lanes per
+//   output, each chain's lanes 0-3 and 4-7 held as two float32x4 (lo + hi is the hsum8
+//   tree's first step), one weight row per pass read start to end, two activation rows at
+//   a time;
 // - prompts: one fma chain per output, outer-product tiles of 4 activation rows x 16
 //   outputs over f32 weight panels ([k][16], converted once per call) and activation rows
 //   packed step-major ([k][4]: one load feeds the four rows by lane).
@@ -42,30 +43,44 @@ const float* activations(const F16Gemm& g) {
   return s.data();
 }
 
-// ---- fewer rows: the eight-lane order ----
-void gemm_lanes(const F16Gemm& g, const float* x, int64_t o0, int64_t o1) {
+// ---- fewer rows: four chains of eight lanes per output ----
+// Weight row o against activation rows m0 .. m0 + MR: chain q of row m as two float32x4
+// (lanes 0-3 and 4-7; lo + hi is the hsum8 tree's first step), each weight row read start
+// to end once per pass.
+template <int MR>
+void rows4(const F16Gemm& g, const float* x, int64_t m0, int64_t o) {
+  const uint16_t* w = g.w + o * g.k;
   const int64_t k8 = g.k / 8 * 8;
-  for (int64_t m = 0; m < g.m; ++m) {
-    const float* xm = x + m * g.k;
-    for (int64_t o = o0; o < o1; o += 4) {
-      const int n = static_cast<int>(std::min<int64_t>(4, o1 - o));
-      const uint16_t* w[4];
-      for (int r = 0; r < 4; ++r) w[r] = g.w + (o + std::min(r, n - 1)) * g.k;
-      float32x4_t lo[4], hi[4];
-      for (int r = 0; r < 4; ++r) lo[r] = hi[r] = vdupq_n_f32(0.0f);
-      for (int64_t j = 0; j < k8; j += 8) {
-        const float32x4_t x0 = vld1q_f32(xm + j), x1 = vld1q_f32(xm + j + 4);
-        for (int r = 0; r < 4; ++r) {
-          lo[r] = vfmaq_f32(lo[r], load_w4(w[r] + j), x0);
-          hi[r] = vfmaq_f32(hi[r], load_w4(w[r] + j + 4), x1);
-        }
-      }
-      for (int r = 0; r < n; ++r) {
-        float t = 0;
-        for (int64_t j = k8; j < g.k; ++j) t = std::fma(f16_to_f32(w[r][j]), xm[j], t);
-        g.y[m * g.ldy + o + r] = hsum8(lo[r], hi[r]) + t;
-      }
+  float32x4_t lo[MR][4], hi[MR][4];
+  for (int m = 0; m < MR; ++m)
+    for (int q = 0; q < 4; ++q) lo[m][q] = hi[m][q] = vdupq_n_f32(0.0f);
+  auto step = [&](int64_t j, int q) {
+    const float32x4_t w0 = load_w4(w + j), w1 = load_w4(w + j + 4);
+    for (int m = 0; m < MR; ++m) {
+      const float* xm = x + (m0 + m) * g.k + j;
+      lo[m][q] = vfmaq_f32(lo[m][q], w0, vld1q_f32(xm));
+      hi[m][q] = vfmaq_f32(hi[m][q], w1, vld1q_f32(xm + 4));
     }
+  };
+  const int64_t k32 = g.k / 32 * 32;
+  int64_t j = 0;
+  for (; j < k32; j += 32) step(j, 0), step(j + 8, 1), step(j + 16, 2), step(j + 24, 3);
+  for (int q = 0; j < k8; j += 8, ++q) step(j, q);  // at most three steps, chains 0, 1, 2
+  for (int m = 0; m < MR; ++m) {
+    const float* xm = x + (m0 + m) * g.k;
+    float t = 0;
+    for (int64_t e = k8; e < g.k; ++e) t = std::fma(f16_to_f32(w[e]), xm[e], t);
+    const float32x4_t slo = vaddq_f32(vaddq_f32(lo[m][0], lo[m][1]), vaddq_f32(lo[m][2], lo[m][3]));
+    const float32x4_t shi = vaddq_f32(vaddq_f32(hi[m][0], hi[m][1]), vaddq_f32(hi[m][2], hi[m][3]));
+    g.y[(m0 + m) * g.ldy + o] = hsum8(slo, shi) + t;
+  }
+}
+
+void gemm_lanes(const F16Gemm& g, const float* x, int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; ++o) {
+    int64_t m = 0;
+    for (; m + 2 <= g.m; m += 2) rows4<2>(g, x, m, o);
+    if (m < g.m) rows4<1>(g, x, m, o);
   }
 }
 

@@ -92,12 +92,14 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
       const float* x = g.x + m * g.k;
       // With round_x each activation rounded to binary16 (linear_q8.h).
       auto xr = [&](int64_t j) { return g.round_x ? table[f32_to_f16(x[j])] : x[j]; };
-      float acc[8] = {};
+      float acc[4][8] = {};  // chain (j / 8) % 4, lane l (linear_q8.h)
       for (int64_t j = 0; j < k8; j += 8)
-        for (int l = 0; l < 8; ++l) acc[l] = std::fma(table[w[j + l]], xr(j + l), acc[l]);
+        for (int l = 0; l < 8; ++l) acc[(j / 8) % 4][l] = std::fma(table[w[j + l]], xr(j + l), acc[(j / 8) % 4][l]);
+      float s[8];
+      for (int l = 0; l < 8; ++l) s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
       float t = 0;
       for (int64_t j = k8; j < g.k; ++j) t = std::fma(table[w[j]], xr(j), t);
-      g.y[m * g.ldy + o] = hsum8(acc) + t;
+      g.y[m * g.ldy + o] = hsum8(s) + t;
     }
   }
 }

@@ -6,11 +6,11 @@
 // and one fma per block adds dw * dx * S_b for the eight rows. A prompt (several
 // activation rows) packs each group of eight rows once into a small scratch and runs tiles
 // of 2 activation rows over it. F16: the activations rounded to binary16 once per call
-// (linear_q8.h); decode converts eight weight rows per pass with F16C; a few rows (below
-// kF16SeqMinRows) convert a panel of four weight rows to f32 once per chunk of activation
-// rows and run 3 x 4 tiles over it; prompts run outer-product tiles of 6 x 16 over panels
-// of 16 weight rows (one fma chain per output). Tiling changes nothing in the arithmetic
-// of an element.
+// (linear_q8.h); decode and batches below kF16SeqMinRows rows read each weight row start
+// to end (one sequential stream, prefetched ahead) into four fma chains per output, two
+// activation rows at a time; prompts run outer-product tiles of 6 x 16 over panels of 16
+// weight rows (one fma chain per output). Tiling changes nothing in the arithmetic of an
+// element.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -152,10 +152,6 @@ inline void group_rows(const QuantGemm& g, int64_t o, int n, const uint8_t* rows
 // read per second (llm_matmul_bench, m = 1: about 5.5 -> 12 GB/s); 2, 4 and 8 groups ahead
 // measured slower (8: decode 110 against 135 tokens/s on the Q4_0 model).
 constexpr int64_t kPrefetchGroups = 1;
-// F16 decode rows are twice a Q8_0 row's bytes; two groups ahead read about 8% more bytes
-// per second than one in llm_matmul_bench (m = 1, 3 alternating runs: about 11.3 -> 12.2
-// GB/s over the four shapes, the 32000-row output matrix 11.4 -> 12.3), three no better.
-constexpr int64_t kF16PrefetchGroups = 2;
 
 // One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
 // bytes to prefetch over this group's blocks.
@@ -268,181 +264,73 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
   }
 }
 
-// ---- f16 weights ----
+// ---- f16 weights, decode and short batches: four chains per output (linear_q8.h) ----
 
-// Several activation rows (prompt): a panel of NR weight rows is converted to f32 once per
-// chunk of activation rows, laid out step by step (the NR rows' eight values of step j
-// side by side), so the tiles over the chunk's rows read it from L1 with plain loads and
-// spend no conversion per activation row. The tail values (k % 8) are read from the f16
-// row as before.
-constexpr int kF16PanelRows = 4;
-
-float* f16_panel_buffer(int64_t k8) {
+// The activations as the chains read them: f32, rounded to binary16 with round_x (into a
+// per-thread scratch), or the rows as given.
+const float* f16_rounded_rows(const F16Gemm& g) {
+  if (!g.round_x) return g.x;
   thread_local std::vector<float> s;
-  const size_t need = static_cast<size_t>(kF16PanelRows * k8) + 8;
-  if (s.size() < need) s.resize(need);
-  const uintptr_t p = reinterpret_cast<uintptr_t>(s.data());
-  return s.data() + ((32 - p % 32) % 32) / 4;
-}
-
-// The activations rounded to binary16 (linear_q8.h), every row, into a per-thread scratch:
-// half the bytes of f32 for the tiles to stream from L2.
-const uint16_t* f16_activations(const F16Gemm& g) {
-  thread_local std::vector<uint16_t> s;
-  const size_t need = static_cast<size_t>(g.m * g.k);
-  if (s.size() < need) s.resize(need);
-  const int64_t k8 = g.k / 8 * 8;
-  for (int64_t m = 0; m < g.m; ++m) {
-    const float* x = g.x + m * g.k;
-    uint16_t* h = s.data() + m * g.k;
-    for (int64_t j = 0; j < k8; j += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(h + j),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (int64_t j = k8; j < g.k; ++j) h[j] = _cvtss_sh(x[j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
+  const size_t n = static_cast<size_t>(g.m * g.k);
+  if (s.size() < n) s.resize(n);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(s.data() + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(g.x + i),
+                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  for (; i < n; ++i) s[i] = _cvtsh_ss(_cvtss_sh(g.x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   return s.data();
 }
 
-// Eight activations (or one) as f32: from the binary16 copy, or the f32 rows as given.
-inline __m256 load_x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline __m256 load_x8(const float* p) { return _mm256_loadu_ps(p); }
-inline float load_x1(const uint16_t* p) { return _cvtsh_ss(*p); }
-inline float load_x1(const float* p) { return *p; }
+// Weight values asked for ahead of the one being read. A call's rows lie one after another,
+// so this is one sequential stream (running into the next row at a row's end). 1 KiB: in
+// alternating `tessera bench -p 0 -n 96 -t 1` runs on the development VM, 512 B, 2 KiB and
+// 4 KiB ahead decoded 8-17% slower (docs/performance.md).
+constexpr int64_t kF16AheadValues = 512;
 
-// Rows o0 .. o0 + nr of the weights into panel (rows >= nr not written).
-void f16_pack_panel(const F16Gemm& g, int64_t o0, int nr, float* panel) {
-  const int64_t k8 = g.k / 8 * 8;
-  for (int n = 0; n < nr; ++n) {
-    const uint16_t* w = g.w + (o0 + n) * g.k;
-    float* dst = panel + 8 * n;
-    for (int64_t j = 0; j < k8; j += 8, dst += 8 * kF16PanelRows)
-      _mm256_store_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))));
-  }
-}
-
-template <int MR, int NR, typename XT>
-void f16_tile(const F16Gemm& g, const XT* xh, const float* panel, int64_t m0, int64_t o0) {
-  const int64_t k8 = g.k / 8 * 8;
-  __m256 acc[MR][NR];
+// Weight row o against activation rows m0 .. m0 + MR: per row four chains of eight lanes
+// (linear_q8.h), 32 weight values converted per step and shared by the MR rows.
+template <int MR>
+void f16_rows4(const F16Gemm& g, const float* x, int64_t m0, int64_t o) {
+  const uint16_t* w = g.w + o * g.k;
+  const int64_t k8 = g.k / 8 * 8, k32 = g.k / 32 * 32;
+  const float* xm[MR];
+  for (int m = 0; m < MR; ++m) xm[m] = x + (m0 + m) * g.k;
+  __m256 acc[MR][4];
   for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_setzero_ps();
-  const XT* x0 = xh + m0 * g.k;
-  const float* wp = panel;
-  for (int64_t j = 0; j < k8; j += 8, wp += 8 * kF16PanelRows) {
-    __m256 xv[MR];
-    for (int m = 0; m < MR; ++m)
-      xv[m] = load_x8(x0 + m * g.k + j);
-    for (int n = 0; n < NR; ++n) {
-      const __m256 w = _mm256_load_ps(wp + 8 * n);
-      for (int m = 0; m < MR; ++m) acc[m][n] = _mm256_fmadd_ps(w, xv[m], acc[m][n]);
+    for (int q = 0; q < 4; ++q) acc[m][q] = _mm256_setzero_ps();
+  auto wv = [&](int64_t j) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j))); };
+  int64_t j = 0;
+  for (; j < k32; j += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + j + kF16AheadValues), _MM_HINT_T0);
+    const __m256 w0 = wv(j), w1 = wv(j + 8), w2 = wv(j + 16), w3 = wv(j + 24);
+    for (int m = 0; m < MR; ++m) {
+      acc[m][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm[m] + j), acc[m][0]);
+      acc[m][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xm[m] + j + 8), acc[m][1]);
+      acc[m][2] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xm[m] + j + 16), acc[m][2]);
+      acc[m][3] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xm[m] + j + 24), acc[m][3]);
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) {
-      const uint16_t* w = g.w + (o0 + n) * g.k;
-      const XT* x = xh + (m0 + m) * g.k;
-      float t = 0;
-      for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(w[j]), load_x1(x + j), t);
-      g.y[(m0 + m) * g.ldy + o0 + n] = hsum8(acc[m][n]) + t;
-    }
-}
-
-// One activation row (decode): eight weight rows per pass, eight fma chains in flight, and
-// the next group's weight bytes prefetched as for the quantized rows.
-template <typename XT>
-void f16_gemv_group(const F16Gemm& g, const XT* xh, int64_t o, int n, const uint16_t* pf, const uint16_t* pf_end) {
-  const int64_t k8 = g.k / 8 * 8;
-  const uint16_t* rows[kRows];
-  for (int r = 0; r < kRows; ++r) rows[r] = g.w + (o + std::min(r, n - 1)) * g.k;
-  // Prefetch lines (32 values each) spread over the k / 8 steps.
-  const int64_t steps = std::max<int64_t>(1, k8 / 8);
-  const int64_t pf_step = ((pf_end - pf) / steps + 31) / 32 * 32;
-  __m256 acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < k8; j += 8) {
-    for (const uint16_t *p = pf + j / 8 * pf_step, *e = std::min(pf_end, p + pf_step); p < e; p += 32)
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-    const __m256 xv = load_x8(xh + j);
-    for (int r = 0; r < kRows; ++r)
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[r] + j))), xv,
-                               acc[r]);
+  for (; j < k8; j += 8) {  // at most three steps, chains 0, 1, 2
+    const __m256 w0 = wv(j);
+    const int q = static_cast<int>((j / 8) % 4);
+    for (int m = 0; m < MR; ++m) acc[m][q] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm[m] + j), acc[m][q]);
   }
-  for (int r = 0; r < n; ++r) {
+  for (int m = 0; m < MR; ++m) {
     float t = 0;
-    for (int64_t j = k8; j < g.k; ++j) t = std::fma(_cvtsh_ss(rows[r][j]), load_x1(xh + j), t);
-    g.y[o + r] = hsum8(acc[r]) + t;
+    for (int64_t e = k8; e < g.k; ++e) t = std::fma(_cvtsh_ss(w[e]), xm[m][e], t);
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[m][0], acc[m][1]), _mm256_add_ps(acc[m][2], acc[m][3]));
+    g.y[(m0 + m) * g.ldy + o] = hsum8(sum) + t;
   }
 }
 
-// Activation rows per tile of the f16 prompt kernel: 3 x 4 accumulators, three activation
-// registers and one weight register fill the sixteen ymm registers. Three activation rows
-// against four weight rows (not 4 x 3): the activation rows are the operand read from L2,
-// the panel sits in L1, so fewer activation loads per multiply-add.
-constexpr int kF16TileRows = 3;
-
-// The weight rows the prompt kernel asks for ahead: [p, e) in cache lines, a share per tile.
-struct Prefetch {
-  const char* p;
-  const char* e;
-  int64_t per_tile;  // lines per tile
-  void step() {
-    for (int64_t i = 0; i < per_tile && p < e; ++i, p += 64) _mm_prefetch(p, _MM_HINT_T0);
-  }
-};
-
-template <int NR, typename XT>
-void f16_panel_rows(const F16Gemm& g, const XT* xh, const float* panel, int64_t m0, int64_t m1, int64_t o, Prefetch& pf) {
-  int64_t m = m0;
-  for (; m + kF16TileRows <= m1; m += kF16TileRows) {
-    pf.step();
-    f16_tile<kF16TileRows, NR>(g, xh, panel, m, o);
-  }
-  static_assert(kF16TileRows <= 4 && kF16PanelRows <= 4);
-  switch (m1 - m) {
-    case 3: f16_tile<3, NR>(g, xh, panel, m, o); break;
-    case 2: f16_tile<2, NR>(g, xh, panel, m, o); break;
-    case 1: f16_tile<1, NR>(g, xh, panel, m, o); break;
-    default: break;
-  }
-  while (pf.p < pf.e) pf.step();
-}
-
-// Activation rows per pass over the weights: as many as keep about 256 KiB of them in L2
-// (binary16 rows: 170 at k = 768, 64 at k = 2048), at least 16, at most 256, a multiple of
-// the tile. Each pass re-reads every weight panel from memory (the weights of a layer do
-// not stay in L2), so the chunk is as long as L2 allows.
-template <typename XT>
-int64_t f16_row_chunk(int64_t k) {
-  const int64_t rows = (int64_t{256} << 10) / (static_cast<int64_t>(sizeof(XT)) * std::max<int64_t>(k, 1));
-  return std::clamp<int64_t>(rows, 16, 256) / kF16TileRows * kF16TileRows;
-}
-
-// Within a chunk of activation rows, weight panels outside: a panel is converted once and
-// every row of the chunk passes over it, while the next panel's weight rows (a few KiB,
-// too short a stream for the hardware prefetchers) are asked for, a share per tile.
-template <typename XT>
-void f16_gemm_rows(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
-  float* panel = f16_panel_buffer(g.k / 8 * 8);
-  // Chunks of about equal length (a multiple of the tile), none longer than the cap.
-  const int64_t cap = f16_row_chunk<XT>(g.k), nchunks = (g.m + cap - 1) / cap;
-  const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kF16TileRows - 1) / kF16TileRows * kF16TileRows;
-  for (int64_t mc = 0; mc < g.m; mc += chunk) {
-    const int64_t mend = std::min(g.m, mc + chunk);
-    const int64_t tiles = std::max<int64_t>(1, (mend - mc) / kF16TileRows);
-    for (int64_t o = o0; o < o1; o += kF16PanelRows) {
-      const int n = static_cast<int>(std::min<int64_t>(kF16PanelRows, o1 - o));
-      const int64_t next_end = std::min(o1, o + n + kF16PanelRows);
-      const char* p = reinterpret_cast<const char*>(g.w + (o + n) * g.k);
-      const char* e = reinterpret_cast<const char*>(g.w + next_end * g.k);
-      Prefetch pf{p, e, ((e - p) / 64 + tiles) / tiles};
-      f16_pack_panel(g, o, n, panel);
-      switch (n) {
-        case 4: f16_panel_rows<4>(g, xh, panel, mc, mend, o, pf); break;
-        case 3: f16_panel_rows<3>(g, xh, panel, mc, mend, o, pf); break;
-        case 2: f16_panel_rows<2>(g, xh, panel, mc, mend, o, pf); break;
-        default: f16_panel_rows<1>(g, xh, panel, mc, mend, o, pf); break;
-      }
-    }
+// Fewer than kF16SeqMinRows activation rows: each weight row once, start to end, against
+// the activation rows two at a time (a short batch reads the row again from L1).
+void gemm_f16_few(const F16Gemm& g, int64_t o0, int64_t o1) {
+  const float* x = f16_rounded_rows(g);
+  for (int64_t o = o0; o < o1; ++o) {
+    int64_t m = 0;
+    for (; m + 2 <= g.m; m += 2) f16_rows4<2>(g, x, m, o);
+    if (m < g.m) f16_rows4<1>(g, x, m, o);
   }
 }
 
@@ -489,19 +377,6 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
 }
 
 namespace {
-
-template <typename XT>
-void gemm_f16_t(const F16Gemm& g, const XT* xh, int64_t o0, int64_t o1) {
-  if (g.m == 1) {
-    const uint16_t* end = g.w + o1 * g.k;
-    for (int64_t o = o0; o < o1; o += kRows) {
-      const uint16_t* pf = std::min(end, g.w + (o + kF16PrefetchGroups * kRows) * g.k);
-      f16_gemv_group(g, xh, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + kRows * g.k));
-    }
-    return;
-  }
-  f16_gemm_rows(g, xh, o0, o1);
-}
 
 // ---- f16 weights, prompts: one fma chain per output (linear_q8.h, m >= kF16SeqMinRows) ----
 
@@ -695,10 +570,7 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
 
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   if (g.m >= kF16SeqMinRows) return gemm_f16_seq(g, o0, o1);
-  if (g.round_x)
-    gemm_f16_t(g, f16_activations(g), o0, o1);
-  else
-    gemm_f16_t(g, g.x, o0, o1);
+  gemm_f16_few(g, o0, o1);
 }
 
 }  // namespace tessera::cpu::q8::avx2
