@@ -18,8 +18,8 @@
 // lane l = e % 8: acc[q][l] = fma(w[e], h[e], acc[q][l]) for e in order, the K % 8 tail
 // t = fma(w[k], h[k], t) in order, y = hsum8(s) + t with s[l] = (acc[0][l] + acc[1][l]) +
 // (acc[2][l] + acc[3][l]). Four chains keep enough multiply-adds in flight for one weight
-// row to be read start to end, one sequential stream, which decodes 5-20% faster than
-// passes over eight rows at once (docs/performance.md). With kF16SeqMinRows rows or more
+// row to be read start to end, one sequential stream, which decoded faster than passes
+// over eight rows at once in alternating runs (docs/performance.md). With kF16SeqMinRows rows or more
 // (prompts): one chain per output, acc = fma(w[k], h[k], acc) for k = 0 .. K-1 in order
 // from 0, y = acc: what an outer-product tile computes without horizontal sums (about 1.3x
 // the multiply-adds per second of the dot-product tile). So an f16 product's bits depend
