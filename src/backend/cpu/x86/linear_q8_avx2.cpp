@@ -22,6 +22,7 @@
 
 #include "backend/cpu/kernels/linear_q8.h"
 #include "backend/cpu/x86/hsum8_avx2.h"
+#include "convert/dtype.h"
 #include "convert/simd.h"
 
 #pragma GCC push_options
@@ -266,23 +267,23 @@ void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
 
 // ---- f16 weights, decode and short batches: four chains per output (linear_q8.h) ----
 
-// The activations as the chains read them: f32, rounded to binary16 with round_x (into a
+// The activations as the chains read them: f32, rounded to binary16 with round_x (through
+// the project's row converters, the rounding the scalar kernel applies per value, into a
 // per-thread scratch), or the rows as given.
 const float* f16_rounded_rows(const F16Gemm& g) {
   if (!g.round_x) return g.x;
+  thread_local std::vector<uint16_t> h;
   thread_local std::vector<float> s;
   const size_t n = static_cast<size_t>(g.m * g.k);
-  if (s.size() < n) s.resize(n);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(s.data() + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(g.x + i),
-                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-  for (; i < n; ++i) s[i] = _cvtsh_ss(_cvtss_sh(g.x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (s.size() < n) s.resize(n), h.resize(n);
+  convert::f32_to_f16_n(g.x, h.data(), static_cast<int64_t>(n));
+  convert::f16_to_f32_n(h.data(), s.data(), static_cast<int64_t>(n));
   return s.data();
 }
 
 // Weight values asked for ahead of the one being read. A call's rows lie one after another,
-// so this is one sequential stream (running into the next row at a row's end). 1 KiB: in
+// so this is one sequential stream (running into the next row at a row's end, and past the
+// last row of the weights, which a prefetch may: it never faults). 1 KiB: in
 // alternating `tessera bench -p 0 -n 96 -t 1` runs on the development VM, 512 B, 2 KiB and
 // 4 KiB ahead decoded 8-17% slower (docs/performance.md).
 constexpr int64_t kF16AheadValues = 512;
