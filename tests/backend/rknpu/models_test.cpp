@@ -207,38 +207,52 @@ std::vector<uint8_t> run_nodes(const Graph& g, size_t first, size_t end, const s
   return out.ok() ? (*out)[0] : std::vector<uint8_t>{};
 }
 
+// Every node of `v.graph` whose op is in `kinds`, run alone on the NPU with the cpu's
+// inputs, against the cpu's output: values compared, values that differ, the largest
+// difference in quantized steps (u8 or i8 by the output's dtype), nodes run.
+struct OpsAlone {
+  int64_t values = 0, differ = 0;
+  int max_diff = 0, ops = 0;
+};
+OpsAlone ops_alone_on_npu(const Values& v, std::initializer_list<OpKind> kinds) {
+  OpsAlone r;
+  for (size_t i = 0; i < v.graph.nodes().size(); ++i) {
+    const Node& n = v.graph.nodes()[i];
+    if (std::find(kinds.begin(), kinds.end(), n.op) == kinds.end()) continue;
+    auto npu = run_nodes(v.graph, i, i + 1, v.of, "rknpu");
+    const auto& cpu = v.of.at(n.outputs[0]);
+    EXPECT_EQ(npu.size(), cpu.size()) << n.label();
+    if (npu.size() != cpu.size()) continue;
+    const bool i8 = v.graph.tensor(n.outputs[0]).dtype == DType::i8;
+    for (size_t j = 0; j < cpu.size(); ++j) {
+      const int d = i8 ? std::abs(int(int8_t(npu[j])) - int(int8_t(cpu[j]))) : std::abs(int(npu[j]) - int(cpu[j]));
+      r.max_diff = std::max(r.max_diff, d);
+      r.differ += d != 0;
+    }
+    r.values += static_cast<int64_t>(cpu.size());
+    ++r.ops;
+  }
+  return r;
+}
+
 TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
   TESSERA_REQUIRE_FIXTURE(in_path, "reference/nchw_grace.input.bin");
   Values v = cpu_values(model, testing::read_file(in_path));
   ASSERT_FALSE(v.of.empty());
-  int64_t conv_values = 0, conv_differ = 0, add_values = 0, add_differ = 0;
-  int max_diff = 0;
-  for (size_t i = 0; i < v.graph.nodes().size(); ++i) {
-    const Node& n = v.graph.nodes()[i];
-    const bool conv = n.op == OpKind::conv2d || n.op == OpKind::depthwise_conv2d;
-    if (!conv && n.op != OpKind::add) continue;
-    auto npu = run_nodes(v.graph, i, i + 1, v.of, "rknpu");
-    const auto& cpu = v.of.at(n.outputs[0]);
-    ASSERT_EQ(npu.size(), cpu.size()) << n.label();
-    int64_t differ = 0;
-    for (size_t j = 0; j < cpu.size(); ++j) {
-      const int d = std::abs(int(int8_t(npu[j])) - int(int8_t(cpu[j])));
-      max_diff = std::max(max_diff, d);
-      differ += d != 0;
-    }
-    (conv ? conv_values : add_values) += static_cast<int64_t>(cpu.size());
-    (conv ? conv_differ : add_differ) += differ;
-  }
+  const OpsAlone conv = ops_alone_on_npu(v, {OpKind::conv2d, OpKind::depthwise_conv2d});
+  const OpsAlone add = ops_alone_on_npu(v, {OpKind::add});
   std::printf("[rknpu] nchw_grace op by op: convolutions %lld of %lld values differ, adds %lld of %lld, max %d\n",
-              static_cast<long long>(conv_differ), static_cast<long long>(conv_values), static_cast<long long>(add_differ),
-              static_cast<long long>(add_values), max_diff);
-  EXPECT_LE(max_diff, 1);
+              static_cast<long long>(conv.differ), static_cast<long long>(conv.values), static_cast<long long>(add.differ),
+              static_cast<long long>(add.values), std::max(conv.max_diff, add.max_diff));
+  EXPECT_GT(conv.ops, 50);
+  EXPECT_GT(add.ops, 5);
+  EXPECT_LE(std::max(conv.max_diff, add.max_diff), 1);
   // Near-ties, and the int8 linear convs' single rounding (the interpreter's), which OUT_CVT
   // gets one step low for 2^-k of the negative values (docs/rknpu.md): measured 2311 of
   // 6.68 M, 1589 of them in op 5 (k = 6).
-  EXPECT_LE(conv_differ * 2'000, conv_values);
-  EXPECT_LE(add_differ * 10'000, add_values);
+  EXPECT_LE(conv.differ * 2'000, conv.values);
+  EXPECT_LE(add.differ * 10'000, add.values);
 }
 
 // The models whose outputs the oracle test holds to a known gap beyond 2 steps (MoveNet's
@@ -259,28 +273,12 @@ TEST_P(RknpuOpByOp, EachConvAloneIsWithinOneStepOfTheCpu) {
   for (auto& b : input) b = static_cast<uint8_t>(rng() & 0xff);
   Values v = cpu_values(model, input);
   ASSERT_FALSE(v.of.empty());
-  int64_t values = 0, differ = 0;
-  int max_diff = 0, ops = 0;
-  for (size_t i = 0; i < v.graph.nodes().size(); ++i) {
-    const Node& n = v.graph.nodes()[i];
-    if (n.op != OpKind::conv2d && n.op != OpKind::depthwise_conv2d) continue;
-    auto npu = run_nodes(v.graph, i, i + 1, v.of, "rknpu");
-    const auto& cpu = v.of.at(n.outputs[0]);
-    ASSERT_EQ(npu.size(), cpu.size()) << n.label();
-    const bool i8 = v.graph.tensor(n.outputs[0]).dtype == DType::i8;
-    for (size_t j = 0; j < cpu.size(); ++j) {
-      const int d = i8 ? std::abs(int(int8_t(npu[j])) - int(int8_t(cpu[j]))) : std::abs(int(npu[j]) - int(cpu[j]));
-      max_diff = std::max(max_diff, d);
-      differ += d != 0;
-    }
-    values += static_cast<int64_t>(cpu.size());
-    ++ops;
-  }
-  std::printf("[rknpu] %s op by op: %d convolutions, %lld of %lld values differ, max %d\n", GetParam().model, ops,
-              static_cast<long long>(differ), static_cast<long long>(values), max_diff);
-  EXPECT_GT(ops, 20);
-  EXPECT_LE(max_diff, 1);
-  EXPECT_LE(differ * 1'000, values);
+  const OpsAlone r = ops_alone_on_npu(v, {OpKind::conv2d, OpKind::depthwise_conv2d});
+  std::printf("[rknpu] %s op by op: %d convolutions, %lld of %lld values differ, max %d\n", GetParam().model, r.ops,
+              static_cast<long long>(r.differ), static_cast<long long>(r.values), r.max_diff);
+  EXPECT_GT(r.ops, 20);
+  EXPECT_LE(r.max_diff, 1);
+  EXPECT_LE(r.differ * 1'000, r.values);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RknpuOpByOp,
