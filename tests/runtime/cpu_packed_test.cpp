@@ -399,6 +399,92 @@ TEST(CpuPacked, SimdRequantizationIsExactAtRoundingSteps) {
 // The VNNI GEMM tile (vpdpwssd) against the AVX2 one on long k runs with the largest
 // operands (|x|, |w| = 255) as well as random ones. Runs only on CPUs with AVX-VNNI or
 // AVX512-VNNI; elsewhere it reports what it skipped.
+// The 8-bit form's split (qconv.h): every pair of centred weights gives parts in int8 whose
+// magnitudes add up to at most 128 (so 255 * (|s1| + |s2|) fits vpmaddubsw's int16), kept
+// whole wherever that allows it.
+TEST(CpuPacked, U8SplitKeepsEveryPairWithinTheInt16Sum) {
+  for (int32_t v1 = -255; v1 <= 255; ++v1)
+    for (int32_t v2 = -255; v2 <= 255; ++v2) {
+      int32_t s1 = 0, s2 = 0;
+      cpu::uk::split_u8s8(v1, v2, s1, s2);
+      ASSERT_TRUE(s1 >= -128 && s1 <= 127 && s2 >= -128 && s2 <= 127) << v1 << ", " << v2;
+      ASSERT_LE(std::abs(s1) + std::abs(s2), 128) << v1 << ", " << v2;
+      ASSERT_LE(255 * (std::abs(s1) + std::abs(s2)), 32767);
+      const bool whole = std::abs(v1) + std::abs(v2) <= 128 && v1 <= 127 && v2 <= 127;
+      if (whole) ASSERT_TRUE(s1 == v1 && s2 == v2) << v1 << ", " << v2;
+    }
+}
+
+// The 8-bit GEMM (raw u8 rows, the split weights, their fixes, the bias less x_zp * sum v)
+// gives the int16 GEMM's bytes (centred rows and weights): its scalar definition and the
+// SIMD kernel where this CPU has one. Weights mostly small with some anywhere in
+// [-255, 255] (so that pairs need fixes), rows of 255 (the largest pair sums), rows from
+// 1 to 13 (whole tiles and every tail), k from 4 to 160, fewer valid channels than 16.
+TEST(CpuPacked, U8GemmGivesTheInt16GemmBytes) {
+  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
+  const cpu::uk::GemmU8Fn fast = simd ? simd->gemm_u8 : nullptr;
+  std::mt19937 rng(4321);
+  std::uniform_int_distribution<int> small(-40, 40), any(-255, 255), u8(0, 255), pct(0, 99);
+  std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+  std::uniform_int_distribution<int> shift(-20, -6);
+  std::uniform_int_distribution<int32_t> bias(-300000, 300000);
+  int64_t fixes_seen = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t m = 1 + trial % 13, k = 4 * (1 + trial % 40), kpairs = k / 2;
+    const int nvalid = 16 - trial % 5;
+    const int32_t zx = u8(rng);
+    std::vector<int16_t> v(static_cast<size_t>(16 * k), 0);
+    for (int j = 0; j < nvalid; ++j)
+      for (int64_t i = 0; i < k; ++i) {
+        const int r = pct(rng);
+        v[j * k + i] = static_cast<int16_t>(r < 5 ? any(rng) : r < 8 ? (r % 2 ? 64 : -64) : small(rng));
+      }
+    std::vector<uint8_t> x(static_cast<size_t>(m * k));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t i = 0; i < k; ++i) x[r * k + i] = static_cast<uint8_t>(r % 3 == 1 ? 255 : u8(rng));
+    // the int16 form: centred rows, panel [kpairs][16][2]
+    std::vector<int16_t> a(static_cast<size_t>(m * k)), panel(static_cast<size_t>(kpairs * 32), 0);
+    for (size_t i = 0; i < x.size(); ++i) a[i] = static_cast<int16_t>(x[i] - zx);
+    for (int j = 0; j < 16; ++j)
+      for (int64_t i = 0; i < k; ++i) panel[((i / 2) * 16 + j) * 2 + i % 2] = v[j * k + i];
+    std::vector<int32_t> b(16), mu(16), ls(16, 0), rs(16);
+    for (int j = 0; j < 16; ++j) b[j] = bias(rng), mu[j] = mult(rng), rs[j] = -shift(rng);
+    cpu::uk::Requant rq;
+    rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+    rq.single_round = trial % 2 == 1;
+    rq.out_i8 = trial % 3 == 0;
+    rq.lo = rq.out_i8 ? -128 : 0;
+    rq.hi = rq.lo + 255;
+    rq.zp = rq.lo + 100;
+    std::vector<uint8_t> want(static_cast<size_t>(m * 16), 0xAB);
+    cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), k, panel.data(), rq, 0, nvalid, want.data(), 16);
+    // the 8-bit form
+    cpu::uk::U8Panels u8p;
+    ASSERT_TRUE(cpu::uk::pack_u8_panels(v.data(), 16, k, 1 << 30, u8p));
+    fixes_seen += static_cast<int64_t>(u8p.fixes.size());
+    std::vector<int32_t> b8(16);
+    for (int j = 0; j < 16; ++j)
+      b8[j] = static_cast<int32_t>(static_cast<uint32_t>(b[j]) - static_cast<uint32_t>(int64_t{zx} * u8p.vsum[j]));
+    cpu::uk::Requant rq8 = rq;
+    rq8.bias = b8.data();
+    std::vector<uint8_t> got(want.size(), 0xAB);
+    cpu::uk::gemm_u8_scalar(m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(),
+                            static_cast<int64_t>(u8p.fixes.size()), rq8, 0, nvalid, got.data(), 16);
+    ASSERT_EQ(got, want) << "scalar, trial " << trial;
+    if (fast) {
+      std::vector<uint8_t> gotv(want.size(), 0xAB);
+      fast(m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(), static_cast<int64_t>(u8p.fixes.size()),
+           rq8, 0, nvalid, gotv.data(), 16);
+      ASSERT_EQ(gotv, want) << simd->isa << ", trial " << trial;
+    }
+  }
+  EXPECT_GT(fixes_seen, 1000);  // the fixes were exercised
+  // the threshold: more fixes than allowed leaves the layer to the int16 form
+  std::vector<int16_t> big(16 * 8, 200);
+  cpu::uk::U8Panels none;
+  EXPECT_FALSE(cpu::uk::pack_u8_panels(big.data(), 16, 8, 10, none));
+}
+
 TEST(CpuPacked, VnniGemmMatchesAvx2) {
 #if defined(__x86_64__)
   const cpu::uk::QConvKernels* vnni = cpu::uk::avx2_vnni_qconv_kernels(convert::cpu_vnni());

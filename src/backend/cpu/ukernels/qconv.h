@@ -6,11 +6,14 @@
 // requantization is the same fixed-point arithmetic lane by lane.
 //
 // Operands are centred int16 (x - x_zp, w - w_zp: within [-255, 255]), so a pair of
-// products fits vpmaddwd's int32 lanes exactly; 8-bit operand instructions (vpmaddubsw)
-// would saturate on u8 x u8 products and are not used.
+// products fits vpmaddwd's int32 lanes exactly. Where the input is u8 and a layer's weights
+// allow it, AVX2 takes an 8-bit form instead (GemmU8Fn below): the raw input bytes times
+// signed 8-bit weight parts small enough that vpmaddubsw's 16-bit pair sums cannot
+// saturate, plus the rest of the weights as a short list of fixes; the same int32 sums.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "convert/simd.h"
 
@@ -87,12 +90,62 @@ struct QAdd {
 };
 using AddFn = void (*)(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y);
 
+// ---- u8 x s8 GEMM (AVX2 vpmaddubsw) ----
+//
+// sum_k (x_k - x_zp) v_k = sum_k x_k v_k - x_zp sum_k v_k: the raw u8 input x times the
+// centred weights v = w - w_zp, the second term folded into the bias. vpmaddubsw adds two
+// u8 x s8 products into a saturating int16; with x <= 255 a pair of weight parts (s1, s2)
+// with |s1| + |s2| <= 128 gives at most 255 * 128 = 32640, so it never saturates. Each pair
+// of centred weights (k = 2i, 2i + 1 of one channel) is split by split_u8s8: kept whole
+// where it allows that, else both parts clamped to [-64, 64] and the rest (v - s, nonzero
+// for few weights of a trained layer: a weight's size is mostly well below the range its
+// quantization spans) kept as a fix, added to the int32 sum before the requantization.
+inline void split_u8s8(int32_t v1, int32_t v2, int32_t& s1, int32_t& s2) {
+  const auto mag = [](int32_t v) { return v < 0 ? -v : v; };
+  if (v1 >= -128 && v1 <= 127 && v2 >= -128 && v2 <= 127 && mag(v1) + mag(v2) <= 128) {
+    s1 = v1, s2 = v2;
+    return;
+  }
+  s1 = v1 < -64 ? -64 : v1 > 64 ? 64 : v1;
+  s2 = v2 < -64 ? -64 : v2 > 64 ? 64 : v2;
+}
+
+// One fix: channel `lane` of the panel gets a[row][k] * r added to its sum.
+struct U8Fix {
+  int32_t k = 0, lane = 0, r = 0;
+};
+
+// The 8-bit form of a layer's centred weights v ([oc][k] row-major, |v| <= 255, k a
+// multiple of 4): panels of split_u8s8's parts ([npanels][kquads][kPanel][4]), the fixes of
+// panel p at fixes[fix_start[p] .. fix_start[p + 1]), and sum_k v per channel (for the
+// bias). Returns false, `out` unspecified, where more than max_fixes fixes would be needed.
+struct U8Panels {
+  int64_t kquads = 0, npanels = 0;
+  std::vector<int8_t> panels;
+  std::vector<U8Fix> fixes;
+  std::vector<int64_t> fix_start;
+  std::vector<int64_t> vsum;
+};
+bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out);
+
+// GEMM of raw u8 A rows [m][lda bytes, 4 * kquads used] by one s8 panel
+// ([kquads][kPanel][4]: channel j, k = 4q + t at (q * kPanel + j) * 4 + t) plus the panel's
+// fixes, requantized as GemmPanelFn (rq.bias holds the bias less x_zp * sum_k v_k).
+using GemmU8Fn = void (*)(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                          const U8Fix* fix, int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y,
+                          int64_t ldy);
+// The scalar definition of GemmU8Fn (the tests' reference; the cpu's fallback when a
+// program changes the SIMD level after compiling a network).
+void gemm_u8_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+                    int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy);
+
 struct QConvKernels {
   CentreFn centre;
   GemmPanelFn gemm_panel;
   DwRowFn dw_row;
   AddFn add;  // nullptr (scalar): the cpu keeps its 256 x 256 table for ADD / SUB
   const char* isa;
+  GemmU8Fn gemm_u8;  // nullptr: the int16 GEMM for every layer
 };
 
 const QConvKernels& scalar_qconv_kernels();

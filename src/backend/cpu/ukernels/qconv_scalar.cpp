@@ -70,8 +70,53 @@ void dw_row(const DwRow& r) {
 
 }  // namespace
 
+bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out) {
+  if (k % 4 != 0) return false;
+  out.kquads = k / 4;
+  out.npanels = (oc + kPanel - 1) / kPanel;
+  out.panels.assign(static_cast<size_t>(out.npanels * out.kquads * kPanel * 4), 0);
+  out.fixes.clear();
+  out.fix_start.assign(static_cast<size_t>(out.npanels + 1), 0);
+  out.vsum.assign(static_cast<size_t>(oc), 0);
+  for (int64_t pn = 0; pn < out.npanels; ++pn) {
+    for (int64_t j = 0; j < kPanel && pn * kPanel + j < oc; ++j) {
+      const int64_t o = pn * kPanel + j;
+      const int16_t* vo = v + o * k;
+      for (int64_t i = 0; i < k; i += 2) {
+        const int32_t v1 = vo[i], v2 = vo[i + 1];
+        out.vsum[o] += v1 + v2;
+        int32_t s1 = 0, s2 = 0;
+        split_u8s8(v1, v2, s1, s2);
+        int8_t* dst = out.panels.data() + ((pn * out.kquads + i / 4) * kPanel + j) * 4 + i % 4;
+        dst[0] = static_cast<int8_t>(s1);
+        dst[1] = static_cast<int8_t>(s2);
+        if (v1 != s1) out.fixes.push_back({static_cast<int32_t>(i), static_cast<int32_t>(j), v1 - s1});
+        if (v2 != s2) out.fixes.push_back({static_cast<int32_t>(i + 1), static_cast<int32_t>(j), v2 - s2});
+      }
+      if (static_cast<int64_t>(out.fixes.size()) > max_fixes) return false;
+    }
+    out.fix_start[pn + 1] = static_cast<int64_t>(out.fixes.size());
+  }
+  return true;
+}
+
+void gemm_u8_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+                    int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  for (int64_t r = 0; r < m; ++r) {
+    const uint8_t* ar = a + r * lda;
+    for (int j = 0; j < nvalid; ++j) {
+      uint32_t acc = 0;  // int32 arithmetic modulo 2^32, as the SIMD lanes
+      for (int64_t q = 0; q < kquads; ++q)
+        for (int t = 0; t < 4; ++t) acc += static_cast<uint32_t>(ar[4 * q + t] * panel[(q * kPanel + j) * 4 + t]);
+      for (int64_t f = 0; f < nfix; ++f)
+        if (fix[f].lane == j) acc += static_cast<uint32_t>(ar[fix[f].k] * fix[f].r);
+      store(y + r * ldy, j, requantize(static_cast<int32_t>(acc), n0 + j, rq), rq.out_i8);
+    }
+  }
+}
+
 const QConvKernels& scalar_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar"};
+  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar", nullptr};
   return k;
 }
 

@@ -507,6 +507,150 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
   }
 }
 
+// ---- u8 x s8 GEMM (qconv.h, GemmU8Fn) ----
+//
+// Each k step takes four k values: vpmaddubsw multiplies the broadcast four input bytes of a
+// row (unsigned) by the panel's four weight parts of 8 channels (signed) and adds pairs into
+// int16 (never saturating: split_u8s8), vpmaddwd by ones adds the two pairs into int32,
+// vpaddd accumulates: three instructions per 32 multiply-adds where the int16 form takes
+// four per 32 (vpmaddwd + vpaddd per 16). In L1 on Zen 3 the 6 x 16 tile measured 71-84
+// G multiply-adds/s against 58-62 for the int16 tile.
+#define TS_U8_DOT(ACC0, ACC1)                                                          \
+  "vpmaddubsw %%ymm12, %%ymm14, %%ymm15\n\t"                                           \
+  "vpmaddwd %[ones], %%ymm15, %%ymm15\n\t"                                             \
+  "vpaddd %%ymm15, %%ymm" ACC0 ", %%ymm" ACC0 "\n\t"                                 \
+  "vpmaddubsw %%ymm13, %%ymm14, %%ymm15\n\t"                                           \
+  "vpmaddwd %[ones], %%ymm15, %%ymm15\n\t"                                             \
+  "vpaddd %%ymm15, %%ymm" ACC1 ", %%ymm" ACC1 "\n\t"
+
+alignas(32) const int16_t kOnes16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// The k loop of a full 6-row u8 tile, written out as gemm_loop6 is (12 accumulators, the
+// panel's two vectors, the broadcast and the product fill the 16 registers; the ones come
+// from memory). Sums start from the bias; acc[r * 16 + j] is row r, channel j.
+inline void gemm_u8_loop6(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32_t* bias,
+                          int32_t* acc) {
+  const uint8_t* a0 = a;
+  const uint8_t* a3 = a + 3 * lda;
+  const int8_t* b = panel;
+  int64_t n = kquads;
+  asm volatile(
+      "vmovdqu (%[bias]), %%ymm0\n\t"
+      "vmovdqu 32(%[bias]), %%ymm1\n\t"
+      "vmovdqa %%ymm0, %%ymm2\n\t"
+      "vmovdqa %%ymm1, %%ymm3\n\t"
+      "vmovdqa %%ymm0, %%ymm4\n\t"
+      "vmovdqa %%ymm1, %%ymm5\n\t"
+      "vmovdqa %%ymm0, %%ymm6\n\t"
+      "vmovdqa %%ymm1, %%ymm7\n\t"
+      "vmovdqa %%ymm0, %%ymm8\n\t"
+      "vmovdqa %%ymm1, %%ymm9\n\t"
+      "vmovdqa %%ymm0, %%ymm10\n\t"
+      "vmovdqa %%ymm1, %%ymm11\n\t"
+      "test %[n], %[n]\n\t"
+      "jle 2f\n\t"
+      "1:\n\t"
+      "vmovdqu (%[b]), %%ymm12\n\t"
+      "vmovdqu 32(%[b]), %%ymm13\n\t"
+      "vpbroadcastd (%[a0]), %%ymm14\n\t" TS_U8_DOT("0", "1")
+      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" TS_U8_DOT("2", "3")
+      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" TS_U8_DOT("4", "5")
+      "vpbroadcastd (%[a3]), %%ymm14\n\t" TS_U8_DOT("6", "7")
+      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" TS_U8_DOT("8", "9")
+      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" TS_U8_DOT("10", "11")
+      "add $64, %[b]\n\t"
+      "add $4, %[a0]\n\t"
+      "add $4, %[a3]\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      "vmovdqu %%ymm0, (%[o])\n\t"
+      "vmovdqu %%ymm1, 32(%[o])\n\t"
+      "vmovdqu %%ymm2, 64(%[o])\n\t"
+      "vmovdqu %%ymm3, 96(%[o])\n\t"
+      "vmovdqu %%ymm4, 128(%[o])\n\t"
+      "vmovdqu %%ymm5, 160(%[o])\n\t"
+      "vmovdqu %%ymm6, 192(%[o])\n\t"
+      "vmovdqu %%ymm7, 224(%[o])\n\t"
+      "vmovdqu %%ymm8, 256(%[o])\n\t"
+      "vmovdqu %%ymm9, 288(%[o])\n\t"
+      "vmovdqu %%ymm10, 320(%[o])\n\t"
+      "vmovdqu %%ymm11, 352(%[o])\n\t"
+      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)
+      : [s] "r"(lda), [o] "r"(acc), [bias] "r"(bias), [ones] "m"(*reinterpret_cast<const __m256i*>(kOnes16))
+      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+#undef TS_U8_DOT
+
+// Rows 0..MR-1 (MR < 6: the tails) with intrinsics, sums from the bias into acc.
+template <int MR>
+inline void gemm_u8_rows(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32_t* bias,
+                         int32_t* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i bias0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias));
+  const __m256i bias1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + 8));
+  __m256i c[MR][2];
+#pragma GCC unroll 5
+  for (int r = 0; r < MR; ++r) c[r][0] = bias0, c[r][1] = bias1;
+  for (int64_t q = 0; q < kquads; ++q) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + q * 64));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + q * 64 + 32));
+#pragma GCC unroll 5
+    for (int r = 0; r < MR; ++r) {
+      int32_t four;
+      std::memcpy(&four, a + r * lda + q * 4, 4);
+      const __m256i av = _mm256_set1_epi32(four);
+      c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w0), ones));
+      c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w1), ones));
+    }
+  }
+#pragma GCC unroll 5
+  for (int r = 0; r < MR; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + r * kPanel), c[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + r * kPanel + 8), c[r][1]);
+  }
+}
+
+// The panel's fixes on `rows` rows of sums, then their requantization.
+inline void gemm_u8_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda, const U8Fix* fix, int64_t nfix,
+                           const Requant& rq, const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
+  for (int64_t f = 0; f < nfix; ++f) {
+    const U8Fix& fx = fix[f];
+    for (int r = 0; r < rows; ++r)  // int32 modulo 2^32, as the vector lanes
+      acc[r * kPanel + fx.lane] = static_cast<int32_t>(static_cast<uint32_t>(acc[r * kPanel + fx.lane]) +
+                                                       static_cast<uint32_t>(a[r * lda + fx.k] * fx.r));
+  }
+  for (int r = 0; r < rows; ++r) {
+    const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel));
+    const __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel + 8));
+    store_tile_row<false>(c0, c1, prq.v0, prq.v1, rq, prq.out, nvalid, y + r * ldy);
+  }
+}
+
+void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+             int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  const PanelRq prq(rq, n0);
+  const int32_t* bias = rq.bias + n0;
+  alignas(32) int32_t acc[kTileRows * kPanel];
+  int64_t r = 0;
+  for (; r + kTileRows <= m; r += kTileRows) {
+    gemm_u8_loop6(kquads, a + r * lda, lda, panel, bias, acc);
+    gemm_u8_finish(acc, kTileRows, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
+  }
+  const int rest = static_cast<int>(m - r);
+  switch (rest) {
+    case 1: gemm_u8_rows<1>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 2: gemm_u8_rows<2>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 3: gemm_u8_rows<3>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 4: gemm_u8_rows<4>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 5: gemm_u8_rows<5>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    default: return;
+  }
+  gemm_u8_finish(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
+}
+
 // TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
 // MobileNets), 0 for any count; the tap loop is then unrolled with its offsets in registers.
 template <int TAPS>
@@ -619,13 +763,13 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
 }  // namespace
 
 const QConvKernels& avx2_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2"};
+  static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2", gemm_u8};
   return k;
 }
 
 const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
-  static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni"};
-  static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni"};
+  static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni", nullptr};
+  static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni", nullptr};
   switch (kind) {
     case convert::Vnni::vex: return &vex;
     case convert::Vnni::evex: return &evex;
