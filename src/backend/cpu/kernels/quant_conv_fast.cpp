@@ -2,7 +2,9 @@
 // kernels. Everything that depends only on the node is done once at compile time
 // (PrepareFn): weights centred and packed into the micro-kernels' panels, bias and
 // requantization parameters per output channel. A run centres the input into int16
-// (im2col for windows larger than 1x1), then calls the micro-kernels of ukernels/qconv.h.
+// (im2col for windows larger than 1x1), then calls the micro-kernels of ukernels/qconv.h;
+// pointwise layers with u8 input on AVX2 mostly take the 8-bit form instead (pack_u8s8),
+// which reads the input bytes as they are.
 //
 // Results are byte-identical to the reference kernels in quant_conv.cpp: the same int32
 // sums (every product exact in int32, sums independent of order), then the same
@@ -146,9 +148,10 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
 }
 
 // The 8-bit form of a pointwise layer with u8 input (qconv.h, split_u8s8), where the AVX2
-// kernels have it and the weights' fixes are few: each costs about three scalar operations
-// per output row, against about 1.5 vector operations saved per k quad of a 16-channel
-// tile. Else leaves pc as it was (the int16 form).
+// kernels have it and the weights' fixes are few: a fix costs about three scalar operations
+// per row of a tile, 18 per tile, where the 8-bit form saves about 12 vector operations per
+// k quad of a tile (36 against 48), so up to kquads / 2 fixes per panel (on average) still
+// leave it well ahead. Else leaves pc as it was (the int16 form).
 void pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
   if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0 || pc.K > 16384) return;
   std::vector<int16_t> v(static_cast<size_t>(pc.OC * pc.K));
@@ -157,7 +160,7 @@ void pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
       v[o * pc.K + k] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
   uk::U8Panels u8;
   const int64_t npanels = (pc.OC + kPanel - 1) / kPanel;
-  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, npanels * (pc.K / 4) / 8, u8)) return;
+  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, npanels * (pc.K / 4) / 2, u8)) return;
   pc.u8s8 = true;
   pc.kquads = u8.kquads;
   pc.panels8 = std::move(u8.panels);
