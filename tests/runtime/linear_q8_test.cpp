@@ -354,6 +354,27 @@ std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threa
   return y;
 }
 
+// A prompt's f16 product on several threads takes its panels at run time (q8::F16Shared):
+// every output is still one chain, so any thread count gives the scalar kernel's bits.
+// k = 2048 makes chunks of 24 activation rows (61 rows: three chunks, the last short),
+// 37 outputs three panels (the last partial), k = 200 one chunk and an 8-value tail.
+TEST(LinearQ8, F16PromptOnThreadsGivesTheSameBits) {
+  uint32_t seed = 1700;
+  for (int64_t k : {2048, 200}) {
+    SCOPED_TRACE(k);
+    const int64_t m = 61, oc = 37;
+    Weights w = random_weights(DType::f16, oc, k, ++seed);
+    std::vector<float> x = random_acts(m * k, ++seed);
+    for (bool rounding : {true, false}) {
+      std::vector<float> want(static_cast<size_t>(m * oc));
+      cpu::q8::scalar::gemm_f16(
+          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, rounding}, 0, oc);
+      const Graph g = fc_graph(w, m, rounding);
+      for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(g, x, threads), want) << threads << " threads";
+    }
+  }
+}
+
 TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
   for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {

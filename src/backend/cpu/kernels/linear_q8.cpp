@@ -3,8 +3,10 @@
 #include "backend/cpu/kernels/linear_q8.h"
 #include "backend/cpu/kernels/hsum8.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -124,6 +126,12 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_avx2() ? avx2::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
 }
+bool f16_shared_shape(const F16Gemm& g, int64_t oc, F16Shared& s) {
+  if (!convert::use_avx2() || g.m < kF16SeqMinRows) return false;
+  avx2::f16_shared_shape(g, oc, s);
+  return true;
+}
+void gemm_f16_shared(const F16Gemm& g, const F16Shared& s) { avx2::gemm_f16_shared(g, s); }
 #elif defined(__aarch64__)
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
   convert::use_neon() ? neon::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
@@ -134,10 +142,14 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_neon() ? neon::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
 }
+bool f16_shared_shape(const F16Gemm&, int64_t, F16Shared&) { return false; }
+void gemm_f16_shared(const F16Gemm&, const F16Shared&) {}  // never called: f16_shared_shape says no
 #else
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d) { scalar::quantize_row(x, n, q, d); }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) { scalar::gemm_quant(g, o0, o1); }
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) { scalar::gemm_f16(g, o0, o1); }
+bool f16_shared_shape(const F16Gemm&, int64_t, F16Shared&) { return false; }
+void gemm_f16_shared(const F16Gemm&, const F16Shared&) {}  // never called: f16_shared_shape says no
 #endif
 
 }  // namespace q8
@@ -173,6 +185,28 @@ ActScratch& act_scratch() {
   return s;
 }
 
+// The shared state of a prompt's f16 product on several threads (q8::F16Shared), kept by
+// the calling thread and grown to the largest layer once.
+struct F16SharedScratch {
+  std::vector<uint16_t> panels;
+  std::unique_ptr<std::atomic<int32_t>[]> ready;
+  std::unique_ptr<std::atomic<int64_t>[]> next;
+  int64_t ready_n = 0, next_n = 0;
+
+  // Points s at buffers of its shape, the counters and flags zeroed.
+  void bind(q8::F16Shared& s, int64_t k) {
+    const size_t need = static_cast<size_t>(s.npanels * 16 * k) + 16;
+    if (panels.size() < need) panels.resize(need);
+    s.panels = panels.data() + ((32 - reinterpret_cast<uintptr_t>(panels.data()) % 32) % 32) / 2;
+    if (ready_n < s.npanels) ready.reset(new std::atomic<int32_t>[static_cast<size_t>(ready_n = s.npanels)]);
+    if (next_n < s.nchunks) next.reset(new std::atomic<int64_t>[static_cast<size_t>(next_n = s.nchunks)]);
+    for (int64_t p = 0; p < s.npanels; ++p) ready[p].store(0, std::memory_order_relaxed);
+    for (int64_t i = 0; i < s.nchunks; ++i) next[i].store(0, std::memory_order_relaxed);
+    s.ready = ready.get();
+    s.next = next.get();
+  }
+};
+
 // y [M, OC] = act(x [M, IC] * w[OC, IC]^T + bias [OC]), through the fast kernels.
 Status fully_connected(KernelContext& c) {
   const FcPath path = fc_path(c);
@@ -194,6 +228,18 @@ Status fully_connected(KernelContext& c) {
     // fc_path) rounds the activations to binary16 against f16 weights, as llama.cpp does.
     const bool round_x = c.n.attr_str("input_rounding", "") == "q8_0";
     q8::F16Gemm g{w.as<uint16_t>(), x.as<float>(), m_n, ic, y, oc_n, round_x};
+    q8::F16Shared sh;
+    const int threads = c.pool ? c.pool->threads() : 1;
+    if (threads > 1 && q8::f16_shared_shape(g, oc_n, sh)) {
+      // A prompt on several threads: panels taken at run time (linear_q8.h), one call per thread.
+      thread_local F16SharedScratch scratch;
+      scratch.bind(sh, ic);
+      parallel_rows(c, threads, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) q8::gemm_f16_shared(g, sh);
+      }, 1);
+      finish(0, oc_n);
+      return Status::Ok();
+    }
     parallel_rows(c, oc_n, [&](int64_t o0, int64_t o1) { q8::gemm_f16(g, o0, o1), finish(o0, o1); },
                   min_rows_per_chunk(m_n * ic));
     return Status::Ok();

@@ -35,6 +35,7 @@
 // rounding (the tests check this bound).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "tessera/types.h"
@@ -73,6 +74,24 @@ struct F16Gemm {
   bool round_x = false;  // activations rounded to binary16 first (see above)
 };
 
+// A prompt's f16 product (m >= kF16SeqMinRows) on several threads with the work claimed at
+// run time: the activation rows in chunks, each chunk's 16-output weight panels taken one
+// at a time by whichever thread asks next (an atomic counter per chunk), so a thread the
+// host slows down takes fewer; a panel is transposed once, by the thread that takes it in
+// the first chunk. Every output is still one thread's one chain, so the bits are
+// gemm_f16's. Each thread of the region calls gemm_f16_shared(g, s) once; the caller sizes
+// the arrays with f16_shared_shape and zeroes `ready` and `next` before the region.
+struct F16Shared {
+  int64_t oc = 0;                          // outputs (weight rows)
+  int64_t npanels = 0, nchunks = 0, chunk = 0;
+  uint16_t* panels = nullptr;              // [npanels][k][16], 32-byte aligned
+  std::atomic<int32_t>* ready = nullptr;   // [npanels]: 1 once the panel is transposed
+  std::atomic<int64_t>* next = nullptr;    // [nchunks]: the next panel to take in each chunk
+};
+// False where this CPU's kernels have no such form (then gemm_f16 with a static split).
+bool f16_shared_shape(const F16Gemm& g, int64_t oc, F16Shared& s);
+void gemm_f16_shared(const F16Gemm& g, const F16Shared& s);
+
 // Rounds n values (n % 32 == 0) to q[n] and d[n / 32].
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 // s[b] = sum of q[32b .. 32b + 32) for the n / 32 blocks of a rounded row (one definition, no
@@ -93,6 +112,8 @@ namespace avx2 {
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
+void f16_shared_shape(const F16Gemm& g, int64_t oc, F16Shared& s);
+void gemm_f16_shared(const F16Gemm& g, const F16Shared& s);
 }  // namespace avx2
 #endif
 

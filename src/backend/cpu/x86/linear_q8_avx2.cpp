@@ -526,6 +526,30 @@ float* aligned32(std::vector<float>& v, size_t n) {
   return v.data() + ((32 - reinterpret_cast<uintptr_t>(v.data()) % 32) % 32) / 4;
 }
 
+// Chunks of activation rows of about 192 KiB packed per tile (they stay in L2 while every
+// panel passes over them), a multiple of the tile, of about equal length.
+void seq_chunks(const F16Gemm& g, int64_t& chunk, int64_t& nchunks) {
+  const int64_t cap = std::clamp<int64_t>((int64_t{192} << 10) / (4 * std::max<int64_t>(g.k, 1)), kSeqTileRows, 240) /
+                      kSeqTileRows * kSeqTileRows;
+  nchunks = (g.m + cap - 1) / cap;
+  chunk = ((g.m + nchunks - 1) / nchunks + kSeqTileRows - 1) / kSeqTileRows * kSeqTileRows;
+  nchunks = (g.m + chunk - 1) / chunk;
+}
+
+// One panel's tiles over activation rows mc .. mend (packed in xp), outputs o .. o + nr.
+void seq_panel_tiles(const F16Gemm& g, const float* xp, int64_t mc, int64_t mend, const uint16_t* panel, float* acc,
+                     int64_t o, int nr) {
+  // Blocks of kSeqSteps steps (the model shapes here in one block: blocks of 256 and 512
+  // steps, whose panel part stays in L1, measured no faster, best of five alternations
+  // of llm_matmul_bench); a wider K's chains wait in acc (a few KiB) between blocks.
+  for (int64_t j0 = 0; j0 < g.k; j0 += kSeqSteps) {
+    const int64_t j1 = std::min(g.k, j0 + kSeqSteps);
+    for (int64_t m = mc; m < mend; m += kSeqTileRows)
+      seq_tile(xp + (m - mc) * g.k, j0, j1, panel, acc + (m - mc) * kSeqPanel, j1 == g.k ? g.y + m * g.ldy + o : nullptr,
+               g.ldy, static_cast<int>(std::min<int64_t>(kSeqTileRows, mend - m)), nr);
+  }
+}
+
 void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
   // The call's weight rows as panels, transposed once (they are read again from L3 for
   // every chunk of activation rows).
@@ -538,12 +562,8 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
   for (int64_t p = 0; p < npanel; ++p)
     seq_pack_panel(g, o0 + p * kSeqPanel, static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o0 - p * kSeqPanel)),
                    panels + p * kSeqPanel * g.k);
-  // Chunks of activation rows of about 192 KiB packed per tile (they stay in L2 while every
-  // panel passes over them), a multiple of the tile, of about equal length.
-  const int64_t cap = std::clamp<int64_t>((int64_t{192} << 10) / (4 * std::max<int64_t>(g.k, 1)), kSeqTileRows, 240) /
-                      kSeqTileRows * kSeqTileRows;
-  const int64_t nchunks = (g.m + cap - 1) / cap;
-  const int64_t chunk = ((g.m + nchunks - 1) / nchunks + kSeqTileRows - 1) / kSeqTileRows * kSeqTileRows;
+  int64_t chunk = 0, nchunks = 0;
+  seq_chunks(g, chunk, nchunks);
   float* xp = aligned32(xbuf, static_cast<size_t>(chunk * g.k) + 8);  // + the packing's spill
   thread_local std::vector<float> abuf;
   float* acc = aligned32(abuf, static_cast<size_t>(chunk * kSeqPanel));
@@ -552,17 +572,8 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
     seq_pack_rows(g, mc, mend, xp);
     for (int64_t p = 0; p < npanel; ++p) {
       const int64_t o = o0 + p * kSeqPanel;
-      const int nr = static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o));
-      const uint16_t* panel = panels + p * kSeqPanel * g.k;
-      // Blocks of kSeqSteps steps (the model shapes here in one block: blocks of 256 and 512
-      // steps, whose panel part stays in L1, measured no faster, best of five alternations
-      // of llm_matmul_bench); a wider K's chains wait in acc (a few KiB) between blocks.
-      for (int64_t j0 = 0; j0 < g.k; j0 += kSeqSteps) {
-        const int64_t j1 = std::min(g.k, j0 + kSeqSteps);
-        for (int64_t m = mc; m < mend; m += kSeqTileRows)
-          seq_tile(xp + (m - mc) * g.k, j0, j1, panel, acc + (m - mc) * kSeqPanel, j1 == g.k ? g.y + m * g.ldy + o : nullptr, g.ldy,
-                   static_cast<int>(std::min<int64_t>(kSeqTileRows, mend - m)), nr);
-      }
+      seq_panel_tiles(g, xp, mc, mend, panels + p * kSeqPanel * g.k, acc, o,
+                      static_cast<int>(std::min<int64_t>(kSeqPanel, o1 - o)));
     }
   }
 }
@@ -572,6 +583,37 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   if (g.m >= kF16SeqMinRows) return gemm_f16_seq(g, o0, o1);
   gemm_f16_few(g, o0, o1);
+}
+
+void f16_shared_shape(const F16Gemm& g, int64_t oc, F16Shared& s) {
+  s.oc = oc;
+  s.npanels = (oc + kSeqPanel - 1) / kSeqPanel;
+  seq_chunks(g, s.chunk, s.nchunks);
+}
+
+void gemm_f16_shared(const F16Gemm& g, const F16Shared& s) {
+  thread_local std::vector<float> xbuf, abuf;
+  float* xp = aligned32(xbuf, static_cast<size_t>(s.chunk * g.k) + 8);  // + the packing's spill
+  float* acc = aligned32(abuf, static_cast<size_t>(s.chunk * kSeqPanel));
+  for (int64_t c = 0; c < s.nchunks; ++c) {
+    const int64_t mc = c * s.chunk, mend = std::min(g.m, mc + s.chunk);
+    bool rows_packed = false;
+    for (;;) {
+      const int64_t p = s.next[c].fetch_add(1, std::memory_order_relaxed);
+      if (p >= s.npanels) break;
+      if (!rows_packed) seq_pack_rows(g, mc, mend, xp), rows_packed = true;
+      const int64_t o = p * kSeqPanel;
+      const int nr = static_cast<int>(std::min<int64_t>(kSeqPanel, s.oc - o));
+      uint16_t* panel = s.panels + p * kSeqPanel * g.k;
+      if (c == 0) {  // the one thread that takes panel p in the first chunk transposes it
+        seq_pack_panel(g, o, nr, panel);
+        s.ready[p].store(1, std::memory_order_release);
+      } else {
+        while (s.ready[p].load(std::memory_order_acquire) == 0) _mm_pause();
+      }
+      seq_panel_tiles(g, xp, mc, mend, panel, acc, o, nr);
+    }
+  }
 }
 
 }  // namespace tessera::cpu::q8::avx2
