@@ -375,6 +375,32 @@ TEST(LinearQ8, F16PromptOnThreadsGivesTheSameBits) {
   }
 }
 
+// Output rows on several threads: each thread's own share first, then the rest in pieces
+// taken at run time (parallel_rows_guided in linear_q8.cpp). 301 outputs (38 eight-row
+// groups, the last partial), decode and short batches: any thread count gives the scalar
+// kernels' bits.
+TEST(LinearQ8, RowsTakenAtRunTimeGiveTheSameBits) {
+  uint32_t seed = 2100;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
+    for (int64_t m : {1, 3}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " m=" + std::to_string(m));
+      const int64_t oc = 301, k = 256;
+      Weights w = random_weights(t, oc, k, ++seed);
+      std::vector<float> x = random_acts(m * k, ++seed);
+      std::vector<float> want(static_cast<size_t>(m * oc));
+      if (t == DType::f16) {
+        cpu::q8::scalar::gemm_f16(
+            {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, /*round_x=*/true}, 0, oc);
+      } else {
+        Rounded r = round_rows(x, m, k, false);
+        cpu::q8::scalar::gemm_quant(
+            {t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, want.data(), oc}, 0, oc);
+      }
+      const Graph g = fc_graph(w, m, true);
+      for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(g, x, threads), want) << threads << " threads";
+    }
+}
+
 TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
   for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {
