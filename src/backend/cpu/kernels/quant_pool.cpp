@@ -45,13 +45,24 @@ Status pool(KernelContext& c, bool average) {
         const int64_t x1 = std::min<int64_t>(ox * win.sw - win.pad_left + win.kw, W);
         const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
         std::fill(acc.begin(), acc.begin() + C, average ? 0 : q::qmin(t));
+        int32_t* a = acc.data();
+        // One pixel's channels into the sums or maxima: the dtype and the operation chosen
+        // outside the channel loop, which the compiler then vectorises.
+        auto take = [&](const auto* px) {
+          if (average)
+            for (int64_t ch = 0; ch < C; ++ch) a[ch] += px[ch];
+          else
+            for (int64_t ch = 0; ch < C; ++ch) a[ch] = std::max<int32_t>(a[ch], px[ch]);
+        };
         for (int64_t iy = y0; iy < y1; ++iy)
           for (int64_t ix = x0; ix < x1; ++ix) {
             const int64_t base = ((b * H + iy) * W + ix) * C;
-            for (int64_t ch = 0; ch < C; ++ch) {
-              const int32_t v = q::load(x, t, base + ch);
-              acc[ch] = average ? acc[ch] + v : std::max(acc[ch], v);
-            }
+            if (t == DType::u8)
+              take(x + base);
+            else if (t == DType::i8)
+              take(reinterpret_cast<const int8_t*>(x) + base);
+            else
+              take(reinterpret_cast<const int16_t*>(x) + base);  // q::load's other case
           }
         const int64_t out = ((b * OH + oy) * OW + ox) * C;
         for (int64_t ch = 0; ch < C; ++ch) {

@@ -109,6 +109,12 @@ Status softmax(KernelContext& c) {
   auto scaled_diff = [&](int32_t diff) {  // MultiplyByQuantizedMultiplierGreaterThanOne
     return q::srdhm(diff * (1 << left_shift), m.multiplier);
   };
+  // The exponential of every difference an 8-bit row can have (0 down to -255; those below
+  // diff_min are not used), computed once per call instead of twice per value: the same
+  // function of the same integers, so the same bits.
+  int32_t exp_of[256];
+  for (int32_t d = 0; d < 256; ++d)
+    exp_of[d] = -d >= diff_min ? q::fp::exp_on_negative_values(scaled_diff(-d), kScaledDiffIntegerBits) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t base = r * depth;
     int32_t max_in_row = q::qmin(ti);
@@ -116,9 +122,7 @@ Status softmax(KernelContext& c) {
     int32_t sum_of_exps = 0;  // Q12.19
     for (int64_t i = 0; i < depth; ++i) {
       const int32_t diff = q::load(x, ti, base + i) - max_in_row;
-      if (diff >= diff_min)
-        sum_of_exps += q::fp::rescale(q::fp::exp_on_negative_values(scaled_diff(diff), kScaledDiffIntegerBits), 0,
-                                      kAccumulationIntegerBits);
+      if (diff >= diff_min) sum_of_exps += q::fp::rescale(exp_of[-diff], 0, kAccumulationIntegerBits);
     }
     // GetReciprocal(sum_of_exps, 12): normalise into [1, 2) and invert.
     const int headroom_plus_one = std::countl_zero(static_cast<uint32_t>(sum_of_exps));
@@ -130,7 +134,7 @@ Status softmax(KernelContext& c) {
       const int32_t diff = q::load(x, ti, base + i) - max_in_row;
       int32_t out = out_min;
       if (diff >= diff_min) {
-        const int32_t e = q::fp::exp_on_negative_values(scaled_diff(diff), kScaledDiffIntegerBits);
+        const int32_t e = exp_of[-diff];
         const int32_t unsat = q::rounding_divide_by_pot(q::srdhm(shifted_scale, e), num_bits_over_unit + 31 - 8);
         out = q::clamp(unsat + out_min, out_min, out_max);
       }
