@@ -153,7 +153,7 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
 // k quad of a tile (36 against 48), so up to kquads / 2 fixes per panel (on average) still
 // leave it well ahead. Else leaves pc as it was (the int16 form).
 void pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
-  if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0 || pc.K > 16384) return;
+  if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0) return;
   std::vector<int16_t> v(static_cast<size_t>(pc.OC * pc.K));
   for (int64_t o = 0; o < pc.OC; ++o)
     for (int64_t k = 0; k < pc.K; ++k)
