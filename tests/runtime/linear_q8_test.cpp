@@ -354,6 +354,23 @@ std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threa
   return y;
 }
 
+// What the scalar kernels compute for m activation rows against weights w (oc x k): the
+// rounded activations' dot products (quantized weights), or the f16 product with or
+// without the binary16 rounding of the activations.
+std::vector<float> scalar_fc(const Weights& w, DType t, const std::vector<float>& x, int64_t m, int64_t k, int64_t oc,
+                             bool round_x = true) {
+  std::vector<float> y(static_cast<size_t>(m * oc));
+  if (t == DType::f16) {
+    cpu::q8::scalar::gemm_f16({reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y.data(), oc, round_x},
+                              0, oc);
+  } else {
+    Rounded r = round_rows(x, m, k, false);
+    cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y.data(), oc},
+                                0, oc);
+  }
+  return y;
+}
+
 // A prompt's f16 product on several threads takes its panels at run time (q8::F16Shared):
 // every output is still one chain, so any thread count gives the scalar kernel's bits.
 // k = 2048 makes chunks of 24 activation rows (61 rows: three chunks, the last short),
@@ -366,9 +383,7 @@ TEST(LinearQ8, F16PromptOnThreadsGivesTheSameBits) {
     Weights w = random_weights(DType::f16, oc, k, ++seed);
     std::vector<float> x = random_acts(m * k, ++seed);
     for (bool rounding : {true, false}) {
-      std::vector<float> want(static_cast<size_t>(m * oc));
-      cpu::q8::scalar::gemm_f16(
-          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, rounding}, 0, oc);
+      const std::vector<float> want = scalar_fc(w, DType::f16, x, m, k, oc, rounding);
       const Graph g = fc_graph(w, m, rounding);
       for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(g, x, threads), want) << threads << " threads";
     }
@@ -387,15 +402,7 @@ TEST(LinearQ8, RowsTakenAtRunTimeGiveTheSameBits) {
       const int64_t oc = 301, k = 256;
       Weights w = random_weights(t, oc, k, ++seed);
       std::vector<float> x = random_acts(m * k, ++seed);
-      std::vector<float> want(static_cast<size_t>(m * oc));
-      if (t == DType::f16) {
-        cpu::q8::scalar::gemm_f16(
-            {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, /*round_x=*/true}, 0, oc);
-      } else {
-        Rounded r = round_rows(x, m, k, false);
-        cpu::q8::scalar::gemm_quant(
-            {t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, want.data(), oc}, 0, oc);
-      }
+      const std::vector<float> want = scalar_fc(w, t, x, m, k, oc);
       const Graph g = fc_graph(w, m, true);
       for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(g, x, threads), want) << threads << " threads";
     }
@@ -409,22 +416,12 @@ TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
     Weights w = random_weights(t, oc, k, ++seed);
     std::vector<float> x = random_acts(m * k, ++seed);
     // What the kernels compute, called directly.
-    std::vector<float> want(static_cast<size_t>(m * oc));
-    if (t == DType::f16) {
-      cpu::q8::scalar::gemm_f16(
-          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, want.data(), oc, /*round_x=*/true}, 0, oc);
-    } else {
-      Rounded r = round_rows(x, m, k, false);
-      cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, want.data(), oc},
-                                  0, oc);
-    }
+    const std::vector<float> want = scalar_fc(w, t, x, m, k, oc);
     const Graph rounded = fc_graph(w, m, true);
     for (int threads : {1, 2, 3}) EXPECT_EQ(run_fc(rounded, x, threads), want) << threads << " threads";
     // Without the attribute, f16 weights take the fast kernel on exact activations.
     if (t == DType::f16) {
-      std::vector<float> exact(want.size());
-      cpu::q8::scalar::gemm_f16(
-          {reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, exact.data(), oc, /*round_x=*/false}, 0, oc);
+      const std::vector<float> exact = scalar_fc(w, t, x, m, k, oc, /*round_x=*/false);
       EXPECT_NE(exact, want);
       for (int threads : {1, 2}) EXPECT_EQ(run_fc(fc_graph(w, m, false), x, threads), exact) << threads << " threads";
     }
