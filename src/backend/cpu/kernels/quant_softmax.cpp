@@ -7,6 +7,8 @@
 // exponentiated with exp_on_negative_values, summed in Q12.19, and normalised with a
 // Newton-Raphson reciprocal. This file reproduces that arithmetic step by step.
 #include <bit>
+#include <cmath>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -81,6 +83,43 @@ namespace {
 constexpr int kScaledDiffIntegerBits = 5;     // softmax.h: kScaledDiffIntegerBits
 constexpr int kAccumulationIntegerBits = 12;  // softmax.h: kAccumulationIntegerBits
 
+// TFLite's input-dependent constants (PreprocessSoftmaxScaling, CalculateInputRadius) and
+// the exponential of every difference an 8-bit row can have (0 down to -255), made once
+// at compile (prepare_softmax) instead of twice per value: the same function of the same
+// integers, so the same bits.
+struct SoftmaxTable : PreparedKernel {
+  int32_t diff_min = 0;
+  int32_t exp_of[256] = {};  // exp_of[d]: Q0.31 exponential of the difference -d (0 below diff_min)
+};
+
+SoftmaxTable softmax_table(float input_scale, double beta) {
+  SoftmaxTable t;
+  // PreprocessSoftmaxScaling: beta * input_scale * 2^(31 - 5), capped at 2^31 - 1.
+  const double real = std::min(beta * input_scale * static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)),
+                               static_cast<double>((int64_t{1} << 31) - 1));
+  const q::Multiplier m = q::quantize_multiplier(real);
+  const int left_shift = m.shift;
+  // CalculateInputRadius(5, left_shift): the largest |diff| that does not saturate.
+  const double max_rescaled = 1.0 * ((1 << kScaledDiffIntegerBits) - 1) *
+                              static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)) /
+                              static_cast<double>(int64_t{1} << left_shift);
+  t.diff_min = -static_cast<int32_t>(std::floor(max_rescaled));
+  for (int32_t d = 0; d < 256; ++d) {
+    if (-d < t.diff_min) continue;
+    const int32_t scaled = q::srdhm(-d * (1 << left_shift), m.multiplier);  // MultiplyByQuantizedMultiplierGreaterThanOne
+    t.exp_of[d] = q::fp::exp_on_negative_values(scaled, kScaledDiffIntegerBits);
+  }
+  return t;
+}
+
+// Per-tensor 8-bit input (else nullptr: the kernel reports what is wrong).
+Result<std::unique_ptr<PreparedKernel>> prepare_softmax(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  if (x.quant.scale.size() != 1 || (x.dtype != DType::u8 && x.dtype != DType::i8)) return std::unique_ptr<PreparedKernel>();
+  return std::unique_ptr<PreparedKernel>(
+      std::make_unique<SoftmaxTable>(softmax_table(x.quant.scale[0], n.attr_float("beta", 1.0))));
+}
+
 Status softmax(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
@@ -89,32 +128,16 @@ Status softmax(KernelContext& c) {
   const int64_t axis = c.n.attr_int("axis", -1);
   if (axis != -1 && axis != rank - 1) return kernel_error(c.n, "quantized softmax runs along the last axis only");
   const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
-  const float si = c.in[0].t->quant.scale[0];
-  const double beta = c.n.attr_float("beta", 1.0);
-  // PreprocessSoftmaxScaling: beta * input_scale * 2^(31 - 5), capped at 2^31 - 1.
-  const double real = std::min(beta * si * static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)),
-                               static_cast<double>((int64_t{1} << 31) - 1));
-  const q::Multiplier m = q::quantize_multiplier(real);
-  const int left_shift = m.shift;
-  // CalculateInputRadius(5, left_shift): the largest |diff| that does not saturate.
-  const double max_rescaled = 1.0 * ((1 << kScaledDiffIntegerBits) - 1) *
-                              static_cast<double>(int64_t{1} << (31 - kScaledDiffIntegerBits)) /
-                              static_cast<double>(int64_t{1} << left_shift);
-  const int32_t diff_min = -static_cast<int32_t>(std::floor(max_rescaled));
+  SoftmaxTable made;
+  if (!c.prepared) made = softmax_table(c.in[0].t->quant.scale[0], c.n.attr_float("beta", 1.0));
+  const SoftmaxTable& tab = c.prepared ? static_cast<const SoftmaxTable&>(*c.prepared) : made;
+  const int32_t diff_min = tab.diff_min;
+  const int32_t* exp_of = tab.exp_of;
   const int64_t depth = c.in[0].shape().back();
   const int64_t rows = depth ? c.in[0].elements() / depth : 0;
   const int32_t out_min = q::qmin(to), out_max = q::qmax(to);
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
-  auto scaled_diff = [&](int32_t diff) {  // MultiplyByQuantizedMultiplierGreaterThanOne
-    return q::srdhm(diff * (1 << left_shift), m.multiplier);
-  };
-  // The exponential of every difference an 8-bit row can have (0 down to -255; those below
-  // diff_min are not used), computed once per call instead of twice per value: the same
-  // function of the same integers, so the same bits.
-  int32_t exp_of[256];
-  for (int32_t d = 0; d < 256; ++d)
-    exp_of[d] = -d >= diff_min ? q::fp::exp_on_negative_values(scaled_diff(-d), kScaledDiffIntegerBits) : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t base = r * depth;
     int32_t max_in_row = q::qmin(ti);
@@ -146,6 +169,6 @@ Status softmax(KernelContext& c) {
 
 }  // namespace
 
-void register_quant_softmax_kernels(KernelTable& t) { t.add(OpKind::softmax, KernelKind::quant, softmax); }
+void register_quant_softmax_kernels(KernelTable& t) { t.add(OpKind::softmax, KernelKind::quant, softmax, prepare_softmax); }
 
 }  // namespace tessera::cpu
