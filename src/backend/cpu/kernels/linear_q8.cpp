@@ -222,8 +222,8 @@ struct F16SharedScratch {
   int64_t ready_n = 0, next_n = 0;
 
   // Points s at buffers of its shape, the counters and flags zeroed.
-  void bind(q8::F16Shared& s, int64_t k) {
-    const size_t need = static_cast<size_t>(s.npanels * 16 * k) + 16;
+  void bind(q8::F16Shared& s) {
+    const size_t need = static_cast<size_t>(s.panel_values) + 16;  // + 32-byte alignment
     if (panels.size() < need) panels.resize(need);
     s.panels = panels.data() + ((32 - reinterpret_cast<uintptr_t>(panels.data()) % 32) % 32) / 2;
     if (ready_n < s.npanels) ready.reset(new std::atomic<int32_t>[static_cast<size_t>(ready_n = s.npanels)]);
@@ -261,7 +261,7 @@ Status fully_connected(KernelContext& c) {
     if (threads > 1 && q8::f16_shared_shape(g, oc_n, sh)) {
       // A prompt on several threads: panels taken at run time (linear_q8.h), one call per thread.
       thread_local F16SharedScratch scratch;
-      scratch.bind(sh, ic);
+      scratch.bind(sh);
       parallel_rows(c, threads, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) q8::gemm_f16_shared(g, sh);
       }, 1);

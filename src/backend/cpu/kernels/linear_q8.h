@@ -84,6 +84,7 @@ struct F16Gemm {
 struct F16Shared {
   int64_t oc = 0;                          // outputs (weight rows)
   int64_t npanels = 0, nchunks = 0, chunk = 0;
+  int64_t panel_values = 0;                // binary16 values the panels need
   uint16_t* panels = nullptr;              // [npanels][k][16], 32-byte aligned
   std::atomic<int32_t>* ready = nullptr;   // [npanels]: 1 once the panel is transposed
   std::atomic<int64_t>* next = nullptr;    // [nchunks]: the next panel to take in each chunk

@@ -550,10 +550,19 @@ void seq_panel_tiles(const F16Gemm& g, const float* xp, int64_t mc, int64_t mend
   }
 }
 
+// A thread's packed activation chunk and its tiles' partial sums, shared by the static and
+// the run-time-shared prompt paths (grown once to the largest layer).
+struct SeqScratch {
+  std::vector<float> x, acc;
+};
+SeqScratch& seq_scratch() {
+  thread_local SeqScratch s;
+  return s;
+}
+
 void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
   // The call's weight rows as panels, transposed once (they are read again from L3 for
   // every chunk of activation rows).
-  thread_local std::vector<float> xbuf;
   thread_local std::vector<uint16_t> wbuf;
   const int64_t npanel = (o1 - o0 + kSeqPanel - 1) / kSeqPanel;
   const size_t wneed = static_cast<size_t>(npanel * kSeqPanel * g.k) + 16;
@@ -564,9 +573,9 @@ void gemm_f16_seq(const F16Gemm& g, int64_t o0, int64_t o1) {
                    panels + p * kSeqPanel * g.k);
   int64_t chunk = 0, nchunks = 0;
   seq_chunks(g, chunk, nchunks);
-  float* xp = aligned32(xbuf, static_cast<size_t>(chunk * g.k) + 8);  // + the packing's spill
-  thread_local std::vector<float> abuf;
-  float* acc = aligned32(abuf, static_cast<size_t>(chunk * kSeqPanel));
+  SeqScratch& sc = seq_scratch();
+  float* xp = aligned32(sc.x, static_cast<size_t>(chunk * g.k) + 8);  // + the packing's spill
+  float* acc = aligned32(sc.acc, static_cast<size_t>(chunk * kSeqPanel));
   for (int64_t mc = 0; mc < g.m; mc += chunk) {
     const int64_t mend = std::min(g.m, mc + chunk);
     seq_pack_rows(g, mc, mend, xp);
@@ -588,13 +597,14 @@ void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
 void f16_shared_shape(const F16Gemm& g, int64_t oc, F16Shared& s) {
   s.oc = oc;
   s.npanels = (oc + kSeqPanel - 1) / kSeqPanel;
+  s.panel_values = s.npanels * kSeqPanel * g.k;
   seq_chunks(g, s.chunk, s.nchunks);
 }
 
 void gemm_f16_shared(const F16Gemm& g, const F16Shared& s) {
-  thread_local std::vector<float> xbuf, abuf;
-  float* xp = aligned32(xbuf, static_cast<size_t>(s.chunk * g.k) + 8);  // + the packing's spill
-  float* acc = aligned32(abuf, static_cast<size_t>(s.chunk * kSeqPanel));
+  SeqScratch& sc = seq_scratch();
+  float* xp = aligned32(sc.x, static_cast<size_t>(s.chunk * g.k) + 8);  // + the packing's spill
+  float* acc = aligned32(sc.acc, static_cast<size_t>(s.chunk * kSeqPanel));
   for (int64_t c = 0; c < s.nchunks; ++c) {
     const int64_t mc = c * s.chunk, mend = std::min(g.m, mc + s.chunk);
     bool rows_packed = false;
