@@ -134,10 +134,8 @@ const int32_t* bias_data(const Graph& g, const Node& n) {
   return b ? reinterpret_cast<const int32_t*>(b->data->data) : nullptr;
 }
 
-// Packs centred weights w[o][k] (o < OC, k < K) into panels.
+// Packs centred weights w[o][k] (o < OC, k < K) into panels (pc.npanels, pc.kpairs set).
 void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
-  pc.kpairs = (pc.K + 1) / 2;
-  pc.npanels = (pc.OC + kPanel - 1) / kPanel;
   pc.panels.assign(static_cast<size_t>(pc.npanels * pc.kpairs * kPanel * 2), 0);
   for (int64_t o = 0; o < pc.OC; ++o) {
     int16_t* panel = pc.panels.data() + (o / kPanel) * pc.kpairs * kPanel * 2;
@@ -151,27 +149,26 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
 // kernels have it and the weights' fixes are few: a fix costs about three scalar operations
 // per row of a tile, 18 per tile, where the 8-bit form saves about 12 vector operations per
 // k quad of a tile (36 against 48), so up to kquads / 2 fixes per panel (on average) still
-// leave it well ahead. Else leaves pc as it was (the int16 form).
-void pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
-  if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0) return;
+// leave it well ahead. Returns false, pc unchanged, where the layer keeps the int16 form.
+// Needs pc.npanels and pc.rq filled (the zero point's term goes into the bias).
+bool pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
+  if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0) return false;
   std::vector<int16_t> v(static_cast<size_t>(pc.OC * pc.K));
   for (int64_t o = 0; o < pc.OC; ++o)
     for (int64_t k = 0; k < pc.K; ++k)
       v[o * pc.K + k] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
   uk::U8Panels u8;
-  const int64_t npanels = (pc.OC + kPanel - 1) / kPanel;
-  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, npanels * (pc.K / 4) / 2, u8)) return;
+  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, pc.npanels * (pc.K / 4) / 2, u8)) return false;
   pc.u8s8 = true;
   pc.kquads = u8.kquads;
   pc.panels8 = std::move(u8.panels);
   pc.fixes = std::move(u8.fixes);
   pc.fix_start = std::move(u8.fix_start);
-  pc.panels.clear();
-  pc.panels.shrink_to_fit();
   // bias - x_zp * sum_k v_k, as int32 modulo 2^32 (the sums' own arithmetic)
   for (int64_t o = 0; o < pc.OC; ++o)
     pc.rq.bias[o] = static_cast<int32_t>(static_cast<uint32_t>(pc.rq.bias[o]) -
                                          static_cast<uint32_t>(static_cast<int64_t>(pc.x_zp) * u8.vsum[o]));
+  return true;
 }
 
 Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node& n, bool fc) {
@@ -205,12 +202,15 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
       if (m.shift > 0) return std::unique_ptr<PreparedKernel>();
   pc->x_zp = p.x_zp;
   pc->in_i8 = x.dtype == DType::i8;
-  pack_panels(*pc, w.data->data, w.dtype, p);
+  pc->npanels = (pc->OC + kPanel - 1) / kPanel;
+  pc->kpairs = (pc->K + 1) / 2;  // also sizes the row blocks of the 8-bit form
   if (!pc->pointwise && !fc) size_padded_input(*pc, w.shape[1], w.shape[2], pc->C);
   std::vector<int64_t> order(static_cast<size_t>(pc->npanels * kPanel), -1);
   for (int64_t o = 0; o < pc->OC; ++o) order[o] = o;
   pc->rq.fill(p, bias_data(g, n), order, y.dtype);
-  if (pc->pointwise && !pc->in_i8) pack_u8s8(*pc, w.data->data, w.dtype, p);
+  // u8 pointwise layers: the 8-bit form where the weights allow it, else the int16 panels.
+  if (!(pc->pointwise && !pc->in_i8 && pack_u8s8(*pc, w.data->data, w.dtype, p)))
+    pack_panels(*pc, w.data->data, w.dtype, p);
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
 
@@ -357,38 +357,20 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
-  if (pc.u8s8) {
-    // The input rows are A as they are (no copy); the scalar definition where the SIMD level
-    // changed since the network was compiled.
-    const uk::GemmU8Fn gemm = uk.gemm_u8 ? uk.gemm_u8 : uk::gemm_u8_scalar;
-    parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
-      for (int64_t it = i0; it < i1; ++it) {
-        const int64_t blk = it / nsplit, part = it % nsplit;
-        int64_t r0, rows;
-        block_rows(blk, r0, rows);
-        const int64_t p0 = pc.npanels * part / nsplit, p1 = pc.npanels * (part + 1) / nsplit;
-        for (int64_t p = p0; p < p1; ++p) {
-          const int64_t n0 = p * kPanel;
-          const int nvalid = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0));
-          gemm(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
-               pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p], pc.rq.rq, n0, nvalid,
-               y + r0 * pc.OC + n0, pc.OC);
-        }
-      }
-    }, 1);
-    return Status::Ok();
-  }
-  int16_t* xp = pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
+  // The 8-bit form reads the input rows as they are (no A to build); its scalar definition
+  // where the SIMD level changed since the network was compiled.
+  const uk::GemmU8Fn gemm_u8 = uk.gemm_u8 ? uk.gemm_u8 : uk::gemm_u8_scalar;
+  int16_t* xp = !pc.u8s8 && pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
   if (xp) fill_padded(c, pc, uk, xp);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<int16_t> a;
-    if (static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
+    if (!pc.u8s8 && static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
     int64_t built = -1;
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t blk = it / nsplit, part = it % nsplit;
       int64_t r0, rows;
       block_rows(blk, r0, rows);
-      if (built != blk) {
+      if (!pc.u8s8 && built != blk) {
         build_a(pc, uk, x, xp, r0, rows, a.data());
         built = blk;
       }
@@ -396,8 +378,14 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kPanel;
         const int nvalid = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0));
-        uk.gemm_panel(rows, pc.kpairs, a.data(), lda, pc.panels.data() + p * pc.kpairs * kPanel * 2, pc.rq.rq, n0,
-                      nvalid, y + r0 * pc.OC + n0, pc.OC);
+        uint8_t* yb = y + r0 * pc.OC + n0;
+        if (pc.u8s8)
+          gemm_u8(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
+                  pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p], pc.rq.rq, n0, nvalid, yb,
+                  pc.OC);
+        else
+          uk.gemm_panel(rows, pc.kpairs, a.data(), lda, pc.panels.data() + p * pc.kpairs * kPanel * 2, pc.rq.rq, n0,
+                        nvalid, yb, pc.OC);
       }
     }
   }, 1);
