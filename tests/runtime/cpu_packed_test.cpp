@@ -415,74 +415,119 @@ TEST(CpuPacked, U8SplitKeepsEveryPairWithinTheInt16Sum) {
     }
 }
 
-// The 8-bit GEMM (raw u8 rows, the split weights, their fixes, the bias less x_zp * sum v)
-// gives the int16 GEMM's bytes (centred rows and weights): its scalar definition and the
-// SIMD kernel where this CPU has one. Weights mostly small with some anywhere in
-// [-255, 255] (so that pairs need fixes), rows of 255 (the largest pair sums), rows from
-// 1 to 13 (whole tiles and every tail), k from 4 to 160, fewer valid channels than 16.
+// The 8-bit GEMM (raw input rows, the split weights, their fixes, the bias less x_zp * sum v)
+// gives the int16 GEMM's bytes (centred rows and weights): its scalar definitions and every
+// SIMD kernel this CPU runs (AVX2's vpmaddubsw form with pair-split weights; VNNI's
+// vpdpbusd form with byte-split weights), for u8 input and for int8 input (the flip form:
+// bytes read as x + 128). Weights mostly small with some anywhere in [-255, 255] (so that
+// weights need fixes in either split), rows of the largest input, rows from 1 to 13 (whole
+// tiles and every tail), k from 4 to 160, fewer valid channels than 16.
 TEST(CpuPacked, U8GemmGivesTheInt16GemmBytes) {
-  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
-  const cpu::uk::GemmU8Fn fast = simd ? simd->gemm_u8 : nullptr;
-  std::mt19937 rng(4321);
-  std::uniform_int_distribution<int> small(-40, 40), any(-255, 255), u8(0, 255), pct(0, 99);
-  std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
-  std::uniform_int_distribution<int> shift(-20, -6);
-  std::uniform_int_distribution<int32_t> bias(-300000, 300000);
-  int64_t fixes_seen = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int64_t m = 1 + trial % 13, k = 4 * (1 + trial % 40), kpairs = k / 2;
-    const int nvalid = 16 - trial % 5;
-    const int32_t zx = u8(rng);
-    std::vector<int16_t> v(static_cast<size_t>(16 * k), 0);
-    for (int j = 0; j < nvalid; ++j)
-      for (int64_t i = 0; i < k; ++i) {
-        const int r = pct(rng);
-        v[j * k + i] = static_cast<int16_t>(r < 5 ? any(rng) : r < 8 ? (r % 2 ? 64 : -64) : small(rng));
+  struct Form {
+    cpu::uk::U8Split split;
+    const cpu::uk::QConvKernels* simd;  // nullptr: the scalar definitions only
+  };
+  std::vector<Form> forms = {{cpu::uk::U8Split::pairs, nullptr}, {cpu::uk::U8Split::bytes, nullptr}};
+  for (const cpu::uk::QConvKernels* k : simd_kernel_sets())
+    if (k->gemm_u8) forms.push_back({k->u8_split, k});
+  int64_t fixes_seen[2] = {0, 0}, simd_runs = 0;
+  for (const Form& form : forms) {
+    for (const bool flip : {false, true}) {
+      std::mt19937 rng(4321);
+      std::uniform_int_distribution<int> small(-40, 40), any(-255, 255), u8(0, 255), pct(0, 99);
+      std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+      std::uniform_int_distribution<int> shift(-20, -6);
+      std::uniform_int_distribution<int32_t> bias(-300000, 300000);
+      for (int trial = 0; trial < 300; ++trial) {
+        const int64_t m = 1 + trial % 13, k = 4 * (1 + trial % 40), kpairs = k / 2;
+        const int nvalid = 16 - trial % 5;
+        const int32_t zx = u8(rng) - (flip ? 128 : 0);
+        std::vector<int16_t> v(static_cast<size_t>(16 * k), 0);
+        for (int j = 0; j < nvalid; ++j)
+          for (int64_t i = 0; i < k; ++i) {
+            const int r = pct(rng);
+            v[j * k + i] = static_cast<int16_t>(r < 5 ? any(rng) : r < 8 ? (r % 2 ? 64 : -64) : small(rng));
+          }
+        // raw bytes; the largest input value on every third row (255, or int8's 127)
+        std::vector<uint8_t> x(static_cast<size_t>(m * k));
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t i = 0; i < k; ++i) x[r * k + i] = static_cast<uint8_t>(r % 3 == 1 ? (flip ? 127 : 255) : u8(rng));
+        // the int16 form: centred rows, panel [kpairs][16][2]
+        std::vector<int16_t> a(static_cast<size_t>(m * k)), panel(static_cast<size_t>(kpairs * 32), 0);
+        for (size_t i = 0; i < x.size(); ++i)
+          a[i] = static_cast<int16_t>((flip ? static_cast<int32_t>(static_cast<int8_t>(x[i])) : x[i]) - zx);
+        for (int j = 0; j < 16; ++j)
+          for (int64_t i = 0; i < k; ++i) panel[((i / 2) * 16 + j) * 2 + i % 2] = v[j * k + i];
+        std::vector<int32_t> b(16), mu(16), ls(16, 0), rs(16);
+        for (int j = 0; j < 16; ++j) b[j] = bias(rng), mu[j] = mult(rng), rs[j] = -shift(rng);
+        cpu::uk::Requant rq;
+        rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+        rq.single_round = trial % 2 == 1;
+        rq.out_i8 = trial % 3 == 0;
+        rq.lo = rq.out_i8 ? -128 : 0;
+        rq.hi = rq.lo + 255;
+        rq.zp = rq.lo + 100;
+        std::vector<uint8_t> want(static_cast<size_t>(m * 16), 0xAB);
+        cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), k, panel.data(), rq, 0, nvalid, want.data(),
+                                                   16);
+        // the 8-bit form
+        cpu::uk::U8Panels u8p;
+        ASSERT_TRUE(cpu::uk::pack_u8_panels(v.data(), 16, k, 1 << 30, u8p, form.split));
+        fixes_seen[static_cast<int>(form.split)] += static_cast<int64_t>(u8p.fixes.size());
+        std::vector<int32_t> b8(16);
+        const int64_t zu = zx + (flip ? 128 : 0);
+        for (int j = 0; j < 16; ++j)
+          b8[j] = static_cast<int32_t>(static_cast<uint32_t>(b[j]) - static_cast<uint32_t>(zu * u8p.vsum[j]));
+        cpu::uk::Requant rq8 = rq;
+        rq8.bias = b8.data();
+        const int64_t nfix = static_cast<int64_t>(u8p.fixes.size());
+        std::vector<uint8_t> got(want.size(), 0xAB);
+        (flip ? cpu::uk::gemm_u8_flip_scalar : cpu::uk::gemm_u8_scalar)(
+            m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(), nfix, rq8, 0, nvalid, got.data(), 16);
+        ASSERT_EQ(got, want) << "scalar, trial " << trial << (flip ? ", int8 input" : ", u8 input");
+        if (form.simd) {
+          const cpu::uk::GemmU8Fn fast = flip ? form.simd->gemm_u8_flip : form.simd->gemm_u8;
+          ASSERT_NE(fast, nullptr) << form.simd->isa;
+          std::vector<uint8_t> gotv(want.size(), 0xAB);
+          fast(m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(), nfix, rq8, 0, nvalid, gotv.data(),
+               16);
+          ASSERT_EQ(gotv, want) << form.simd->isa << ", trial " << trial << (flip ? ", int8 input" : ", u8 input");
+          ++simd_runs;
+        }
       }
-    std::vector<uint8_t> x(static_cast<size_t>(m * k));
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t i = 0; i < k; ++i) x[r * k + i] = static_cast<uint8_t>(r % 3 == 1 ? 255 : u8(rng));
-    // the int16 form: centred rows, panel [kpairs][16][2]
-    std::vector<int16_t> a(static_cast<size_t>(m * k)), panel(static_cast<size_t>(kpairs * 32), 0);
-    for (size_t i = 0; i < x.size(); ++i) a[i] = static_cast<int16_t>(x[i] - zx);
-    for (int j = 0; j < 16; ++j)
-      for (int64_t i = 0; i < k; ++i) panel[((i / 2) * 16 + j) * 2 + i % 2] = v[j * k + i];
-    std::vector<int32_t> b(16), mu(16), ls(16, 0), rs(16);
-    for (int j = 0; j < 16; ++j) b[j] = bias(rng), mu[j] = mult(rng), rs[j] = -shift(rng);
-    cpu::uk::Requant rq;
-    rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
-    rq.single_round = trial % 2 == 1;
-    rq.out_i8 = trial % 3 == 0;
-    rq.lo = rq.out_i8 ? -128 : 0;
-    rq.hi = rq.lo + 255;
-    rq.zp = rq.lo + 100;
-    std::vector<uint8_t> want(static_cast<size_t>(m * 16), 0xAB);
-    cpu::uk::scalar_qconv_kernels().gemm_panel(m, kpairs, a.data(), k, panel.data(), rq, 0, nvalid, want.data(), 16);
-    // the 8-bit form
-    cpu::uk::U8Panels u8p;
-    ASSERT_TRUE(cpu::uk::pack_u8_panels(v.data(), 16, k, 1 << 30, u8p));
-    fixes_seen += static_cast<int64_t>(u8p.fixes.size());
-    std::vector<int32_t> b8(16);
-    for (int j = 0; j < 16; ++j)
-      b8[j] = static_cast<int32_t>(static_cast<uint32_t>(b[j]) - static_cast<uint32_t>(int64_t{zx} * u8p.vsum[j]));
-    cpu::uk::Requant rq8 = rq;
-    rq8.bias = b8.data();
-    std::vector<uint8_t> got(want.size(), 0xAB);
-    cpu::uk::gemm_u8_scalar(m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(),
-                            static_cast<int64_t>(u8p.fixes.size()), rq8, 0, nvalid, got.data(), 16);
-    ASSERT_EQ(got, want) << "scalar, trial " << trial;
-    if (fast) {
-      std::vector<uint8_t> gotv(want.size(), 0xAB);
-      fast(m, u8p.kquads, x.data(), k, u8p.panels.data(), u8p.fixes.data(), static_cast<int64_t>(u8p.fixes.size()),
-           rq8, 0, nvalid, gotv.data(), 16);
-      ASSERT_EQ(gotv, want) << simd->isa << ", trial " << trial;
     }
   }
-  EXPECT_GT(fixes_seen, 1000);  // the fixes were exercised
+  // the fixes were exercised in both splits (the byte split needs fewer: only |v| > 127)
+  EXPECT_GT(fixes_seen[0], 1000);
+  EXPECT_GT(fixes_seen[1], 500);
+  // every SIMD kernel set of this CPU ran both inputs' forms
+  EXPECT_EQ(simd_runs, 2 * 300 * static_cast<int64_t>(forms.size() - 2));
   // the threshold: more fixes than allowed leaves the layer to the int16 form
   std::vector<int16_t> big(16 * 8, 200);
   cpu::uk::U8Panels none;
   EXPECT_FALSE(cpu::uk::pack_u8_panels(big.data(), 16, 8, 10, none));
+  EXPECT_FALSE(cpu::uk::pack_u8_panels(big.data(), 16, 8, 10, none, cpu::uk::U8Split::bytes));
+}
+
+// The byte split: every weight in [-128, 127], kept whole wherever it fits.
+TEST(CpuPacked, U8ByteSplitKeepsEveryWeightThatFits) {
+  std::vector<int16_t> v;
+  for (int32_t x = -255; x <= 255; ++x) v.push_back(static_cast<int16_t>(x));
+  while (v.size() % 4) v.push_back(0);
+  const int64_t k = static_cast<int64_t>(v.size());
+  cpu::uk::U8Panels out;
+  ASSERT_TRUE(cpu::uk::pack_u8_panels(v.data(), 1, k, 1 << 30, out, cpu::uk::U8Split::bytes));
+  int64_t fixed = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const int32_t part = out.panels[((i / 4) * 16) * 4 + i % 4];
+    int32_t rest = 0;
+    for (const cpu::uk::U8Fix& f : out.fixes)
+      if (f.k == i && f.lane == 0) rest += f.r;
+    ASSERT_EQ(part + rest, v[i]) << i;
+    if (v[i] >= -128 && v[i] <= 127) ASSERT_EQ(rest, 0) << v[i];
+    fixed += rest != 0;
+  }
+  EXPECT_EQ(fixed, 255 - 127 + 255 - 128);
 }
 
 TEST(CpuPacked, VnniGemmMatchesAvx2) {

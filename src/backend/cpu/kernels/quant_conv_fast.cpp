@@ -3,8 +3,8 @@
 // (PrepareFn): weights centred and packed into the micro-kernels' panels, bias and
 // requantization parameters per output channel. A run centres the input into int16
 // (im2col for windows larger than 1x1), then calls the micro-kernels of ukernels/qconv.h;
-// pointwise layers with u8 input on AVX2 mostly take the 8-bit form instead (pack_u8s8),
-// which reads the input bytes as they are.
+// pointwise layers mostly take the 8-bit form instead (pack_u8s8), which reads the input
+// bytes as they are (u8 input on AVX2; u8 and int8 input with VNNI).
 //
 // Results are byte-identical to the reference kernels in quant_conv.cpp: the same int32
 // sums (every product exact in int32, sums independent of order), then the same
@@ -78,9 +78,10 @@ struct PackedConv : PreparedKernel {
   bool pointwise = false;  // 1x1, stride 1, no padding: A rows are the input pixels
   int64_t K = 0, kpairs = 0, npanels = 0;
   std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
-  // The 8-bit form (uk::GemmU8Fn; u8 pointwise input, most weight pairs small): panels of
-  // s8 weight parts [npanels][kquads][kPanel][4] and per panel p its fixes
-  // fixes[fix_start[p] .. fix_start[p + 1]); rq.bias then holds bias - x_zp * sum_k v_k.
+  // The 8-bit form (uk::GemmU8Fn; pointwise input, the weights' fixes few): panels of s8
+  // weight parts [npanels][kquads][kPanel][4] and per panel p its fixes
+  // fixes[fix_start[p] .. fix_start[p + 1]); rq.bias then holds bias - x_zp * sum_k v_k
+  // (int8 input: bias - (x_zp + 128) * sum_k v_k, the input bytes read as x + 128).
   bool u8s8 = false;
   int64_t kquads = 0;
   std::vector<int8_t> panels8;
@@ -145,29 +146,33 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
   }
 }
 
-// The 8-bit form of a pointwise layer with u8 input (qconv.h, split_u8s8), where the AVX2
-// kernels have it and the weights' fixes are few: a fix costs about three scalar operations
-// per row of a tile, 18 per tile, where the 8-bit form saves about 12 vector operations per
-// k quad of a tile (36 against 48), so up to kquads / 2 fixes per panel (on average) still
-// leave it well ahead. Returns false, pc unchanged, where the layer keeps the int16 form.
-// Needs pc.npanels and pc.rq filled (the zero point's term goes into the bias).
+// The 8-bit form of a pointwise layer (qconv.h: U8Split), where the SIMD kernels have it for
+// the input's type and the weights' fixes are few: a fix costs about three scalar
+// operations per row of a tile, 18 per tile, where the 8-bit form saves about 12 vector
+// operations per k quad of a tile (AVX2: 36 against 48; VNNI: 12 against 24), so up to
+// kquads / 2 fixes per panel (on average) still leave it well ahead. Returns false, pc
+// unchanged, where the layer keeps the int16 form. Needs pc.npanels, pc.in_i8 and pc.rq
+// filled (the zero point's term goes into the bias).
 bool pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
-  if (!uk::qconv_kernels().gemm_u8 || pc.K % 4 != 0) return false;
+  const uk::QConvKernels& kern = uk::qconv_kernels();
+  if (!(pc.in_i8 ? kern.gemm_u8_flip : kern.gemm_u8) || pc.K % 4 != 0) return false;
   std::vector<int16_t> v(static_cast<size_t>(pc.OC * pc.K));
   for (int64_t o = 0; o < pc.OC; ++o)
     for (int64_t k = 0; k < pc.K; ++k)
       v[o * pc.K + k] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
   uk::U8Panels u8;
-  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, pc.npanels * (pc.K / 4) / 2, u8)) return false;
+  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, pc.npanels * (pc.K / 4) / 2, u8, kern.u8_split)) return false;
   pc.u8s8 = true;
   pc.kquads = u8.kquads;
   pc.panels8 = std::move(u8.panels);
   pc.fixes = std::move(u8.fixes);
   pc.fix_start = std::move(u8.fix_start);
-  // bias - x_zp * sum_k v_k, as int32 modulo 2^32 (the sums' own arithmetic)
+  // bias - x_zp * sum_k v_k, as int32 modulo 2^32 (the sums' own arithmetic); int8 input
+  // is read as x + 128, its zero point then x_zp + 128
+  const int64_t zp = pc.x_zp + (pc.in_i8 ? 128 : 0);
   for (int64_t o = 0; o < pc.OC; ++o)
     pc.rq.bias[o] = static_cast<int32_t>(static_cast<uint32_t>(pc.rq.bias[o]) -
-                                         static_cast<uint32_t>(static_cast<int64_t>(pc.x_zp) * u8.vsum[o]));
+                                         static_cast<uint32_t>(zp * u8.vsum[o]));
   return true;
 }
 
@@ -208,8 +213,9 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
   std::vector<int64_t> order(static_cast<size_t>(pc->npanels * kPanel), -1);
   for (int64_t o = 0; o < pc->OC; ++o) order[o] = o;
   pc->rq.fill(p, bias_data(g, n), order, y.dtype);
-  // u8 pointwise layers: the 8-bit form where the weights allow it, else the int16 panels.
-  if (!(pc->pointwise && !pc->in_i8 && pack_u8s8(*pc, w.data->data, w.dtype, p)))
+  // Pointwise layers: the 8-bit form where the kernels and weights allow it, else the int16
+  // panels.
+  if (!(pc->pointwise && pack_u8s8(*pc, w.data->data, w.dtype, p)))
     pack_panels(*pc, w.data->data, w.dtype, p);
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
@@ -359,7 +365,8 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   uint8_t* y = c.out[0].data;
   // The 8-bit form reads the input rows as they are (no A to build); its scalar definition
   // where the SIMD level changed since the network was compiled.
-  const uk::GemmU8Fn gemm_u8 = uk.gemm_u8 ? uk.gemm_u8 : uk::gemm_u8_scalar;
+  const uk::GemmU8Fn gemm_u8 = pc.in_i8 ? (uk.gemm_u8_flip ? uk.gemm_u8_flip : uk::gemm_u8_flip_scalar)
+                                        : (uk.gemm_u8 ? uk.gemm_u8 : uk::gemm_u8_scalar);
   int16_t* xp = !pc.u8s8 && pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
   if (xp) fill_padded(c, pc, uk, xp);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {

@@ -110,6 +110,13 @@ inline void split_u8s8(int32_t v1, int32_t v2, int32_t& s1, int32_t& s2) {
   s2 = v2 < -64 ? -64 : v2 > 64 ? 64 : v2;
 }
 
+// How a layer's centred weights are cut into the panels' signed 8-bit parts:
+//  - pairs (vpmaddubsw, AVX2): split_u8s8 per pair of k values, so no int16 pair sum saturates;
+//  - bytes (vpdpbusd, VNNI: four u8 x s8 products added straight into int32, nothing to
+//    saturate): each weight clamped to [-128, 127] alone (u8 models' centred weights span
+//    [-255, 255]; int8 models' weights always fit, so their layers have no fixes at all).
+enum class U8Split { pairs, bytes };
+
 // One fix: channel `lane` of the panel gets a[row][k] * r added to its sum.
 struct U8Fix {
   int32_t k = 0, lane = 0, r = 0;
@@ -126,7 +133,8 @@ struct U8Panels {
   std::vector<int64_t> fix_start;
   std::vector<int64_t> vsum;
 };
-bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out);
+bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out,
+                    U8Split split = U8Split::pairs);
 
 // GEMM of raw u8 A rows [m][lda bytes, 4 * kquads used] by one s8 panel
 // ([kquads][kPanel][4]: channel j, k = 4q + t at (q * kPanel + j) * 4 + t) plus the panel's
@@ -138,6 +146,12 @@ using GemmU8Fn = void (*)(int64_t m, int64_t kquads, const uint8_t* a, int64_t l
 // program changes the SIMD level after compiling a network).
 void gemm_u8_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
                     int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy);
+// The same for int8 input: each byte x read as the u8 x + 128 (its top bit flipped), so
+// sum_k (x_k - x_zp) v_k = sum_k (x_k + 128) v_k - (x_zp + 128) sum_k v_k, the second term
+// again in the bias. Fixes multiply the flipped byte too.
+void gemm_u8_flip_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                         const U8Fix* fix, int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y,
+                         int64_t ldy);
 
 struct QConvKernels {
   CentreFn centre;
@@ -145,14 +159,17 @@ struct QConvKernels {
   DwRowFn dw_row;
   AddFn add;  // nullptr (scalar): the cpu keeps its 256 x 256 table for ADD / SUB
   const char* isa;
-  GemmU8Fn gemm_u8;  // nullptr: the int16 GEMM for every layer
+  GemmU8Fn gemm_u8;       // nullptr: the int16 GEMM for every layer
+  GemmU8Fn gemm_u8_flip;  // int8 input (gemm_u8_flip_scalar); nullptr: int8 layers take the int16 GEMM
+  U8Split u8_split;       // the weight parts gemm_u8 / gemm_u8_flip are exact for
 };
 
 const QConvKernels& scalar_qconv_kernels();
 #if defined(__x86_64__)
 const QConvKernels& avx2_qconv_kernels();
-// The AVX2 kernels with the GEMM's k steps as VNNI vpdpwssd (kind vex or evex; nullptr for
-// none). Only for CPUs convert::cpu_vnni() reports.
+// The AVX2 kernels with VNNI's k steps (kind vex or evex; nullptr for none): the int16 GEMM
+// as vpdpwssd, the 8-bit GEMM as vpdpbusd (U8Split::bytes, for u8 and int8 input). Only for
+// CPUs convert::cpu_vnni() reports.
 const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind);
 #endif
 #if defined(__aarch64__)

@@ -70,7 +70,8 @@ void dw_row(const DwRow& r) {
 
 }  // namespace
 
-bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out) {
+bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, U8Panels& out, U8Split split) {
+  const auto to_s8 = [](int32_t x) { return x < -128 ? -128 : x > 127 ? 127 : x; };
   if (k % 4 != 0) return false;
   out.kquads = k / 4;
   out.npanels = (oc + kPanel - 1) / kPanel;
@@ -86,7 +87,10 @@ bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, 
         const int32_t v1 = vo[i], v2 = vo[i + 1];
         out.vsum[o] += v1 + v2;
         int32_t s1 = 0, s2 = 0;
-        split_u8s8(v1, v2, s1, s2);
+        if (split == U8Split::pairs)
+          split_u8s8(v1, v2, s1, s2);
+        else
+          s1 = to_s8(v1), s2 = to_s8(v2);
         int8_t* dst = out.panels.data() + ((pn * out.kquads + i / 4) * kPanel + j) * 4 + i % 4;
         dst[0] = static_cast<int8_t>(s1);
         dst[1] = static_cast<int8_t>(s2);
@@ -100,23 +104,41 @@ bool pack_u8_panels(const int16_t* v, int64_t oc, int64_t k, int64_t max_fixes, 
   return true;
 }
 
-void gemm_u8_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
-                    int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+namespace {
+
+// kFlip: int8 input bytes read as x + 128 (x ^ 0x80).
+template <bool kFlip>
+void gemm_u8_t(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+               int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  const auto in = [](uint8_t x) { return static_cast<int32_t>(kFlip ? x ^ 0x80u : x); };
   for (int64_t r = 0; r < m; ++r) {
     const uint8_t* ar = a + r * lda;
     for (int j = 0; j < nvalid; ++j) {
       uint32_t acc = 0;  // int32 arithmetic modulo 2^32, as the SIMD lanes
       for (int64_t q = 0; q < kquads; ++q)
-        for (int t = 0; t < 4; ++t) acc += static_cast<uint32_t>(ar[4 * q + t] * panel[(q * kPanel + j) * 4 + t]);
+        for (int t = 0; t < 4; ++t) acc += static_cast<uint32_t>(in(ar[4 * q + t]) * panel[(q * kPanel + j) * 4 + t]);
       for (int64_t f = 0; f < nfix; ++f)
-        if (fix[f].lane == j) acc += static_cast<uint32_t>(ar[fix[f].k] * fix[f].r);
+        if (fix[f].lane == j) acc += static_cast<uint32_t>(in(ar[fix[f].k]) * fix[f].r);
       store(y + r * ldy, j, requantize(static_cast<int32_t>(acc), n0 + j, rq), rq.out_i8);
     }
   }
 }
 
+}  // namespace
+
+void gemm_u8_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+                    int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  gemm_u8_t<false>(m, kquads, a, lda, panel, fix, nfix, rq, n0, nvalid, y, ldy);
+}
+
+void gemm_u8_flip_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                         const U8Fix* fix, int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y,
+                         int64_t ldy) {
+  gemm_u8_t<true>(m, kquads, a, lda, panel, fix, nfix, rq, n0, nvalid, y, ldy);
+}
+
 const QConvKernels& scalar_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar", nullptr};
+  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar", nullptr, nullptr, U8Split::pairs};
   return k;
 }
 

@@ -522,73 +522,122 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
   "vpmaddubsw %%ymm13, %%ymm14, %%ymm15\n\t"                                           \
   "vpmaddwd %[ones], %%ymm15, %%ymm15\n\t"                                             \
   "vpaddd %%ymm15, %%ymm" ACC1 ", %%ymm" ACC1 "\n\t"
+// VNNI: one vpdpbusd per vector adds the four u8 x s8 products of each lane straight into
+// its int32 sum (exact: nothing is saturated on the way), VEX- or EVEX-encoded as Dot says.
+#define TS_U8_DOT_VEX(ACC0, ACC1)                                                      \
+  "%{vex%} vpdpbusd %%ymm12, %%ymm14, %%ymm" ACC0 "\n\t"                                \
+  "%{vex%} vpdpbusd %%ymm13, %%ymm14, %%ymm" ACC1 "\n\t"
+#define TS_U8_DOT_EVEX(ACC0, ACC1)                                                     \
+  "%{evex%} vpdpbusd %%ymm12, %%ymm14, %%ymm" ACC0 "\n\t"                               \
+  "%{evex%} vpdpbusd %%ymm13, %%ymm14, %%ymm" ACC1 "\n\t"
+// int8 input: the broadcast bytes' top bits flipped (x + 128 as u8), from memory where the
+// AVX2 form needs all 16 registers, from ymm15 in the VNNI forms (which need no product
+// register).
+#define TS_U8_FLIP_NONE ""
+#define TS_U8_FLIP_MEM "vpxor %[flip], %%ymm14, %%ymm14\n\t"
+#define TS_U8_FLIP_REG "vpxor %%ymm15, %%ymm14, %%ymm14\n\t"
 
 alignas(32) const int16_t kOnes16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+alignas(32) const uint8_t kFlip8[32] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
 
 // The k loop of a full 6-row u8 tile, written out as gemm_loop6 is (12 accumulators, the
 // panel's two vectors, the broadcast and the product fill the 16 registers; the ones come
 // from memory). Sums start from the bias; acc[r * 16 + j] is row r, channel j.
+#define TS_U8_LOOP6(DOT, FLIP)                                                                              \
+  asm volatile(                                                                                              \
+      "vmovdqu (%[bias]), %%ymm0\n\t"                                                                        \
+      "vmovdqu 32(%[bias]), %%ymm1\n\t"                                                                      \
+      "vmovdqa %%ymm0, %%ymm2\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm3\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm4\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm5\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm6\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm7\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm8\n\t"                                                                           \
+      "vmovdqa %%ymm1, %%ymm9\n\t"                                                                           \
+      "vmovdqa %%ymm0, %%ymm10\n\t"                                                                          \
+      "vmovdqa %%ymm1, %%ymm11\n\t"                                                                          \
+      "vmovdqa %[flip], %%ymm15\n\t"                                                                         \
+      "test %[n], %[n]\n\t"                                                                                  \
+      "jle 2f\n\t"                                                                                           \
+      "1:\n\t"                                                                                               \
+      "vmovdqu (%[b]), %%ymm12\n\t"                                                                          \
+      "vmovdqu 32(%[b]), %%ymm13\n\t"                                                                        \
+      "vpbroadcastd (%[a0]), %%ymm14\n\t" FLIP DOT("0", "1")                                                \
+      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" FLIP DOT("2", "3")                                           \
+      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" FLIP DOT("4", "5")                                         \
+      "vpbroadcastd (%[a3]), %%ymm14\n\t" FLIP DOT("6", "7")                                                \
+      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" FLIP DOT("8", "9")                                           \
+      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" FLIP DOT("10", "11")                                       \
+      "add $64, %[b]\n\t"                                                                                    \
+      "add $4, %[a0]\n\t"                                                                                    \
+      "add $4, %[a3]\n\t"                                                                                    \
+      "dec %[n]\n\t"                                                                                         \
+      "jnz 1b\n\t"                                                                                           \
+      "2:\n\t"                                                                                               \
+      "vmovdqu %%ymm0, (%[o])\n\t"                                                                           \
+      "vmovdqu %%ymm1, 32(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm2, 64(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm3, 96(%[o])\n\t"                                                                         \
+      "vmovdqu %%ymm4, 128(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm5, 160(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm6, 192(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm7, 224(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm8, 256(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm9, 288(%[o])\n\t"                                                                        \
+      "vmovdqu %%ymm10, 320(%[o])\n\t"                                                                       \
+      "vmovdqu %%ymm11, 352(%[o])\n\t"                                                                       \
+      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)                                               \
+      : [s] "r"(lda), [o] "r"(acc), [bias] "r"(bias), [ones] "m"(*reinterpret_cast<const __m256i*>(kOnes16)), \
+        [flip] "m"(*reinterpret_cast<const __m256i*>(kFlip8))                                                \
+      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
+        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
+
+// kFlip: int8 input bytes read as x + 128 (GemmU8Fn's flip form).
+template <Dot kDot, bool kFlip>
 inline void gemm_u8_loop6(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32_t* bias,
                           int32_t* acc) {
   const uint8_t* a0 = a;
   const uint8_t* a3 = a + 3 * lda;
   const int8_t* b = panel;
   int64_t n = kquads;
-  asm volatile(
-      "vmovdqu (%[bias]), %%ymm0\n\t"
-      "vmovdqu 32(%[bias]), %%ymm1\n\t"
-      "vmovdqa %%ymm0, %%ymm2\n\t"
-      "vmovdqa %%ymm1, %%ymm3\n\t"
-      "vmovdqa %%ymm0, %%ymm4\n\t"
-      "vmovdqa %%ymm1, %%ymm5\n\t"
-      "vmovdqa %%ymm0, %%ymm6\n\t"
-      "vmovdqa %%ymm1, %%ymm7\n\t"
-      "vmovdqa %%ymm0, %%ymm8\n\t"
-      "vmovdqa %%ymm1, %%ymm9\n\t"
-      "vmovdqa %%ymm0, %%ymm10\n\t"
-      "vmovdqa %%ymm1, %%ymm11\n\t"
-      "test %[n], %[n]\n\t"
-      "jle 2f\n\t"
-      "1:\n\t"
-      "vmovdqu (%[b]), %%ymm12\n\t"
-      "vmovdqu 32(%[b]), %%ymm13\n\t"
-      "vpbroadcastd (%[a0]), %%ymm14\n\t" TS_U8_DOT("0", "1")
-      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" TS_U8_DOT("2", "3")
-      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" TS_U8_DOT("4", "5")
-      "vpbroadcastd (%[a3]), %%ymm14\n\t" TS_U8_DOT("6", "7")
-      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" TS_U8_DOT("8", "9")
-      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" TS_U8_DOT("10", "11")
-      "add $64, %[b]\n\t"
-      "add $4, %[a0]\n\t"
-      "add $4, %[a3]\n\t"
-      "dec %[n]\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      "vmovdqu %%ymm0, (%[o])\n\t"
-      "vmovdqu %%ymm1, 32(%[o])\n\t"
-      "vmovdqu %%ymm2, 64(%[o])\n\t"
-      "vmovdqu %%ymm3, 96(%[o])\n\t"
-      "vmovdqu %%ymm4, 128(%[o])\n\t"
-      "vmovdqu %%ymm5, 160(%[o])\n\t"
-      "vmovdqu %%ymm6, 192(%[o])\n\t"
-      "vmovdqu %%ymm7, 224(%[o])\n\t"
-      "vmovdqu %%ymm8, 256(%[o])\n\t"
-      "vmovdqu %%ymm9, 288(%[o])\n\t"
-      "vmovdqu %%ymm10, 320(%[o])\n\t"
-      "vmovdqu %%ymm11, 352(%[o])\n\t"
-      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)
-      : [s] "r"(lda), [o] "r"(acc), [bias] "r"(bias), [ones] "m"(*reinterpret_cast<const __m256i*>(kOnes16))
-      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  if constexpr (kDot == Dot::madd && !kFlip) TS_U8_LOOP6(TS_U8_DOT, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::madd && kFlip) TS_U8_LOOP6(TS_U8_DOT, TS_U8_FLIP_MEM);
+  if constexpr (kDot == Dot::vnni_vex && !kFlip) TS_U8_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::vnni_vex && kFlip) TS_U8_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_REG);
+  if constexpr (kDot == Dot::vnni_evex && !kFlip) TS_U8_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::vnni_evex && kFlip) TS_U8_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_REG);
 }
 
+#undef TS_U8_LOOP6
 #undef TS_U8_DOT
+#undef TS_U8_DOT_VEX
+#undef TS_U8_DOT_EVEX
+#undef TS_U8_FLIP_NONE
+#undef TS_U8_FLIP_MEM
+#undef TS_U8_FLIP_REG
+
+// acc + the four u8 x s8 products of each lane of a and w (the k step of the tails).
+template <Dot kDot>
+inline __m256i dot_u8s8(__m256i acc, __m256i a, __m256i w) {
+  if constexpr (kDot == Dot::madd) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1)));
+  } else if constexpr (kDot == Dot::vnni_vex) {
+    asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(w));
+    return acc;
+  } else {
+    asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(w));
+    return acc;
+  }
+}
 
 // Rows 0..MR-1 (MR < 6: the tails) with intrinsics, sums from the bias into acc.
-template <int MR>
+template <Dot kDot, bool kFlip, int MR>
 inline void gemm_u8_rows(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32_t* bias,
                          int32_t* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i bias0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias));
   const __m256i bias1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + 8));
   __m256i c[MR][2];
@@ -601,9 +650,10 @@ inline void gemm_u8_rows(int64_t kquads, const uint8_t* a, int64_t lda, const in
     for (int r = 0; r < MR; ++r) {
       int32_t four;
       std::memcpy(&four, a + r * lda + q * 4, 4);
-      const __m256i av = _mm256_set1_epi32(four);
-      c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w0), ones));
-      c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w1), ones));
+      __m256i av = _mm256_set1_epi32(four);
+      if constexpr (kFlip) av = _mm256_xor_si256(av, flip);
+      c[r][0] = dot_u8s8<kDot>(c[r][0], av, w0);
+      c[r][1] = dot_u8s8<kDot>(c[r][1], av, w1);
     }
   }
 #pragma GCC unroll 5
@@ -614,13 +664,16 @@ inline void gemm_u8_rows(int64_t kquads, const uint8_t* a, int64_t lda, const in
 }
 
 // The panel's fixes on `rows` rows of sums, then their requantization.
+template <bool kFlip>
 inline void gemm_u8_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda, const U8Fix* fix, int64_t nfix,
                            const Requant& rq, const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
   for (int64_t f = 0; f < nfix; ++f) {
     const U8Fix& fx = fix[f];
-    for (int r = 0; r < rows; ++r)  // int32 modulo 2^32, as the vector lanes
-      acc[r * kPanel + fx.lane] = static_cast<int32_t>(static_cast<uint32_t>(acc[r * kPanel + fx.lane]) +
-                                                       static_cast<uint32_t>(a[r * lda + fx.k] * fx.r));
+    for (int r = 0; r < rows; ++r) {  // int32 modulo 2^32, as the vector lanes
+      const int32_t in = kFlip ? a[r * lda + fx.k] ^ 0x80 : a[r * lda + fx.k];
+      acc[r * kPanel + fx.lane] =
+          static_cast<int32_t>(static_cast<uint32_t>(acc[r * kPanel + fx.lane]) + static_cast<uint32_t>(in * fx.r));
+    }
   }
   for (int r = 0; r < rows; ++r) {
     const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel));
@@ -629,6 +682,7 @@ inline void gemm_u8_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda
   }
 }
 
+template <Dot kDot, bool kFlip>
 void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
              int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   const PanelRq prq(rq, n0);
@@ -636,19 +690,19 @@ void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int
   alignas(32) int32_t acc[kTileRows * kPanel];
   int64_t r = 0;
   for (; r + kTileRows <= m; r += kTileRows) {
-    gemm_u8_loop6(kquads, a + r * lda, lda, panel, bias, acc);
-    gemm_u8_finish(acc, kTileRows, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
+    gemm_u8_loop6<kDot, kFlip>(kquads, a + r * lda, lda, panel, bias, acc);
+    gemm_u8_finish<kFlip>(acc, kTileRows, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
   }
   const int rest = static_cast<int>(m - r);
   switch (rest) {
-    case 1: gemm_u8_rows<1>(kquads, a + r * lda, lda, panel, bias, acc); break;
-    case 2: gemm_u8_rows<2>(kquads, a + r * lda, lda, panel, bias, acc); break;
-    case 3: gemm_u8_rows<3>(kquads, a + r * lda, lda, panel, bias, acc); break;
-    case 4: gemm_u8_rows<4>(kquads, a + r * lda, lda, panel, bias, acc); break;
-    case 5: gemm_u8_rows<5>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 1: gemm_u8_rows<kDot, kFlip, 1>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 2: gemm_u8_rows<kDot, kFlip, 2>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 3: gemm_u8_rows<kDot, kFlip, 3>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 4: gemm_u8_rows<kDot, kFlip, 4>(kquads, a + r * lda, lda, panel, bias, acc); break;
+    case 5: gemm_u8_rows<kDot, kFlip, 5>(kquads, a + r * lda, lda, panel, bias, acc); break;
     default: return;
   }
-  gemm_u8_finish(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
+  gemm_u8_finish<kFlip>(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
 }
 
 // TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
@@ -763,13 +817,16 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
 }  // namespace
 
 const QConvKernels& avx2_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2", gemm_u8};
+  static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2",
+                              gemm_u8<Dot::madd, false>, gemm_u8<Dot::madd, true>, U8Split::pairs};
   return k;
 }
 
 const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
-  static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni", nullptr};
-  static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni", nullptr};
+  static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni",
+                                gemm_u8<Dot::vnni_vex, false>, gemm_u8<Dot::vnni_vex, true>, U8Split::bytes};
+  static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni",
+                                 gemm_u8<Dot::vnni_evex, false>, gemm_u8<Dot::vnni_evex, true>, U8Split::bytes};
   switch (kind) {
     case convert::Vnni::vex: return &vex;
     case convert::Vnni::evex: return &evex;
