@@ -36,26 +36,49 @@ bool cpu_has_avx2() {
 #endif
 }
 
+#if TESSERA_X86_64
+namespace {
+
+// TESSERA_SIMD=scalar or =avx2 in the environment: no VNNI kernels.
+bool vnni_refused() {
+  const char* env = std::getenv("TESSERA_SIMD");
+  return env && (std::strcmp(env, "scalar") == 0 || std::strcmp(env, "avx2") == 0);
+}
+
+// AVX512F, AVX512BW, AVX512VL and AVX512_VNNI (CPUID leaf 7 subleaf 0: EBX bits 16, 30, 31;
+// ECX bit 11), and the OS saving the opmask and ZMM state (XCR0 bits 5-7) that any EVEX
+// instruction needs.
+bool cpu_has_evex_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!((ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)) && (ecx & (1u << 11)))) return false;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE6u) == 0xE6u;
+}
+
+}  // namespace
+#endif
+
 Vnni cpu_vnni() {
 #if TESSERA_X86_64
-  if (const char* env = std::getenv("TESSERA_SIMD"); env && (std::strcmp(env, "scalar") == 0 || std::strcmp(env, "avx2") == 0))
-    return Vnni::none;
-  if (!cpu_has_avx2()) return Vnni::none;
+  if (vnni_refused() || !cpu_has_avx2()) return Vnni::none;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   // CPUID leaf 7 subleaf 1, EAX bit 4: AVX-VNNI (VEX-encoded, AVX state only).
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0) return Vnni::vex;
-  // Leaf 7 subleaf 0: EBX bit 16 AVX512F, bit 31 AVX512VL; ECX bit 11 AVX512_VNNI; and the OS
-  // must save the opmask and ZMM state (XCR0 bits 5-7) for any EVEX instruction.
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Vnni::none;
-  const bool evex = (ebx & (1u << 16)) && (ebx & (1u << 31)) && (ecx & (1u << 11));
-  if (!evex) return Vnni::none;
-  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return Vnni::none;  // OSXSAVE
-  unsigned lo = 0, hi = 0;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0xE6u) == 0xE6u ? Vnni::evex : Vnni::none;
+  return cpu_has_evex_vnni() ? Vnni::evex : Vnni::none;
 #else
   return Vnni::none;
+#endif
+}
+
+bool cpu_avx512_vnni() {
+#if TESSERA_X86_64
+  return !vnni_refused() && cpu_has_avx2() && cpu_has_evex_vnni();
+#else
+  return false;
 #endif
 }
 

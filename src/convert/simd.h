@@ -40,6 +40,9 @@ const char* simd_level_name(SimdLevel level);
 // TESSERA_SIMD=scalar in the environment.
 enum class Vnni { none = 0, vex = 1, evex = 2 };
 Vnni cpu_vnni();
+// Whether the 512-bit VNNI kernels can run: AVX512F, BW, VL and VNNI with the OS saving
+// AVX-512 state, besides AVX2 (false elsewhere and under the same TESSERA_SIMD settings).
+bool cpu_avx512_vnni();
 
 #if TESSERA_X86_64
 inline bool use_avx2() { return simd_level() == SimdLevel::avx2; }

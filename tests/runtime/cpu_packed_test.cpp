@@ -270,12 +270,17 @@ const cpu::uk::QConvKernels* simd_qconv_kernels() {
 // The SIMD GEMM panel against the scalar one on random accumulators and requantization
 // parameters: left shifts, right shifts up to 31, both rounding forms, u8 and i8 output,
 // zero points in and beyond the dtype's range, full and narrowed activation ranges.
-// Every SIMD kernel set this CPU runs: AVX2, and AVX2 with VNNI where the CPU has it.
+// Every SIMD kernel set this CPU runs: AVX2, AVX2 with AVX-VNNI and with AVX512-VNNI (ymm),
+// and the 512-bit set, each where the CPU has it.
 std::vector<const cpu::uk::QConvKernels*> simd_kernel_sets() {
   std::vector<const cpu::uk::QConvKernels*> sets;
   if (const cpu::uk::QConvKernels* k = simd_qconv_kernels()) sets.push_back(k);
 #if defined(__x86_64__)
-  if (const cpu::uk::QConvKernels* k = cpu::uk::avx2_vnni_qconv_kernels(convert::cpu_vnni())) sets.push_back(k);
+  for (const convert::Vnni kind : {convert::Vnni::vex, convert::Vnni::evex}) {
+    const bool has = kind == convert::Vnni::vex ? convert::cpu_vnni() == convert::Vnni::vex : convert::cpu_avx512_vnni();
+    if (const cpu::uk::QConvKernels* k = has ? cpu::uk::avx2_vnni_qconv_kernels(kind) : nullptr) sets.push_back(k);
+  }
+  if (const cpu::uk::QConvKernels* k = cpu::uk::avx512_vnni_qconv_kernels()) sets.push_back(k);
 #endif
   return sets;
 }
@@ -411,7 +416,9 @@ TEST(CpuPacked, U8SplitKeepsEveryPairWithinTheInt16Sum) {
       ASSERT_LE(std::abs(s1) + std::abs(s2), 128) << v1 << ", " << v2;
       ASSERT_LE(255 * (std::abs(s1) + std::abs(s2)), 32767);
       const bool whole = std::abs(v1) + std::abs(v2) <= 128 && v1 <= 127 && v2 <= 127;
-      if (whole) ASSERT_TRUE(s1 == v1 && s2 == v2) << v1 << ", " << v2;
+      if (whole) {
+        ASSERT_TRUE(s1 == v1 && s2 == v2) << v1 << ", " << v2;
+      }
     }
 }
 
@@ -524,7 +531,9 @@ TEST(CpuPacked, U8ByteSplitKeepsEveryWeightThatFits) {
     for (const cpu::uk::U8Fix& f : out.fixes)
       if (f.k == i && f.lane == 0) rest += f.r;
     ASSERT_EQ(part + rest, v[i]) << i;
-    if (v[i] >= -128 && v[i] <= 127) ASSERT_EQ(rest, 0) << v[i];
+    if (v[i] >= -128 && v[i] <= 127) {
+      ASSERT_EQ(rest, 0) << v[i];
+    }
     fixed += rest != 0;
   }
   EXPECT_EQ(fixed, 255 - 127 + 255 - 128);

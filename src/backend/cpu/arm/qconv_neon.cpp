@@ -312,7 +312,7 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
 }  // namespace
 
 const QConvKernels& neon_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, add, "neon", nullptr, nullptr, U8Split::pairs};
+  static const QConvKernels k{centre, gemm_panel, dw_row, add, "neon", nullptr, nullptr, U8Split::pairs, kTileRows};
   return k;
 }
 

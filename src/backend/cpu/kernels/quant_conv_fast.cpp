@@ -28,6 +28,9 @@ using uk::kPanel;
 
 // Bytes of an A block a GEMM work item keeps hot (centred int16 rows): about L2-resident.
 constexpr int64_t kABlockBytes = 64 * 1024;
+// The same for the 8-bit form, whose A is the input rows in place: an L1-resident block
+// beside one weight panel (16 KB to 48 KB measured alike on Zen 5, 64 KB and more slower).
+constexpr int64_t kABlockBytesU8 = 32 * 1024;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -334,13 +337,17 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   // Row blocks of at most kABlockBytes of A, as many as a multiple of the thread count, the
   // tiles dealt out evenly (blocks differ by at most one tile), so that every thread gets
   // the same rows give or take a tile: 3 blocks on 2 threads left one idle a third of the op.
-  const int64_t T = (P + uk::kTileRows - 1) / uk::kTileRows;  // tiles
-  const int64_t mb_max = std::max<int64_t>(uk::kTileRows, kABlockBytes / (lda * 2) / uk::kTileRows * uk::kTileRows);
+  // The 8-bit form: the kernel's own tile height and A as the input bytes (K per row).
+  const int64_t tr = pc.u8s8 && uk.gemm_u8 ? uk.u8_tile_rows : uk::kTileRows;
+  const int64_t row_bytes = pc.u8s8 ? pc.K : lda * 2;
+  const int64_t block_bytes = pc.u8s8 ? kABlockBytesU8 : kABlockBytes;
+  const int64_t T = (P + tr - 1) / tr;  // tiles
+  const int64_t mb_max = std::max<int64_t>(tr, block_bytes / row_bytes / tr * tr);
   int64_t mblocks = (P + mb_max - 1) / mb_max;
   if (mblocks > 1) mblocks = std::min(round_up(mblocks, threads), T);
   auto block_rows = [&](int64_t b, int64_t& r0, int64_t& rows) {
-    r0 = uk::kTileRows * (T * b / mblocks);
-    rows = std::min(P, uk::kTileRows * (T * (b + 1) / mblocks)) - r0;
+    r0 = tr * (T * b / mblocks);
+    rows = std::min(P, tr * (T * (b + 1) / mblocks)) - r0;
   };
   // Few rows: when the row blocks would leave a thread more than 1/16 over its share (13
   // rows on 2 threads: 12 + 1), one block and the panels split instead (A rows are then
@@ -358,7 +365,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
     }
     if (most * threads * 16 > P * 17) mblocks = 1;
   }
-  const int64_t mb = uk::kTileRows * ((T + mblocks - 1) / mblocks);  // the longest block
+  const int64_t mb = tr * ((T + mblocks - 1) / mblocks);  // the longest block
   // Few row blocks: also split the output channels so every thread has work.
   const int64_t nsplit = mblocks >= threads ? 1 : std::min<int64_t>(pc.npanels, (threads + mblocks - 1) / mblocks);
   const uint8_t* x = c.in[0].data;

@@ -162,6 +162,7 @@ struct QConvKernels {
   GemmU8Fn gemm_u8;       // nullptr: the int16 GEMM for every layer
   GemmU8Fn gemm_u8_flip;  // int8 input (gemm_u8_flip_scalar); nullptr: int8 layers take the int16 GEMM
   U8Split u8_split;       // the weight parts gemm_u8 / gemm_u8_flip are exact for
+  int u8_tile_rows;       // rows of gemm_u8's full tile (row blocks are cut in multiples of it)
 };
 
 const QConvKernels& scalar_qconv_kernels();
@@ -171,12 +172,15 @@ const QConvKernels& avx2_qconv_kernels();
 // as vpdpwssd, the 8-bit GEMM as vpdpbusd (U8Split::bytes, for u8 and int8 input). Only for
 // CPUs convert::cpu_vnni() reports.
 const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind);
+// The same with the 8-bit GEMM on 512-bit vectors (one vector per panel row); nullptr
+// unless convert::cpu_avx512_vnni().
+const QConvKernels* avx512_vnni_qconv_kernels();
 #endif
 #if defined(__aarch64__)
 const QConvKernels& neon_qconv_kernels();
 #endif
-// The kernels the cpu uses now: AVX2 (x86-64 CPUs that have it; with VNNI where
-// convert::cpu_vnni() finds it) or NEON (aarch64) unless TESSERA_SIMD=scalar or
+// The kernels the cpu uses now: AVX2 (x86-64 CPUs that have it; with AVX512-VNNI or
+// VNNI where convert::cpu_avx512_vnni() / cpu_vnni() find them) or NEON (aarch64) unless TESSERA_SIMD=scalar or
 // convert::set_simd_level() asks for the scalar ones.
 const QConvKernels& qconv_kernels();
 

@@ -138,14 +138,15 @@ void gemm_u8_flip_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t ld
 }
 
 const QConvKernels& scalar_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar", nullptr, nullptr, U8Split::pairs};
+  static const QConvKernels k{centre, gemm_panel, dw_row, nullptr, "scalar", nullptr, nullptr, U8Split::pairs, kTileRows};
   return k;
 }
 
 const QConvKernels& qconv_kernels() {
 #if defined(__x86_64__)
   if (convert::use_avx2()) {
-    static const QConvKernels* vnni = avx2_vnni_qconv_kernels(convert::cpu_vnni());
+    static const QConvKernels* vnni =
+        avx512_vnni_qconv_kernels() ? avx512_vnni_qconv_kernels() : avx2_vnni_qconv_kernels(convert::cpu_vnni());
     return vnni ? *vnni : avx2_qconv_kernels();
   }
 #elif defined(__aarch64__)

@@ -663,7 +663,8 @@ inline void gemm_u8_rows(int64_t kquads, const uint8_t* a, int64_t lda, const in
   }
 }
 
-// The panel's fixes on `rows` rows of sums, then their requantization.
+// The panel's fixes on `rows` rows of sums, then their requantization (y nullptr: the fixes
+// only).
 template <bool kFlip>
 inline void gemm_u8_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda, const U8Fix* fix, int64_t nfix,
                            const Requant& rq, const PanelRq& prq, int nvalid, uint8_t* y, int64_t ldy) {
@@ -675,6 +676,7 @@ inline void gemm_u8_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda
           static_cast<int32_t>(static_cast<uint32_t>(acc[r * kPanel + fx.lane]) + static_cast<uint32_t>(in * fx.r));
     }
   }
+  if (!y) return;  // the caller requantizes
   for (int r = 0; r < rows; ++r) {
     const __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel));
     const __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(acc + r * kPanel + 8));
@@ -703,6 +705,172 @@ void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int
     default: return;
   }
   gemm_u8_finish<kFlip>(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, nvalid, y + r * ldy, ldy);
+}
+
+// ---- u8 x s8 GEMM on 512-bit vectors (AVX512-VNNI) ----
+//
+// One zmm holds a panel's 16 channels, so a row's k quad is one broadcast and one vpdpbusd;
+// 12 rows per tile give 12 independent sums (enough to cover vpdpbusd's latency at two per
+// cycle) in 12 of the 32 registers. The accumulators go through `acc` to the AVX2
+// requantization, as in gemm_u8.
+#define TS_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+constexpr int kZmmTileRows = 12;
+
+template <int MR, bool kFlip>
+TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, const uint8_t* a, int64_t lda,
+                                                               const int8_t* panel, const int32_t* bias,
+                                                               int32_t* acc) {
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
+  const __m512i b = _mm512_loadu_si512(bias);
+  __m512i c[MR];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) c[r] = b;
+  for (int64_t q = 0; q < kquads; ++q) {
+    const __m512i w = _mm512_loadu_si512(panel + q * 64);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      int32_t four;
+      std::memcpy(&four, a + r * lda + q * 4, 4);
+      __m512i av = _mm512_set1_epi32(four);
+      if constexpr (kFlip) av = _mm512_xor_si512(av, flip);
+      c[r] = _mm512_dpbusd_epi32(c[r], av, w);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) _mm512_store_si512(acc + r * kPanel, c[r]);
+}
+
+// rescale_hi32 on 16 lanes: the constants of 16 channels (Requant arrays from `ch`), built
+// from the arrays in a few vector operations; make_rq16 returns false where some lane
+// does not allow the form (hi32_constants' conditions), the caller then takes the AVX2
+// forms.
+struct Rq16 {
+  __m512i mult, mult_odd, ce, co, ce_neg, co_neg, t;
+};
+
+TS_AVX512_VNNI inline bool make_rq16(const Requant& rq, int64_t ch, Rq16& v) {
+  const __m512i mult = _mm512_loadu_si512(rq.mult + ch);
+  const __m512i lsh = _mm512_loadu_si512(rq.lshift + ch), rsh = _mm512_loadu_si512(rq.rshift + ch);
+  const __m512i one64 = _mm512_set1_epi64(1), low32 = _mm512_set1_epi64(0xffffffffLL);
+  v.mult = mult;
+  v.mult_odd = _mm512_srli_epi64(mult, 32);
+  if (rq.single_round) {
+    // (p + 2^(ts-1)) >> ts, ts = 31 - lsh + rsh >= 32 on every lane
+    const __m512i ts = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(31), lsh), rsh);
+    if (_mm512_cmplt_epi32_mask(ts, _mm512_set1_epi32(32)) != 0) return false;
+    v.ce = v.ce_neg = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_and_si512(ts, low32), one64));
+    v.co = v.co_neg = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_srli_epi64(ts, 32), one64));
+    v.t = _mm512_sub_epi32(ts, _mm512_set1_epi32(32));
+  } else {
+    // double rounding with lsh = 0 and rsh >= 1 on every lane: c = 2^30 + 2^(30 + rsh),
+    // less 2^31 where the product is negative, t = rsh - 1
+    if (_mm512_test_epi32_mask(lsh, lsh) != 0 || _mm512_cmplt_epi32_mask(rsh, _mm512_set1_epi32(1)) != 0)
+      return false;
+    const __m512i base = _mm512_set1_epi64(int64_t{1} << 30), half = _mm512_set1_epi64(int64_t{1} << 31);
+    v.ce = _mm512_add_epi64(base, _mm512_sllv_epi64(base, _mm512_and_si512(rsh, low32)));
+    v.co = _mm512_add_epi64(base, _mm512_sllv_epi64(base, _mm512_srli_epi64(rsh, 32)));
+    v.ce_neg = _mm512_sub_epi64(v.ce, half);
+    v.co_neg = _mm512_sub_epi64(v.co, half);
+    v.t = _mm512_sub_epi32(rsh, _mm512_set1_epi32(1));
+  }
+  return true;
+}
+
+// 16 sums (bias included) -> requantized int32 before the zero point (kSigned: double
+// rounding, the constant following the product's sign).
+template <bool kSigned>
+TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
+  const __m512i pe = _mm512_mul_epi32(x, v.mult);
+  const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), v.mult_odd);
+  __m512i e = v.ce, o = v.co;
+  if constexpr (kSigned) {
+    const __m512i zero = _mm512_setzero_si512();
+    e = _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), v.ce, v.ce_neg);
+    o = _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), v.co, v.co_neg);
+  }
+  const __m512i h =
+      _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(_mm512_add_epi64(pe, e), 32), _mm512_add_epi64(po, o));
+  return _mm512_srav_epi32(h, v.t);
+}
+
+// + zero point, the clamp on int32 (as requantize()), narrowed by truncation (exact: the
+// values are in the output type's range).
+struct Out16 {
+  __m512i zp, lo, hi;
+};
+TS_AVX512_VNNI inline Out16 make_out16(const Requant& rq) {
+  return {_mm512_set1_epi32(rq.zp), _mm512_set1_epi32(rq.lo), _mm512_set1_epi32(rq.hi)};
+}
+TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
+  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, o.zp), o.lo), o.hi));
+}
+
+// The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
+// row, stored under a mask of the valid channels.
+template <bool kSigned>
+TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* acc, int rows, const Rq16& v,
+                                                               const Requant& rq, int nvalid, uint8_t* y,
+                                                               int64_t ldy) {
+  const Out16 out = make_out16(rq);
+  const __mmask16 keep = static_cast<__mmask16>(nvalid >= 16 ? 0xFFFFu : (1u << nvalid) - 1u);
+  for (int r = 0; r < rows; ++r)
+    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm(rescale16<kSigned>(_mm512_load_si512(acc + r * kPanel), v), out));
+}
+
+// Whether the 16 channels from n0 take the 512-bit requantization (into v).
+TS_AVX512_VNNI __attribute__((noinline)) bool panel_rq16(const Requant& rq, int64_t n0, Rq16& v) {
+  return make_rq16(rq, n0, v);
+}
+
+// The fixes, then the 512-bit requantization where the panel's constants allow it (else
+// the AVX2 rows).
+template <bool kFlip>
+inline void gemm_u8_zmm_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda, const U8Fix* fix,
+                               int64_t nfix, const Requant& rq, const PanelRq& prq, const Rq16* v16, int nvalid,
+                               uint8_t* y, int64_t ldy) {
+  if (!v16) {
+    gemm_u8_finish<kFlip>(acc, rows, a, lda, fix, nfix, rq, prq, nvalid, y, ldy);
+    return;
+  }
+  gemm_u8_finish<kFlip>(acc, rows, a, lda, fix, nfix, rq, prq, nvalid, nullptr, ldy);
+  if (rq.single_round)
+    requant_rows_zmm<false>(acc, rows, *v16, rq, nvalid, y, ldy);
+  else
+    requant_rows_zmm<true>(acc, rows, *v16, rq, nvalid, y, ldy);
+}
+
+template <bool kFlip>
+void gemm_u8_zmm(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+                 int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  const PanelRq prq(rq, n0);
+  Rq16 rq16;
+  const Rq16* v16 = panel_rq16(rq, n0, rq16) ? &rq16 : nullptr;
+  const int32_t* bias = rq.bias + n0;
+  alignas(64) int32_t acc[kZmmTileRows * kPanel];
+  int64_t r = 0;
+  for (; r + kZmmTileRows <= m; r += kZmmTileRows) {
+    gemm_u8_zmm_rows<kZmmTileRows, kFlip>(kquads, a + r * lda, lda, panel, bias, acc);
+    gemm_u8_zmm_finish<kFlip>(acc, kZmmTileRows, a + r * lda, lda, fix, nfix, rq, prq, v16, nvalid, y + r * ldy, ldy);
+  }
+  const int rest = static_cast<int>(m - r);
+  using RowsFn = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, const int32_t*, int32_t*);
+  static constexpr RowsFn kRows[kZmmTileRows] = {
+      nullptr,
+      gemm_u8_zmm_rows<1, kFlip>,
+      gemm_u8_zmm_rows<2, kFlip>,
+      gemm_u8_zmm_rows<3, kFlip>,
+      gemm_u8_zmm_rows<4, kFlip>,
+      gemm_u8_zmm_rows<5, kFlip>,
+      gemm_u8_zmm_rows<6, kFlip>,
+      gemm_u8_zmm_rows<7, kFlip>,
+      gemm_u8_zmm_rows<8, kFlip>,
+      gemm_u8_zmm_rows<9, kFlip>,
+      gemm_u8_zmm_rows<10, kFlip>,
+      gemm_u8_zmm_rows<11, kFlip>,
+  };
+  if (rest == 0) return;
+  kRows[rest](kquads, a + r * lda, lda, panel, bias, acc);
+  gemm_u8_zmm_finish<kFlip>(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, v16, nvalid, y + r * ldy, ldy);
 }
 
 // TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
@@ -774,6 +942,104 @@ void dw_row_t(const DwRow& r) {
   }
 }
 
+// ---- depthwise row on 512-bit vectors (AVX512-VNNI) ----
+//
+// Two channel groups per vector: 32 centred int16 inputs per tap, the pair of taps
+// interleaved per 128-bit lane as dw_row_t does (so the low 256 bits are group g exactly
+// as the AVX2 row has it, the high 256 bits group g + 1), one vpdpwssd per vector and tap
+// pair. The pair's weights are assembled once per block of pixels and stay in registers;
+// the requantization is rescale16's, one zmm per group and pixel. A last odd group reads
+// its 16 inputs under a mask (nothing beyond them is touched) with zero weights above.
+// Rows whose requantization constants do not allow rescale16 take dw_row_t.
+template <int TAPS>
+TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
+  constexpr int kMaxPairs = 8;  // 15 or 16 taps; more: dw_row_t
+  const int taps = TAPS > 0 ? TAPS : r.taps;
+  const int pairs = (taps + 1) / 2;
+  const int64_t groups = r.cpad / kPanel;
+  thread_local std::vector<unsigned char> rq_bytes;
+  const size_t need = static_cast<size_t>(groups) * sizeof(Rq16) + alignof(Rq16);
+  if (rq_bytes.size() < need) rq_bytes.resize(need);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq16);
+  Rq16* rq16 = reinterpret_cast<Rq16*>(rq_bytes.data() + (misalign ? alignof(Rq16) - misalign : 0));
+  for (int64_t g = 0; g < groups; ++g)
+    if (!make_rq16(*r.rq, g * kPanel, rq16[g])) {
+      if constexpr (TAPS > 0) {
+        dw_row_t<TAPS>(r);
+      } else {
+        dw_row_t<0>(r);
+      }
+      return;
+    }
+  const Out16 out = make_out16(*r.rq);
+  const bool sign = !r.rq->single_round;
+  int64_t off[kMaxPairs * 2];
+  for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
+  constexpr int64_t kPixels = 8;
+  alignas(64) int32_t acc[kPixels][2][kPanel];
+  for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
+    const int64_t ox1 = std::min(r.ow, ox0 + kPixels);
+    for (int64_t g = 0; g < groups; g += 2) {
+      const bool two = g + 1 < groups;
+      const __mmask32 in_mask = two ? 0xFFFFFFFFu : 0x0000FFFFu;
+      __m512i wlo[kMaxPairs], whi[kMaxPairs];
+      const int16_t* w0 = r.w + g * pairs * 32;
+      const int16_t* w1 = w0 + pairs * 32;
+#pragma GCC unroll 8
+      for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
+        if (TAPS == 0 && p >= pairs) break;
+        const __m256i lo1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32)) : _mm256_setzero_si256();
+        const __m256i hi1 =
+            two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32 + 16)) : _mm256_setzero_si256();
+        wlo[p] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32))), lo1, 1);
+        whi[p] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32 + 16))), hi1, 1);
+      }
+      for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+        auto load = [&](int64_t o) { return _mm512_maskz_loadu_epi16(in_mask, xg + o); };
+#pragma GCC unroll 8
+        for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
+          if (TAPS == 0 && p >= pairs) break;
+          const __m512i xa = load(off[2 * p]);
+          const __m512i xb = 2 * p + 1 < taps ? load(off[2 * p + 1]) : _mm512_setzero_si512();
+          lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
+          hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
+        }
+        // group g: the low 256 bits of lo and hi; group g + 1: the high ones
+        _mm512_store_si512(acc[ox - ox0][0], _mm512_shuffle_i64x2(lo, hi, 0x44));
+        _mm512_store_si512(acc[ox - ox0][1], _mm512_shuffle_i64x2(lo, hi, 0xEE));
+      }
+      for (int h = 0; h < (two ? 2 : 1); ++h) {
+        const int64_t gh = g + h;
+        const int64_t left = r.channels - gh * kPanel;
+        if (left <= 0) break;
+        const __mmask16 keep = static_cast<__mmask16>(left >= kPanel ? 0xFFFFu : (1u << left) - 1u);
+        const Rq16& v = rq16[gh];
+        const __m512i bias = _mm512_loadu_si512(r.rq->bias + gh * kPanel);
+        uint8_t* y = r.y + ox0 * r.channels + gh * kPanel;
+        for (int64_t ox = ox0; ox < ox1; ++ox, y += r.channels) {
+          const __m512i a = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][h]), bias);
+          const __m512i q = sign ? rescale16<true>(a, v) : rescale16<false>(a, v);
+          // lanes hold channels 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 put them in order
+          _mm_mask_storeu_epi8(y, keep, _mm_shuffle_epi32(bytes16_zmm(q, out), 0xD8));
+        }
+      }
+    }
+  }
+}
+
+TS_AVX512_VNNI void dw_row_zmm(const DwRow& r) {
+  if (r.taps == 9)
+    dw_row_zmm_t<9>(r);
+  else if (r.taps <= 16)
+    dw_row_zmm_t<0>(r);
+  else
+    dw_row_t<0>(r);
+}
+
 void dw_row(const DwRow& r) {
   if (r.taps == 9)
     dw_row_t<9>(r);
@@ -818,20 +1084,26 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
 
 const QConvKernels& avx2_qconv_kernels() {
   static const QConvKernels k{centre, gemm_panel<Dot::madd>, dw_row, add, "avx2",
-                              gemm_u8<Dot::madd, false>, gemm_u8<Dot::madd, true>, U8Split::pairs};
+                              gemm_u8<Dot::madd, false>, gemm_u8<Dot::madd, true>, U8Split::pairs, kTileRows};
   return k;
 }
 
 const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
   static const QConvKernels vex{centre, gemm_panel<Dot::vnni_vex>, dw_row, add, "avx2+avx-vnni",
-                                gemm_u8<Dot::vnni_vex, false>, gemm_u8<Dot::vnni_vex, true>, U8Split::bytes};
+                                gemm_u8<Dot::vnni_vex, false>, gemm_u8<Dot::vnni_vex, true>, U8Split::bytes, kTileRows};
   static const QConvKernels evex{centre, gemm_panel<Dot::vnni_evex>, dw_row, add, "avx2+avx512-vnni",
-                                 gemm_u8<Dot::vnni_evex, false>, gemm_u8<Dot::vnni_evex, true>, U8Split::bytes};
+                                 gemm_u8<Dot::vnni_evex, false>, gemm_u8<Dot::vnni_evex, true>, U8Split::bytes, kTileRows};
   switch (kind) {
     case convert::Vnni::vex: return &vex;
     case convert::Vnni::evex: return &evex;
     default: return nullptr;
   }
+}
+
+const QConvKernels* avx512_vnni_qconv_kernels() {
+  static const QConvKernels k{centre, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add, "avx512-vnni",
+                              gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows};
+  return convert::cpu_avx512_vnni() ? &k : nullptr;
 }
 
 }  // namespace tessera::cpu::uk
