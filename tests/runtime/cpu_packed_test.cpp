@@ -516,6 +516,55 @@ TEST(CpuPacked, U8GemmGivesTheInt16GemmBytes) {
   EXPECT_FALSE(cpu::uk::pack_u8_panels(big.data(), 16, 8, 10, none, cpu::uk::U8Split::bytes));
 }
 
+// The two-panel 8-bit GEMM (where a kernel set has one) gives the bytes of its scalar
+// definition panel by panel: 32 channels, the second panel's valid count from 16 down to 12,
+// weights needing fixes in both panels, u8 and int8 input, rows 1 to 30 (whole tiles and
+// every tail of a 12-row tile), single and double rounding.
+TEST(CpuPacked, U8GemmPairGivesTheSinglePanelBytes) {
+  int64_t runs = 0;
+  for (const cpu::uk::QConvKernels* kern : simd_kernel_sets()) {
+    if (!kern->gemm_u8_pair) continue;
+    for (const bool flip : {false, true}) {
+      std::mt19937 rng(99);
+      std::uniform_int_distribution<int> small(-60, 60), any(-255, 255), u8(0, 255), pct(0, 99);
+      std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX), bias(-300000, 300000);
+      std::uniform_int_distribution<int> shift(-20, -6);
+      for (int trial = 0; trial < 120; ++trial) {
+        const int64_t m = 1 + trial % 30, k = 4 * (1 + trial % 37);
+        const int nvalid1 = 16 - trial % 5;
+        std::vector<int16_t> v(static_cast<size_t>(32 * k), 0);
+        for (int j = 0; j < 16 + nvalid1; ++j)
+          for (int64_t i = 0; i < k; ++i) v[j * k + i] = static_cast<int16_t>(pct(rng) < 4 ? any(rng) : small(rng));
+        std::vector<uint8_t> x(static_cast<size_t>(m * k));
+        for (auto& b : x) b = static_cast<uint8_t>(u8(rng));
+        cpu::uk::U8Panels u8p;
+        ASSERT_TRUE(cpu::uk::pack_u8_panels(v.data(), 32, k, 1 << 30, u8p, kern->u8_split));
+        std::vector<int32_t> b(32), mu(32), ls(32, 0), rs(32);
+        for (int j = 0; j < 32; ++j) b[j] = bias(rng), mu[j] = mult(rng), rs[j] = -shift(rng);
+        cpu::uk::Requant rq;
+        rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+        rq.single_round = trial % 2 == 1;
+        rq.out_i8 = trial % 3 == 0;
+        rq.lo = rq.out_i8 ? -128 : 0;
+        rq.hi = rq.lo + 255;
+        rq.zp = rq.lo + 90;
+        const int8_t* p1 = u8p.panels.data() + u8p.kquads * 64;
+        const cpu::uk::U8Fix* f = u8p.fixes.data();
+        const int64_t s0 = u8p.fix_start[0], s1 = u8p.fix_start[1], s2 = u8p.fix_start[2];
+        std::vector<uint8_t> want(static_cast<size_t>(m * 32), 0xAB), got(want.size(), 0xAB);
+        const auto one = flip ? cpu::uk::gemm_u8_flip_scalar : cpu::uk::gemm_u8_scalar;
+        one(m, u8p.kquads, x.data(), k, u8p.panels.data(), f + s0, s1 - s0, rq, 0, 16, want.data(), 32);
+        one(m, u8p.kquads, x.data(), k, p1, f + s1, s2 - s1, rq, 16, nvalid1, want.data() + 16, 32);
+        (flip ? kern->gemm_u8_pair_flip : kern->gemm_u8_pair)(m, u8p.kquads, x.data(), k, u8p.panels.data(), f + s0,
+                                                              s1 - s0, f + s1, s2 - s1, rq, 0, nvalid1, got.data(), 32);
+        ASSERT_EQ(got, want) << kern->isa << ", trial " << trial << (flip ? ", int8 input" : ", u8 input");
+        ++runs;
+      }
+    }
+  }
+  if (runs == 0) GTEST_SKIP() << "no kernel set of this CPU has a two-panel GEMM";
+}
+
 // The byte split: every weight in [-128, 127], kept whole wherever it fits.
 TEST(CpuPacked, U8ByteSplitKeepsEveryWeightThatFits) {
   std::vector<int16_t> v;

@@ -374,6 +374,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   // where the SIMD level changed since the network was compiled.
   const uk::GemmU8Fn gemm_u8 = pc.in_i8 ? (uk.gemm_u8_flip ? uk.gemm_u8_flip : uk::gemm_u8_flip_scalar)
                                         : (uk.gemm_u8 ? uk.gemm_u8 : uk::gemm_u8_scalar);
+  const uk::GemmU8PairFn gemm_pair = pc.in_i8 ? uk.gemm_u8_pair_flip : uk.gemm_u8_pair;
   int16_t* xp = !pc.u8s8 && pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
   if (xp) fill_padded(c, pc, uk, xp);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
@@ -393,7 +394,14 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
         const int64_t n0 = p * kPanel;
         const int nvalid = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0));
         uint8_t* yb = y + r0 * pc.OC + n0;
-        if (pc.u8s8)
+        if (pc.u8s8 && gemm_pair && p + 1 < p1) {
+          const int nvalid1 = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0 - kPanel));
+          gemm_pair(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
+                    pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p],
+                    pc.fixes.data() + pc.fix_start[p + 1], pc.fix_start[p + 2] - pc.fix_start[p + 1], pc.rq.rq, n0,
+                    nvalid1, yb, pc.OC);
+          ++p;
+        } else if (pc.u8s8)
           gemm_u8(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
                   pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p], pc.rq.rq, n0, nvalid, yb,
                   pc.OC);

@@ -153,6 +153,13 @@ void gemm_u8_flip_scalar(int64_t m, int64_t kquads, const uint8_t* a, int64_t ld
                          const U8Fix* fix, int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y,
                          int64_t ldy);
 
+// Two adjacent panels at once (panel1 = panel0 + kquads * kPanel * 4): channels n0 .. n0 + 15
+// (all valid; fixes fix0) and n0 + 16 .. n0 + 15 + nvalid1 (fixes fix1), rows stored from y
+// (the second panel's bytes from y + 16). The same bytes as GemmU8Fn on each panel.
+using GemmU8PairFn = void (*)(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel0,
+                              const U8Fix* fix0, int64_t nfix0, const U8Fix* fix1, int64_t nfix1, const Requant& rq,
+                              int64_t n0, int nvalid1, uint8_t* y, int64_t ldy);
+
 struct QConvKernels {
   CentreFn centre;
   GemmPanelFn gemm_panel;
@@ -163,6 +170,8 @@ struct QConvKernels {
   GemmU8Fn gemm_u8_flip;  // int8 input (gemm_u8_flip_scalar); nullptr: int8 layers take the int16 GEMM
   U8Split u8_split;       // the weight parts gemm_u8 / gemm_u8_flip are exact for
   int u8_tile_rows;       // rows of gemm_u8's full tile (row blocks are cut in multiples of it)
+  GemmU8PairFn gemm_u8_pair = nullptr;       // nullptr: gemm_u8 panel by panel
+  GemmU8PairFn gemm_u8_pair_flip = nullptr;  // the same for int8 input
 };
 
 const QConvKernels& scalar_qconv_kernels();

@@ -716,28 +716,37 @@ void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int
 #define TS_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 constexpr int kZmmTileRows = 12;
 
-template <int MR, bool kFlip>
+template <int MR, int NP, bool kFlip>
 TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, const uint8_t* a, int64_t lda,
                                                                const int8_t* panel, const int32_t* bias,
                                                                int32_t* acc) {
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
-  const __m512i b = _mm512_loadu_si512(bias);
-  __m512i c[MR];
+  const int64_t pstride = kquads * 64;  // the next panel
+  __m512i c[MR][NP];
+#pragma GCC unroll 2
+  for (int p = 0; p < NP; ++p) {
+    const __m512i b = _mm512_loadu_si512(bias + p * kPanel);
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) c[r] = b;
+    for (int r = 0; r < MR; ++r) c[r][p] = b;
+  }
   for (int64_t q = 0; q < kquads; ++q) {
-    const __m512i w = _mm512_loadu_si512(panel + q * 64);
+    __m512i w[NP];
+#pragma GCC unroll 2
+    for (int p = 0; p < NP; ++p) w[p] = _mm512_loadu_si512(panel + p * pstride + q * 64);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       int32_t four;
       std::memcpy(&four, a + r * lda + q * 4, 4);
       __m512i av = _mm512_set1_epi32(four);
       if constexpr (kFlip) av = _mm512_xor_si512(av, flip);
-      c[r] = _mm512_dpbusd_epi32(c[r], av, w);
+#pragma GCC unroll 2
+      for (int p = 0; p < NP; ++p) c[r][p] = _mm512_dpbusd_epi32(c[r][p], av, w[p]);
     }
   }
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) _mm512_store_si512(acc + r * kPanel, c[r]);
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int p = 0; p < NP; ++p) _mm512_store_si512(acc + (r * NP + p) * kPanel, c[r][p]);
 }
 
 // rescale_hi32 on 16 lanes: the constants of 16 channels (Requant arrays from `ch`), built
@@ -808,69 +817,98 @@ TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
 // row, stored under a mask of the valid channels.
 template <bool kSigned>
-TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* acc, int rows, const Rq16& v,
-                                                               const Requant& rq, int nvalid, uint8_t* y,
-                                                               int64_t ldy) {
+TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
+                                                               const Rq16& v, const Requant& rq, int nvalid,
+                                                               uint8_t* y, int64_t ldy) {
   const Out16 out = make_out16(rq);
   const __mmask16 keep = static_cast<__mmask16>(nvalid >= 16 ? 0xFFFFu : (1u << nvalid) - 1u);
   for (int r = 0; r < rows; ++r)
-    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm(rescale16<kSigned>(_mm512_load_si512(acc + r * kPanel), v), out));
+    _mm_mask_storeu_epi8(y + r * ldy, keep,
+                         bytes16_zmm(rescale16<kSigned>(_mm512_load_si512(acc + r * acc_step), v), out));
 }
 
-// Whether the 16 channels from n0 take the 512-bit requantization (into v).
-TS_AVX512_VNNI __attribute__((noinline)) bool panel_rq16(const Requant& rq, int64_t n0, Rq16& v) {
-  return make_rq16(rq, n0, v);
-}
-
-// The fixes, then the 512-bit requantization where the panel's constants allow it (else
-// the AVX2 rows).
+// The panel's fixes (its sums at acc, rows acc_step apart), then the 512-bit
+// requantization with v16 (the panel's constants, where they allow it), else the AVX2 rows.
 template <bool kFlip>
-inline void gemm_u8_zmm_finish(int32_t* acc, int rows, const uint8_t* a, int64_t lda, const U8Fix* fix,
-                               int64_t nfix, const Requant& rq, const PanelRq& prq, const Rq16* v16, int nvalid,
-                               uint8_t* y, int64_t ldy) {
-  if (!v16) {
-    gemm_u8_finish<kFlip>(acc, rows, a, lda, fix, nfix, rq, prq, nvalid, y, ldy);
+TS_AVX512_VNNI void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
+                                       const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
+                                       int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  for (int64_t f = 0; f < nfix; ++f) {
+    const U8Fix& fx = fix[f];
+    for (int r = 0; r < rows; ++r) {  // int32 modulo 2^32, as the vector lanes
+      const int32_t in = kFlip ? a[r * lda + fx.k] ^ 0x80 : a[r * lda + fx.k];
+      int32_t& s = acc[r * acc_step + fx.lane];
+      s = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(in * fx.r));
+    }
+  }
+  if (v16) {
+    if (rq.single_round)
+      requant_rows_zmm<false>(acc, acc_step, rows, *v16, rq, nvalid, y, ldy);
+    else
+      requant_rows_zmm<true>(acc, acc_step, rows, *v16, rq, nvalid, y, ldy);
     return;
   }
-  gemm_u8_finish<kFlip>(acc, rows, a, lda, fix, nfix, rq, prq, nvalid, nullptr, ldy);
-  if (rq.single_round)
-    requant_rows_zmm<false>(acc, rows, *v16, rq, nvalid, y, ldy);
-  else
-    requant_rows_zmm<true>(acc, rows, *v16, rq, nvalid, y, ldy);
+  const PanelRq prq(rq, n0);
+  for (int r = 0; r < rows; ++r) {
+    const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * acc_step));
+    const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * acc_step + 8));
+    store_tile_row<false>(c0, c1, prq.v0, prq.v1, rq, prq.out, nvalid, y + r * ldy);
+  }
+}
+
+// NP (1 or 2) adjacent panels: channels n0 .. n0 + 16 NP - 1, the last panel's nvalid of
+// them valid, its fixes fix1 (the first one's fix0).
+template <int NP, bool kFlip>
+TS_AVX512_VNNI void gemm_u8_zmm_np(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                    const U8Fix* fix0, int64_t nfix0, const U8Fix* fix1, int64_t nfix1, const Requant& rq, int64_t n0,
+                    int nvalid, uint8_t* y, int64_t ldy) {
+  const int32_t* bias = rq.bias + n0;
+  alignas(64) int32_t acc[kZmmTileRows * NP * kPanel];
+  using RowsFn = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, const int32_t*, int32_t*);
+  static constexpr RowsFn kRows[kZmmTileRows + 1] = {
+      nullptr,
+      gemm_u8_zmm_rows<1, NP, kFlip>,
+      gemm_u8_zmm_rows<2, NP, kFlip>,
+      gemm_u8_zmm_rows<3, NP, kFlip>,
+      gemm_u8_zmm_rows<4, NP, kFlip>,
+      gemm_u8_zmm_rows<5, NP, kFlip>,
+      gemm_u8_zmm_rows<6, NP, kFlip>,
+      gemm_u8_zmm_rows<7, NP, kFlip>,
+      gemm_u8_zmm_rows<8, NP, kFlip>,
+      gemm_u8_zmm_rows<9, NP, kFlip>,
+      gemm_u8_zmm_rows<10, NP, kFlip>,
+      gemm_u8_zmm_rows<11, NP, kFlip>,
+      gemm_u8_zmm_rows<12, NP, kFlip>,
+  };
+  Rq16 v16[NP];
+  const Rq16* v0 = make_rq16(rq, n0, v16[0]) ? &v16[0] : nullptr;
+  const Rq16* v1 = NP == 2 && make_rq16(rq, n0 + kPanel, v16[NP - 1]) ? &v16[NP - 1] : nullptr;
+  for (int64_t r = 0; r < m; r += kZmmTileRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kZmmTileRows, m - r));
+    kRows[rows](kquads, a + r * lda, lda, panel, bias, acc);
+    if constexpr (NP == 1) {
+      gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, n0, nvalid, y + r * ldy,
+                                ldy);
+    } else {
+      gemm_u8_zmm_finish<kFlip>(acc, 2 * kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, n0, kPanel,
+                                y + r * ldy, ldy);
+      gemm_u8_zmm_finish<kFlip>(acc + kPanel, 2 * kPanel, rows, a + r * lda, lda, fix1, nfix1, rq, v1, n0 + kPanel,
+                                nvalid, y + r * ldy + kPanel, ldy);
+    }
+  }
 }
 
 template <bool kFlip>
 void gemm_u8_zmm(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
                  int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
-  const PanelRq prq(rq, n0);
-  Rq16 rq16;
-  const Rq16* v16 = panel_rq16(rq, n0, rq16) ? &rq16 : nullptr;
-  const int32_t* bias = rq.bias + n0;
-  alignas(64) int32_t acc[kZmmTileRows * kPanel];
-  int64_t r = 0;
-  for (; r + kZmmTileRows <= m; r += kZmmTileRows) {
-    gemm_u8_zmm_rows<kZmmTileRows, kFlip>(kquads, a + r * lda, lda, panel, bias, acc);
-    gemm_u8_zmm_finish<kFlip>(acc, kZmmTileRows, a + r * lda, lda, fix, nfix, rq, prq, v16, nvalid, y + r * ldy, ldy);
-  }
-  const int rest = static_cast<int>(m - r);
-  using RowsFn = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, const int32_t*, int32_t*);
-  static constexpr RowsFn kRows[kZmmTileRows] = {
-      nullptr,
-      gemm_u8_zmm_rows<1, kFlip>,
-      gemm_u8_zmm_rows<2, kFlip>,
-      gemm_u8_zmm_rows<3, kFlip>,
-      gemm_u8_zmm_rows<4, kFlip>,
-      gemm_u8_zmm_rows<5, kFlip>,
-      gemm_u8_zmm_rows<6, kFlip>,
-      gemm_u8_zmm_rows<7, kFlip>,
-      gemm_u8_zmm_rows<8, kFlip>,
-      gemm_u8_zmm_rows<9, kFlip>,
-      gemm_u8_zmm_rows<10, kFlip>,
-      gemm_u8_zmm_rows<11, kFlip>,
-  };
-  if (rest == 0) return;
-  kRows[rest](kquads, a + r * lda, lda, panel, bias, acc);
-  gemm_u8_zmm_finish<kFlip>(acc, rest, a + r * lda, lda, fix, nfix, rq, prq, v16, nvalid, y + r * ldy, ldy);
+  gemm_u8_zmm_np<1, kFlip>(m, kquads, a, lda, panel, fix, nfix, nullptr, 0, rq, n0, nvalid, y, ldy);
+}
+
+template <bool kFlip>
+void gemm_u8_zmm_pair(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                      const U8Fix* fix0, int64_t nfix0, const U8Fix* fix1, int64_t nfix1, const Requant& rq,
+                      int64_t n0, int nvalid1, uint8_t* y, int64_t ldy) {
+  gemm_u8_zmm_np<2, kFlip>(m, kquads, a, lda, panel, fix0, nfix0, fix1, nfix1, rq, n0, nvalid1, y, ldy);
 }
 
 // TAPS: the kernel's taps when known at compile time (9: every 3x3 depthwise layer of the
@@ -1102,7 +1140,8 @@ const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
 
 const QConvKernels* avx512_vnni_qconv_kernels() {
   static const QConvKernels k{centre, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add, "avx512-vnni",
-                              gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows};
+                              gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows,
+                              gemm_u8_zmm_pair<false>, gemm_u8_zmm_pair<true>};
   return convert::cpu_avx512_vnni() ? &k : nullptr;
 }
 
