@@ -615,11 +615,11 @@ TEST(CpuPacked, VnniGemmMatchesAvx2) {
 #endif
 }
 
-// The SIMD ADD / SUB against TFLite's arithmetic (q::add_codes, which the cpu's table and
-// the reference kernel use) on every pair of operand codes, for random scales spanning
+// Every SIMD ADD / SUB of this CPU against TFLite's arithmetic (q::add_codes, which the cpu's
+// table and the reference kernel use) on every pair of operand codes, for random scales spanning
 // output multipliers below and above 1, random zero points and activation ranges.
 TEST(CpuPacked, SimdAddMatchesTheReferenceArithmeticOnEveryOperandPair) {
-  const cpu::uk::QConvKernels* simd = simd_qconv_kernels();
+  const std::vector<const cpu::uk::QConvKernels*> sets = simd_kernel_sets();
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> log_scale(-9.0f, 1.0f);
   std::uniform_int_distribution<int> u8(0, 255);
@@ -648,15 +648,17 @@ TEST(CpuPacked, SimdAddMatchesTheReferenceArithmeticOnEveryOperandPair) {
       const int32_t v = cpu::q::clamp(cpu::q::add_codes(r, va, vb, subtract), p.lo, p.hi);
       want[i] = static_cast<uint8_t>(v);
     }
-    if (!simd || !simd->add) continue;
-    // Lengths that end inside a vector as well as on one.
-    for (int64_t n : {int64_t{65536}, int64_t{65536 - 7}}) {
-      std::vector<uint8_t> got(65536, 0xCD);
-      simd->add(a.data(), b.data(), n, p, got.data());
-      const bool same = std::equal(got.begin(), got.begin() + n, want.begin());
-      ASSERT_TRUE(same) << simd->isa << " trial " << trial << " (output multiplier shift " << r.mo.shift << ")";
-      if (n < 65536) {
-        EXPECT_EQ(got[n], 0xCD) << "wrote past the end";
+    for (const cpu::uk::QConvKernels* simd : sets) {
+      if (!simd->add) continue;
+      // Lengths that end inside a vector as well as on one.
+      for (int64_t n : {int64_t{65536}, int64_t{65536 - 7}}) {
+        std::vector<uint8_t> got(65536, 0xCD);
+        simd->add(a.data(), b.data(), n, p, got.data());
+        const bool same = std::equal(got.begin(), got.begin() + n, want.begin());
+        ASSERT_TRUE(same) << simd->isa << " trial " << trial << " (output multiplier shift " << r.mo.shift << ")";
+        if (n < 65536) {
+          EXPECT_EQ(got[n], 0xCD) << "wrote past the end";
+        }
       }
     }
   }

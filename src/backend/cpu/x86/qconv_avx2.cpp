@@ -1205,6 +1205,70 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
   }
 }
 
+// TFLite's ADD / SUB (as add above) on 16 lanes. An operand's rescale with multiplier 1/2
+// (the larger operand scale's: shift 0) is the rounding doubling high multiply alone,
+// floor((p + 2^30) / 2^31) (srdhm_even / srdhm_odd's form); the others take rescale16's
+// double-rounding form where it applies, else the whole op the AVX2 add.
+struct AddRescale16 {
+  Rq16 v;
+  bool high_only = false;  // shift 0: the high multiply alone
+  __m512i mult, mult_odd;
+};
+
+TS_AVX512_VNNI bool add_rescale16(int32_t mult, int32_t lshift, int32_t rshift, AddRescale16& r) {
+  r.mult = _mm512_set1_epi32(mult);
+  r.mult_odd = _mm512_set1_epi64(mult);
+  r.high_only = lshift == 0 && rshift == 0;
+  if (r.high_only) return true;
+  alignas(64) int32_t m[16], l[16], s[16];
+  for (int i = 0; i < 16; ++i) m[i] = mult, l[i] = lshift, s[i] = rshift;
+  Requant rq;
+  rq.mult = m, rq.lshift = l, rq.rshift = s;
+  return make_rq16(rq, 0, r.v);
+}
+
+TS_AVX512_VNNI inline __m512i add_rescale(__m512i x, const AddRescale16& r) {
+  if (!r.high_only) return rescale16<true>(x, r.v);
+  const __m512i c = _mm512_set1_epi64(int64_t{1} << 30);
+  const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, r.mult), c), 31);
+  const __m512i odd = _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r.mult_odd), c), 1);
+  return _mm512_mask_blend_epi32(0xAAAA, even, odd);
+}
+
+TS_AVX512_VNNI void add_zmm(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y) {
+  AddRescale16 m1, m2;
+  Rq16 mo;
+  alignas(64) int32_t om[16], ol[16], os[16];
+  for (int i = 0; i < 16; ++i) om[i] = p.mult[2], ol[i] = p.lshift[2], os[i] = p.rshift[2];
+  Requant orq;
+  orq.mult = om, orq.lshift = ol, orq.rshift = os;
+  if (!add_rescale16(p.mult[0], p.lshift[0], p.rshift[0], m1) || !add_rescale16(p.mult[1], p.lshift[1], p.rshift[1], m2) ||
+      !make_rq16(orq, 0, mo)) {
+    add(a, b, n, p, y);
+    return;
+  }
+  const __m512i z1 = _mm512_set1_epi32(p.z1), z2 = _mm512_set1_epi32(p.z2), zo = _mm512_set1_epi32(p.zo);
+  const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
+  const auto widen = [&](__m128i v) { return p.i8 ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v); };
+  const auto sixteen = [&](__m128i va, __m128i vb) {
+    constexpr int kShift = 20;  // TFLite add.cc's left shift for 8-bit operands
+    const __m512i v1 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(widen(va), z1), kShift), m1);
+    const __m512i v2 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(widen(vb), z2), kShift), m2);
+    const __m512i s = p.subtract ? _mm512_sub_epi32(v1, v2) : _mm512_add_epi32(v1, v2);
+    const __m512i r = _mm512_add_epi32(rescale16<true>(s, mo), zo);
+    return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     sixteen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))));
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm_mask_storeu_epi8(y + i, k, sixteen(_mm_maskz_loadu_epi8(k, a + i), _mm_maskz_loadu_epi8(k, b + i)));
+  }
+}
+
 }  // namespace
 
 const QConvKernels& avx2_qconv_kernels() {
@@ -1226,7 +1290,7 @@ const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
 }
 
 const QConvKernels* avx512_vnni_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add, "avx512-vnni",
+  static const QConvKernels k{centre, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add_zmm, "avx512-vnni",
                               gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows,
                               gemm_u8_zmm_pair<false>, gemm_u8_zmm_pair<true>};
   return convert::cpu_avx512_vnni() ? &k : nullptr;
