@@ -94,7 +94,7 @@ struct PackedConv : PreparedKernel {
   // by each run in a scratch buffer that every such op of the calling thread shares, so
   // that a network's copies do not each hold their own memory and cache lines
   int64_t Hp = 0, Wp = 0, cpad = 0;
-  std::vector<int64_t> tap_off;  // per tap, int16 units within the padded input
+  std::vector<int64_t> line_tap_off;  // depthwise: per tap, int16 units within a row's KH padded lines
   std::vector<int16_t> dw_w;     // [cpad / kPanel][pairs][32]
   int64_t padded() const { return N * Hp * Wp * cpad; }
 };
@@ -286,45 +286,49 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
 // The centred, zero-bordered input of a windowed op into xp (pc.padded() elements): every
 // padded row is written whole (its borders and channel padding zero), since the scratch
 // holds another op's copy from before.
-void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk, int16_t* xp) {
+// One row of the padded input: input row iy of batch b centred into int16, borders and the
+// channels beyond C zero (all zero where iy is outside the input).
+void fill_line(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, int64_t b, int64_t iy,
+               int16_t* row) {
   const Window& wn = pc.win;
-  const uint8_t* x = c.in[0].data;
+  const int64_t row_len = pc.Wp * pc.cpad;
+  if (iy < 0 || iy >= pc.H) {
+    std::memset(row, 0, static_cast<size_t>(row_len) * sizeof(int16_t));
+    return;
+  }
+  const int64_t left = wn.pad_left * pc.cpad, interior = pc.W * pc.cpad;
+  std::memset(row, 0, static_cast<size_t>(left) * sizeof(int16_t));
+  std::memset(row + left + interior, 0, static_cast<size_t>(row_len - left - interior) * sizeof(int16_t));
+  int16_t* dst = row + left;
+  if (pc.mult > 1) {  // each input channel repeated mult times
+    const int64_t ic = pc.C / pc.mult;
+    const uint8_t* src = x + (b * pc.H + iy) * pc.W * ic;
+    for (int64_t ix = 0; ix < pc.W; ++ix) {
+      int16_t* d = dst + ix * pc.cpad;
+      for (int64_t ch = 0; ch < pc.C; ++ch) {
+        const uint8_t v = src[ix * ic + ch / pc.mult];
+        d[ch] = static_cast<int16_t>((pc.in_i8 ? static_cast<int32_t>(static_cast<int8_t>(v)) : v) - pc.x_zp);
+      }
+      std::memset(d + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
+    }
+    return;
+  }
+  const uint8_t* src = x + (b * pc.H + iy) * pc.W * pc.C;
+  if (pc.cpad == pc.C) {
+    uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
+  } else {
+    for (int64_t ix = 0; ix < pc.W; ++ix) {
+      uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
+      std::memset(dst + ix * pc.cpad + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
+    }
+  }
+}
+
+void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk, int16_t* xp) {
   const int64_t row_len = pc.Wp * pc.cpad;
   parallel_rows(c, pc.N * pc.Hp, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / pc.Hp, iy = r % pc.Hp - wn.pad_top;
-      int16_t* row = xp + r * row_len;
-      if (iy < 0 || iy >= pc.H) {
-        std::memset(row, 0, static_cast<size_t>(row_len) * sizeof(int16_t));
-        continue;
-      }
-      const int64_t left = wn.pad_left * pc.cpad, interior = pc.W * pc.cpad;
-      std::memset(row, 0, static_cast<size_t>(left) * sizeof(int16_t));
-      std::memset(row + left + interior, 0, static_cast<size_t>(row_len - left - interior) * sizeof(int16_t));
-      int16_t* dst = row + left;
-      if (pc.mult > 1) {  // each input channel repeated mult times
-        const int64_t ic = pc.C / pc.mult;
-        const uint8_t* src = x + (b * pc.H + iy) * pc.W * ic;
-        for (int64_t ix = 0; ix < pc.W; ++ix) {
-          int16_t* d = dst + ix * pc.cpad;
-          for (int64_t ch = 0; ch < pc.C; ++ch) {
-            const uint8_t v = src[ix * ic + ch / pc.mult];
-            d[ch] = static_cast<int16_t>((pc.in_i8 ? static_cast<int32_t>(static_cast<int8_t>(v)) : v) - pc.x_zp);
-          }
-          std::memset(d + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
-        }
-        continue;
-      }
-      const uint8_t* src = x + (b * pc.H + iy) * pc.W * pc.C;
-      if (pc.cpad == pc.C) {
-        uk.centre(src, pc.W * pc.C, pc.x_zp, pc.in_i8, dst);
-      } else {
-        for (int64_t ix = 0; ix < pc.W; ++ix) {
-          uk.centre(src + ix * pc.C, pc.C, pc.x_zp, pc.in_i8, dst + ix * pc.cpad);
-          std::memset(dst + ix * pc.cpad + pc.C, 0, static_cast<size_t>(pc.cpad - pc.C) * sizeof(int16_t));
-        }
-      }
-    }
+    for (int64_t r = r0; r < r1; ++r)
+      fill_line(pc, uk, c.in[0].data, r / pc.Hp, r % pc.Hp - pc.win.pad_top, xp + r * row_len);
   }, min_rows_per_chunk(row_len));
 }
 
@@ -438,7 +442,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   const int taps = static_cast<int>(KH * KW);
   const int pairs = (taps + 1) / 2;
   for (int64_t ky = 0; ky < KH; ++ky)
-    for (int64_t kx = 0; kx < KW; ++kx) pc->tap_off.push_back((ky * wn.dh * pc->Wp + kx * wn.dw) * pc->cpad);
+    for (int64_t kx = 0; kx < KW; ++kx) pc->line_tap_off.push_back((ky * pc->Wp + kx * wn.dw) * pc->cpad);
   // Weights [1, KH, KW, C], centred per channel, into the lane order of the row kernel.
   const int64_t groups = pc->cpad / kPanel;
   pc->dw_w.assign(static_cast<size_t>(groups * pairs * 32), 0);
@@ -456,20 +460,28 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
 
+// Each output row reads the KH padded input lines it needs, centred by the thread into its
+// own buffer ([KH][Wp][cpad] int16, tap offsets line_tap_off), not from a padded copy of the
+// whole input: the copy of an early MobileNet layer (1.2 M elements, 2.4 MB of int16)
+// went to memory and back, where a row's lines stay in L1 or L2.
 Status run_depthwise(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const Window& wn = pc.win;
-  int16_t* xp = padded_scratch(pc.padded());
-  fill_padded(c, pc, uk, xp);
+  const int64_t KH = wn.kh;
+  const int64_t line = pc.Wp * pc.cpad;
+  const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
   parallel_rows(c, pc.N * pc.OH, [&](int64_t r0, int64_t r1) {
+    int16_t* lines = padded_scratch(KH * line);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / pc.OH, oy = r % pc.OH;
+      for (int64_t ky = 0; ky < KH; ++ky)
+        fill_line(pc, uk, x, b, oy * wn.sh + ky * wn.dh - wn.pad_top, lines + ky * line);
       uk::DwRow row;
-      row.x = xp + (b * pc.Hp + oy * wn.sh) * pc.Wp * pc.cpad;
+      row.x = lines;
       row.xstep = wn.sw * pc.cpad;
-      row.tap_off = pc.tap_off.data();
-      row.taps = static_cast<int>(pc.tap_off.size());
+      row.tap_off = pc.line_tap_off.data();
+      row.taps = static_cast<int>(pc.line_tap_off.size());
       row.ow = pc.OW;
       row.cpad = pc.cpad;
       row.channels = pc.C;
@@ -478,7 +490,7 @@ Status run_depthwise(KernelContext& c, const PackedConv& pc) {
       row.y = y + r * pc.OW * pc.C;
       uk.dw_row(row);
     }
-  }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.tap_off.size())));
+  }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.line_tap_off.size())));
   return Status::Ok();
 }
 
