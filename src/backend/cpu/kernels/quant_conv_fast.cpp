@@ -94,7 +94,7 @@ struct PackedConv : PreparedKernel {
   // by each run in a scratch buffer that every such op of the calling thread shares, so
   // that a network's copies do not each hold their own memory and cache lines
   int64_t Hp = 0, Wp = 0, cpad = 0;
-  std::vector<int64_t> line_tap_off;  // depthwise: per tap, int16 units within a row's KH padded lines
+  std::vector<int64_t> tap_off;  // depthwise: per tap, int16 units from the first padded input row read
   std::vector<int16_t> dw_w;     // [cpad / kPanel][pairs][32]
   int64_t padded() const { return N * Hp * Wp * cpad; }
 };
@@ -442,7 +442,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   const int taps = static_cast<int>(KH * KW);
   const int pairs = (taps + 1) / 2;
   for (int64_t ky = 0; ky < KH; ++ky)
-    for (int64_t kx = 0; kx < KW; ++kx) pc->line_tap_off.push_back((ky * pc->Wp + kx * wn.dw) * pc->cpad);
+    for (int64_t kx = 0; kx < KW; ++kx) pc->tap_off.push_back((ky * wn.dh * pc->Wp + kx * wn.dw) * pc->cpad);
   // Weights [1, KH, KW, C], centred per channel, into the lane order of the row kernel.
   const int64_t groups = pc->cpad / kPanel;
   pc->dw_w.assign(static_cast<size_t>(groups * pairs * 32), 0);
@@ -460,28 +460,38 @@ Result<std::unique_ptr<PreparedKernel>> prepare_depthwise(const Graph& g, const 
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
 
-// Each output row reads the KH padded input lines it needs, centred by the thread into its
-// own buffer ([KH][Wp][cpad] int16, tap offsets line_tap_off), not from a padded copy of the
-// whole input: the copy of an early MobileNet layer (1.2 M elements, 2.4 MB of int16)
-// went to memory and back, where a row's lines stay in L1 or L2.
+// Output rows read their padded input lines from a per-thread ring of consecutive padded
+// input rows, each centred once as the thread's rows reach it (a row is shared by the KH
+// output rows around it), not from a padded copy of the whole input: that copy of an
+// early MobileNet layer (1.2 M elements, 2.4 MB of int16) went to memory and back. The
+// ring holds 4 spans of rows; when full, the rows still needed move to its front.
 Status run_depthwise(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const Window& wn = pc.win;
-  const int64_t KH = wn.kh;
+  const int64_t span = (wn.kh - 1) * wn.dh + 1;  // input rows one output row reads
+  const int64_t cap = 4 * span;
   const int64_t line = pc.Wp * pc.cpad;
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
   parallel_rows(c, pc.N * pc.OH, [&](int64_t r0, int64_t r1) {
-    int16_t* lines = padded_scratch(KH * line);
+    int16_t* ring = padded_scratch(cap * line);
+    int64_t ring_b = -1, first = 0, count = 0;  // ring line i: input row first + i of batch ring_b
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / pc.OH, oy = r % pc.OH;
-      for (int64_t ky = 0; ky < KH; ++ky)
-        fill_line(pc, uk, x, b, oy * wn.sh + ky * wn.dh - wn.pad_top, lines + ky * line);
+      const int64_t lo = oy * wn.sh - wn.pad_top, hi = lo + span - 1;
+      if (b != ring_b || lo < first || lo > first + count) {
+        ring_b = b, first = lo, count = 0;
+      } else if (hi >= first + cap) {
+        const int64_t keep = first + count - lo;
+        std::memmove(ring, ring + (lo - first) * line, static_cast<size_t>(keep * line) * sizeof(int16_t));
+        first = lo, count = keep;
+      }
+      for (; first + count <= hi; ++count) fill_line(pc, uk, x, b, first + count, ring + count * line);
       uk::DwRow row;
-      row.x = lines;
+      row.x = ring + (lo - first) * line;
       row.xstep = wn.sw * pc.cpad;
-      row.tap_off = pc.line_tap_off.data();
-      row.taps = static_cast<int>(pc.line_tap_off.size());
+      row.tap_off = pc.tap_off.data();
+      row.taps = static_cast<int>(pc.tap_off.size());
       row.ow = pc.OW;
       row.cpad = pc.cpad;
       row.channels = pc.C;
@@ -490,7 +500,7 @@ Status run_depthwise(KernelContext& c, const PackedConv& pc) {
       row.y = y + r * pc.OW * pc.C;
       uk.dw_row(row);
     }
-  }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.line_tap_off.size())));
+  }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.tap_off.size())));
   return Status::Ok();
 }
 
