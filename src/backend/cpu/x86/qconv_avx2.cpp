@@ -901,24 +901,40 @@ TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
 }
 
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
-// row, stored under a mask of the valid channels.
-template <bool kSigned>
+// row, after the panel's fixes (added in the vector: each a masked add of the row's input
+// byte times its rest), stored under a mask of the valid channels.
+template <bool kSigned, bool kFlip>
 TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
-                                                               const Rq16& v, const Requant& rq, int nvalid,
-                                                               uint8_t* y, int64_t ldy) {
+                                                               const uint8_t* a, int64_t lda, const U8Fix* fix,
+                                                               int64_t nfix, const Rq16& v, const Requant& rq,
+                                                               int nvalid, uint8_t* y, int64_t ldy) {
   const Out16 out = make_out16(rq);
   const __mmask16 keep = static_cast<__mmask16>(nvalid >= 16 ? 0xFFFFu : (1u << nvalid) - 1u);
-  for (int r = 0; r < rows; ++r)
-    _mm_mask_storeu_epi8(y + r * ldy, keep,
-                         bytes16_zmm(rescale16<kSigned>(_mm512_load_si512(acc + r * acc_step), v), out));
+  for (int r = 0; r < rows; ++r) {
+    __m512i s = _mm512_load_si512(acc + r * acc_step);
+    for (int64_t f = 0; f < nfix; ++f) {  // int32 modulo 2^32, as the scalar definition
+      const int32_t in = kFlip ? a[r * lda + fix[f].k] ^ 0x80 : a[r * lda + fix[f].k];
+      s = _mm512_mask_add_epi32(s, static_cast<__mmask16>(1u << fix[f].lane), s,
+                                _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(in) *
+                                                                       static_cast<uint32_t>(fix[f].r))));
+    }
+    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm(rescale16<kSigned>(s, v), out));
+  }
 }
 
-// The panel's fixes (its sums at acc, rows acc_step apart), then the 512-bit
-// requantization with v16 (the panel's constants, where they allow it), else the AVX2 rows.
+// The panel's fixes and the 512-bit requantization with v16 (the panel's constants, where
+// they allow it), else the fixes and the AVX2 rows (sums at acc, rows acc_step apart).
 template <bool kFlip>
 TS_AVX512_VNNI void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
                                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  if (v16) {
+    if (rq.single_round)
+      requant_rows_zmm<false, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
+    else
+      requant_rows_zmm<true, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
+    return;
+  }
   for (int64_t f = 0; f < nfix; ++f) {
     const U8Fix& fx = fix[f];
     for (int r = 0; r < rows; ++r) {  // int32 modulo 2^32, as the vector lanes
@@ -926,13 +942,6 @@ TS_AVX512_VNNI void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows,
       int32_t& s = acc[r * acc_step + fx.lane];
       s = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(in * fx.r));
     }
-  }
-  if (v16) {
-    if (rq.single_round)
-      requant_rows_zmm<false>(acc, acc_step, rows, *v16, rq, nvalid, y, ldy);
-    else
-      requant_rows_zmm<true>(acc, acc_step, rows, *v16, rq, nvalid, y, ldy);
-    return;
   }
   const PanelRq prq(rq, n0);
   for (int r = 0; r < rows; ++r) {
