@@ -498,6 +498,7 @@ Status run_depthwise(KernelContext& c, const PackedConv& pc) {
       row.w = pc.dw_w.data();
       row.rq = &pc.rq.rq;
       row.y = y + r * pc.OW * pc.C;
+      row.same_op = r > r0;
       uk.dw_row(row);
     }
   }, min_rows_per_chunk(pc.OW * pc.C * static_cast<int64_t>(pc.tap_off.size())));

@@ -70,6 +70,9 @@ struct DwRow {
   const int16_t* w = nullptr;
   const Requant* rq = nullptr;      // arrays permuted per group: lane l of group g is channel g*16 + dw_lane_channel(l)
   uint8_t* y = nullptr;             // output row: [ow][channels] bytes
+  // The calling thread's previous call was a row of the same op (same w, rq, cpad, taps):
+  // the kernel may reuse what it derived from them then (the requantization constants).
+  bool same_op = false;
 };
 using DwRowFn = void (*)(const DwRow& r);
 

@@ -1031,10 +1031,11 @@ void dw_row_t(const DwRow& r) {
   if (rq_bytes.size() < need) rq_bytes.resize(need);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq8);
   Rq8* rq_groups = reinterpret_cast<Rq8*>(rq_bytes.data() + (misalign ? alignof(Rq8) - misalign : 0));
-  for (int64_t g = 0; g < groups; ++g) {
-    rq_groups[2 * g] = load_rq8(*r.rq, g * kPanel);
-    rq_groups[2 * g + 1] = load_rq8(*r.rq, g * kPanel + 8);
-  }
+  if (!r.same_op)
+    for (int64_t g = 0; g < groups; ++g) {
+      rq_groups[2 * g] = load_rq8(*r.rq, g * kPanel);
+      rq_groups[2 * g + 1] = load_rq8(*r.rq, g * kPanel + 8);
+    }
   // Per block: the taps of every pixel into acc (no requantization code between the
   // loads, so the tap loop keeps its registers), then the block's requantization with its
   // rounding and output forms chosen once (requant_rows) instead of per pixel.
@@ -1096,15 +1097,19 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
   if (rq_bytes.size() < need) rq_bytes.resize(need);
   const uintptr_t misalign = reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq16);
   Rq16* rq16 = reinterpret_cast<Rq16*>(rq_bytes.data() + (misalign ? alignof(Rq16) - misalign : 0));
-  for (int64_t g = 0; g < groups; ++g)
-    if (!make_rq16(*r.rq, g * kPanel, rq16[g])) {
-      if constexpr (TAPS > 0) {
-        dw_row_t<TAPS>(r);
-      } else {
-        dw_row_t<0>(r);
-      }
-      return;
+  thread_local bool avx2_rows = false;  // the op's constants do not allow rescale16
+  if (!r.same_op) {
+    avx2_rows = false;
+    for (int64_t g = 0; g < groups && !avx2_rows; ++g) avx2_rows = !make_rq16(*r.rq, g * kPanel, rq16[g]);
+  }
+  if (avx2_rows) {
+    if constexpr (TAPS > 0) {
+      dw_row_t<TAPS>(r);
+    } else {
+      dw_row_t<0>(r);
     }
+    return;
+  }
   const Out16 out = make_out16(*r.rq);
   const bool sign = !r.rq->single_round;
   int64_t off[kMaxPairs * 2];
