@@ -3,8 +3,9 @@
 // (PrepareFn): weights centred and packed into the micro-kernels' panels, bias and
 // requantization parameters per output channel. A run centres the input into int16
 // (im2col for windows larger than 1x1), then calls the micro-kernels of ukernels/qconv.h;
-// pointwise layers mostly take the 8-bit form instead (pack_u8s8), which reads the input
-// bytes as they are (u8 input on AVX2; u8 and int8 input with VNNI).
+// conv2d and fully connected layers mostly take the 8-bit form instead (pack_u8s8), which
+// reads the input bytes as they are (pointwise layers in place, windowed ones through a
+// byte im2col; u8 input on AVX2, u8 and int8 input with VNNI).
 //
 // Results are byte-identical to the reference kernels in quant_conv.cpp: the same int32
 // sums (every product exact in int32, sums independent of order), then the same
@@ -107,6 +108,13 @@ int16_t* padded_scratch(int64_t elements) {
   return buf.data();
 }
 
+// The same for the byte copy of the 8-bit form's windowed ops.
+uint8_t* padded_scratch_u8(int64_t elements) {
+  thread_local std::vector<uint8_t> buf;
+  if (static_cast<int64_t>(buf.size()) < elements) buf.resize(static_cast<size_t>(elements));
+  return buf.data();
+}
+
 // The zero-bordered, centred input copy of a windowed op: rows and columns enough for every
 // tap of every output, channels rounded up to `cpad`.
 void size_padded_input(PackedConv& pc, int64_t KH, int64_t KW, int64_t cpad) {
@@ -158,13 +166,16 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
 // filled (the zero point's term goes into the bias).
 bool pack_u8s8(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p) {
   const uk::QConvKernels& kern = uk::qconv_kernels();
-  if (!(pc.in_i8 ? kern.gemm_u8_flip : kern.gemm_u8) || pc.K % 4 != 0) return false;
-  std::vector<int16_t> v(static_cast<size_t>(pc.OC * pc.K));
+  // Pointwise layers read the input rows in place (k a multiple of 4); windowed ones build
+  // byte A rows (im2col) padded to a multiple of 4 with zero weights.
+  if (!(pc.in_i8 ? kern.gemm_u8_flip : kern.gemm_u8) || (pc.pointwise && pc.K % 4 != 0)) return false;
+  const int64_t k4 = round_up(pc.K, 4);
+  std::vector<int16_t> v(static_cast<size_t>(pc.OC * k4), 0);
   for (int64_t o = 0; o < pc.OC; ++o)
     for (int64_t k = 0; k < pc.K; ++k)
-      v[o * pc.K + k] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
+      v[o * k4 + k] = static_cast<int16_t>(q::load(w, wt, o * pc.K + k) - p.w_zp[o]);
   uk::U8Panels u8;
-  if (!uk::pack_u8_panels(v.data(), pc.OC, pc.K, pc.npanels * (pc.K / 4) / 2, u8, kern.u8_split)) return false;
+  if (!uk::pack_u8_panels(v.data(), pc.OC, k4, pc.npanels * (k4 / 4) / 2, u8, kern.u8_split)) return false;
   pc.u8s8 = true;
   pc.kquads = u8.kquads;
   pc.panels8 = std::move(u8.panels);
@@ -216,9 +227,8 @@ Result<std::unique_ptr<PreparedKernel>> prepare_gemm(const Graph& g, const Node&
   std::vector<int64_t> order(static_cast<size_t>(pc->npanels * kPanel), -1);
   for (int64_t o = 0; o < pc->OC; ++o) order[o] = o;
   pc->rq.fill(p, bias_data(g, n), order, y.dtype);
-  // Pointwise layers: the 8-bit form where the kernels and weights allow it, else the int16
-  // panels.
-  if (!(pc->pointwise && pack_u8s8(*pc, w.data->data, w.dtype, p)))
+  // The 8-bit form where the kernels and weights allow it, else the int16 panels.
+  if (!pack_u8s8(*pc, w.data->data, w.dtype, p))
     pack_panels(*pc, w.data->data, w.dtype, p);
   return std::unique_ptr<PreparedKernel>(std::move(pc));
 }
@@ -332,6 +342,53 @@ void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKe
   }, min_rows_per_chunk(row_len));
 }
 
+// The 8-bit form of a windowed op: the input's bytes with borders of the zero point's byte
+// (centred, it is zero), [N][Hp][Wp][C].
+void fill_padded_u8(const KernelContext& c, const PackedConv& pc, uint8_t* xp) {
+  const Window& wn = pc.win;
+  const uint8_t* x = c.in[0].data;
+  const uint8_t zb = static_cast<uint8_t>(pc.x_zp);  // int8 zero points as their byte
+  const int64_t row_len = pc.Wp * pc.C;
+  parallel_rows(c, pc.N * pc.Hp, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / pc.Hp, iy = r % pc.Hp - wn.pad_top;
+      uint8_t* row = xp + r * row_len;
+      if (iy < 0 || iy >= pc.H) {
+        std::memset(row, zb, static_cast<size_t>(row_len));
+        continue;
+      }
+      const int64_t left = wn.pad_left * pc.C, interior = pc.W * pc.C;
+      std::memset(row, zb, static_cast<size_t>(left));
+      std::memcpy(row + left, x + (b * pc.H + iy) * pc.W * pc.C, static_cast<size_t>(interior));
+      std::memset(row + left + interior, zb, static_cast<size_t>(row_len - left - interior));
+    }
+  }, min_rows_per_chunk(row_len));
+}
+
+// Byte A rows [r0, r0 + rows) of a windowed op (lda = 4 * kquads; the bytes past K zero,
+// their weights zero too).
+void build_a_u8(const PackedConv& pc, const uint8_t* xp, int64_t r0, int64_t rows, uint8_t* a) {
+  const Window& wn = pc.win;
+  const int64_t lda = pc.kquads * 4;
+  const int64_t KW = pc.K / pc.C / wn.kh;
+  const size_t krow_bytes = static_cast<size_t>(KW * pc.C);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = r0 + r;
+    const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
+    uint8_t* ar = a + r * lda;
+    for (int64_t ky = 0; ky < wn.kh; ++ky) {
+      const uint8_t* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
+      if (wn.dw == 1) {
+        copy_row_bytes(ar, src, krow_bytes);
+        ar += KW * pc.C;
+      } else {
+        for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C);
+      }
+    }
+    for (int64_t k = pc.K; k < lda; ++k) a[r * lda + k] = 0;
+  }
+}
+
 Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
   const int64_t P = pc.N * pc.OH * pc.OW;  // output rows
@@ -343,7 +400,8 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   // the same rows give or take a tile: 3 blocks on 2 threads left one idle a third of the op.
   // The 8-bit form: the kernel's own tile height and A as the input bytes (K per row).
   const int64_t tr = pc.u8s8 && uk.gemm_u8 ? uk.u8_tile_rows : uk::kTileRows;
-  const int64_t row_bytes = pc.u8s8 ? pc.K : lda * 2;
+  const int64_t lda8 = pc.kquads * 4;  // the 8-bit form's A rows (pointwise: the input rows)
+  const int64_t row_bytes = pc.u8s8 ? lda8 : lda * 2;
   const int64_t block_bytes = pc.u8s8 ? kABlockBytesU8 : kABlockBytes;
   const int64_t T = (P + tr - 1) / tr;  // tiles
   const int64_t mb_max = std::max<int64_t>(tr, block_bytes / row_bytes / tr * tr);
@@ -381,9 +439,15 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const uk::GemmU8PairFn gemm_pair = pc.in_i8 ? uk.gemm_u8_pair_flip : uk.gemm_u8_pair;
   int16_t* xp = !pc.u8s8 && pc.padded() > 0 ? padded_scratch(pc.padded()) : nullptr;
   if (xp) fill_padded(c, pc, uk, xp);
+  // The 8-bit form of a windowed op: byte A rows from a padded byte copy of the input.
+  const bool a8 = pc.u8s8 && !pc.pointwise;
+  uint8_t* xp8 = a8 ? padded_scratch_u8(pc.padded()) : nullptr;
+  if (xp8) fill_padded_u8(c, pc, xp8);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<int16_t> a;
+    thread_local std::vector<uint8_t> a_u8;
     if (!pc.u8s8 && static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
+    if (a8 && static_cast<int64_t>(a_u8.size()) < mb * lda8) a_u8.resize(static_cast<size_t>(mb * lda8));
     int64_t built = -1;
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t blk = it / nsplit, part = it % nsplit;
@@ -393,6 +457,13 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
         build_a(pc, uk, x, xp, r0, rows, a.data());
         built = blk;
       }
+      if (a8 && built != blk) {
+        build_a_u8(pc, xp8, r0, rows, a_u8.data());
+        built = blk;
+      }
+      // the 8-bit form's A block: the input rows in place, or the byte rows just built
+      const uint8_t* ab = a8 ? a_u8.data() : x + r0 * pc.C;
+      const int64_t ldab = a8 ? lda8 : pc.C;
       const int64_t p0 = pc.npanels * part / nsplit, p1 = pc.npanels * (part + 1) / nsplit;
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t n0 = p * kPanel;
@@ -400,13 +471,13 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
         uint8_t* yb = y + r0 * pc.OC + n0;
         if (pc.u8s8 && gemm_pair && p + 1 < p1) {
           const int nvalid1 = static_cast<int>(std::min<int64_t>(kPanel, pc.OC - n0 - kPanel));
-          gemm_pair(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
+          gemm_pair(rows, pc.kquads, ab, ldab, pc.panels8.data() + p * pc.kquads * kPanel * 4,
                     pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p],
                     pc.fixes.data() + pc.fix_start[p + 1], pc.fix_start[p + 2] - pc.fix_start[p + 1], pc.rq.rq, n0,
                     nvalid1, yb, pc.OC);
           ++p;
         } else if (pc.u8s8)
-          gemm_u8(rows, pc.kquads, x + r0 * pc.C, pc.C, pc.panels8.data() + p * pc.kquads * kPanel * 4,
+          gemm_u8(rows, pc.kquads, ab, ldab, pc.panels8.data() + p * pc.kquads * kPanel * 4,
                   pc.fixes.data() + pc.fix_start[p], pc.fix_start[p + 1] - pc.fix_start[p], pc.rq.rq, n0, nvalid, yb,
                   pc.OC);
         else
