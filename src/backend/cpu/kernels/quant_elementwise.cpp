@@ -9,6 +9,7 @@
 
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/quant_math.h"
+#include "backend/cpu/ukernels/lut8.h"
 #include "backend/cpu/ukernels/qconv.h"
 
 namespace tessera::cpu {
@@ -262,8 +263,9 @@ Status lut_unary(KernelContext& c, float (*f)(float)) {
     const int32_t quantized = static_cast<int32_t>(rescaled + static_cast<float>(zo));
     table[v & 0xff] = q::clamp(quantized, q::qmin(t), q::qmax(t));
   }
-  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i)
-    q::store(c.out[0].data, t, i, table[c.in[0].data[i]]);
+  uint8_t bytes[256];  // the 8-bit codes' bytes
+  for (int v = 0; v < 256; ++v) bytes[v] = static_cast<uint8_t>(table[v]);
+  uk::lut8_kernel()(c.in[0].data, c.in[0].elements(), bytes, c.out[0].data);
   return Status::Ok();
 }
 Status logistic(KernelContext& c) { return lut_unary(c, [](float x) { return 1.0f / (1.0f + std::exp(-x)); }); }

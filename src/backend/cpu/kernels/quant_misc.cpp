@@ -6,6 +6,7 @@
 
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/quant_math.h"
+#include "backend/cpu/ukernels/lut8.h"
 
 namespace tessera::cpu {
 
@@ -163,8 +164,7 @@ Status requantize(KernelContext& c) {
     if (to == DType::u8 || to == DType::i8) {  // 8-bit codes: a byte table
       uint8_t bytes[256];
       for (int v = 0; v < 256; ++v) bytes[v] = static_cast<uint8_t>(table[v]);
-      uint8_t* y = c.out[0].data;
-      for (int64_t i = 0; i < n; ++i) y[i] = bytes[x[i]];
+      uk::lut8_kernel()(x, n, bytes, c.out[0].data);
       return Status::Ok();
     }
     for (int64_t i = 0; i < n; ++i) q::store(c.out[0].data, to, i, table[x[i]]);
