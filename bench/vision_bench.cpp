@@ -89,6 +89,35 @@ BENCHMARK_CAPTURE(BM_GemmU8, set0, 0);
 BENCHMARK_CAPTURE(BM_GemmU8, set1, 1);
 BENCHMARK_CAPTURE(BM_GemmU8, set2, 2);
 
+// One depthwise row of MobileNetV1's 14 x 14 x 512 layers (3x3, stride 1) with the kernels
+// the cpu uses (its padded int16 input lines L1/L2-resident); counter: outputs per second.
+void BM_DwRow(benchmark::State& state) {
+  const cpu::uk::QConvKernels& k = cpu::uk::qconv_kernels();
+  state.SetLabel(k.isa);
+  const int64_t ow = 14, c = 512, wp = 16;
+  std::mt19937 rng(6);
+  std::vector<int16_t> x(static_cast<size_t>(3 * wp * c)), w(static_cast<size_t>(c / 16 * 5 * 32));
+  for (auto& v : x) v = static_cast<int16_t>(static_cast<int>(rng() % 256) - 128);
+  for (auto& v : w) v = static_cast<int16_t>(static_cast<int>(rng() % 200) - 100);
+  std::vector<int64_t> off;
+  for (int ky = 0; ky < 3; ++ky)
+    for (int kx = 0; kx < 3; ++kx) off.push_back((ky * wp + kx) * c);
+  std::vector<int32_t> bias(c, 1000), mult(c, 1 << 30), ls(c, 0), rs(c, 10);
+  cpu::uk::Requant rq;
+  rq.bias = bias.data(), rq.mult = mult.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+  std::vector<uint8_t> y(static_cast<size_t>(ow * c));
+  cpu::uk::DwRow r;
+  r.x = x.data(), r.xstep = c, r.tap_off = off.data(), r.taps = 9, r.ow = ow, r.cpad = c, r.channels = c;
+  r.w = w.data(), r.rq = &rq, r.y = y.data();
+  for (auto _ : state) {
+    k.dw_row(r);
+    r.same_op = true;
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["outputs/s"] = benchmark::Counter(static_cast<double>(ow * c), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DwRow);
+
 constexpr const char* kMnv1 = "mobilenet_v1_1.0_224_quant_embedding_extractor.tflite";
 constexpr const char* kMnv2 = "mobilenet_v2_1.0_224_quant.tflite";
 constexpr const char* kTf2 = "tf2_mobilenet_v2_1.0_224_ptq.tflite";
