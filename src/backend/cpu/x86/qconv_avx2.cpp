@@ -904,7 +904,7 @@ TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
 // row, after the panel's fixes (added in the vector: each a masked add of the row's input
 // byte times its rest), stored under a mask of the valid channels.
 template <bool kSigned, bool kFlip>
-TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
+TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
                                                                const uint8_t* a, int64_t lda, const U8Fix* fix,
                                                                int64_t nfix, const Rq16& v, const Requant& rq,
                                                                int nvalid, uint8_t* y, int64_t ldy) {
@@ -925,7 +925,7 @@ TS_AVX512_VNNI __attribute__((noinline)) void requant_rows_zmm(const int32_t* ac
 // The panel's fixes and the 512-bit requantization with v16 (the panel's constants, where
 // they allow it), else the fixes and the AVX2 rows (sums at acc, rows acc_step apart).
 template <bool kFlip>
-TS_AVX512_VNNI void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
+TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
                                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   if (v16) {
