@@ -1151,19 +1151,34 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
         _mm512_store_si512(acc[ox - ox0][0], _mm512_shuffle_i64x2(lo, hi, 0x44));
         _mm512_store_si512(acc[ox - ox0][1], _mm512_shuffle_i64x2(lo, hi, 0xEE));
       }
-      for (int h = 0; h < (two ? 2 : 1); ++h) {
-        const int64_t gh = g + h;
-        const int64_t left = r.channels - gh * kPanel;
-        if (left <= 0) break;
-        const __mmask16 keep = static_cast<__mmask16>(left >= kPanel ? 0xFFFFu : (1u << left) - 1u);
-        const Rq16& v = rq16[gh];
-        const __m512i bias = _mm512_loadu_si512(r.rq->bias + gh * kPanel);
-        uint8_t* y = r.y + ox0 * r.channels + gh * kPanel;
+      // lanes hold channels 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 put them in order
+      const auto store = [&](uint8_t* y, __mmask16 keep, __m512i q) {
+        const __m128i b = _mm_shuffle_epi32(bytes16_zmm(q, out), 0xD8);
+        if (keep == 0xFFFF)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b);
+        else
+          _mm_mask_storeu_epi8(y, keep, b);
+      };
+      const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
+      const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
+      const __mmask16 keep1 =
+          static_cast<__mmask16>(left1 >= kPanel ? 0xFFFFu : left1 <= 0 ? 0u : (1u << left1) - 1u);
+      const __m512i bias0 = _mm512_loadu_si512(r.rq->bias + g * kPanel);
+      uint8_t* y = r.y + ox0 * r.channels + g * kPanel;
+      if (two && keep1) {  // both groups of the pair, pixel by pixel
+        const __m512i bias1 = _mm512_loadu_si512(r.rq->bias + (g + 1) * kPanel);
+        const Rq16 &v0 = rq16[g], &v1 = rq16[g + 1];
         for (int64_t ox = ox0; ox < ox1; ++ox, y += r.channels) {
-          const __m512i a = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][h]), bias);
-          const __m512i q = sign ? rescale16<true>(a, v) : rescale16<false>(a, v);
-          // lanes hold channels 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 put them in order
-          _mm_mask_storeu_epi8(y, keep, _mm_shuffle_epi32(bytes16_zmm(q, out), 0xD8));
+          const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][0]), bias0);
+          const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][1]), bias1);
+          store(y, keep0, sign ? rescale16<true>(a0, v0) : rescale16<false>(a0, v0));
+          store(y + kPanel, keep1, sign ? rescale16<true>(a1, v1) : rescale16<false>(a1, v1));
+        }
+      } else {
+        const Rq16& v0 = rq16[g];
+        for (int64_t ox = ox0; ox < ox1; ++ox, y += r.channels) {
+          const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][0]), bias0);
+          store(y, keep0, sign ? rescale16<true>(a0, v0) : rescale16<false>(a0, v0));
         }
       }
     }
