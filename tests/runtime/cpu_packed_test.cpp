@@ -422,6 +422,100 @@ TEST(CpuPacked, U8SplitKeepsEveryPairWithinTheInt16Sum) {
     }
 }
 
+// The 8-bit GEMMs' requantization (AVX-512: rescale16) at its rounding steps, as the test
+// above does for the int16 tile: 12 rows whose sums differ by one around (o + 0.5) / real
+// multiplier for every channel of two panels, both rounding forms, shifts 0 to -21 and a few
+// left shifts, against the scalar definition; one panel at a time and the two-panel tile.
+TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
+  int64_t runs = 0, exact_steps = 0;
+  for (const cpu::uk::QConvKernels* simd : simd_kernel_sets()) {
+    if (!simd->gemm_u8) continue;
+    SCOPED_TRACE(simd->isa);
+    std::mt19937 rng(4242);
+    std::uniform_int_distribution<int> w8(-127, 127), u8(0, 255);
+    std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
+    for (int trial = 0; trial < 200; ++trial) {
+      const bool single = trial % 2 == 1;
+      const int64_t m = 12, kquads = 1 + trial % 7, k = kquads * 4;
+      // two panels [kquads][16][4]; k = 0 of every channel weighs 1, k = 1..3 of quad 0 nothing
+      std::vector<int8_t> panels(static_cast<size_t>(2 * kquads * 64));
+      for (auto& w : panels) w = static_cast<int8_t>(w8(rng));
+      if (simd->u8_split == cpu::uk::U8Split::pairs)  // pairs within vpmaddubsw's exact range
+        for (auto& w : panels) w = static_cast<int8_t>(w / 2);
+      for (int pn = 0; pn < 2; ++pn)
+        for (int j = 0; j < 16; ++j)
+          for (int t = 0; t < 4; ++t) panels[(pn * kquads * 16 + j) * 4 + t] = static_cast<int8_t>(t == 0 ? 1 : 0);
+      std::vector<uint8_t> x(static_cast<size_t>(m * k));
+      for (int64_t i = 0; i < k; ++i) x[i] = static_cast<uint8_t>(u8(rng));
+      for (int64_t r = 1; r < m; ++r) std::copy(x.begin(), x.begin() + k, x.begin() + r * k);
+      for (int64_t r = 0; r < m; ++r) x[r * k] = static_cast<uint8_t>(100 + r);  // row r: + r
+      std::vector<int32_t> b(32), mu(32), ls(32), rs(32);
+      cpu::uk::Requant rq;
+      rq.single_round = single;
+      rq.out_i8 = trial % 4 >= 2;
+      rq.zp = rq.out_i8 ? 0 : 128;
+      rq.lo = rq.out_i8 ? -128 : 0;
+      rq.hi = rq.lo + 255;
+      for (int c = 0; c < 32; ++c) {
+        mu[c] = mult(rng);
+        const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
+                                          : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
+        ls[c] = std::max(shift, 0);
+        rs[c] = std::max(-shift, 0);
+        const double real = std::ldexp(static_cast<double>(mu[c]), shift - 31);
+        const int o = std::uniform_int_distribution<int>(-120, 120)(rng);
+        const double target = (o + 0.5) / real;
+        int64_t rest = 0;  // the rows' common part of channel c's sum (row 0)
+        const int8_t* pc = panels.data() + (c / 16) * kquads * 64;
+        for (int64_t q = 0; q < kquads; ++q)
+          for (int t = 0; t < 4; ++t) rest += x[q * 4 + t] * pc[(q * 16 + c % 16) * 4 + t];
+        b[c] = static_cast<int32_t>(std::llround(target) - rest - 6);  // rows 0..11: target - 6 .. + 5
+      }
+      rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+      std::vector<uint8_t> want(static_cast<size_t>(m * 32), 0xAB), got(want), got2(want);
+      for (int pn = 0; pn < 2; ++pn) {
+        cpu::uk::gemm_u8_scalar(m, kquads, x.data(), k, panels.data() + pn * kquads * 64, nullptr, 0, rq, pn * 16, 16,
+                                want.data() + pn * 16, 32);
+        simd->gemm_u8(m, kquads, x.data(), k, panels.data() + pn * kquads * 64, nullptr, 0, rq, pn * 16, 16,
+                      got.data() + pn * 16, 32);
+      }
+      ASSERT_EQ(got, want) << "trial " << trial << (single ? " single rounding" : " double rounding");
+      if (simd->gemm_u8_pair) {
+        simd->gemm_u8_pair(m, kquads, x.data(), k, panels.data(), nullptr, 0, nullptr, 0, rq, 0, 16, got2.data(), 32);
+        ASSERT_EQ(got2, want) << "two panels, trial " << trial;
+      }
+      for (int c = 0; c < 32; ++c) exact_steps += want[c] != want[(m - 1) * 32 + c];
+      ++runs;
+    }
+  }
+  if (runs == 0) GTEST_SKIP() << "no 8-bit GEMM micro-kernels on this CPU";
+  EXPECT_GT(exact_steps, runs * 32 * 9 / 10);  // nearly every window straddles a step
+  // Exact ties: multipliers 2^30 and 3 * 2^29 make x * M + the rounding constant a multiple
+  // of 2^(31 + shift) for many small sums x, negative ones included (where double rounding's
+  // constant is 2^31 less); every sum from -400 to 400, right shifts 1 to 8.
+  for (const cpu::uk::QConvKernels* simd : simd_kernel_sets()) {
+    if (!simd->gemm_u8) continue;
+    const int64_t m = 12, kquads = 1, k = 4;
+    std::vector<int8_t> panel(64, 0);
+    for (int j = 0; j < 16; ++j) panel[j * 4] = 1;  // channel j's sum: bias + x[r][0]
+    std::vector<uint8_t> x(static_cast<size_t>(m * k), 0);
+    for (int64_t r = 0; r < m; ++r) x[r * k] = static_cast<uint8_t>(r);
+    std::vector<int32_t> b(16), mu(16), ls(16, 0), rs(16);
+    for (int j = 0; j < 16; ++j) mu[j] = j % 2 ? (3 << 29) : (1 << 30), rs[j] = 1 + j / 2;
+    for (const bool single : {false, true})
+      for (int base = -400; base <= 400; base += 12) {
+        for (int j = 0; j < 16; ++j) b[j] = base;
+        cpu::uk::Requant rq;
+        rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+        rq.single_round = single, rq.out_i8 = true, rq.zp = 0, rq.lo = -128, rq.hi = 127;
+        std::vector<uint8_t> want(static_cast<size_t>(m * 16)), got(want.size());
+        cpu::uk::gemm_u8_scalar(m, kquads, x.data(), k, panel.data(), nullptr, 0, rq, 0, 16, want.data(), 16);
+        simd->gemm_u8(m, kquads, x.data(), k, panel.data(), nullptr, 0, rq, 0, 16, got.data(), 16);
+        ASSERT_EQ(got, want) << simd->isa << ", sums from " << base << (single ? ", single" : ", double") << " rounding";
+      }
+  }
+}
+
 // The 8-bit GEMM (raw input rows, the split weights, their fixes, the bias less x_zp * sum v)
 // gives the int16 GEMM's bytes (centred rows and weights): its scalar definitions and every
 // SIMD kernel this CPU runs (AVX2's vpmaddubsw form with pair-split weights; VNNI's

@@ -840,7 +840,7 @@ TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, c
 // does not allow the form (hi32_constants' conditions), the caller then takes the AVX2
 // forms.
 struct Rq16 {
-  __m512i mult, mult_odd, ce, co, ce_neg, co_neg, t;
+  __m512i mult, mult_odd, ce, co, t;
 };
 
 TS_AVX512_VNNI inline bool make_rq16(const Requant& rq, int64_t ch, Rq16& v) {
@@ -853,19 +853,17 @@ TS_AVX512_VNNI inline bool make_rq16(const Requant& rq, int64_t ch, Rq16& v) {
     // (p + 2^(ts-1)) >> ts, ts = 31 - lsh + rsh >= 32 on every lane
     const __m512i ts = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(31), lsh), rsh);
     if (_mm512_cmplt_epi32_mask(ts, _mm512_set1_epi32(32)) != 0) return false;
-    v.ce = v.ce_neg = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_and_si512(ts, low32), one64));
-    v.co = v.co_neg = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_srli_epi64(ts, 32), one64));
+    v.ce = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_and_si512(ts, low32), one64));
+    v.co = _mm512_sllv_epi64(one64, _mm512_sub_epi64(_mm512_srli_epi64(ts, 32), one64));
     v.t = _mm512_sub_epi32(ts, _mm512_set1_epi32(32));
   } else {
     // double rounding with lsh = 0 and rsh >= 1 on every lane: c = 2^30 + 2^(30 + rsh),
-    // less 2^31 where the product is negative, t = rsh - 1
+    // less 2^31 where the product is negative (rescale16 applies that), t = rsh - 1
     if (_mm512_test_epi32_mask(lsh, lsh) != 0 || _mm512_cmplt_epi32_mask(rsh, _mm512_set1_epi32(1)) != 0)
       return false;
-    const __m512i base = _mm512_set1_epi64(int64_t{1} << 30), half = _mm512_set1_epi64(int64_t{1} << 31);
+    const __m512i base = _mm512_set1_epi64(int64_t{1} << 30);
     v.ce = _mm512_add_epi64(base, _mm512_sllv_epi64(base, _mm512_and_si512(rsh, low32)));
     v.co = _mm512_add_epi64(base, _mm512_sllv_epi64(base, _mm512_srli_epi64(rsh, 32)));
-    v.ce_neg = _mm512_sub_epi64(v.ce, half);
-    v.co_neg = _mm512_sub_epi64(v.co, half);
     v.t = _mm512_sub_epi32(rsh, _mm512_set1_epi32(1));
   }
   return true;
@@ -874,17 +872,24 @@ TS_AVX512_VNNI inline bool make_rq16(const Requant& rq, int64_t ch, Rq16& v) {
 // 16 sums (bias included) -> requantized int32 before the zero point (kSigned: double
 // rounding, the constant following the product's sign).
 template <bool kSigned>
+//
+// The 64-bit sums p + c of the even and odd lanes give each lane's high dword (and, for
+// double rounding, its low dword) through one two-source permute each. Double rounding's
+// constant is 2^31 less where p < 0 (p has x's sign: the multiplier is positive): taking
+// 2^31 from a 64-bit sum lowers its high dword by one exactly where the low dword is below
+// 2^31, so the negative lanes with a low dword of bit 31 clear lose one.
 TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
-  const __m512i pe = _mm512_mul_epi32(x, v.mult);
-  const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), v.mult_odd);
-  __m512i e = v.ce, o = v.co;
+  const __m512i se = _mm512_add_epi64(_mm512_mul_epi32(x, v.mult), v.ce);
+  const __m512i so = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), v.mult_odd), v.co);
+  const __m512i hi_idx = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  __m512i h = _mm512_permutex2var_epi32(se, hi_idx, so);
   if constexpr (kSigned) {
+    const __m512i lo_idx = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    const __m512i l = _mm512_permutex2var_epi32(se, lo_idx, so);
     const __m512i zero = _mm512_setzero_si512();
-    e = _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(pe, zero), v.ce, v.ce_neg);
-    o = _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(po, zero), v.co, v.co_neg);
+    const __mmask16 borrow = _mm512_mask_cmpge_epi32_mask(_mm512_cmplt_epi32_mask(x, zero), l, zero);
+    h = _mm512_mask_sub_epi32(h, borrow, h, _mm512_set1_epi32(1));
   }
-  const __m512i h =
-      _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(_mm512_add_epi64(pe, e), 32), _mm512_add_epi64(po, o));
   return _mm512_srav_epi32(h, v.t);
 }
 
