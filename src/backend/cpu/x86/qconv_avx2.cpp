@@ -806,16 +806,23 @@ template <int MR, int NP, bool kFlip>
 TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, const uint8_t* a, int64_t lda,
                                                                const int8_t* panel, const int32_t* bias,
                                                                int32_t* acc) {
+  // Few sums (a tail of one to three rows): several chains per sum over alternate k quads,
+  // added at the end, so that vpdpbusd's latency does not serialize the loop.
+  constexpr int kChains = MR * NP <= 2 ? 4 : MR * NP <= 6 ? 2 : 1;
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   const int64_t pstride = kquads * 64;  // the next panel
-  __m512i c[MR][NP];
+  __m512i c[kChains][MR][NP];
 #pragma GCC unroll 2
   for (int p = 0; p < NP; ++p) {
     const __m512i b = _mm512_loadu_si512(bias + p * kPanel);
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) c[r][p] = b;
+    for (int r = 0; r < MR; ++r) {
+      c[0][r][p] = b;
+#pragma GCC unroll 4
+      for (int h = 1; h < kChains; ++h) c[h][r][p] = _mm512_setzero_si512();
+    }
   }
-  for (int64_t q = 0; q < kquads; ++q) {
+  const auto step = [&](int h, int64_t q) {
     __m512i w[NP];
 #pragma GCC unroll 2
     for (int p = 0; p < NP; ++p) w[p] = _mm512_loadu_si512(panel + p * pstride + q * 64);
@@ -826,13 +833,23 @@ TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, c
       __m512i av = _mm512_set1_epi32(four);
       if constexpr (kFlip) av = _mm512_xor_si512(av, flip);
 #pragma GCC unroll 2
-      for (int p = 0; p < NP; ++p) c[r][p] = _mm512_dpbusd_epi32(c[r][p], av, w[p]);
+      for (int p = 0; p < NP; ++p) c[h][r][p] = _mm512_dpbusd_epi32(c[h][r][p], av, w[p]);
     }
-  }
+  };
+  int64_t q = 0;
+  for (; q + kChains <= kquads; q += kChains)
+#pragma GCC unroll 4
+    for (int h = 0; h < kChains; ++h) step(h, q + h);
+  for (; q < kquads; ++q) step(0, q);
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-    for (int p = 0; p < NP; ++p) _mm512_store_si512(acc + (r * NP + p) * kPanel, c[r][p]);
+    for (int p = 0; p < NP; ++p) {
+      __m512i sum = c[0][r][p];
+#pragma GCC unroll 4
+      for (int h = 1; h < kChains; ++h) sum = _mm512_add_epi32(sum, c[h][r][p]);
+      _mm512_store_si512(acc + (r * NP + p) * kPanel, sum);
+    }
 }
 
 // rescale_hi32 on 16 lanes: the constants of 16 channels (Requant arrays from `ch`), built
