@@ -883,6 +883,14 @@ TS_AVX512_VNNI inline bool make_rq16(const Requant& rq, int64_t ch, Rq16& v) {
     v.co = _mm512_add_epi64(base, _mm512_sllv_epi64(base, _mm512_srli_epi64(rsh, 32)));
     v.t = _mm512_sub_epi32(rsh, _mm512_set1_epi32(1));
   }
+  // The output zero point folded into the constants: zp * 2^(32 + t) per lane, so that the
+  // floor comes out with it added (the low dwords, which double rounding's sign term reads,
+  // are unchanged). |zp| <= 256 and t <= 20 keep the high dwords within int32
+  // (|p + c| < 2^62, so |high| < 2^30, plus at most 2^28).
+  if (rq.zp < -256 || rq.zp > 256 || _mm512_cmpgt_epi32_mask(v.t, _mm512_set1_epi32(20)) != 0) return false;
+  const __m512i z = _mm512_set1_epi64(rq.zp), b32 = _mm512_set1_epi64(32);
+  v.ce = _mm512_add_epi64(v.ce, _mm512_sllv_epi64(z, _mm512_add_epi64(_mm512_and_si512(v.t, low32), b32)));
+  v.co = _mm512_add_epi64(v.co, _mm512_sllv_epi64(z, _mm512_add_epi64(_mm512_srli_epi64(v.t, 32), b32)));
   return true;
 }
 
@@ -912,14 +920,20 @@ TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
 
 // + zero point, the clamp on int32 (as requantize()), narrowed by truncation (exact: the
 // values are in the output type's range).
+// (The zero point is already in: make_rq16 folds it into the rounding constants.) Where the
+// activation range is the whole output type, a saturating narrowing is the clamp.
 struct Out16 {
-  __m512i zp, lo, hi;
+  __m512i lo, hi;
+  int kind;  // 0: clamp to [lo, hi] then narrow; 1: int8, whole range; 2: u8, whole range
 };
 TS_AVX512_VNNI inline Out16 make_out16(const Requant& rq) {
-  return {_mm512_set1_epi32(rq.zp), _mm512_set1_epi32(rq.lo), _mm512_set1_epi32(rq.hi)};
+  const int kind = rq.out_i8 && rq.lo <= -128 && rq.hi >= 127 ? 1 : !rq.out_i8 && rq.lo <= 0 && rq.hi >= 255 ? 2 : 0;
+  return {_mm512_set1_epi32(rq.lo), _mm512_set1_epi32(rq.hi), kind};
 }
 TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
-  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, o.zp), o.lo), o.hi));
+  if (o.kind == 1) return _mm512_cvtsepi32_epi8(v);
+  if (o.kind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, o.lo), o.hi));
 }
 
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
