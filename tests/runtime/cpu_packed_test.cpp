@@ -502,16 +502,20 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
     for (int64_t r = 0; r < m; ++r) x[r * k] = static_cast<uint8_t>(r);
     std::vector<int32_t> b(16), mu(16), ls(16, 0), rs(16);
     for (int j = 0; j < 16; ++j) mu[j] = j % 2 ? (3 << 29) : (1 << 30), rs[j] = 1 + j / 2;
+    // also with a ReLU range (low end the zero point), where the SIMD form may round the
+    // negative sums without the sign term: they clamp to the low end either way
+    for (const bool relu : {false, true})
     for (const bool single : {false, true})
       for (int base = -400; base <= 400; base += 12) {
         for (int j = 0; j < 16; ++j) b[j] = base;
         cpu::uk::Requant rq;
         rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
-        rq.single_round = single, rq.out_i8 = true, rq.zp = 0, rq.lo = -128, rq.hi = 127;
+        rq.single_round = single, rq.out_i8 = true, rq.zp = relu ? -10 : 0, rq.lo = relu ? -10 : -128, rq.hi = 127;
         std::vector<uint8_t> want(static_cast<size_t>(m * 16)), got(want.size());
         cpu::uk::gemm_u8_scalar(m, kquads, x.data(), k, panel.data(), nullptr, 0, rq, 0, 16, want.data(), 16);
         simd->gemm_u8(m, kquads, x.data(), k, panel.data(), nullptr, 0, rq, 0, 16, got.data(), 16);
-        ASSERT_EQ(got, want) << simd->isa << ", sums from " << base << (single ? ", single" : ", double") << " rounding";
+        ASSERT_EQ(got, want) << simd->isa << ", sums from " << base << (single ? ", single" : ", double") << " rounding"
+                             << (relu ? ", ReLU" : "");
       }
   }
 }

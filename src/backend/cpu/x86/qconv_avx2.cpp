@@ -920,6 +920,12 @@ TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
 
 // + zero point, the clamp on int32 (as requantize()), narrowed by truncation (exact: the
 // values are in the output type's range).
+// Whether rescale16 needs double rounding's sign term. Not where the activation range
+// starts at or above the zero point (ReLU, ReLU6): a negative sum x then rounds to at most 0
+// either way (with the non-negative constant, (x M + c) / 2^(31 + s) < c / 2^(31 + s) < 1),
+// so both results clamp to the range's low end.
+inline bool sign_term(const Requant& rq) { return !rq.single_round && rq.lo < rq.zp; }
+
 // (The zero point is already in: make_rq16 folds it into the rounding constants.) Where the
 // activation range is the whole output type, a saturating narrowing is the clamp.
 struct Out16 {
@@ -965,7 +971,7 @@ TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
                                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   if (v16) {
-    if (rq.single_round)
+    if (!sign_term(rq))
       requant_rows_zmm<false, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
     else
       requant_rows_zmm<true, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
@@ -1147,7 +1153,7 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
     return;
   }
   const Out16 out = make_out16(*r.rq);
-  const bool sign = !r.rq->single_round;
+  const bool sign = sign_term(*r.rq);
   int64_t off[kMaxPairs * 2];
   for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
   constexpr int64_t kPixels = 8;
