@@ -1276,6 +1276,29 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
   }
 }
 
+// centre on 32 lanes: out[i] = x[i] - zp as int16 (u8 or int8 input).
+TS_AVX512_VNNI void centre_zmm(const uint8_t* x, int64_t n, int32_t zp, bool is_i8, int16_t* out) {
+  const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zp));
+  int64_t i = 0;
+  if (is_i8) {
+    for (; i + 32 <= n; i += 32)
+      _mm512_storeu_si512(out + i, _mm512_sub_epi16(_mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                                                         reinterpret_cast<const __m256i*>(x + i))),
+                                                     z));
+  } else {
+    for (; i + 32 <= n; i += 32)
+      _mm512_storeu_si512(out + i, _mm512_sub_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(
+                                                         reinterpret_cast<const __m256i*>(x + i))),
+                                                     z));
+  }
+  if (i < n) {
+    const __mmask32 k = static_cast<__mmask32>((uint64_t{1} << (n - i)) - 1);
+    const __m256i b = _mm256_maskz_loadu_epi8(k, x + i);
+    const __m512i w = is_i8 ? _mm512_cvtepi8_epi16(b) : _mm512_cvtepu8_epi16(b);
+    _mm512_mask_storeu_epi16(out + i, k, _mm512_sub_epi16(w, z));
+  }
+}
+
 // TFLite's ADD / SUB (as add above) on 16 lanes. An operand's rescale with multiplier 1/2
 // (the larger operand scale's: shift 0) is the rounding doubling high multiply alone,
 // floor((p + 2^30) / 2^31) (srdhm_even / srdhm_odd's form); the others take rescale16's
@@ -1361,7 +1384,7 @@ const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
 }
 
 const QConvKernels* avx512_vnni_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add_zmm, "avx512-vnni",
+  static const QConvKernels k{centre_zmm, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add_zmm, "avx512-vnni",
                               gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows,
                               gemm_u8_zmm_pair<false>, gemm_u8_zmm_pair<true>};
   return convert::cpu_avx512_vnni() ? &k : nullptr;
