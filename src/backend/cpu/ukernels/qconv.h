@@ -1,15 +1,17 @@
 // Micro-kernels of the packed quantized conv path (kernels/quant_conv_fast.cpp): an int16
 // GEMM tile for conv2d / fully connected, a depthwise row, input centring, and TFLite's
 // requantization of int32 accumulators. Each exists as portable scalar code, on x86-64 as
-// AVX2 (x86/qconv_avx2.cpp) and on aarch64 as NEON (arm/qconv_neon.cpp); all give the
-// reference kernels' exact integers, since int32 sums do not depend on their order and the
-// requantization is the same fixed-point arithmetic lane by lane.
+// AVX2, AVX2 with VNNI and AVX512-VNNI sets (x86/qconv_avx2.cpp) and on aarch64 as NEON
+// (arm/qconv_neon.cpp); all give the reference kernels' exact integers, since int32 sums do
+// not depend on their order and the requantization is the same fixed-point arithmetic lane
+// by lane.
 //
 // Operands are centred int16 (x - x_zp, w - w_zp: within [-255, 255]), so a pair of
-// products fits vpmaddwd's int32 lanes exactly. Where the input is u8 and a layer's weights
-// allow it, AVX2 takes an 8-bit form instead (GemmU8Fn below): the raw input bytes times
-// signed 8-bit weight parts small enough that vpmaddubsw's 16-bit pair sums cannot
-// saturate, plus the rest of the weights as a short list of fixes; the same int32 sums.
+// products fits vpmaddwd's int32 lanes exactly. Where the kernels have it and a layer's
+// weights allow it, conv2d / fully connected take an 8-bit form instead (GemmU8Fn below):
+// the raw input bytes (int8 ones read as x + 128) times signed 8-bit weight parts (small
+// enough that AVX2's vpmaddubsw pair sums cannot saturate; any signed byte for VNNI's
+// vpdpbusd), plus the rest of the weights as a short list of fixes; the same int32 sums.
 #pragma once
 
 #include <cstdint>

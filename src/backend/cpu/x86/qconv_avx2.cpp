@@ -1,9 +1,15 @@
-// AVX2 micro-kernels of the packed quantized conv path (see ukernels/qconv.h). Products are
-// vpmaddwd on centred int16 pairs (exact: |x|, |w| <= 255), accumulated in int32 (or one
-// VNNI vpdpwssd per pair of vectors where the CPU has it: the same sums); the
-// requantization is TFLite's fixed-point arithmetic on 8 lanes, the same integers as
-// q::multiply / q::multiply_single_round; ADD / SUB is TFLite's arithmetic on 8 lanes. The
-// GEMM tile's k loop is inline asm (gemm_loop6 says why); everything else is intrinsics.
+// x86-64 micro-kernels of the packed quantized conv path (see ukernels/qconv.h), in three
+// sets chosen at run time:
+//  - AVX2: products are vpmaddwd on centred int16 pairs (exact: |x|, |w| <= 255) or, in the
+//    8-bit GEMM, vpmaddubsw on raw input bytes and weight parts split so no pair sum can
+//    saturate; accumulated in int32; the requantization is TFLite's fixed-point arithmetic
+//    on 8 lanes, the same integers as q::multiply / q::multiply_single_round; ADD / SUB is
+//    TFLite's arithmetic on 8 lanes.
+//  - AVX2 with VNNI (AVX-VNNI or AVX512-VNNI on ymm): the same, with vpdpwssd for the int16
+//    products and vpdpbusd (u8 x s8 quadruples into int32) for the 8-bit GEMM.
+//  - AVX512-VNNI (functions marked TS_AVX512_VNNI): the 8-bit GEMM, its requantization
+//    (rescale16), depthwise rows, ADD / SUB and input centring on 512-bit vectors.
+// The GEMM tiles' k loops are inline asm (gemm_loop6 says why); the rest is intrinsics.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
