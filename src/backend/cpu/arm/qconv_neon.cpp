@@ -7,6 +7,8 @@
 // int32 like the scalar definition). The tests compare them with the scalar kernels.
 #if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <arm_neon.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 
 #include <algorithm>
 
@@ -309,11 +311,118 @@ void add(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* 
   }
 }
 
+// ---- 8-bit GEMM with the dot product instructions (Armv8.2 DotProd, GemmU8Fn) ----
+//
+// sdot multiplies four signed bytes of a weight vector lane by four signed bytes of the
+// input and adds them into the int32 lane, exactly. The weights' parts are signed bytes
+// (U8Split::bytes); the input bytes x (u8, or int8 read as x + 128) become signed as
+// x - 128, so sum x s = sum (x - 128) s + 128 sum s, the last term per channel added to the
+// bias once per call. A tile is 4 rows x 16 channels (16 accumulators); each 16-byte load of
+// a row feeds four k quads through the by-lane form.
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+
+template <int MR, bool kFlip>
+inline void gemm_u8_tile_dp(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32x4_t* base,
+                            int32_t* acc) {
+  int32x4_t c[MR][4];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < 4; ++j) c[r][j] = base[j];
+  const uint8x16_t flip = vdupq_n_u8(kFlip ? 0 : 0x80);  // u8 input: x - 128 = x ^ 0x80 as int8
+  int64_t q = 0;
+  for (; q + 4 <= kquads; q += 4) {
+    int8x16_t x[MR];
+    for (int r = 0; r < MR; ++r) x[r] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(a + r * lda + q * 4), flip));
+#define TS_DP_QUAD(L)                                                                         \
+  {                                                                                           \
+    const int8_t* w = panel + (q + L) * 64;                                                   \
+    const int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16), w2 = vld1q_s8(w + 32), w3 = vld1q_s8(w + 48); \
+    for (int r = 0; r < MR; ++r) {                                                            \
+      c[r][0] = vdotq_laneq_s32(c[r][0], w0, x[r], L);                                        \
+      c[r][1] = vdotq_laneq_s32(c[r][1], w1, x[r], L);                                        \
+      c[r][2] = vdotq_laneq_s32(c[r][2], w2, x[r], L);                                        \
+      c[r][3] = vdotq_laneq_s32(c[r][3], w3, x[r], L);                                        \
+    }                                                                                         \
+  }
+    TS_DP_QUAD(0)
+    TS_DP_QUAD(1)
+    TS_DP_QUAD(2)
+    TS_DP_QUAD(3)
+#undef TS_DP_QUAD
+  }
+  for (; q < kquads; ++q) {
+    const int8_t* w = panel + q * 64;
+    const int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16), w2 = vld1q_s8(w + 32), w3 = vld1q_s8(w + 48);
+    for (int r = 0; r < MR; ++r) {
+      uint32_t four;
+      std::memcpy(&four, a + r * lda + q * 4, 4);
+      const int8x16_t x = vreinterpretq_s8_u8(veorq_u8(vreinterpretq_u8_u32(vdupq_n_u32(four)), flip));
+      c[r][0] = vdotq_laneq_s32(c[r][0], w0, x, 0);
+      c[r][1] = vdotq_laneq_s32(c[r][1], w1, x, 0);
+      c[r][2] = vdotq_laneq_s32(c[r][2], w2, x, 0);
+      c[r][3] = vdotq_laneq_s32(c[r][3], w3, x, 0);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < 4; ++j) vst1q_s32(acc + r * kPanel + j * 4, c[r][j]);
+}
+
+template <bool kFlip>
+void gemm_u8_dp(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const U8Fix* fix,
+                int64_t nfix, const Requant& rq, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  // bias + 128 * sum_k s per channel (int32 modulo 2^32, as the lanes)
+  const int8x16_t ones = vdupq_n_s8(1);
+  int32x4_t base[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+  for (int64_t q = 0; q < kquads; ++q)
+    for (int j = 0; j < 4; ++j) base[j] = vdotq_s32(base[j], vld1q_s8(panel + q * 64 + j * 16), ones);
+  for (int j = 0; j < 4; ++j)
+    base[j] = vaddq_s32(vreinterpretq_s32_u32(vshlq_n_u32(vreinterpretq_u32_s32(base[j]), 7)),
+                        vld1q_s32(rq.bias + n0 + j * 4));
+  const int32x4_t zero = vdupq_n_s32(0);
+  const auto rq4 = [&](int64_t ch) {
+    return make_rq4(zero, vld1q_s32(rq.mult + ch), vld1q_s32(rq.lshift + ch), vld1q_s32(rq.rshift + ch));
+  };
+  const Rq4 v0 = rq4(n0), v1 = rq4(n0 + 4), v2 = rq4(n0 + 8), v3 = rq4(n0 + 12);
+  constexpr int kRows = 4;
+  int32_t acc[kRows * kPanel];
+  for (int64_t r = 0; r < m; r += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, m - r));
+    const uint8_t* ar = a + r * lda;
+    switch (rows) {
+      case 1: gemm_u8_tile_dp<1, kFlip>(kquads, ar, lda, panel, base, acc); break;
+      case 2: gemm_u8_tile_dp<2, kFlip>(kquads, ar, lda, panel, base, acc); break;
+      case 3: gemm_u8_tile_dp<3, kFlip>(kquads, ar, lda, panel, base, acc); break;
+      default: gemm_u8_tile_dp<4, kFlip>(kquads, ar, lda, panel, base, acc); break;
+    }
+    for (int64_t f = 0; f < nfix; ++f)
+      for (int i = 0; i < rows; ++i) {  // int32 modulo 2^32, as the lanes
+        const uint32_t in = kFlip ? ar[i * lda + fix[f].k] ^ 0x80u : ar[i * lda + fix[f].k];
+        int32_t& s = acc[i * kPanel + fix[f].lane];
+        s = static_cast<int32_t>(static_cast<uint32_t>(s) + in * static_cast<uint32_t>(fix[f].r));
+      }
+    for (int i = 0; i < rows; ++i) {
+      const int32_t* ai = acc + i * kPanel;
+      store_row(Acc16{{vld1q_s32(ai), vld1q_s32(ai + 4), vld1q_s32(ai + 8), vld1q_s32(ai + 12)}}, v0, v1, v2, v3, rq,
+                nvalid, y + (r + i) * ldy);
+    }
+  }
+}
+
+#pragma GCC pop_options
+
+// Armv8.2 DotProd in this CPU (HWCAP_ASIMDDP from the kernel).
+bool cpu_has_dotprod() {
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return has;
+}
+
 }  // namespace
 
 const QConvKernels& neon_qconv_kernels() {
-  static const QConvKernels k{centre, gemm_panel, dw_row, add, "neon", nullptr, nullptr, U8Split::pairs, kTileRows};
-  return k;
+  static const QConvKernels plain{centre, gemm_panel, dw_row, add, "neon", nullptr, nullptr, U8Split::pairs, kTileRows};
+  static const QConvKernels dot{centre,          gemm_panel,          dw_row,          add, "neon+dotprod",
+                                gemm_u8_dp<false>, gemm_u8_dp<true>, U8Split::bytes, 4};
+  return cpu_has_dotprod() ? dot : plain;
 }
 
 }  // namespace tessera::cpu::uk
