@@ -942,16 +942,19 @@ TS_AVX512_VNNI inline Out16 make_out16(const Requant& rq) {
   const int kind = rq.out_i8 && rq.lo <= -128 && rq.hi >= 127 ? 1 : !rq.out_i8 && rq.lo <= 0 && rq.hi >= 255 ? 2 : 0;
   return {_mm512_set1_epi32(rq.lo), _mm512_set1_epi32(rq.hi), kind};
 }
+// kKind: o.kind fixed by the caller (-1: read at run time).
+template <int kKind = -1>
 TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
-  if (o.kind == 1) return _mm512_cvtsepi32_epi8(v);
-  if (o.kind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+  const int kind = kKind >= 0 ? kKind : o.kind;
+  if (kind == 1) return _mm512_cvtsepi32_epi8(v);
+  if (kind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
   return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, o.lo), o.hi));
 }
 
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
 // row, after the panel's fixes (added in the vector: each a masked add of the row's input
 // byte times its rest), stored under a mask of the valid channels.
-template <bool kSigned, bool kFlip>
+template <bool kSigned, bool kFlip, int kKind>
 TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
                                                                const uint8_t* a, int64_t lda, const U8Fix* fix,
                                                                int64_t nfix, const Rq16& v, const Requant& rq,
@@ -966,7 +969,7 @@ TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step
                                 _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(in) *
                                                                        static_cast<uint32_t>(fix[f].r))));
     }
-    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm(rescale16<kSigned>(s, v), out));
+    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm<kKind>(rescale16<kSigned>(s, v), out));
   }
 }
 
@@ -977,10 +980,18 @@ TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
                                        int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
   if (v16) {
-    if (!sign_term(rq))
-      requant_rows_zmm<false, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
-    else
-      requant_rows_zmm<true, kFlip>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy);
+    const int kind = make_out16(rq).kind;
+#define TS_RQ_ROWS(S, K) requant_rows_zmm<S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy)
+    if (!sign_term(rq)) {
+      if (kind == 2) TS_RQ_ROWS(false, 2);
+      else if (kind == 1) TS_RQ_ROWS(false, 1);
+      else TS_RQ_ROWS(false, 0);
+    } else {
+      if (kind == 2) TS_RQ_ROWS(true, 2);
+      else if (kind == 1) TS_RQ_ROWS(true, 1);
+      else TS_RQ_ROWS(true, 0);
+    }
+#undef TS_RQ_ROWS
     return;
   }
   for (int64_t f = 0; f < nfix; ++f) {
