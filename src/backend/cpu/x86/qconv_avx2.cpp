@@ -1136,6 +1136,36 @@ void dw_row_t(const DwRow& r) {
   }
 }
 
+// The requantization of a block of depthwise pixels: npx pixels' sums of one channel group
+// (v0) or two (v1 given), at acc[pixel][group][16] in the row kernel's lane order (channels
+// 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 of the bytes put them in order), the bias added
+// here; pixel i's bytes at y + i * ystep. kSign and kKind: as rescale16 and bytes16_zmm.
+template <bool kSign, int kKind>
+TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int32_t* bias, const Rq16& v0,
+                                          const Rq16* v1, const Out16& out, __mmask16 keep0, __mmask16 keep1,
+                                          uint8_t* y, int64_t ystep) {
+  const auto store = [&](uint8_t* p, __mmask16 keep, __m512i q) {
+    const __m128i b = _mm_shuffle_epi32(bytes16_zmm<kKind>(q, out), 0xD8);
+    if (keep == 0xFFFF)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+    else
+      _mm_mask_storeu_epi8(p, keep, b);
+  };
+  const __m512i bias0 = _mm512_loadu_si512(bias);
+  if (v1) {
+    const __m512i bias1 = _mm512_loadu_si512(bias + kPanel);
+    for (int i = 0; i < npx; ++i, y += ystep) {
+      const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
+      const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel + kPanel), bias1);
+      store(y, keep0, rescale16<kSign>(a0, v0));
+      store(y + kPanel, keep1, rescale16<kSign>(a1, *v1));
+    }
+  } else {
+    for (int i = 0; i < npx; ++i, y += ystep)
+      store(y, keep0, rescale16<kSign>(_mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0), v0));
+  }
+}
+
 // ---- depthwise row on 512-bit vectors (AVX512-VNNI) ----
 //
 // Two channel groups per vector: 32 centred int16 inputs per tap, the pair of taps
@@ -1210,36 +1240,24 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
         _mm512_store_si512(acc[ox - ox0][0], _mm512_shuffle_i64x2(lo, hi, 0x44));
         _mm512_store_si512(acc[ox - ox0][1], _mm512_shuffle_i64x2(lo, hi, 0xEE));
       }
-      // lanes hold channels 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 put them in order
-      const auto store = [&](uint8_t* y, __mmask16 keep, __m512i q) {
-        const __m128i b = _mm_shuffle_epi32(bytes16_zmm(q, out), 0xD8);
-        if (keep == 0xFFFF)
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b);
-        else
-          _mm_mask_storeu_epi8(y, keep, b);
-      };
       const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
       const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
       const __mmask16 keep1 =
           static_cast<__mmask16>(left1 >= kPanel ? 0xFFFFu : left1 <= 0 ? 0u : (1u << left1) - 1u);
-      const __m512i bias0 = _mm512_loadu_si512(r.rq->bias + g * kPanel);
+      const int npx = static_cast<int>(ox1 - ox0);
       uint8_t* y = r.y + ox0 * r.channels + g * kPanel;
-      if (two && keep1) {  // both groups of the pair, pixel by pixel
-        const __m512i bias1 = _mm512_loadu_si512(r.rq->bias + (g + 1) * kPanel);
-        const Rq16 &v0 = rq16[g], &v1 = rq16[g + 1];
-        for (int64_t ox = ox0; ox < ox1; ++ox, y += r.channels) {
-          const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][0]), bias0);
-          const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][1]), bias1);
-          store(y, keep0, sign ? rescale16<true>(a0, v0) : rescale16<false>(a0, v0));
-          store(y + kPanel, keep1, sign ? rescale16<true>(a1, v1) : rescale16<false>(a1, v1));
-        }
+      const Rq16* v1 = two && keep1 ? &rq16[g + 1] : nullptr;
+#define TS_DW_RQ(S, K) dw_requant_zmm<S, K>(acc[0][0], npx, r.rq->bias + g * kPanel, rq16[g], v1, out, keep0, keep1, y, r.channels)
+      if (sign) {
+        if (out.kind == 2) TS_DW_RQ(true, 2);
+        else if (out.kind == 1) TS_DW_RQ(true, 1);
+        else TS_DW_RQ(true, 0);
       } else {
-        const Rq16& v0 = rq16[g];
-        for (int64_t ox = ox0; ox < ox1; ++ox, y += r.channels) {
-          const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc[ox - ox0][0]), bias0);
-          store(y, keep0, sign ? rescale16<true>(a0, v0) : rescale16<false>(a0, v0));
-        }
+        if (out.kind == 2) TS_DW_RQ(false, 2);
+        else if (out.kind == 1) TS_DW_RQ(false, 1);
+        else TS_DW_RQ(false, 0);
       }
+#undef TS_DW_RQ
     }
   }
 }
