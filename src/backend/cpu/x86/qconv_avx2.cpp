@@ -828,25 +828,25 @@ TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_rows(int64_t kquads, c
       for (int h = 1; h < kChains; ++h) c[h][r][p] = _mm512_setzero_si512();
     }
   }
-  const auto step = [&](int h, int64_t q) {
-    __m512i w[NP];
-#pragma GCC unroll 2
-    for (int p = 0; p < NP; ++p) w[p] = _mm512_loadu_si512(panel + p * pstride + q * 64);
-#pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      int32_t four;
-      std::memcpy(&four, a + r * lda + q * 4, 4);
-      __m512i av = _mm512_set1_epi32(four);
-      if constexpr (kFlip) av = _mm512_xor_si512(av, flip);
-#pragma GCC unroll 2
-      for (int p = 0; p < NP; ++p) c[h][r][p] = _mm512_dpbusd_epi32(c[h][r][p], av, w[p]);
-    }
-  };
+  // (A macro, not a lambda: clang compiles lambdas without the function's target.)
+#define TS_ZSTEP(H, Q)                                                                        \
+  {                                                                                           \
+    __m512i w[NP];                                                                            \
+    for (int p = 0; p < NP; ++p) w[p] = _mm512_loadu_si512(panel + p * pstride + (Q) * 64);   \
+    for (int r = 0; r < MR; ++r) {                                                            \
+      int32_t four;                                                                           \
+      std::memcpy(&four, a + r * lda + (Q) * 4, 4);                                           \
+      __m512i av = _mm512_set1_epi32(four);                                                   \
+      if constexpr (kFlip) av = _mm512_xor_si512(av, flip);                                   \
+      for (int p = 0; p < NP; ++p) c[H][r][p] = _mm512_dpbusd_epi32(c[H][r][p], av, w[p]);    \
+    }                                                                                         \
+  }
   int64_t q = 0;
   for (; q + kChains <= kquads; q += kChains)
 #pragma GCC unroll 4
-    for (int h = 0; h < kChains; ++h) step(h, q + h);
-  for (; q < kquads; ++q) step(0, q);
+    for (int h = 0; h < kChains; ++h) TS_ZSTEP(h, q + h)
+  for (; q < kquads; ++q) TS_ZSTEP(0, q)
+#undef TS_ZSTEP
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -1140,29 +1140,33 @@ void dw_row_t(const DwRow& r) {
 // (v0) or two (v1 given), at acc[pixel][group][16] in the row kernel's lane order (channels
 // 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 of the bytes put them in order), the bias added
 // here; pixel i's bytes at y + i * ystep. kSign and kKind: as rescale16 and bytes16_zmm.
+// 16 requantized depthwise lanes stored as bytes in channel order (dwords 0, 2, 1, 3).
+template <int kKind>
+TS_AVX512_VNNI inline void dw_store16(uint8_t* p, __mmask16 keep, __m512i q, const Out16& out) {
+  const __m128i b = _mm_shuffle_epi32(bytes16_zmm<kKind>(q, out), 0xD8);
+  if (keep == 0xFFFF)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+  else
+    _mm_mask_storeu_epi8(p, keep, b);
+}
+
 template <bool kSign, int kKind>
 TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int32_t* bias, const Rq16& v0,
                                           const Rq16* v1, const Out16& out, __mmask16 keep0, __mmask16 keep1,
                                           uint8_t* y, int64_t ystep) {
-  const auto store = [&](uint8_t* p, __mmask16 keep, __m512i q) {
-    const __m128i b = _mm_shuffle_epi32(bytes16_zmm<kKind>(q, out), 0xD8);
-    if (keep == 0xFFFF)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
-    else
-      _mm_mask_storeu_epi8(p, keep, b);
-  };
   const __m512i bias0 = _mm512_loadu_si512(bias);
   if (v1) {
     const __m512i bias1 = _mm512_loadu_si512(bias + kPanel);
     for (int i = 0; i < npx; ++i, y += ystep) {
       const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
       const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel + kPanel), bias1);
-      store(y, keep0, rescale16<kSign>(a0, v0));
-      store(y + kPanel, keep1, rescale16<kSign>(a1, *v1));
+      dw_store16<kKind>(y, keep0, rescale16<kSign>(a0, v0), out);
+      dw_store16<kKind>(y + kPanel, keep1, rescale16<kSign>(a1, *v1), out);
     }
   } else {
     for (int i = 0; i < npx; ++i, y += ystep)
-      store(y, keep0, rescale16<kSign>(_mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0), v0));
+      dw_store16<kKind>(y, keep0, rescale16<kSign>(_mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0), v0),
+                        out);
   }
 }
 
@@ -1227,12 +1231,13 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
       for (int64_t ox = ox0; ox < ox1; ++ox) {
         const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
         __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-        auto load = [&](int64_t o) { return _mm512_maskz_loadu_epi16(in_mask, xg + o); };
+
 #pragma GCC unroll 8
         for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
           if (TAPS == 0 && p >= pairs) break;
-          const __m512i xa = load(off[2 * p]);
-          const __m512i xb = 2 * p + 1 < taps ? load(off[2 * p + 1]) : _mm512_setzero_si512();
+          const __m512i xa = _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p]);
+          const __m512i xb =
+              2 * p + 1 < taps ? _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p + 1]) : _mm512_setzero_si512();
           lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
           hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
         }
@@ -1364,6 +1369,20 @@ TS_AVX512_VNNI inline __m512i add_rescale(__m512i x, const AddRescale16& r) {
   return _mm512_mask_blend_epi32(0xAAAA, even, odd);
 }
 
+// 16 operand pairs of add_zmm -> bytes.
+TS_AVX512_VNNI inline __m128i add16(__m128i va, __m128i vb, const QAdd& p, const AddRescale16& m1,
+                                    const AddRescale16& m2, const Rq16& mo, __m512i z1, __m512i z2, __m512i zo,
+                                    __m512i lo, __m512i hi) {
+  constexpr int kShift = 20;  // TFLite add.cc's left shift for 8-bit operands
+  const __m512i wa = p.i8 ? _mm512_cvtepi8_epi32(va) : _mm512_cvtepu8_epi32(va);
+  const __m512i wb = p.i8 ? _mm512_cvtepi8_epi32(vb) : _mm512_cvtepu8_epi32(vb);
+  const __m512i v1 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(wa, z1), kShift), m1);
+  const __m512i v2 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(wb, z2), kShift), m2);
+  const __m512i s = p.subtract ? _mm512_sub_epi32(v1, v2) : _mm512_add_epi32(v1, v2);
+  const __m512i r = _mm512_add_epi32(rescale16<true>(s, mo), zo);
+  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi));
+}
+
 TS_AVX512_VNNI void add_zmm(const uint8_t* a, const uint8_t* b, int64_t n, const QAdd& p, uint8_t* y) {
   AddRescale16 m1, m2;
   Rq16 mo;
@@ -1378,23 +1397,16 @@ TS_AVX512_VNNI void add_zmm(const uint8_t* a, const uint8_t* b, int64_t n, const
   }
   const __m512i z1 = _mm512_set1_epi32(p.z1), z2 = _mm512_set1_epi32(p.z2), zo = _mm512_set1_epi32(p.zo);
   const __m512i lo = _mm512_set1_epi32(p.lo), hi = _mm512_set1_epi32(p.hi);
-  const auto widen = [&](__m128i v) { return p.i8 ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v); };
-  const auto sixteen = [&](__m128i va, __m128i vb) {
-    constexpr int kShift = 20;  // TFLite add.cc's left shift for 8-bit operands
-    const __m512i v1 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(widen(va), z1), kShift), m1);
-    const __m512i v2 = add_rescale(_mm512_slli_epi32(_mm512_sub_epi32(widen(vb), z2), kShift), m2);
-    const __m512i s = p.subtract ? _mm512_sub_epi32(v1, v2) : _mm512_add_epi32(v1, v2);
-    const __m512i r = _mm512_add_epi32(rescale16<true>(s, mo), zo);
-    return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi));
-  };
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
-                     sixteen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
-                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))));
+                     add16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), p, m1, m2, mo, z1, z2, zo, lo, hi));
   if (i < n) {
     const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm_mask_storeu_epi8(y + i, k, sixteen(_mm_maskz_loadu_epi8(k, a + i), _mm_maskz_loadu_epi8(k, b + i)));
+    _mm_mask_storeu_epi8(y + i, k,
+                         add16(_mm_maskz_loadu_epi8(k, a + i), _mm_maskz_loadu_epi8(k, b + i), p, m1, m2, mo, z1, z2, zo,
+                               lo, hi));
   }
 }
 
