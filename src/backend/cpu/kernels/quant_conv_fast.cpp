@@ -49,7 +49,10 @@ struct RequantArrays {
     rshift.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const int64_t o = order[i];
-      if (o < 0) continue;
+      if (o < 0) {  // padding: never stored; a right shift of 1 lets the vector forms' checks pass
+        rshift[i] = 1;
+        continue;
+      }
       bias[i] = b ? b[o] : 0;
       mult[i] = p.mult[o].multiplier;
       lshift[i] = std::max(p.mult[o].shift, 0);
