@@ -85,7 +85,7 @@ struct PackedConv : PreparedKernel {
   bool pointwise = false;  // 1x1, stride 1, no padding: A rows are the input pixels
   int64_t K = 0, kpairs = 0, npanels = 0;
   std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
-  // The 8-bit form (uk::GemmU8Fn; pointwise input, the weights' fixes few): panels of s8
+  // The 8-bit form (uk::GemmU8Fn; the weights' fixes few): panels of s8
   // weight parts [npanels][kquads][kPanel][4] and per panel p its fixes
   // fixes[fix_start[p] .. fix_start[p + 1]); rq.bias then holds bias - x_zp * sum_k v_k
   // (int8 input: bias - (x_zp + 128) * sum_k v_k, the input bytes read as x + 128).
@@ -160,7 +160,7 @@ void pack_panels(PackedConv& pc, const uint8_t* w, DType wt, const ConvQuant& p)
   }
 }
 
-// The 8-bit form of a pointwise layer (qconv.h: U8Split), where the SIMD kernels have it for
+// The 8-bit form of a conv2d / fully connected layer (qconv.h: U8Split), where the SIMD kernels have it for
 // the input's type and the weights' fixes are few: a fix costs about three scalar
 // operations per row of a tile, 18 per tile, where the 8-bit form saves about 12 vector
 // operations per k quad of a tile (AVX2: 36 against 48; VNNI: 12 against 24), so up to
@@ -296,9 +296,6 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
   }
 }
 
-// The centred, zero-bordered input of a windowed op into xp (pc.padded() elements): every
-// padded row is written whole (its borders and channel padding zero), since the scratch
-// holds another op's copy from before.
 // One row of the padded input: input row iy of batch b centred into int16, borders and the
 // channels beyond C zero (all zero where iy is outside the input).
 void fill_line(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, int64_t b, int64_t iy,
@@ -337,6 +334,9 @@ void fill_line(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* 
   }
 }
 
+// The centred, zero-bordered input of a windowed op into xp (pc.padded() elements): every
+// padded row is written whole (its borders and channel padding zero), since the scratch
+// holds another op's copy from before.
 void fill_padded(const KernelContext& c, const PackedConv& pc, const uk::QConvKernels& uk, int16_t* xp) {
   const int64_t row_len = pc.Wp * pc.cpad;
   parallel_rows(c, pc.N * pc.Hp, [&](int64_t r0, int64_t r1) {
