@@ -74,6 +74,23 @@ Vnni cpu_vnni() {
 #endif
 }
 
+bool cpu_avx512() {
+#if TESSERA_X86_64
+  if (vnni_refused() || !cpu_has_avx2()) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // CPUID leaf 7 subleaf 0: EBX bit 16 AVX512F, bit 30 AVX512BW, bit 31 AVX512VL.
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!((ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)))) return false;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE6u) == 0xE6u;
+#else
+  return false;
+#endif
+}
+
 bool cpu_avx512_vbmi() {
 #if TESSERA_X86_64
   if (vnni_refused() || !cpu_has_avx2()) return false;

@@ -43,6 +43,9 @@ Vnni cpu_vnni();
 // Whether the 512-bit VNNI kernels can run: AVX512F, BW, VL and VNNI with the OS saving
 // AVX-512 state, besides AVX2 (false elsewhere and under the same TESSERA_SIMD settings).
 bool cpu_avx512_vnni();
+// Whether 512-bit kernels can run: AVX512F, BW and VL with the OS saving AVX-512 state, besides
+// AVX2 (false elsewhere and under the same TESSERA_SIMD settings).
+bool cpu_avx512();
 // Whether the AVX512-VBMI byte permutes can run (AVX512F, BW and VBMI with the OS saving
 // AVX-512 state; false elsewhere and under the same TESSERA_SIMD settings).
 bool cpu_avx512_vbmi();
