@@ -45,19 +45,26 @@ bool vnni_refused() {
   return env && (std::strcmp(env, "scalar") == 0 || std::strcmp(env, "avx2") == 0);
 }
 
-// AVX512F, AVX512BW, AVX512VL and AVX512_VNNI (CPUID leaf 7 subleaf 0: EBX bits 16, 30, 31;
-// ECX bit 11), and the OS saving the opmask and ZMM state (XCR0 bits 5-7) that any EVEX
-// instruction needs.
-bool cpu_has_evex_vnni() {
+// Whether CPUID leaf 7 subleaf 0 reports every bit of `ebx_bits` in EBX and `ecx_bits` in
+// ECX, and the OS saves the opmask and ZMM state (XCR0 bits 5-7) that any EVEX instruction
+// needs (checked after OSXSAVE, CPUID leaf 1 ECX bit 27).
+bool cpu_has_evex(unsigned ebx_bits, unsigned ecx_bits) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if (!((ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)) && (ecx & (1u << 11)))) return false;
+  if ((ebx & ebx_bits) != ebx_bits || (ecx & ecx_bits) != ecx_bits) return false;
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;  // OSXSAVE
+  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;
   unsigned lo = 0, hi = 0;
   asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (lo & 0xE6u) == 0xE6u;
 }
+
+// Leaf 7 EBX: bit 16 AVX512F, bit 30 AVX512BW, bit 31 AVX512VL; ECX: bit 1 AVX512_VBMI,
+// bit 11 AVX512_VNNI.
+constexpr unsigned kAvx512FBw = (1u << 16) | (1u << 30), kAvx512FBwVl = kAvx512FBw | (1u << 31);
+constexpr unsigned kVbmi = 1u << 1, kVnni = 1u << 11;
+
+bool cpu_has_evex_vnni() { return cpu_has_evex(kAvx512FBwVl, kVnni); }
 
 }  // namespace
 #endif
@@ -76,16 +83,7 @@ Vnni cpu_vnni() {
 
 bool cpu_avx512() {
 #if TESSERA_X86_64
-  if (vnni_refused() || !cpu_has_avx2()) return false;
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  // CPUID leaf 7 subleaf 0: EBX bit 16 AVX512F, bit 30 AVX512BW, bit 31 AVX512VL.
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if (!((ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)))) return false;
-  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;  // OSXSAVE
-  unsigned lo = 0, hi = 0;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0xE6u) == 0xE6u;
+  return !vnni_refused() && cpu_has_avx2() && cpu_has_evex(kAvx512FBwVl, 0);
 #else
   return false;
 #endif
@@ -93,16 +91,7 @@ bool cpu_avx512() {
 
 bool cpu_avx512_vbmi() {
 #if TESSERA_X86_64
-  if (vnni_refused() || !cpu_has_avx2()) return false;
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  // CPUID leaf 7 subleaf 0: EBX bit 16 AVX512F, bit 30 AVX512BW; ECX bit 1 AVX512_VBMI.
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if (!((ebx & (1u << 16)) && (ebx & (1u << 30)) && (ecx & (1u << 1)))) return false;
-  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 & (1u << 27))) return false;  // OSXSAVE
-  unsigned lo = 0, hi = 0;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0xE6u) == 0xE6u;
+  return !vnni_refused() && cpu_has_avx2() && cpu_has_evex(kAvx512FBw, kVbmi);
 #else
   return false;
 #endif
