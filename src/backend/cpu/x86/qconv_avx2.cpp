@@ -350,12 +350,20 @@ enum class Dot { madd, vnni_vex, vnni_evex };
   "%{evex%} vpdpwssd %%ymm13, %%ymm14, %%ymm" ACC1 "\n\t"
 
 // The k loop of a full 6-row tile, written out: 12 accumulators, the panel's two vectors, the
-// broadcast activation pair and vpmaddwd's product fill the 16 ymm registers exactly, and
-// GCC (12) spills half the accumulators to the stack when the same loop is written with
-// intrinsics (two stores and loads per accumulator and k pair: 29-43 GMAC/s against 64-74
-// here on Zen 3, `bench/vision_bench`). Rows are `stride` bytes apart; the sums start from
-// the 16 channels' bias; acc[r * 16 + j] is row r, channel j of the panel.
-#define TS_GEMM_LOOP6(DOT)                                                                                   \
+// broadcast (a pair of int16 or four bytes per row) and a product register fill the 16 ymm
+// registers exactly, and GCC (12) spills half the accumulators to the stack when the same
+// loop is written with intrinsics (two stores and loads per accumulator and k step: 29-43
+// GMAC/s against 64-74 here on Zen 3, `bench/vision_bench`). DOT is the k step (int16:
+// TS_DOT_*; bytes: TS_U8_DOT*), FLIP what follows each broadcast (int8 input: TS_U8_FLIP_*;
+// the flip constant is loaded into ymm15 first, which the vpmaddwd / vpmaddubsw forms then
+// use as their product register). Rows are `stride` bytes apart; the sums start from the
+// 16 channels' bias; acc[r * 16 + j] is row r, channel j of the panel.
+alignas(32) const int16_t kOnes16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+alignas(32) const uint8_t kFlip8[32] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+
+#define TS_LOOP6(DOT, FLIP)                                                                              \
   asm volatile(                                                                                              \
       "vmovdqu (%[bias]), %%ymm0\n\t"                                                                        \
       "vmovdqu 32(%[bias]), %%ymm1\n\t"                                                                      \
@@ -369,17 +377,18 @@ enum class Dot { madd, vnni_vex, vnni_evex };
       "vmovdqa %%ymm1, %%ymm9\n\t"                                                                           \
       "vmovdqa %%ymm0, %%ymm10\n\t"                                                                          \
       "vmovdqa %%ymm1, %%ymm11\n\t"                                                                          \
+      "vmovdqa %[flip], %%ymm15\n\t"                                                                         \
       "test %[n], %[n]\n\t"                                                                                  \
       "jle 2f\n\t"                                                                                           \
       "1:\n\t"                                                                                               \
       "vmovdqu (%[b]), %%ymm12\n\t"                                                                          \
       "vmovdqu 32(%[b]), %%ymm13\n\t"                                                                        \
-      "vpbroadcastd (%[a0]), %%ymm14\n\t" DOT("0", "1")                                                     \
-      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" DOT("2", "3")                                                \
-      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" DOT("4", "5")                                              \
-      "vpbroadcastd (%[a3]), %%ymm14\n\t" DOT("6", "7")                                                     \
-      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" DOT("8", "9")                                                \
-      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" DOT("10", "11")                                            \
+      "vpbroadcastd (%[a0]), %%ymm14\n\t" FLIP DOT("0", "1")                                                \
+      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" FLIP DOT("2", "3")                                           \
+      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" FLIP DOT("4", "5")                                         \
+      "vpbroadcastd (%[a3]), %%ymm14\n\t" FLIP DOT("6", "7")                                                \
+      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" FLIP DOT("8", "9")                                           \
+      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" FLIP DOT("10", "11")                                       \
       "add $64, %[b]\n\t"                                                                                    \
       "add $4, %[a0]\n\t"                                                                                    \
       "add $4, %[a3]\n\t"                                                                                    \
@@ -399,7 +408,8 @@ enum class Dot { madd, vnni_vex, vnni_evex };
       "vmovdqu %%ymm10, 320(%[o])\n\t"                                                                       \
       "vmovdqu %%ymm11, 352(%[o])\n\t"                                                                       \
       : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)                                               \
-      : [s] "r"(stride), [o] "r"(acc), [bias] "r"(bias)                                                      \
+      : [s] "r"(stride), [o] "r"(acc), [bias] "r"(bias), [ones] "m"(*reinterpret_cast<const __m256i*>(kOnes16)), \
+        [flip] "m"(*reinterpret_cast<const __m256i*>(kFlip8))                                                \
       : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
         "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
 
@@ -411,12 +421,10 @@ inline void gemm_loop6(int64_t kpairs, const int16_t* a, int64_t lda, const int1
   const int64_t stride = lda * 2;
   const int16_t* b = panel;
   int64_t n = kpairs;
-  if constexpr (kDot == Dot::madd) TS_GEMM_LOOP6(TS_DOT_MADD);
-  if constexpr (kDot == Dot::vnni_vex) TS_GEMM_LOOP6(TS_DOT_VEX);
-  if constexpr (kDot == Dot::vnni_evex) TS_GEMM_LOOP6(TS_DOT_EVEX);
+  if constexpr (kDot == Dot::madd) TS_LOOP6(TS_DOT_MADD, "");
+  if constexpr (kDot == Dot::vnni_vex) TS_LOOP6(TS_DOT_VEX, "");
+  if constexpr (kDot == Dot::vnni_evex) TS_LOOP6(TS_DOT_EVEX, "");
 }
-
-#undef TS_GEMM_LOOP6
 #undef TS_DOT_MADD
 #undef TS_DOT_VEX
 #undef TS_DOT_EVEX
@@ -543,64 +551,6 @@ void gemm_panel(int64_t m, int64_t kpairs, const int16_t* a, int64_t lda, const 
 #define TS_U8_FLIP_MEM "vpxor %[flip], %%ymm14, %%ymm14\n\t"
 #define TS_U8_FLIP_REG "vpxor %%ymm15, %%ymm14, %%ymm14\n\t"
 
-alignas(32) const int16_t kOnes16[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-alignas(32) const uint8_t kFlip8[32] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-                                        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
-
-// The k loop of a full 6-row u8 tile, written out as gemm_loop6 is (12 accumulators, the
-// panel's two vectors, the broadcast and the product fill the 16 registers; the ones come
-// from memory). Sums start from the bias; acc[r * 16 + j] is row r, channel j.
-#define TS_U8_LOOP6(DOT, FLIP)                                                                              \
-  asm volatile(                                                                                              \
-      "vmovdqu (%[bias]), %%ymm0\n\t"                                                                        \
-      "vmovdqu 32(%[bias]), %%ymm1\n\t"                                                                      \
-      "vmovdqa %%ymm0, %%ymm2\n\t"                                                                           \
-      "vmovdqa %%ymm1, %%ymm3\n\t"                                                                           \
-      "vmovdqa %%ymm0, %%ymm4\n\t"                                                                           \
-      "vmovdqa %%ymm1, %%ymm5\n\t"                                                                           \
-      "vmovdqa %%ymm0, %%ymm6\n\t"                                                                           \
-      "vmovdqa %%ymm1, %%ymm7\n\t"                                                                           \
-      "vmovdqa %%ymm0, %%ymm8\n\t"                                                                           \
-      "vmovdqa %%ymm1, %%ymm9\n\t"                                                                           \
-      "vmovdqa %%ymm0, %%ymm10\n\t"                                                                          \
-      "vmovdqa %%ymm1, %%ymm11\n\t"                                                                          \
-      "vmovdqa %[flip], %%ymm15\n\t"                                                                         \
-      "test %[n], %[n]\n\t"                                                                                  \
-      "jle 2f\n\t"                                                                                           \
-      "1:\n\t"                                                                                               \
-      "vmovdqu (%[b]), %%ymm12\n\t"                                                                          \
-      "vmovdqu 32(%[b]), %%ymm13\n\t"                                                                        \
-      "vpbroadcastd (%[a0]), %%ymm14\n\t" FLIP DOT("0", "1")                                                \
-      "vpbroadcastd (%[a0],%[s]), %%ymm14\n\t" FLIP DOT("2", "3")                                           \
-      "vpbroadcastd (%[a0],%[s],2), %%ymm14\n\t" FLIP DOT("4", "5")                                         \
-      "vpbroadcastd (%[a3]), %%ymm14\n\t" FLIP DOT("6", "7")                                                \
-      "vpbroadcastd (%[a3],%[s]), %%ymm14\n\t" FLIP DOT("8", "9")                                           \
-      "vpbroadcastd (%[a3],%[s],2), %%ymm14\n\t" FLIP DOT("10", "11")                                       \
-      "add $64, %[b]\n\t"                                                                                    \
-      "add $4, %[a0]\n\t"                                                                                    \
-      "add $4, %[a3]\n\t"                                                                                    \
-      "dec %[n]\n\t"                                                                                         \
-      "jnz 1b\n\t"                                                                                           \
-      "2:\n\t"                                                                                               \
-      "vmovdqu %%ymm0, (%[o])\n\t"                                                                           \
-      "vmovdqu %%ymm1, 32(%[o])\n\t"                                                                         \
-      "vmovdqu %%ymm2, 64(%[o])\n\t"                                                                         \
-      "vmovdqu %%ymm3, 96(%[o])\n\t"                                                                         \
-      "vmovdqu %%ymm4, 128(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm5, 160(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm6, 192(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm7, 224(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm8, 256(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm9, 288(%[o])\n\t"                                                                        \
-      "vmovdqu %%ymm10, 320(%[o])\n\t"                                                                       \
-      "vmovdqu %%ymm11, 352(%[o])\n\t"                                                                       \
-      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [n] "+r"(n)                                               \
-      : [s] "r"(lda), [o] "r"(acc), [bias] "r"(bias), [ones] "m"(*reinterpret_cast<const __m256i*>(kOnes16)), \
-        [flip] "m"(*reinterpret_cast<const __m256i*>(kFlip8))                                                \
-      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
-        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
-
 // kFlip: int8 input bytes read as x + 128 (GemmU8Fn's flip form).
 template <Dot kDot, bool kFlip>
 inline void gemm_u8_loop6(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel, const int32_t* bias,
@@ -609,15 +559,16 @@ inline void gemm_u8_loop6(int64_t kquads, const uint8_t* a, int64_t lda, const i
   const uint8_t* a3 = a + 3 * lda;
   const int8_t* b = panel;
   int64_t n = kquads;
-  if constexpr (kDot == Dot::madd && !kFlip) TS_U8_LOOP6(TS_U8_DOT, TS_U8_FLIP_NONE);
-  if constexpr (kDot == Dot::madd && kFlip) TS_U8_LOOP6(TS_U8_DOT, TS_U8_FLIP_MEM);
-  if constexpr (kDot == Dot::vnni_vex && !kFlip) TS_U8_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_NONE);
-  if constexpr (kDot == Dot::vnni_vex && kFlip) TS_U8_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_REG);
-  if constexpr (kDot == Dot::vnni_evex && !kFlip) TS_U8_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_NONE);
-  if constexpr (kDot == Dot::vnni_evex && kFlip) TS_U8_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_REG);
+  const int64_t stride = lda;
+  if constexpr (kDot == Dot::madd && !kFlip) TS_LOOP6(TS_U8_DOT, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::madd && kFlip) TS_LOOP6(TS_U8_DOT, TS_U8_FLIP_MEM);
+  if constexpr (kDot == Dot::vnni_vex && !kFlip) TS_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::vnni_vex && kFlip) TS_LOOP6(TS_U8_DOT_VEX, TS_U8_FLIP_REG);
+  if constexpr (kDot == Dot::vnni_evex && !kFlip) TS_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_NONE);
+  if constexpr (kDot == Dot::vnni_evex && kFlip) TS_LOOP6(TS_U8_DOT_EVEX, TS_U8_FLIP_REG);
 }
 
-#undef TS_U8_LOOP6
+#undef TS_LOOP6
 #undef TS_U8_DOT
 #undef TS_U8_DOT_VEX
 #undef TS_U8_DOT_EVEX
