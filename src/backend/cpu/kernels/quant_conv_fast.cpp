@@ -259,6 +259,31 @@ inline void copy_row_bytes(void* dst, const void* src, size_t n) {
   }
 }
 
+// A rows [r0, r0 + rows) of a windowed op from its padded input xp (int16 centred values, or
+// the 8-bit form's bytes), lda elements apart: whole kernel rows copied (taps of a row are
+// adjacent there when the dilation is 1); the elements past K zero (their weights are zero).
+template <typename T>
+void im2col_rows(const PackedConv& pc, const T* xp, int64_t r0, int64_t rows, int64_t lda, T* a) {
+  const Window& wn = pc.win;
+  const int64_t KW = pc.K / pc.C / wn.kh;
+  const size_t krow_bytes = static_cast<size_t>(KW * pc.C) * sizeof(T);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = r0 + r;
+    const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
+    T* ar = a + r * lda;
+    for (int64_t ky = 0; ky < wn.kh; ++ky) {
+      const T* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
+      if (wn.dw == 1) {
+        copy_row_bytes(ar, src, krow_bytes);
+        ar += KW * pc.C;
+      } else {
+        for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C * sizeof(T));
+      }
+    }
+    for (int64_t k = pc.K; k < lda; ++k) a[r * lda + k] = 0;
+  }
+}
+
 // Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
 void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, const int16_t* xp, int64_t r0,
              int64_t rows, int16_t* a) {
@@ -274,26 +299,7 @@ void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x,
     }
     return;
   }
-  // Windows: whole kernel rows copied from the padded input (taps of a row are adjacent
-  // there when the dilation is 1).
-  const Window& wn = pc.win;
-  const int64_t KW = pc.K / pc.C / wn.kh;
-  const size_t krow_bytes = static_cast<size_t>(KW * pc.C) * sizeof(int16_t);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t row = r0 + r;
-    const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
-    int16_t* ar = a + r * lda;
-    for (int64_t ky = 0; ky < wn.kh; ++ky) {
-      const int16_t* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
-      if (wn.dw == 1) {
-        copy_row_bytes(ar, src, krow_bytes);
-        ar += KW * pc.C;
-      } else {
-        for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C * sizeof(int16_t));
-      }
-    }
-    if (lda > pc.K) a[r * lda + pc.K] = 0;
-  }
+  im2col_rows(pc, xp, r0, rows, lda, a);
 }
 
 // One row of the padded input: input row iy of batch b centred into int16, borders and the
@@ -368,29 +374,6 @@ void fill_padded_u8(const KernelContext& c, const PackedConv& pc, uint8_t* xp) {
   }, min_rows_per_chunk(row_len));
 }
 
-// Byte A rows [r0, r0 + rows) of a windowed op (lda = 4 * kquads; the bytes past K zero,
-// their weights zero too).
-void build_a_u8(const PackedConv& pc, const uint8_t* xp, int64_t r0, int64_t rows, uint8_t* a) {
-  const Window& wn = pc.win;
-  const int64_t lda = pc.kquads * 4;
-  const int64_t KW = pc.K / pc.C / wn.kh;
-  const size_t krow_bytes = static_cast<size_t>(KW * pc.C);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t row = r0 + r;
-    const int64_t b = row / (pc.OH * pc.OW), oy = row / pc.OW % pc.OH, ox = row % pc.OW;
-    uint8_t* ar = a + r * lda;
-    for (int64_t ky = 0; ky < wn.kh; ++ky) {
-      const uint8_t* src = xp + ((b * pc.Hp + oy * wn.sh + ky * wn.dh) * pc.Wp + ox * wn.sw) * pc.C;
-      if (wn.dw == 1) {
-        copy_row_bytes(ar, src, krow_bytes);
-        ar += KW * pc.C;
-      } else {
-        for (int64_t kx = 0; kx < KW; ++kx, ar += pc.C) std::memcpy(ar, src + kx * wn.dw * pc.C, pc.C);
-      }
-    }
-    for (int64_t k = pc.K; k < lda; ++k) a[r * lda + k] = 0;
-  }
-}
 
 Status run_gemm(KernelContext& c, const PackedConv& pc) {
   const uk::QConvKernels& uk = uk::qconv_kernels();
@@ -461,7 +444,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
         built = blk;
       }
       if (a8 && built != blk) {
-        build_a_u8(pc, xp8, r0, rows, a_u8.data());
+        im2col_rows(pc, xp8, r0, rows, lda8, a_u8.data());
         built = blk;
       }
       // the 8-bit form's A block: the input rows in place, or the byte rows just built
