@@ -340,6 +340,38 @@ TEST(CpuPacked, SimdRequantizationMatchesTheScalarDefinition) {
 // weight of 1, the rest of every row the same). Right shifts 0..21 and left shifts up
 // to 2, both rounding forms, 4 000 steps per kernel set; output ranges wide enough that
 // nothing is clamped.
+// One channel of the rounding-step tests: a random Q31 multiplier and shift (mostly right
+// shifts up to 21, a few left shifts on every tenth trial; single rounding needs one right
+// shift at least) and the sum `target` near which the requantized value steps from o to
+// o + 1 (o random in [-120, 120], so nothing clamps).
+struct StepChannel {
+  int32_t mult = 0, lshift = 0, rshift = 0;
+  double target = 0;
+};
+StepChannel step_channel(std::mt19937& rng, int trial, bool single) {
+  StepChannel c;
+  c.mult = std::uniform_int_distribution<int32_t>(1 << 30, INT32_MAX)(rng);
+  const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
+                                    : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
+  c.lshift = std::max(shift, 0);
+  c.rshift = std::max(-shift, 0);
+  // real multiplier M * 2^(shift - 31); the step from o to o + 1 near (o + 0.5) / real
+  const double real = std::ldexp(static_cast<double>(c.mult), shift - 31);
+  const int o = std::uniform_int_distribution<int>(-120, 120)(rng);
+  c.target = (o + 0.5) / real;
+  return c;
+}
+
+// The output stage of the rounding-step tests: u8 (zero point 128) or int8 (0) on alternate
+// pairs of trials, the whole range.
+void step_output(cpu::uk::Requant& rq, int trial, bool single) {
+  rq.single_round = single;
+  rq.out_i8 = trial % 4 >= 2;
+  rq.zp = rq.out_i8 ? 0 : 128;
+  rq.lo = rq.out_i8 ? -128 : 0;
+  rq.hi = rq.lo + 255;
+}
+
 TEST(CpuPacked, SimdRequantizationIsExactAtRoundingSteps) {
   const auto sets = simd_kernel_sets();
   if (sets.empty()) GTEST_SKIP() << "no SIMD micro-kernels on this CPU";
@@ -347,7 +379,6 @@ TEST(CpuPacked, SimdRequantizationIsExactAtRoundingSteps) {
     SCOPED_TRACE(simd->isa);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int> v16(-255, 255);
-    std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
     int64_t exact_steps = 0;
     for (int trial = 0; trial < 250; ++trial) {
       const bool single = trial % 2 == 1;
@@ -360,21 +391,11 @@ TEST(CpuPacked, SimdRequantizationIsExactAtRoundingSteps) {
       for (int j = 0; j < 16; ++j) panel[j * 2] = 1, panel[j * 2 + 1] = 0;  // pair 0, column j: (1, 0)
       std::vector<int32_t> b(16), mu(16), ls(16), rs(16), want(16);
       cpu::uk::Requant rq;
-      rq.single_round = single;
-      rq.out_i8 = trial % 4 >= 2;
-      rq.zp = rq.out_i8 ? 0 : 128;
-      rq.lo = rq.out_i8 ? -128 : 0;
-      rq.hi = rq.lo + 255;
+      step_output(rq, trial, single);
       for (int j = 0; j < 16; ++j) {
-        mu[j] = mult(rng);
-        const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
-                                          : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
-        ls[j] = std::max(shift, 0);
-        rs[j] = std::max(-shift, 0);
-        // real multiplier M * 2^(shift - 31); the step from o to o + 1 near (o + 0.5) / real
-        const double real = std::ldexp(static_cast<double>(mu[j]), shift - 31);
-        const int o = std::uniform_int_distribution<int>(-120, 120)(rng);
-        const double x = (o + 0.5) / real;
+        const StepChannel sc = step_channel(rng, trial, single);
+        mu[j] = sc.mult, ls[j] = sc.lshift, rs[j] = sc.rshift;
+        const double x = sc.target;
         ASSERT_LT(std::fabs(x), 1e9);  // |o + 0.5| * 2^(1 + 21) at most
         int64_t rest = 0;  // the rows' common part of column j's dot product
         for (int64_t p = 1; p < kpairs; ++p)
@@ -433,7 +454,6 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
     SCOPED_TRACE(simd->isa);
     std::mt19937 rng(4242);
     std::uniform_int_distribution<int> w8(-127, 127), u8(0, 255);
-    std::uniform_int_distribution<int32_t> mult(1 << 30, INT32_MAX);
     for (int trial = 0; trial < 200; ++trial) {
       const bool single = trial % 2 == 1;
       const int64_t m = 12, kquads = 1 + trial % 7, k = kquads * 4;
@@ -451,20 +471,11 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
       for (int64_t r = 0; r < m; ++r) x[r * k] = static_cast<uint8_t>(100 + r);  // row r: + r
       std::vector<int32_t> b(32), mu(32), ls(32), rs(32);
       cpu::uk::Requant rq;
-      rq.single_round = single;
-      rq.out_i8 = trial % 4 >= 2;
-      rq.zp = rq.out_i8 ? 0 : 128;
-      rq.lo = rq.out_i8 ? -128 : 0;
-      rq.hi = rq.lo + 255;
+      step_output(rq, trial, single);
       for (int c = 0; c < 32; ++c) {
-        mu[c] = mult(rng);
-        const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
-                                          : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
-        ls[c] = std::max(shift, 0);
-        rs[c] = std::max(-shift, 0);
-        const double real = std::ldexp(static_cast<double>(mu[c]), shift - 31);
-        const int o = std::uniform_int_distribution<int>(-120, 120)(rng);
-        const double target = (o + 0.5) / real;
+        const StepChannel sc = step_channel(rng, trial, single);
+        mu[c] = sc.mult, ls[c] = sc.lshift, rs[c] = sc.rshift;
+        const double target = sc.target;
         int64_t rest = 0;  // the rows' common part of channel c's sum (row 0)
         const int8_t* pc = panels.data() + (c / 16) * kquads * 64;
         for (int64_t q = 0; q < kquads; ++q)
