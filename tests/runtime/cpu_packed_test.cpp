@@ -139,9 +139,10 @@ std::vector<ConvSpec> grid() {
       v.push_back({OpKind::conv2d, dt, pc, 1, 17, 15, 3, 32, 3, 2, 1, 1, act});
       v.push_back({OpKind::conv2d, dt, pc, 1, 9, 11, 20, 17, 3, 1, 2, 2, "none"});
       v.push_back({OpKind::conv2d, dt, pc, 1, 8, 8, 16, 16, 5, 2, 1, 2, "relu"});
-      // kernel rows of 12 bytes (3 taps x 2 channels) and 6 bytes (3 x 1)
+      // kernel rows of 12 bytes (3 taps x 2 channels) and 6 bytes (3 x 1; two images, so
+      // that the 8-bit form's im2col steps across an image's end)
       v.push_back({OpKind::conv2d, dt, pc, 1, 9, 9, 2, 8, 3, 1, 1, 1, "none"});
-      v.push_back({OpKind::conv2d, dt, pc, 1, 7, 6, 1, 5, 3, 2, 1, 1, "relu"});
+      v.push_back({OpKind::conv2d, dt, pc, 2, 7, 6, 1, 5, 3, 2, 1, 1, "relu"});
       // depthwise
       v.push_back({OpKind::depthwise_conv2d, dt, pc, 1, 13, 12, 32, 32, 3, 1, 1, 1, act});
       v.push_back({OpKind::depthwise_conv2d, dt, pc, 2, 14, 14, 24, 24, 3, 2, 1, 1, "relu6"});

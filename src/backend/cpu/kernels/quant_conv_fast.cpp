@@ -284,6 +284,40 @@ void im2col_rows(const PackedConv& pc, const T* xp, int64_t r0, int64_t rows, in
   }
 }
 
+// Slack after the 8-bit form's padded input and A rows: im2col_rows_u8 moves 16 bytes for
+// a kernel row of up to 16.
+constexpr int64_t kU8Slack = 64;
+
+// The 8-bit form's byte A rows [r0, r0 + rows) (lda bytes apart) from its padded input xp.
+// Output positions advance without a division per row, and a kernel row of at most 16
+// bytes (a first layer's 3x3 taps of 3 channels: 9) goes as one 16-byte move whose tail
+// the next move overwrites: a row's bytes past K then hold input bytes, not zero, which
+// the sums ignore (their weights are zero and no fix reads them).
+void im2col_rows_u8(const PackedConv& pc, const uint8_t* xp, int64_t r0, int64_t rows, int64_t lda, uint8_t* a) {
+  const Window& wn = pc.win;
+  const int64_t KW = pc.K / pc.C / wn.kh;
+  const int64_t krow = KW * pc.C;
+  if (wn.dw != 1 || krow > 16) {
+    im2col_rows(pc, xp, r0, rows, lda, a);
+    return;
+  }
+  int64_t b = r0 / (pc.OH * pc.OW), oy = r0 / pc.OW % pc.OH, ox = r0 % pc.OW;
+  const int64_t ky_step = wn.dh * pc.Wp * pc.C, ox_step = wn.sw * pc.C;
+  const uint8_t* src = xp + ((b * pc.Hp + oy * wn.sh) * pc.Wp + ox * wn.sw) * pc.C;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* ar = a + r * lda;
+    const uint8_t* s = src;
+    for (int64_t ky = 0; ky < wn.kh; ++ky, s += ky_step, ar += krow) std::memcpy(ar, s, 16);
+    if (++ox < pc.OW) {
+      src += ox_step;
+      continue;
+    }
+    ox = 0;
+    if (++oy == pc.OH) oy = 0, ++b;
+    src = xp + ((b * pc.Hp + oy * wn.sh) * pc.Wp) * pc.C;
+  }
+}
+
 // Centred A rows [r0, r0 + rows) into a (lda = 2 * kpairs int16 per row).
 void build_a(const PackedConv& pc, const uk::QConvKernels& uk, const uint8_t* x, const int16_t* xp, int64_t r0,
              int64_t rows, int16_t* a) {
@@ -427,13 +461,14 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
   if (xp) fill_padded(c, pc, uk, xp);
   // The 8-bit form of a windowed op: byte A rows from a padded byte copy of the input.
   const bool a8 = pc.u8s8 && !pc.pointwise;
-  uint8_t* xp8 = a8 ? padded_scratch_u8(pc.padded()) : nullptr;
+  uint8_t* xp8 = a8 ? padded_scratch_u8(pc.padded() + kU8Slack) : nullptr;
   if (xp8) fill_padded_u8(c, pc, xp8);
   parallel_rows(c, mblocks * nsplit, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<int16_t> a;
     thread_local std::vector<uint8_t> a_u8;
     if (!pc.u8s8 && static_cast<int64_t>(a.size()) < mb * lda) a.resize(static_cast<size_t>(mb * lda));
-    if (a8 && static_cast<int64_t>(a_u8.size()) < mb * lda8) a_u8.resize(static_cast<size_t>(mb * lda8));
+    if (a8 && static_cast<int64_t>(a_u8.size()) < mb * lda8 + kU8Slack)
+      a_u8.resize(static_cast<size_t>(mb * lda8 + kU8Slack));
     int64_t built = -1;
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t blk = it / nsplit, part = it % nsplit;
@@ -444,7 +479,7 @@ Status run_gemm(KernelContext& c, const PackedConv& pc) {
         built = blk;
       }
       if (a8 && built != blk) {
-        im2col_rows(pc, xp8, r0, rows, lda8, a_u8.data());
+        im2col_rows_u8(pc, xp8, r0, rows, lda8, a_u8.data());
         built = blk;
       }
       // the 8-bit form's A block: the input rows in place, or the byte rows just built
