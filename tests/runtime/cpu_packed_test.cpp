@@ -349,11 +349,11 @@ struct StepChannel {
   int32_t mult = 0, lshift = 0, rshift = 0;
   double target = 0;
 };
-StepChannel step_channel(std::mt19937& rng, int trial, bool single) {
+StepChannel step_channel(std::mt19937& rng, int trial, bool single, int max_rshift = 21) {
   StepChannel c;
   c.mult = std::uniform_int_distribution<int32_t>(1 << 30, INT32_MAX)(rng);
   const int shift = trial % 10 == 0 ? std::uniform_int_distribution<int>(0, 2)(rng)
-                                    : -std::uniform_int_distribution<int>(single ? 1 : 0, 21)(rng);
+                                    : -std::uniform_int_distribution<int>(single ? 1 : 0, max_rshift)(rng);
   c.lshift = std::max(shift, 0);
   c.rshift = std::max(-shift, 0);
   // real multiplier M * 2^(shift - 31); the step from o to o + 1 near (o + 0.5) / real
@@ -444,15 +444,82 @@ TEST(CpuPacked, U8SplitKeepsEveryPairWithinTheInt16Sum) {
     }
 }
 
+// The float form of the requantization (float_requant_form), where found, against the
+// scalar definition: at every rounding step of the channel (the least sum giving each
+// output, found by bisection here) and the sums around it, at random sums and at the ends
+// of the int32 range. Channels of both rounding forms, real multipliers from 2^-24 to 2,
+// random zero points and ranges (whole, ReLU-like from the zero point, narrow), u8 and
+// int8; most channels with a multiplier of 2^-10 or more have the form.
+TEST(CpuPacked, FloatRequantFormGivesTheScalarDefinitionForEverySum) {
+  std::mt19937 rng(2024);
+  int tried = 0, found = 0, tried_large = 0, found_large = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const bool single = trial % 2 == 1, out_i8 = trial % 4 >= 2;
+    const int32_t mult = std::uniform_int_distribution<int32_t>(1 << 30, INT32_MAX)(rng);
+    const int shift = std::uniform_int_distribution<int>(-23, 1)(rng);
+    const int32_t lshift = std::max(shift, 0), rshift = std::max(-shift, 0);
+    const int32_t tmin = out_i8 ? -128 : 0, tmax = tmin + 255;
+    const int32_t zp = std::uniform_int_distribution<int32_t>(tmin, tmax)(rng);
+    int32_t lo = tmin, hi = tmax;
+    if (trial % 3 == 1) lo = zp;  // ReLU-like
+    if (trial % 3 == 2) {
+      lo = std::uniform_int_distribution<int32_t>(tmin, tmax - 20)(rng);
+      hi = std::uniform_int_distribution<int32_t>(lo + 10, tmax)(rng);
+    }
+    const bool by_sign = !single && lo < zp;
+    cpu::uk::Requant rq;
+    const int32_t zero = 0;
+    rq.bias = &zero, rq.mult = &mult, rq.lshift = &lshift, rq.rshift = &rshift;
+    rq.zp = zp, rq.lo = lo, rq.hi = hi, rq.single_round = single, rq.out_i8 = out_i8;
+    auto ref = [&](int64_t x) { return cpu::uk::requantize(static_cast<int32_t>(x), 0, rq); };
+    cpu::uk::FloatRq f;
+    const bool large = shift >= -9;
+    ++tried, tried_large += large;
+    if (!cpu::uk::float_requant_form(mult, lshift, rshift, single, zp, lo, hi, by_sign, cpu::uk::float_rq_base(out_i8),
+                                     f))
+      continue;
+    ++found, found_large += large;
+    auto got = [&](int64_t x) {
+      const int32_t xi = static_cast<int32_t>(x);
+      return std::clamp(cpu::uk::float_requant_floor(xi, f.scale, xi < 0 ? f.off_neg : f.off_pos,
+                                                     cpu::uk::float_rq_base(out_i8)),
+                        lo, hi);
+    };
+    const int64_t kMin = INT32_MIN, kMax = INT32_MAX;
+    std::vector<int64_t> xs = {kMin, kMin + 1, -1, 0, 1, kMax - 1, kMax};
+    for (int32_t v = ref(kMin) + 1; v <= ref(kMax); ++v) {
+      int64_t a = kMin, b = kMax;  // the least x with ref(x) >= v
+      while (a < b) {
+        const int64_t mid = a + (b - a) / 2;
+        if (ref(mid) >= v) b = mid;
+        else a = mid + 1;
+      }
+      for (int64_t d = -3; d <= 3; ++d) xs.push_back(std::clamp(a + d, kMin, kMax));
+    }
+    std::uniform_int_distribution<int64_t> any(kMin, kMax);
+    for (int i = 0; i < 2000; ++i) xs.push_back(any(rng));
+    std::uniform_int_distribution<int64_t> near(-(int64_t{1} << 20), int64_t{1} << 20);
+    for (int i = 0; i < 2000; ++i) xs.push_back(near(rng));
+    for (int64_t x : xs)
+      ASSERT_EQ(got(x), ref(x)) << "trial " << trial << ", sum " << x << ", multiplier " << mult << " shift " << shift
+                                << (single ? " single" : " double") << " rounding, zp " << zp << " [" << lo << ", "
+                                << hi << "]";
+  }
+  EXPECT_GT(found, tried / 3);
+  EXPECT_GT(found_large, tried_large * 3 / 4);
+}
+
 // The 8-bit GEMMs' requantization (AVX-512: rescale16) at its rounding steps, as the test
 // above does for the int16 tile: 12 rows whose sums differ by one around (o + 0.5) / real
 // multiplier for every channel of two panels, both rounding forms, shifts 0 to -21 and a few
 // left shifts, against the scalar definition; one panel at a time and the two-panel tile.
 TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
-  int64_t runs = 0, exact_steps = 0;
+  int64_t runs = 0, exact_steps = 0, float_panels = 0;
+  bool float_sets = false;
   for (const cpu::uk::QConvKernels* simd : simd_kernel_sets()) {
     if (!simd->gemm_u8) continue;
     SCOPED_TRACE(simd->isa);
+    float_sets = float_sets || simd->float_requant;
     std::mt19937 rng(4242);
     std::uniform_int_distribution<int> w8(-127, 127), u8(0, 255);
     for (int trial = 0; trial < 200; ++trial) {
@@ -473,8 +540,10 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
       std::vector<int32_t> b(32), mu(32), ls(32), rs(32);
       cpu::uk::Requant rq;
       step_output(rq, trial, single);
+      // the float form's trials: multipliers of 2^-9 and up, where channels mostly have it
+      const bool float_trial = trial % 4 < 2 && simd->float_requant;
       for (int c = 0; c < 32; ++c) {
-        const StepChannel sc = step_channel(rng, trial, single);
+        const StepChannel sc = step_channel(rng, trial, single, float_trial ? 8 : 21);
         mu[c] = sc.mult, ls[c] = sc.lshift, rs[c] = sc.rshift;
         const double target = sc.target;
         int64_t rest = 0;  // the rows' common part of channel c's sum (row 0)
@@ -484,6 +553,20 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
         b[c] = static_cast<int32_t>(std::llround(target) - rest - 6);  // rows 0..11: target - 6 .. + 5
       }
       rq.bias = b.data(), rq.mult = mu.data(), rq.lshift = ls.data(), rq.rshift = rs.data();
+      // every other trial with the float form of the channels that have one (kernel sets
+      // with float_requant use it for the panels where all 16 do)
+      std::vector<float> fs(32, 0.0f), fp(32, 0.0f), fn(32, 0.0f);
+      if (float_trial) {
+        for (int c = 0; c < 32; ++c) {
+          cpu::uk::FloatRq f;
+          if (cpu::uk::float_requant_form(mu[c], ls[c], rs[c], single, rq.zp, rq.lo, rq.hi,
+                                          !single && rq.lo < rq.zp, cpu::uk::float_rq_base(rq.out_i8), f))
+            fs[c] = f.scale, fp[c] = f.off_pos, fn[c] = f.off_neg;
+        }
+        rq.fscale = fs.data(), rq.foff_pos = fp.data(), rq.foff_neg = fn.data();
+        for (int pn = 0; pn < 2; ++pn)
+          float_panels += std::all_of(fs.begin() + pn * 16, fs.begin() + pn * 16 + 16, [](float v) { return v > 0; });
+      }
       std::vector<uint8_t> want(static_cast<size_t>(m * 32), 0xAB), got(want), got2(want);
       for (int pn = 0; pn < 2; ++pn) {
         cpu::uk::gemm_u8_scalar(m, kquads, x.data(), k, panels.data() + pn * kquads * 64, nullptr, 0, rq, pn * 16, 16,
@@ -502,6 +585,7 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
   }
   if (runs == 0) GTEST_SKIP() << "no 8-bit GEMM micro-kernels on this CPU";
   EXPECT_GT(exact_steps, runs * 32 * 9 / 10);  // nearly every window straddles a step
+  if (float_sets) EXPECT_GT(float_panels, 20);  // the float form ran on many panels
   // Exact ties: multipliers 2^30 and 3 * 2^29 make x * M + the rounding constant a multiple
   // of 2^(31 + shift) for many small sums x, negative ones included (where double rounding's
   // constant is 2^31 less); every sum from -400 to 400, right shifts 1 to 8.

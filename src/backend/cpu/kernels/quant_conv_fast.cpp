@@ -38,6 +38,7 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // Requantization parameters per output channel, padded with zeros to `padded` channels.
 struct RequantArrays {
   std::vector<int32_t> bias, mult, lshift, rshift;
+  std::vector<float> fscale, foff_pos, foff_neg;
   uk::Requant rq;
 
   // `order[i]`: the channel whose parameters go to slot i (-1: padding).
@@ -67,6 +68,25 @@ struct RequantArrays {
     rq.hi = p.range.hi;
     rq.single_round = p.single_round;
     rq.out_i8 = out == DType::i8;
+    // The float form of each channel's requantization, for kernels that read it (exact for
+    // every sum where found; uk::float_requant_form).
+    if (uk::qconv_kernels().float_requant) {
+      fscale.assign(n, 0.0f);
+      foff_pos.assign(n, 0.0f);
+      foff_neg.assign(n, 0.0f);
+      const bool by_sign = !rq.single_round && rq.lo < rq.zp;
+      for (size_t i = 0; i < n; ++i) {
+        uk::FloatRq f;
+        if (order[i] < 0)
+          fscale[i] = 1.0f;  // padding: never stored
+        else if (uk::float_requant_form(mult[i], lshift[i], rshift[i], rq.single_round, rq.zp, rq.lo, rq.hi, by_sign,
+                                        uk::float_rq_base(rq.out_i8), f))
+          fscale[i] = f.scale, foff_pos[i] = f.off_pos, foff_neg[i] = f.off_neg;
+      }
+      rq.fscale = fscale.data();
+      rq.foff_pos = foff_pos.data();
+      rq.foff_neg = foff_neg.data();
+    }
   }
 };
 

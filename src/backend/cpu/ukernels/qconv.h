@@ -42,7 +42,32 @@ struct Requant {
   int32_t zp = 0, lo = 0, hi = 255;
   bool single_round = false;
   bool out_i8 = false;              // store int8 (else uint8)
+  // Optional (kernel sets with QConvKernels::float_requant): per channel, the float form of
+  // the requantization (float_requant_form); fscale 0 where a channel has none.
+  const float* fscale = nullptr;
+  const float* foff_pos = nullptr;
+  const float* foff_neg = nullptr;
 };
+
+// The requantization of one channel in float arithmetic: for the sum x (bias included),
+//   clamp(floor(fma(float(x), scale, x < 0 ? off_neg : off_pos)) + base, lo, hi)
+// (float(x) and the fused multiply-add rounded to nearest, then rounded down), where that
+// gives requantize()'s result for every int32 x; false where no (scale, offsets) near the
+// real multiplier does. Both are non-decreasing step functions of x, so they are equal
+// everywhere when they are equal on both sides of every step of requantize() and at the
+// ends of the int32 range: the steps are found with the scalar definition and the float
+// form evaluated there as the SIMD kernels compute it. Without `by_sign` the two offsets
+// are one (double rounding's ties go away from zero, so a range reaching below the zero
+// point needs both). `base` centres the float values (float_rq_base: their rounding error
+// grows with their size).
+struct FloatRq {
+  float scale = 0, off_pos = 0, off_neg = 0;
+};
+bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool single_round, int32_t zp, int32_t lo,
+                        int32_t hi, bool by_sign, int32_t base, FloatRq& out);
+inline int32_t float_rq_base(bool out_i8) { return out_i8 ? 0 : 128; }
+// The float form's result for one sum (before the clamp), as the SIMD kernels compute it.
+int32_t float_requant_floor(int32_t x, float scale, float offset, int32_t base);
 
 // One accumulator requantized as the reference kernels do (the scalar definition).
 int32_t requantize(int32_t acc, int64_t channel, const Requant& rq);
@@ -177,6 +202,7 @@ struct QConvKernels {
   int u8_tile_rows;       // rows of gemm_u8's full tile (row blocks are cut in multiples of it)
   GemmU8PairFn gemm_u8_pair = nullptr;       // nullptr: gemm_u8 panel by panel
   GemmU8PairFn gemm_u8_pair_flip = nullptr;  // the same for int8 input
+  bool float_requant = false;  // the kernels read Requant::fscale / foffset (prepare fills them)
 };
 
 const QConvKernels& scalar_qconv_kernels();

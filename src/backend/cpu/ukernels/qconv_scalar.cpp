@@ -1,6 +1,11 @@
 // Portable scalar micro-kernels of the packed quantized conv path (see qconv.h): the
 // definition the AVX2 and NEON kernels are tested against, and the path on other CPUs.
+#include <algorithm>
+#include <cfenv>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "backend/cpu/kernels/quant_math.h"
 #include "backend/cpu/ukernels/qconv.h"
@@ -13,6 +18,99 @@ int32_t requantize(int32_t acc, int64_t ch, const Requant& rq) {
   const int shift = rq.lshift[ch] - rq.rshift[ch];
   const int32_t v = rq.single_round ? q::multiply_single_round(x, rq.mult[ch], shift) : q::multiply(x, rq.mult[ch], shift);
   return q::clamp(v + rq.zp, rq.lo, rq.hi);
+}
+
+int32_t float_requant_floor(int32_t x, float scale, float offset, int32_t base) {
+  return static_cast<int32_t>(std::floor(std::fma(static_cast<float>(x), scale, offset))) + base;
+}
+
+bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool single_round, int32_t zp, int32_t lo,
+                        int32_t hi, bool by_sign, int32_t base, FloatRq& out) {
+  // The checks evaluate float(x) and fma in the current rounding mode; the kernels round to
+  // nearest.
+  if (std::fegetround() != FE_TONEAREST || mult <= 0) return false;
+  const int shift = lshift - rshift;
+  auto ref = [&](int64_t x) {
+    const int32_t xi = static_cast<int32_t>(x);
+    const int32_t v = single_round ? q::multiply_single_round(xi, mult, shift) : q::multiply(xi, mult, shift);
+    return static_cast<int32_t>(std::clamp<int64_t>(int64_t{v} + zp, lo, hi));
+  };
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  const int32_t vmin = ref(kMin), vmax = ref(kMax);
+  if (vmin >= vmax) return false;
+  // The steps: t[i] = the least x with ref(x) >= vmin + 1 + i, each found from a guess one
+  // real step length past the last (gallop, then bisect).
+  const double m = std::ldexp(static_cast<double>(mult), shift - 31);  // outputs per unit of x
+  const int nsteps = vmax - vmin;
+  std::vector<int64_t> t(static_cast<size_t>(nsteps));
+  auto first_at_least = [&](int32_t v, int64_t guess) {
+    int64_t lo_x, hi_x, step = 1;
+    guess = std::clamp(guess, kMin, kMax);
+    if (ref(guess) >= v) {
+      hi_x = guess;
+      while (hi_x - step >= kMin && ref(hi_x - step) >= v) hi_x -= step, step *= 2;
+      lo_x = std::max(kMin, hi_x - step + 1);
+    } else {
+      lo_x = guess + 1;
+      while (lo_x + step - 1 < kMax && ref(lo_x + step - 1) < v) lo_x += step, step *= 2;
+      hi_x = std::min(kMax, lo_x + step - 1);
+    }
+    while (lo_x < hi_x) {
+      const int64_t mid = lo_x + (hi_x - lo_x) / 2;
+      if (ref(mid) >= v) hi_x = mid;
+      else lo_x = mid + 1;
+    }
+    return lo_x;
+  };
+  int64_t guess = std::llround(std::clamp((vmin + 0.5 - zp) / m, -4e9, 4e9));
+  const int64_t stride = std::llround(std::min(1.0 / m, 4e9));
+  for (int i = 0; i < nsteps; ++i) {
+    t[i] = first_at_least(vmin + 1 + i, guess);
+    guess = t[i] + stride;
+  }
+  auto fits = [&](const FloatRq& f) {
+    auto g = [&](int64_t x) {
+      return std::clamp(float_requant_floor(static_cast<int32_t>(x), f.scale, x < 0 ? f.off_neg : f.off_pos, base),
+                        lo, hi);
+    };
+    if (g(kMin) != vmin || g(kMax) != vmax || g(-1) > g(0)) return false;
+    for (int i = 0; i < nsteps; ++i) {
+      const int32_t v = vmin + 1 + i;
+      if (g(t[i]) < v || g(t[i] - 1) >= v) return false;
+    }
+    return true;
+  };
+  // Scales a few float steps around the real multiplier; for each, the offsets in the middle
+  // of the intervals the steps allow (in double, then checked as float): one for both signs
+  // of x, or (by_sign) one per sign.
+  const float s0 = static_cast<float>(m);
+  float up = s0, down = s0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < 5; ++k) {
+    const float s = k == 0 ? s0 : k % 2 ? (up = std::nextafter(up, 2 * up)) : (down = std::nextafter(down, 0.0f));
+    double olo[2] = {-kInf, -kInf}, ohi[2] = {kInf, kInf};  // [0]: x >= 0, [1]: x < 0
+    auto side = [&](int64_t x) { return by_sign && x < 0 ? 1 : 0; };
+    for (int i = 0; i < nsteps; ++i) {
+      const double v = vmin + 1 + i - base;
+      olo[side(t[i])] = std::max(olo[side(t[i])], v - static_cast<double>(t[i]) * s);
+      ohi[side(t[i] - 1)] = std::min(ohi[side(t[i] - 1)], v - static_cast<double>(t[i] - 1) * s);
+    }
+    double o[2];
+    for (int h = 0; h < 2; ++h) o[h] = olo[h] < ohi[h] && std::isfinite(olo[h]) && std::isfinite(ohi[h])
+                                           ? (olo[h] + ohi[h]) / 2
+                                           : std::isfinite(olo[h]) ? olo[h] + 0.5 * s
+                                           : std::isfinite(ohi[h]) ? ohi[h] - 0.5 * s : kInf;
+    if (!by_sign) o[1] = o[0];
+    if (!std::isfinite(o[0]) && !std::isfinite(o[1])) continue;
+    if (!std::isfinite(o[0])) o[0] = o[1];
+    if (!std::isfinite(o[1])) o[1] = o[0];
+    const FloatRq f{s, static_cast<float>(o[0]), static_cast<float>(o[1])};
+    if (fits(f)) {
+      out = f;
+      return true;
+    }
+  }
+  return false;
 }
 
 namespace {

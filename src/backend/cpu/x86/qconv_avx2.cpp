@@ -875,6 +875,34 @@ TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
   return _mm512_srav_epi32(h, v.t);
 }
 
+// The float form of the requantization (Requant::fscale, float_requant_form) on 16 lanes:
+// make_fq16 returns false unless every lane of the 16 channels from `ch` has it.
+struct Fq16 {
+  __m512 scale, off_pos, off_neg;
+};
+
+TS_AVX512_VNNI inline bool make_fq16(const Requant& rq, int64_t ch, Fq16& v) {
+  if (!rq.fscale) return false;
+  v.scale = _mm512_loadu_ps(rq.fscale + ch);
+  if (_mm512_cmp_ps_mask(v.scale, _mm512_setzero_ps(), _CMP_GT_OQ) != 0xFFFF) return false;
+  v.off_pos = _mm512_loadu_ps(rq.foff_pos + ch);
+  v.off_neg = _mm512_loadu_ps(rq.foff_neg + ch);
+  return true;
+}
+
+// 16 sums (bias included) -> floor(fma(float(x), scale, offset)): the requantized value
+// less float_rq_base (kSigned: the offset following x's sign). Rounding modes are the
+// instructions' own (round to nearest, then down), whatever MXCSR says.
+template <bool kSigned>
+TS_AVX512_VNNI inline __m512i rescale16f(__m512i x, const Fq16& v) {
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512 xf = _mm512_cvt_roundepi32_ps(x, kNearest);
+  __m512 off = v.off_pos;
+  if constexpr (kSigned) off = _mm512_mask_mov_ps(off, _mm512_cmplt_epi32_mask(x, _mm512_setzero_si512()), v.off_neg);
+  return _mm512_cvt_roundps_epi32(_mm512_fmadd_round_ps(xf, v.scale, off, kNearest),
+                                  _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
 // + zero point, the clamp on int32 (as requantize()), narrowed by truncation (exact: the
 // values are in the output type's range).
 // Whether rescale16 needs double rounding's sign term. Not where the activation range
@@ -885,13 +913,24 @@ inline bool sign_term(const Requant& rq) { return !rq.single_round && rq.lo < rq
 
 // (The zero point is already in: make_rq16 folds it into the rounding constants.) Where the
 // activation range is the whole output type, a saturating narrowing is the clamp.
+// The float form's values come less float_rq_base (128 for u8 output): kinds 3 and 4 narrow
+// them as int8 and flip the top bit (v + 128 and v ^ 0x80 have the same low byte).
 struct Out16 {
   __m512i lo, hi;
-  int kind;  // 0: clamp to [lo, hi] then narrow; 1: int8, whole range; 2: u8, whole range
+  // 0: clamp to [lo, hi] then narrow; 1: int8, whole range; 2: u8, whole range; 3: u8 less
+  // 128, whole range; 4: u8 less 128, clamped to [lo, hi] (bounds less 128)
+  int kind;
 };
 TS_AVX512_VNNI inline Out16 make_out16(const Requant& rq) {
   const int kind = rq.out_i8 && rq.lo <= -128 && rq.hi >= 127 ? 1 : !rq.out_i8 && rq.lo <= 0 && rq.hi >= 255 ? 2 : 0;
   return {_mm512_set1_epi32(rq.lo), _mm512_set1_epi32(rq.hi), kind};
+}
+// The same for the float form's values.
+TS_AVX512_VNNI inline Out16 make_out16f(const Requant& rq) {
+  const int32_t base = float_rq_base(rq.out_i8);
+  Out16 o{_mm512_set1_epi32(rq.lo - base), _mm512_set1_epi32(rq.hi - base), make_out16(rq).kind};
+  if (!rq.out_i8) o.kind = o.kind == 2 ? 3 : 4;
+  return o;
 }
 // kKind: o.kind fixed by the caller (-1: read at run time).
 template <int kKind = -1>
@@ -899,18 +938,19 @@ TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
   const int kind = kKind >= 0 ? kKind : o.kind;
   if (kind == 1) return _mm512_cvtsepi32_epi8(v);
   if (kind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, o.lo), o.hi));
+  if (kind == 3) return _mm_xor_si128(_mm512_cvtsepi32_epi8(v), _mm_set1_epi8(static_cast<char>(0x80)));
+  const __m128i b = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, o.lo), o.hi));
+  return kind == 4 ? _mm_xor_si128(b, _mm_set1_epi8(static_cast<char>(0x80))) : b;
 }
 
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
 // row, after the panel's fixes (added in the vector: each a masked add of the row's input
 // byte times its rest), stored under a mask of the valid channels.
-template <bool kSigned, bool kFlip, int kKind>
-TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows,
-                                                               const uint8_t* a, int64_t lda, const U8Fix* fix,
-                                                               int64_t nfix, const Rq16& v, const Requant& rq,
-                                                               int nvalid, uint8_t* y, int64_t ldy) {
-  const Out16 out = make_out16(rq);
+template <bool kFloat, bool kSigned, bool kFlip, int kKind>
+TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows, const uint8_t* a,
+                                            int64_t lda, const U8Fix* fix, int64_t nfix, const Rq16& v,
+                                            const Fq16& fv, const Requant& rq, int nvalid, uint8_t* y, int64_t ldy) {
+  const Out16 out = kFloat ? make_out16f(rq) : make_out16(rq);
   const __mmask16 keep = static_cast<__mmask16>(nvalid >= 16 ? 0xFFFFu : (1u << nvalid) - 1u);
   for (int r = 0; r < rows; ++r) {
     __m512i s = _mm512_load_si512(acc + r * acc_step);
@@ -920,7 +960,8 @@ TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step
                                 _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(in) *
                                                                        static_cast<uint32_t>(fix[f].r))));
     }
-    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm<kKind>(rescale16<kSigned>(s, v), out));
+    const __m512i q = kFloat ? rescale16f<kSigned>(s, fv) : rescale16<kSigned>(s, v);
+    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm<kKind>(q, out));
   }
 }
 
@@ -929,10 +970,29 @@ TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step
 template <bool kFlip>
 TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
-                                       int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+                                       const Fq16* f16, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+  if (f16) {
+    const int kind = make_out16f(rq).kind;
+#define TS_RQ_ROWS(S, K) \
+  requant_rows_zmm<true, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, Rq16{}, *f16, rq, nvalid, y, ldy)
+    if (!sign_term(rq)) {
+      if (kind == 3) TS_RQ_ROWS(false, 3);
+      else if (kind == 4) TS_RQ_ROWS(false, 4);
+      else if (kind == 1) TS_RQ_ROWS(false, 1);
+      else TS_RQ_ROWS(false, 0);
+    } else {
+      if (kind == 3) TS_RQ_ROWS(true, 3);
+      else if (kind == 4) TS_RQ_ROWS(true, 4);
+      else if (kind == 1) TS_RQ_ROWS(true, 1);
+      else TS_RQ_ROWS(true, 0);
+    }
+#undef TS_RQ_ROWS
+    return;
+  }
   if (v16) {
     const int kind = make_out16(rq).kind;
-#define TS_RQ_ROWS(S, K) requant_rows_zmm<S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, *v16, rq, nvalid, y, ldy)
+#define TS_RQ_ROWS(S, K) \
+  requant_rows_zmm<false, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, *v16, Fq16{}, rq, nvalid, y, ldy)
     if (!sign_term(rq)) {
       if (kind == 2) TS_RQ_ROWS(false, 2);
       else if (kind == 1) TS_RQ_ROWS(false, 1);
@@ -989,17 +1049,20 @@ TS_AVX512_VNNI void gemm_u8_zmm_np(int64_t m, int64_t kquads, const uint8_t* a, 
   Rq16 v16[NP];
   const Rq16* v0 = make_rq16(rq, n0, v16[0]) ? &v16[0] : nullptr;
   const Rq16* v1 = NP == 2 && make_rq16(rq, n0 + kPanel, v16[NP - 1]) ? &v16[NP - 1] : nullptr;
+  Fq16 f16[NP];
+  const Fq16* f0 = make_fq16(rq, n0, f16[0]) ? &f16[0] : nullptr;
+  const Fq16* f1 = NP == 2 && make_fq16(rq, n0 + kPanel, f16[NP - 1]) ? &f16[NP - 1] : nullptr;
   for (int64_t r = 0; r < m; r += kZmmTileRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kZmmTileRows, m - r));
     (rows == kZmmTileRows ? full : kRows[rows])(kquads, a + r * lda, lda, panel, bias, acc);
     if constexpr (NP == 1) {
-      gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, n0, nvalid, y + r * ldy,
-                                ldy);
-    } else {
-      gemm_u8_zmm_finish<kFlip>(acc, 2 * kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, n0, kPanel,
+      gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, n0, nvalid,
                                 y + r * ldy, ldy);
-      gemm_u8_zmm_finish<kFlip>(acc + kPanel, 2 * kPanel, rows, a + r * lda, lda, fix1, nfix1, rq, v1, n0 + kPanel,
-                                nvalid, y + r * ldy + kPanel, ldy);
+    } else {
+      gemm_u8_zmm_finish<kFlip>(acc, 2 * kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, n0, kPanel,
+                                y + r * ldy, ldy);
+      gemm_u8_zmm_finish<kFlip>(acc + kPanel, 2 * kPanel, rows, a + r * lda, lda, fix1, nfix1, rq, v1, f1,
+                                n0 + kPanel, nvalid, y + r * ldy + kPanel, ldy);
     }
   }
 }
@@ -1101,25 +1164,29 @@ TS_AVX512_VNNI inline void dw_store16(uint8_t* p, __mmask16 keep, __m512i q, con
     _mm_mask_storeu_epi8(p, keep, b);
 }
 
-template <bool kSign, int kKind>
-TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int32_t* bias, const Rq16& v0,
-                                          const Rq16* v1, const Out16& out, __mmask16 keep0, __mmask16 keep1,
-                                          uint8_t* y, int64_t ystep) {
+// (A macro, not a lambda: clang compiles lambdas without the function's target.)
+#define TS_DW_RESCALE(X, G) (kFloat ? rescale16f<kSign>(X, f[G]) : rescale16<kSign>(X, v[G]))
+template <bool kFloat, bool kSign, int kKind>
+TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int32_t* bias, const Rq16* v,
+                                          const Fq16* f, bool two, const Out16& out, __mmask16 keep0,
+                                          __mmask16 keep1, uint8_t* y, int64_t ystep) {
   const __m512i bias0 = _mm512_loadu_si512(bias);
-  if (v1) {
+  if (two) {
     const __m512i bias1 = _mm512_loadu_si512(bias + kPanel);
     for (int i = 0; i < npx; ++i, y += ystep) {
       const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
       const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel + kPanel), bias1);
-      dw_store16<kKind>(y, keep0, rescale16<kSign>(a0, v0), out);
-      dw_store16<kKind>(y + kPanel, keep1, rescale16<kSign>(a1, *v1), out);
+      dw_store16<kKind>(y, keep0, TS_DW_RESCALE(a0, 0), out);
+      dw_store16<kKind>(y + kPanel, keep1, TS_DW_RESCALE(a1, 1), out);
     }
   } else {
-    for (int i = 0; i < npx; ++i, y += ystep)
-      dw_store16<kKind>(y, keep0, rescale16<kSign>(_mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0), v0),
-                        out);
+    for (int i = 0; i < npx; ++i, y += ystep) {
+      const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
+      dw_store16<kKind>(y, keep0, TS_DW_RESCALE(a0, 0), out);
+    }
   }
 }
+#undef TS_DW_RESCALE
 
 // ---- depthwise row on 512-bit vectors (AVX512-VNNI) ----
 //
@@ -1130,21 +1197,32 @@ TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int
 // the requantization is rescale16's, one zmm per group and pixel. A last odd group reads
 // its 16 inputs under a mask (nothing beyond them is touched) with zero weights above.
 // Rows whose requantization constants do not allow rescale16 take dw_row_t.
+// n bytes of `bytes` (grown as needed) from a 64-byte boundary.
+inline unsigned char* aligned64(std::vector<unsigned char>& bytes, size_t n) {
+  if (bytes.size() < n + 64) bytes.resize(n + 64);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(bytes.data()) % 64;
+  return bytes.data() + (misalign ? 64 - misalign : 0);
+}
+
 template <int TAPS>
 TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
   constexpr int kMaxPairs = 8;  // 15 or 16 taps; more: dw_row_t
   const int taps = TAPS > 0 ? TAPS : r.taps;
   const int pairs = (taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
-  thread_local std::vector<unsigned char> rq_bytes;
-  const size_t need = static_cast<size_t>(groups) * sizeof(Rq16) + alignof(Rq16);
-  if (rq_bytes.size() < need) rq_bytes.resize(need);
-  const uintptr_t misalign = reinterpret_cast<uintptr_t>(rq_bytes.data()) % alignof(Rq16);
-  Rq16* rq16 = reinterpret_cast<Rq16*>(rq_bytes.data() + (misalign ? alignof(Rq16) - misalign : 0));
-  thread_local bool avx2_rows = false;  // the op's constants do not allow rescale16
+  // The op's constants per group (made by its first row on this thread): the float form
+  // where every group has it, else rescale16's
+  thread_local std::vector<unsigned char> rq_bytes, fq_bytes;
+  Rq16* rq16 = reinterpret_cast<Rq16*>(aligned64(rq_bytes, static_cast<size_t>(groups) * sizeof(Rq16)));
+  Fq16* fq16 = reinterpret_cast<Fq16*>(aligned64(fq_bytes, static_cast<size_t>(groups) * sizeof(Fq16)));
+  thread_local bool avx2_rows = false;  // the op's constants allow neither form
+  thread_local bool float_rows = false;
   if (!r.same_op) {
+    float_rows = true;
+    for (int64_t g = 0; g < groups && float_rows; ++g) float_rows = make_fq16(*r.rq, g * kPanel, fq16[g]);
     avx2_rows = false;
-    for (int64_t g = 0; g < groups && !avx2_rows; ++g) avx2_rows = !make_rq16(*r.rq, g * kPanel, rq16[g]);
+    for (int64_t g = 0; g < groups && !avx2_rows && !float_rows; ++g)
+      avx2_rows = !make_rq16(*r.rq, g * kPanel, rq16[g]);
   }
   if (avx2_rows) {
     if constexpr (TAPS > 0) {
@@ -1154,7 +1232,7 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
     }
     return;
   }
-  const Out16 out = make_out16(*r.rq);
+  const Out16 out = float_rows ? make_out16f(*r.rq) : make_out16(*r.rq);
   const bool sign = sign_term(*r.rq);
   int64_t off[kMaxPairs * 2];
   for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
@@ -1202,16 +1280,30 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
           static_cast<__mmask16>(left1 >= kPanel ? 0xFFFFu : left1 <= 0 ? 0u : (1u << left1) - 1u);
       const int npx = static_cast<int>(ox1 - ox0);
       uint8_t* y = r.y + ox0 * r.channels + g * kPanel;
-      const Rq16* v1 = two && keep1 ? &rq16[g + 1] : nullptr;
-#define TS_DW_RQ(S, K) dw_requant_zmm<S, K>(acc[0][0], npx, r.rq->bias + g * kPanel, rq16[g], v1, out, keep0, keep1, y, r.channels)
-      if (sign) {
-        if (out.kind == 2) TS_DW_RQ(true, 2);
-        else if (out.kind == 1) TS_DW_RQ(true, 1);
-        else TS_DW_RQ(true, 0);
+      const bool two_out = two && keep1;
+#define TS_DW_RQ(F, S, K)                                                                                  \
+  dw_requant_zmm<F, S, K>(acc[0][0], npx, r.rq->bias + g * kPanel, rq16 + g, fq16 + g, two_out, out, keep0, \
+                          keep1, y, r.channels)
+      if (float_rows) {
+        if (sign) {
+          if (out.kind == 3) TS_DW_RQ(true, true, 3);
+          else if (out.kind == 4) TS_DW_RQ(true, true, 4);
+          else if (out.kind == 1) TS_DW_RQ(true, true, 1);
+          else TS_DW_RQ(true, true, 0);
+        } else {
+          if (out.kind == 3) TS_DW_RQ(true, false, 3);
+          else if (out.kind == 4) TS_DW_RQ(true, false, 4);
+          else if (out.kind == 1) TS_DW_RQ(true, false, 1);
+          else TS_DW_RQ(true, false, 0);
+        }
+      } else if (sign) {
+        if (out.kind == 2) TS_DW_RQ(false, true, 2);
+        else if (out.kind == 1) TS_DW_RQ(false, true, 1);
+        else TS_DW_RQ(false, true, 0);
       } else {
-        if (out.kind == 2) TS_DW_RQ(false, 2);
-        else if (out.kind == 1) TS_DW_RQ(false, 1);
-        else TS_DW_RQ(false, 0);
+        if (out.kind == 2) TS_DW_RQ(false, false, 2);
+        else if (out.kind == 1) TS_DW_RQ(false, false, 1);
+        else TS_DW_RQ(false, false, 0);
       }
 #undef TS_DW_RQ
     }
@@ -1384,7 +1476,7 @@ const QConvKernels* avx2_vnni_qconv_kernels(convert::Vnni kind) {
 const QConvKernels* avx512_vnni_qconv_kernels() {
   static const QConvKernels k{centre_zmm, gemm_panel<Dot::vnni_evex>, dw_row_zmm, add_zmm, "avx512-vnni",
                               gemm_u8_zmm<false>, gemm_u8_zmm<true>, U8Split::bytes, kZmmTileRows,
-                              gemm_u8_zmm_pair<false>, gemm_u8_zmm_pair<true>};
+                              gemm_u8_zmm_pair<false>, gemm_u8_zmm_pair<true>, /*float_requant=*/true};
   return convert::cpu_avx512_vnni() ? &k : nullptr;
 }
 
