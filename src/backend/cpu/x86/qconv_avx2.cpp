@@ -949,8 +949,8 @@ TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
 template <bool kFloat, bool kSigned, bool kFlip, int kKind>
 TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step, int rows, const uint8_t* a,
                                             int64_t lda, const U8Fix* fix, int64_t nfix, const Rq16& v,
-                                            const Fq16& fv, const Requant& rq, int nvalid, uint8_t* y, int64_t ldy) {
-  const Out16 out = kFloat ? make_out16f(rq) : make_out16(rq);
+                                            const Fq16& fv, const Out16& out, int nvalid, uint8_t* y,
+                                            int64_t ldy) {
   const __mmask16 keep = static_cast<__mmask16>(nvalid >= 16 ? 0xFFFFu : (1u << nvalid) - 1u);
   for (int r = 0; r < rows; ++r) {
     __m512i s = _mm512_load_si512(acc + r * acc_step);
@@ -961,7 +961,10 @@ TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step
                                                                        static_cast<uint32_t>(fix[f].r))));
     }
     const __m512i q = kFloat ? rescale16f<kSigned>(s, fv) : rescale16<kSigned>(s, v);
-    _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm<kKind>(q, out));
+    if (nvalid >= 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + r * ldy), bytes16_zmm<kKind>(q, out));
+    else
+      _mm_mask_storeu_epi8(y + r * ldy, keep, bytes16_zmm<kKind>(q, out));
   }
 }
 
@@ -970,11 +973,12 @@ TS_AVX512_VNNI inline void requant_rows_zmm(const int32_t* acc, int64_t acc_step
 template <bool kFlip>
 TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int32_t* acc, int64_t acc_step, int rows, const uint8_t* a, int64_t lda,
                                        const U8Fix* fix, int64_t nfix, const Requant& rq, const Rq16* v16,
-                                       const Fq16* f16, int64_t n0, int nvalid, uint8_t* y, int64_t ldy) {
+                                       const Fq16* f16, const Out16* out, int64_t n0, int nvalid, uint8_t* y,
+                                       int64_t ldy) {
   if (f16) {
-    const int kind = make_out16f(rq).kind;
+    const int kind = out[1].kind;
 #define TS_RQ_ROWS(S, K) \
-  requant_rows_zmm<true, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, Rq16{}, *f16, rq, nvalid, y, ldy)
+  requant_rows_zmm<true, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, Rq16{}, *f16, out[1], nvalid, y, ldy)
     if (!sign_term(rq)) {
       if (kind == 3) TS_RQ_ROWS(false, 3);
       else if (kind == 4) TS_RQ_ROWS(false, 4);
@@ -990,9 +994,9 @@ TS_AVX512_VNNI __attribute__((always_inline)) inline void gemm_u8_zmm_finish(int
     return;
   }
   if (v16) {
-    const int kind = make_out16(rq).kind;
+    const int kind = out[0].kind;
 #define TS_RQ_ROWS(S, K) \
-  requant_rows_zmm<false, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, *v16, Fq16{}, rq, nvalid, y, ldy)
+  requant_rows_zmm<false, S, kFlip, K>(acc, acc_step, rows, a, lda, fix, nfix, *v16, Fq16{}, out[0], nvalid, y, ldy)
     if (!sign_term(rq)) {
       if (kind == 2) TS_RQ_ROWS(false, 2);
       else if (kind == 1) TS_RQ_ROWS(false, 1);
@@ -1052,17 +1056,18 @@ TS_AVX512_VNNI void gemm_u8_zmm_np(int64_t m, int64_t kquads, const uint8_t* a, 
   Fq16 f16[NP];
   const Fq16* f0 = make_fq16(rq, n0, f16[0]) ? &f16[0] : nullptr;
   const Fq16* f1 = NP == 2 && make_fq16(rq, n0 + kPanel, f16[NP - 1]) ? &f16[NP - 1] : nullptr;
+  const Out16 out[2] = {make_out16(rq), make_out16f(rq)};  // rescale16's, rescale16f's
   for (int64_t r = 0; r < m; r += kZmmTileRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kZmmTileRows, m - r));
     (rows == kZmmTileRows ? full : kRows[rows])(kquads, a + r * lda, lda, panel, bias, acc);
     if constexpr (NP == 1) {
-      gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, n0, nvalid,
+      gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, out, n0, nvalid,
                                 y + r * ldy, ldy);
     } else {
-      gemm_u8_zmm_finish<kFlip>(acc, 2 * kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, n0, kPanel,
+      gemm_u8_zmm_finish<kFlip>(acc, 2 * kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, out, n0, kPanel,
                                 y + r * ldy, ldy);
       gemm_u8_zmm_finish<kFlip>(acc + kPanel, 2 * kPanel, rows, a + r * lda, lda, fix1, nfix1, rq, v1, f1,
-                                n0 + kPanel, nvalid, y + r * ldy + kPanel, ldy);
+                                out, n0 + kPanel, nvalid, y + r * ldy + kPanel, ldy);
     }
   }
 }
