@@ -671,6 +671,12 @@ void gemm_u8(int64_t m, int64_t kquads, const uint8_t* a, int64_t lda, const int
 // cycle) in 12 of the 32 registers. The accumulators go through `acc` to the AVX2
 // requantization, as in gemm_u8.
 #define TS_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+// GCC 12 reports the undefined pass-through operand of its own AVX-512 shift intrinsics
+// (_mm512_undefined_epi32) as uninitialized where they are not inlined into their caller.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 constexpr int kZmmTileRows = 12;
 
 // The full 12-row tile of two panels, written out (the compiled intrinsics keep a few row
