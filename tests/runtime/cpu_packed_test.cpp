@@ -585,7 +585,9 @@ TEST(CpuPacked, SimdU8RequantizationIsExactAtRoundingSteps) {
   }
   if (runs == 0) GTEST_SKIP() << "no 8-bit GEMM micro-kernels on this CPU";
   EXPECT_GT(exact_steps, runs * 32 * 9 / 10);  // nearly every window straddles a step
-  if (float_sets) EXPECT_GT(float_panels, 20);  // the float form ran on many panels
+  if (float_sets) {
+    EXPECT_GT(float_panels, 20);  // the float form ran on many panels
+  }
   // Exact ties: multipliers 2^30 and 3 * 2^29 make x * M + the rounding constant a multiple
   // of 2^(31 + shift) for many small sums x, negative ones included (where double rounding's
   // constant is 2^31 less); every sum from -400 to 400, right shifts 1 to 8.
