@@ -1215,6 +1215,74 @@ inline unsigned char* aligned64(std::vector<unsigned char>& bytes, size_t n) {
   return bytes.data() + (misalign ? 64 - misalign : 0);
 }
 
+// The row with the float form of the requantization on every group: each pair of groups
+// across the whole row, its weights and constants in registers, each pixel's sums
+// requantized and stored as they come (no sums through memory: stores of them to the stack
+// made the next pixels' input loads wait behind them).
+template <int TAPS, bool kSign, int kKind>
+TS_AVX512_VNNI void dw_row_zmm_float(const DwRow& r, const Fq16* fq16, const Out16& out) {
+  constexpr int kMaxPairs = 8;
+  const int taps = TAPS > 0 ? TAPS : r.taps;
+  const int pairs = (taps + 1) / 2;
+  const int64_t groups = r.cpad / kPanel;
+  int64_t off[kMaxPairs * 2];
+  for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
+  for (int64_t g = 0; g < groups; g += 2) {
+    const bool two = g + 1 < groups;
+    const __mmask32 in_mask = two ? 0xFFFFFFFFu : 0x0000FFFFu;
+    __m512i wlo[kMaxPairs], whi[kMaxPairs];
+    const int16_t* w0 = r.w + g * pairs * 32;
+    const int16_t* w1 = w0 + pairs * 32;
+#pragma GCC unroll 8
+    for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
+      if (TAPS == 0 && p >= pairs) break;
+      const __m256i lo1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32)) : _mm256_setzero_si256();
+      const __m256i hi1 =
+          two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32 + 16)) : _mm256_setzero_si256();
+      wlo[p] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32))), lo1, 1);
+      whi[p] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32 + 16))), hi1, 1);
+    }
+    const Fq16 f0 = fq16[g], f1 = fq16[two ? g + 1 : g];
+    const __m512i bias0 = _mm512_loadu_si512(r.rq->bias + g * kPanel);
+    const __m512i bias1 = _mm512_loadu_si512(r.rq->bias + (two ? g + 1 : g) * kPanel);
+    const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
+    const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
+    const __mmask16 keep1 =
+        static_cast<__mmask16>(!two || left1 <= 0 ? 0u : left1 >= kPanel ? 0xFFFFu : (1u << left1) - 1u);
+    const int16_t* xg = r.x + g * kPanel;
+    uint8_t* y = r.y + g * kPanel;
+    for (int64_t ox = 0; ox < r.ow; ++ox, xg += r.xstep, y += r.channels) {
+      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
+        if (TAPS == 0 && p >= pairs) break;
+        const __m512i xa = _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p]);
+        const __m512i xb =
+            2 * p + 1 < taps ? _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p + 1]) : _mm512_setzero_si512();
+        lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
+        hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
+      }
+      // group g: the low 256 bits of lo and hi; group g + 1: the high ones
+      const __m512i a0 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0x44), bias0);
+      const __m128i b0 = _mm_shuffle_epi32(bytes16_zmm<kKind>(rescale16f<kSign>(a0, f0), out), 0xD8);
+      if (keep0 == 0xFFFF)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b0);
+      else
+        _mm_mask_storeu_epi8(y, keep0, b0);
+      if (keep1) {
+        const __m512i a1 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0xEE), bias1);
+        const __m128i b1 = _mm_shuffle_epi32(bytes16_zmm<kKind>(rescale16f<kSign>(a1, f1), out), 0xD8);
+        if (keep1 == 0xFFFF)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(y + kPanel), b1);
+        else
+          _mm_mask_storeu_epi8(y + kPanel, keep1, b1);
+      }
+    }
+  }
+}
+
 template <int TAPS>
 TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
   constexpr int kMaxPairs = 8;  // 15 or 16 taps; more: dw_row_t
@@ -1245,6 +1313,22 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
   }
   const Out16 out = float_rows ? make_out16f(*r.rq) : make_out16(*r.rq);
   const bool sign = sign_term(*r.rq);
+  if (float_rows) {
+#define TS_DW_FLOAT(S, K) dw_row_zmm_float<TAPS, S, K>(r, fq16, out)
+    if (sign) {
+      if (out.kind == 3) TS_DW_FLOAT(true, 3);
+      else if (out.kind == 4) TS_DW_FLOAT(true, 4);
+      else if (out.kind == 1) TS_DW_FLOAT(true, 1);
+      else TS_DW_FLOAT(true, 0);
+    } else {
+      if (out.kind == 3) TS_DW_FLOAT(false, 3);
+      else if (out.kind == 4) TS_DW_FLOAT(false, 4);
+      else if (out.kind == 1) TS_DW_FLOAT(false, 1);
+      else TS_DW_FLOAT(false, 0);
+    }
+#undef TS_DW_FLOAT
+    return;
+  }
   int64_t off[kMaxPairs * 2];
   for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
   constexpr int64_t kPixels = 8;
