@@ -1161,11 +1161,27 @@ void dw_row_t(const DwRow& r) {
   }
 }
 
-// The requantization of a block of depthwise pixels: npx pixels' sums of one channel group
-// (v0) or two (v1 given), at acc[pixel][group][16] in the row kernel's lane order (channels
-// 0-3, 8-11, 4-7, 12-15: dwords 0, 2, 1, 3 of the bytes put them in order), the bias added
-// here; pixel i's bytes at y + i * ystep. kSign and kKind: as rescale16 and bytes16_zmm.
-// 16 requantized depthwise lanes stored as bytes in channel order (dwords 0, 2, 1, 3).
+// ---- depthwise row on 512-bit vectors (AVX512-VNNI) ----
+//
+// Two channel groups per vector: 32 centred int16 inputs per tap, the pair of taps
+// interleaved per 128-bit lane as dw_row_t does (so the low 256 bits are group g exactly
+// as the AVX2 row has it, the high 256 bits group g + 1), one vpdpwssd per vector and tap
+// pair. Each pair of groups goes across the whole row with its weights and requantization
+// constants in registers (the float form, rescale16f, where both groups have it, else
+// rescale16), each pixel's sums requantized and stored as they come: sums stored to the
+// stack for a later pass made the next pixels' input loads wait behind those stores. A
+// last odd group reads its 16 inputs under a mask (nothing beyond them is touched) with
+// zero weights above. Ops whose constants allow neither form take dw_row_t.
+
+// n bytes of `bytes` (grown as needed) from a 64-byte boundary.
+inline unsigned char* aligned64(std::vector<unsigned char>& bytes, size_t n) {
+  if (bytes.size() < n + 64) bytes.resize(n + 64);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(bytes.data()) % 64;
+  return bytes.data() + (misalign ? 64 - misalign : 0);
+}
+
+// 16 requantized lanes of a group (row-kernel lane order: dwords 0, 2, 1, 3 of the bytes are
+// channels 0-3, 4-7, 8-11, 12-15) stored in channel order under `keep`.
 template <int kKind>
 TS_AVX512_VNNI inline void dw_store16(uint8_t* p, __mmask16 keep, __m512i q, const Out16& out) {
   const __m128i b = _mm_shuffle_epi32(bytes16_zmm<kKind>(q, out), 0xD8);
@@ -1175,133 +1191,88 @@ TS_AVX512_VNNI inline void dw_store16(uint8_t* p, __mmask16 keep, __m512i q, con
     _mm_mask_storeu_epi8(p, keep, b);
 }
 
-// (A macro, not a lambda: clang compiles lambdas without the function's target.)
-#define TS_DW_RESCALE(X, G) (kFloat ? rescale16f<kSign>(X, f[G]) : rescale16<kSign>(X, v[G]))
-template <bool kFloat, bool kSign, int kKind>
-TS_AVX512_VNNI inline void dw_requant_zmm(const int32_t* acc, int npx, const int32_t* bias, const Rq16* v,
-                                          const Fq16* f, bool two, const Out16& out, __mmask16 keep0,
-                                          __mmask16 keep1, uint8_t* y, int64_t ystep) {
-  const __m512i bias0 = _mm512_loadu_si512(bias);
-  if (two) {
-    const __m512i bias1 = _mm512_loadu_si512(bias + kPanel);
-    for (int i = 0; i < npx; ++i, y += ystep) {
-      const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
-      const __m512i a1 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel + kPanel), bias1);
-      dw_store16<kKind>(y, keep0, TS_DW_RESCALE(a0, 0), out);
-      dw_store16<kKind>(y + kPanel, keep1, TS_DW_RESCALE(a1, 1), out);
-    }
-  } else {
-    for (int i = 0; i < npx; ++i, y += ystep) {
-      const __m512i a0 = _mm512_add_epi32(_mm512_load_si512(acc + i * 2 * kPanel), bias0);
-      dw_store16<kKind>(y, keep0, TS_DW_RESCALE(a0, 0), out);
-    }
-  }
-}
-#undef TS_DW_RESCALE
+constexpr int kDwMaxPairs = 8;  // 15 or 16 taps; more: dw_row_t
 
-// ---- depthwise row on 512-bit vectors (AVX512-VNNI) ----
-//
-// Two channel groups per vector: 32 centred int16 inputs per tap, the pair of taps
-// interleaved per 128-bit lane as dw_row_t does (so the low 256 bits are group g exactly
-// as the AVX2 row has it, the high 256 bits group g + 1), one vpdpwssd per vector and tap
-// pair. The pair's weights are assembled once per block of pixels and stay in registers;
-// the requantization is rescale16's, one zmm per group and pixel. A last odd group reads
-// its 16 inputs under a mask (nothing beyond them is touched) with zero weights above.
-// Rows whose requantization constants do not allow rescale16 take dw_row_t.
-// n bytes of `bytes` (grown as needed) from a 64-byte boundary.
-inline unsigned char* aligned64(std::vector<unsigned char>& bytes, size_t n) {
-  if (bytes.size() < n + 64) bytes.resize(n + 64);
-  const uintptr_t misalign = reinterpret_cast<uintptr_t>(bytes.data()) % 64;
-  return bytes.data() + (misalign ? 64 - misalign : 0);
-}
-
-// The row with the float form of the requantization on every group: each pair of groups
-// across the whole row, its weights and constants in registers, each pixel's sums
-// requantized and stored as they come (no sums through memory: stores of them to the stack
-// made the next pixels' input loads wait behind them).
-template <int TAPS, bool kSign, int kKind>
-TS_AVX512_VNNI void dw_row_zmm_float(const DwRow& r, const Fq16* fq16, const Out16& out) {
-  constexpr int kMaxPairs = 8;
+// Groups g and g + 1 (g + 1 < groups: `two`) of the row; kFloat: rescale16f with fq16[g],
+// else rescale16 with rq16[g]. kSign, kKind: as rescale16 / rescale16f and bytes16_zmm.
+template <int TAPS, bool kFloat, bool kSign, int kKind>
+TS_AVX512_VNNI void dw_pair_zmm(const DwRow& r, int64_t g, bool two, const int64_t* off, const Rq16* rq16,
+                                const Fq16* fq16, const Out16& out) {
   const int taps = TAPS > 0 ? TAPS : r.taps;
   const int pairs = (taps + 1) / 2;
-  const int64_t groups = r.cpad / kPanel;
-  int64_t off[kMaxPairs * 2];
-  for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
-  for (int64_t g = 0; g < groups; g += 2) {
-    const bool two = g + 1 < groups;
-    const __mmask32 in_mask = two ? 0xFFFFFFFFu : 0x0000FFFFu;
-    __m512i wlo[kMaxPairs], whi[kMaxPairs];
-    const int16_t* w0 = r.w + g * pairs * 32;
-    const int16_t* w1 = w0 + pairs * 32;
+  const __mmask32 in_mask = two ? 0xFFFFFFFFu : 0x0000FFFFu;
+  __m512i wlo[kDwMaxPairs], whi[kDwMaxPairs];
+  const int16_t* w0 = r.w + g * pairs * 32;
+  const int16_t* w1 = w0 + pairs * 32;
 #pragma GCC unroll 8
-    for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
+  for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kDwMaxPairs); ++p) {
+    if (TAPS == 0 && p >= pairs) break;
+    const __m256i lo1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32)) : _mm256_setzero_si256();
+    const __m256i hi1 =
+        two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32 + 16)) : _mm256_setzero_si256();
+    wlo[p] = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32))), lo1, 1);
+    whi[p] = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32 + 16))), hi1, 1);
+  }
+  const int64_t g1 = two ? g + 1 : g;
+  const __m512i bias0 = _mm512_loadu_si512(r.rq->bias + g * kPanel);
+  const __m512i bias1 = _mm512_loadu_si512(r.rq->bias + g1 * kPanel);
+  const Fq16 f0 = kFloat ? fq16[g] : Fq16{}, f1 = kFloat ? fq16[g1] : Fq16{};
+  const Rq16 v0 = kFloat ? Rq16{} : rq16[g], v1 = kFloat ? Rq16{} : rq16[g1];
+  const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
+  const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
+  const __mmask16 keep1 =
+      static_cast<__mmask16>(!two || left1 <= 0 ? 0u : left1 >= kPanel ? 0xFFFFu : (1u << left1) - 1u);
+  const int16_t* xg = r.x + g * kPanel;
+  uint8_t* y = r.y + g * kPanel;
+  for (int64_t ox = 0; ox < r.ow; ++ox, xg += r.xstep, y += r.channels) {
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kDwMaxPairs); ++p) {
       if (TAPS == 0 && p >= pairs) break;
-      const __m256i lo1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32)) : _mm256_setzero_si256();
-      const __m256i hi1 =
-          two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32 + 16)) : _mm256_setzero_si256();
-      wlo[p] = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32))), lo1, 1);
-      whi[p] = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32 + 16))), hi1, 1);
+      const __m512i xa = _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p]);
+      const __m512i xb =
+          2 * p + 1 < taps ? _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p + 1]) : _mm512_setzero_si512();
+      lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
+      hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
     }
-    const Fq16 f0 = fq16[g], f1 = fq16[two ? g + 1 : g];
-    const __m512i bias0 = _mm512_loadu_si512(r.rq->bias + g * kPanel);
-    const __m512i bias1 = _mm512_loadu_si512(r.rq->bias + (two ? g + 1 : g) * kPanel);
-    const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
-    const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
-    const __mmask16 keep1 =
-        static_cast<__mmask16>(!two || left1 <= 0 ? 0u : left1 >= kPanel ? 0xFFFFu : (1u << left1) - 1u);
-    const int16_t* xg = r.x + g * kPanel;
-    uint8_t* y = r.y + g * kPanel;
-    for (int64_t ox = 0; ox < r.ow; ++ox, xg += r.xstep, y += r.channels) {
-      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
-        if (TAPS == 0 && p >= pairs) break;
-        const __m512i xa = _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p]);
-        const __m512i xb =
-            2 * p + 1 < taps ? _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p + 1]) : _mm512_setzero_si512();
-        lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
-        hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
-      }
-      // group g: the low 256 bits of lo and hi; group g + 1: the high ones
-      const __m512i a0 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0x44), bias0);
-      const __m128i b0 = _mm_shuffle_epi32(bytes16_zmm<kKind>(rescale16f<kSign>(a0, f0), out), 0xD8);
-      if (keep0 == 0xFFFF)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y), b0);
-      else
-        _mm_mask_storeu_epi8(y, keep0, b0);
-      if (keep1) {
-        const __m512i a1 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0xEE), bias1);
-        const __m128i b1 = _mm_shuffle_epi32(bytes16_zmm<kKind>(rescale16f<kSign>(a1, f1), out), 0xD8);
-        if (keep1 == 0xFFFF)
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(y + kPanel), b1);
-        else
-          _mm_mask_storeu_epi8(y + kPanel, keep1, b1);
-      }
+    // group g: the low 256 bits of lo and hi; group g + 1: the high ones
+    const __m512i a0 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0x44), bias0);
+    dw_store16<kKind>(y, keep0, kFloat ? rescale16f<kSign>(a0, f0) : rescale16<kSign>(a0, v0), out);
+    if (keep1) {
+      const __m512i a1 = _mm512_add_epi32(_mm512_shuffle_i64x2(lo, hi, 0xEE), bias1);
+      dw_store16<kKind>(y + kPanel, keep1, kFloat ? rescale16f<kSign>(a1, f1) : rescale16<kSign>(a1, v1), out);
     }
   }
 }
 
 template <int TAPS>
 TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
-  constexpr int kMaxPairs = 8;  // 15 or 16 taps; more: dw_row_t
   const int taps = TAPS > 0 ? TAPS : r.taps;
   const int pairs = (taps + 1) / 2;
   const int64_t groups = r.cpad / kPanel;
-  // The op's constants per group (made by its first row on this thread): the float form
-  // where every group has it, else rescale16's
+  // The op's constants per group and the form of each pair of groups (pair_float[g / 2]:
+  // the float form, which both groups then have; else rescale16's, which both then have),
+  // made by its first row on this thread.
   thread_local std::vector<unsigned char> rq_bytes, fq_bytes;
+  thread_local std::vector<bool> pair_float;
   Rq16* rq16 = reinterpret_cast<Rq16*>(aligned64(rq_bytes, static_cast<size_t>(groups) * sizeof(Rq16)));
   Fq16* fq16 = reinterpret_cast<Fq16*>(aligned64(fq_bytes, static_cast<size_t>(groups) * sizeof(Fq16)));
-  thread_local bool avx2_rows = false;  // the op's constants allow neither form
-  thread_local bool float_rows = false;
+  thread_local bool avx2_rows = false;  // some pair of groups has neither form
   if (!r.same_op) {
-    float_rows = true;
-    for (int64_t g = 0; g < groups && float_rows; ++g) float_rows = make_fq16(*r.rq, g * kPanel, fq16[g]);
     avx2_rows = false;
-    for (int64_t g = 0; g < groups && !avx2_rows && !float_rows; ++g)
-      avx2_rows = !make_rq16(*r.rq, g * kPanel, rq16[g]);
+    pair_float.assign(static_cast<size_t>((groups + 1) / 2), false);
+    bool f_ok[2] = {false, false}, r_ok[2] = {false, false};
+    for (int64_t g = 0; g < groups; ++g) {
+      f_ok[g % 2] = make_fq16(*r.rq, g * kPanel, fq16[g]);
+      r_ok[g % 2] = make_rq16(*r.rq, g * kPanel, rq16[g]);
+      if (g % 2 == 1 || g + 1 == groups) {
+        const bool two = g % 2 == 1;
+        pair_float[g / 2] = f_ok[0] && (!two || f_ok[1]);
+        if (!pair_float[g / 2] && !(r_ok[0] && (!two || r_ok[1]))) avx2_rows = true;
+      }
+    }
   }
   if (avx2_rows) {
     if constexpr (TAPS > 0) {
@@ -1311,97 +1282,36 @@ TS_AVX512_VNNI void dw_row_zmm_t(const DwRow& r) {
     }
     return;
   }
-  const Out16 out = float_rows ? make_out16f(*r.rq) : make_out16(*r.rq);
+  const Out16 out_i = make_out16(*r.rq), out_f = make_out16f(*r.rq);
   const bool sign = sign_term(*r.rq);
-  if (float_rows) {
-#define TS_DW_FLOAT(S, K) dw_row_zmm_float<TAPS, S, K>(r, fq16, out)
-    if (sign) {
-      if (out.kind == 3) TS_DW_FLOAT(true, 3);
-      else if (out.kind == 4) TS_DW_FLOAT(true, 4);
-      else if (out.kind == 1) TS_DW_FLOAT(true, 1);
-      else TS_DW_FLOAT(true, 0);
-    } else {
-      if (out.kind == 3) TS_DW_FLOAT(false, 3);
-      else if (out.kind == 4) TS_DW_FLOAT(false, 4);
-      else if (out.kind == 1) TS_DW_FLOAT(false, 1);
-      else TS_DW_FLOAT(false, 0);
-    }
-#undef TS_DW_FLOAT
-    return;
-  }
-  int64_t off[kMaxPairs * 2];
+  int64_t off[kDwMaxPairs * 2];
   for (int t = 0; t < 2 * pairs; ++t) off[t] = t < taps ? r.tap_off[t] : 0;
-  constexpr int64_t kPixels = 8;
-  alignas(64) int32_t acc[kPixels][2][kPanel];
-  for (int64_t ox0 = 0; ox0 < r.ow; ox0 += kPixels) {
-    const int64_t ox1 = std::min(r.ow, ox0 + kPixels);
-    for (int64_t g = 0; g < groups; g += 2) {
-      const bool two = g + 1 < groups;
-      const __mmask32 in_mask = two ? 0xFFFFFFFFu : 0x0000FFFFu;
-      __m512i wlo[kMaxPairs], whi[kMaxPairs];
-      const int16_t* w0 = r.w + g * pairs * 32;
-      const int16_t* w1 = w0 + pairs * 32;
-#pragma GCC unroll 8
-      for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
-        if (TAPS == 0 && p >= pairs) break;
-        const __m256i lo1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32)) : _mm256_setzero_si256();
-        const __m256i hi1 =
-            two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + p * 32 + 16)) : _mm256_setzero_si256();
-        wlo[p] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32))), lo1, 1);
-        whi[p] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + p * 32 + 16))), hi1, 1);
-      }
-      for (int64_t ox = ox0; ox < ox1; ++ox) {
-        const int16_t* xg = r.x + ox * r.xstep + g * kPanel;
-        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-
-#pragma GCC unroll 8
-        for (int p = 0; p < (TAPS > 0 ? (TAPS + 1) / 2 : kMaxPairs); ++p) {
-          if (TAPS == 0 && p >= pairs) break;
-          const __m512i xa = _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p]);
-          const __m512i xb =
-              2 * p + 1 < taps ? _mm512_maskz_loadu_epi16(in_mask, xg + off[2 * p + 1]) : _mm512_setzero_si512();
-          lo = _mm512_dpwssd_epi32(lo, _mm512_unpacklo_epi16(xa, xb), wlo[p]);
-          hi = _mm512_dpwssd_epi32(hi, _mm512_unpackhi_epi16(xa, xb), whi[p]);
-        }
-        // group g: the low 256 bits of lo and hi; group g + 1: the high ones
-        _mm512_store_si512(acc[ox - ox0][0], _mm512_shuffle_i64x2(lo, hi, 0x44));
-        _mm512_store_si512(acc[ox - ox0][1], _mm512_shuffle_i64x2(lo, hi, 0xEE));
-      }
-      const int64_t left0 = r.channels - g * kPanel, left1 = left0 - kPanel;
-      const __mmask16 keep0 = static_cast<__mmask16>(left0 >= kPanel ? 0xFFFFu : (1u << left0) - 1u);
-      const __mmask16 keep1 =
-          static_cast<__mmask16>(left1 >= kPanel ? 0xFFFFu : left1 <= 0 ? 0u : (1u << left1) - 1u);
-      const int npx = static_cast<int>(ox1 - ox0);
-      uint8_t* y = r.y + ox0 * r.channels + g * kPanel;
-      const bool two_out = two && keep1;
-#define TS_DW_RQ(F, S, K)                                                                                  \
-  dw_requant_zmm<F, S, K>(acc[0][0], npx, r.rq->bias + g * kPanel, rq16 + g, fq16 + g, two_out, out, keep0, \
-                          keep1, y, r.channels)
-      if (float_rows) {
-        if (sign) {
-          if (out.kind == 3) TS_DW_RQ(true, true, 3);
-          else if (out.kind == 4) TS_DW_RQ(true, true, 4);
-          else if (out.kind == 1) TS_DW_RQ(true, true, 1);
-          else TS_DW_RQ(true, true, 0);
-        } else {
-          if (out.kind == 3) TS_DW_RQ(true, false, 3);
-          else if (out.kind == 4) TS_DW_RQ(true, false, 4);
-          else if (out.kind == 1) TS_DW_RQ(true, false, 1);
-          else TS_DW_RQ(true, false, 0);
-        }
-      } else if (sign) {
-        if (out.kind == 2) TS_DW_RQ(false, true, 2);
-        else if (out.kind == 1) TS_DW_RQ(false, true, 1);
-        else TS_DW_RQ(false, true, 0);
+  for (int64_t g = 0; g < groups; g += 2) {
+    const bool two = g + 1 < groups;
+    const bool fl = pair_float[g / 2];
+#define TS_DW_PAIR(F, S, K) dw_pair_zmm<TAPS, F, S, K>(r, g, two, off, rq16, fq16, F ? out_f : out_i)
+    if (fl) {
+      if (sign) {
+        if (out_f.kind == 3) TS_DW_PAIR(true, true, 3);
+        else if (out_f.kind == 4) TS_DW_PAIR(true, true, 4);
+        else if (out_f.kind == 1) TS_DW_PAIR(true, true, 1);
+        else TS_DW_PAIR(true, true, 0);
       } else {
-        if (out.kind == 2) TS_DW_RQ(false, false, 2);
-        else if (out.kind == 1) TS_DW_RQ(false, false, 1);
-        else TS_DW_RQ(false, false, 0);
+        if (out_f.kind == 3) TS_DW_PAIR(true, false, 3);
+        else if (out_f.kind == 4) TS_DW_PAIR(true, false, 4);
+        else if (out_f.kind == 1) TS_DW_PAIR(true, false, 1);
+        else TS_DW_PAIR(true, false, 0);
       }
-#undef TS_DW_RQ
+    } else if (sign) {
+      if (out_i.kind == 2) TS_DW_PAIR(false, true, 2);
+      else if (out_i.kind == 1) TS_DW_PAIR(false, true, 1);
+      else TS_DW_PAIR(false, true, 0);
+    } else {
+      if (out_i.kind == 2) TS_DW_PAIR(false, false, 2);
+      else if (out_i.kind == 1) TS_DW_PAIR(false, false, 1);
+      else TS_DW_PAIR(false, false, 0);
     }
+#undef TS_DW_PAIR
   }
 }
 
