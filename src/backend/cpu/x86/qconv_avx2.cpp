@@ -687,44 +687,57 @@ constexpr int kZmmTileRows = 12;
   "vpbroadcastd " BASE IDX ", %%zmm26\n\t" FLIP                              \
   "vpdpbusd %%zmm24, %%zmm26, %%zmm" A0 "\n\t"                              \
   "vpdpbusd %%zmm25, %%zmm26, %%zmm" A1 "\n\t"
+// The float form of the requantization (Requant::fscale, float_requant_form) on 16 lanes
+// (make_fq16 below).
+struct Fq16 {
+  __m512 scale, off_pos, off_neg;
+};
+
+// The tile's bias loads and k loop (asm text).
+#define TS_ZLOOP12_TEXT(FLIP)                                                                               \
+  "vmovdqu32 (%[bias]), %%zmm0\n\t"                                                                         \
+  "vmovdqu32 64(%[bias]), %%zmm1\n\t"                                                                       \
+  "vmovdqa32 %%zmm0, %%zmm2\n\t vmovdqa32 %%zmm1, %%zmm3\n\t"                                               \
+  "vmovdqa32 %%zmm0, %%zmm4\n\t vmovdqa32 %%zmm1, %%zmm5\n\t"                                               \
+  "vmovdqa32 %%zmm0, %%zmm6\n\t vmovdqa32 %%zmm1, %%zmm7\n\t"                                               \
+  "vmovdqa32 %%zmm0, %%zmm8\n\t vmovdqa32 %%zmm1, %%zmm9\n\t"                                               \
+  "vmovdqa32 %%zmm0, %%zmm10\n\t vmovdqa32 %%zmm1, %%zmm11\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm12\n\t vmovdqa32 %%zmm1, %%zmm13\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm14\n\t vmovdqa32 %%zmm1, %%zmm15\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm16\n\t vmovdqa32 %%zmm1, %%zmm17\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm18\n\t vmovdqa32 %%zmm1, %%zmm19\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm20\n\t vmovdqa32 %%zmm1, %%zmm21\n\t"                                             \
+  "vmovdqa32 %%zmm0, %%zmm22\n\t vmovdqa32 %%zmm1, %%zmm23\n\t"                                             \
+  "vpbroadcastd %[flipc], %%zmm27\n\t"                                                                      \
+  "test %[n], %[n]\n\t"                                                                                     \
+  "jle 2f\n\t"                                                                                              \
+  "1:\n\t"                                                                                                  \
+  "vmovdqu64 (%[b]), %%zmm24\n\t"                                                                           \
+  "vmovdqu64 (%[b],%[ps]), %%zmm25\n\t"                                                                     \
+  TS_ZROW("(%[a0]", ")", "0", "1", FLIP)                                                                    \
+  TS_ZROW("(%[a0],%[s]", ")", "2", "3", FLIP)                                                               \
+  TS_ZROW("(%[a0],%[s],2", ")", "4", "5", FLIP)                                                             \
+  TS_ZROW("(%[a3]", ")", "6", "7", FLIP)                                                                    \
+  TS_ZROW("(%[a3],%[s]", ")", "8", "9", FLIP)                                                               \
+  TS_ZROW("(%[a3],%[s],2", ")", "10", "11", FLIP)                                                           \
+  TS_ZROW("(%[a6]", ")", "12", "13", FLIP)                                                                  \
+  TS_ZROW("(%[a6],%[s]", ")", "14", "15", FLIP)                                                             \
+  TS_ZROW("(%[a6],%[s],2", ")", "16", "17", FLIP)                                                           \
+  TS_ZROW("(%[a9]", ")", "18", "19", FLIP)                                                                  \
+  TS_ZROW("(%[a9],%[s]", ")", "20", "21", FLIP)                                                             \
+  TS_ZROW("(%[a9],%[s],2", ")", "22", "23", FLIP)                                                           \
+  "add $64, %[b]\n\t"                                                                                       \
+  "add $4, %[a0]\n\t add $4, %[a3]\n\t add $4, %[a6]\n\t add $4, %[a9]\n\t"                                 \
+  "dec %[n]\n\t"                                                                                            \
+  "jnz 1b\n\t"                                                                                              \
+  "2:\n\t"
+#define TS_ZCLOBBER                                                                                          \
+  "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
+      "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",    \
+      "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29"
 #define TS_ZLOOP12(FLIP)                                                                                    \
   asm volatile(                                                                                              \
-      "vmovdqu32 (%[bias]), %%zmm0\n\t"                                                                      \
-      "vmovdqu32 64(%[bias]), %%zmm1\n\t"                                                                    \
-      "vmovdqa32 %%zmm0, %%zmm2\n\t vmovdqa32 %%zmm1, %%zmm3\n\t"                                            \
-      "vmovdqa32 %%zmm0, %%zmm4\n\t vmovdqa32 %%zmm1, %%zmm5\n\t"                                            \
-      "vmovdqa32 %%zmm0, %%zmm6\n\t vmovdqa32 %%zmm1, %%zmm7\n\t"                                            \
-      "vmovdqa32 %%zmm0, %%zmm8\n\t vmovdqa32 %%zmm1, %%zmm9\n\t"                                            \
-      "vmovdqa32 %%zmm0, %%zmm10\n\t vmovdqa32 %%zmm1, %%zmm11\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm12\n\t vmovdqa32 %%zmm1, %%zmm13\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm14\n\t vmovdqa32 %%zmm1, %%zmm15\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm16\n\t vmovdqa32 %%zmm1, %%zmm17\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm18\n\t vmovdqa32 %%zmm1, %%zmm19\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm20\n\t vmovdqa32 %%zmm1, %%zmm21\n\t"                                          \
-      "vmovdqa32 %%zmm0, %%zmm22\n\t vmovdqa32 %%zmm1, %%zmm23\n\t"                                          \
-      "vpbroadcastd %[flipc], %%zmm27\n\t"                                                                   \
-      "test %[n], %[n]\n\t"                                                                                  \
-      "jle 2f\n\t"                                                                                           \
-      "1:\n\t"                                                                                               \
-      "vmovdqu64 (%[b]), %%zmm24\n\t"                                                                        \
-      "vmovdqu64 (%[b],%[ps]), %%zmm25\n\t"                                                                  \
-      TS_ZROW("(%[a0]", ")", "0", "1", FLIP)                                                                 \
-      TS_ZROW("(%[a0],%[s]", ")", "2", "3", FLIP)                                                            \
-      TS_ZROW("(%[a0],%[s],2", ")", "4", "5", FLIP)                                                          \
-      TS_ZROW("(%[a3]", ")", "6", "7", FLIP)                                                                 \
-      TS_ZROW("(%[a3],%[s]", ")", "8", "9", FLIP)                                                            \
-      TS_ZROW("(%[a3],%[s],2", ")", "10", "11", FLIP)                                                        \
-      TS_ZROW("(%[a6]", ")", "12", "13", FLIP)                                                               \
-      TS_ZROW("(%[a6],%[s]", ")", "14", "15", FLIP)                                                          \
-      TS_ZROW("(%[a6],%[s],2", ")", "16", "17", FLIP)                                                        \
-      TS_ZROW("(%[a9]", ")", "18", "19", FLIP)                                                               \
-      TS_ZROW("(%[a9],%[s]", ")", "20", "21", FLIP)                                                          \
-      TS_ZROW("(%[a9],%[s],2", ")", "22", "23", FLIP)                                                        \
-      "add $64, %[b]\n\t"                                                                                    \
-      "add $4, %[a0]\n\t add $4, %[a3]\n\t add $4, %[a6]\n\t add $4, %[a9]\n\t"                              \
-      "dec %[n]\n\t"                                                                                         \
-      "jnz 1b\n\t"                                                                                           \
-      "2:\n\t"                                                                                               \
+      TS_ZLOOP12_TEXT(FLIP)                                                                                  \
       "vmovdqu32 %%zmm0, (%[o])\n\t vmovdqu32 %%zmm1, 64(%[o])\n\t"                                          \
       "vmovdqu32 %%zmm2, 128(%[o])\n\t vmovdqu32 %%zmm3, 192(%[o])\n\t"                                      \
       "vmovdqu32 %%zmm4, 256(%[o])\n\t vmovdqu32 %%zmm5, 320(%[o])\n\t"                                      \
@@ -739,9 +752,45 @@ constexpr int kZmmTileRows = 12;
       "vmovdqu32 %%zmm22, 1408(%[o])\n\t vmovdqu32 %%zmm23, 1472(%[o])\n\t"                                  \
       : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [a6] "+r"(a6), [a9] "+r"(a9), [n] "+r"(n)                  \
       : [s] "r"(lda), [ps] "r"(pstride), [o] "r"(acc), [bias] "r"(bias), [flipc] "m"(kFlipWord)              \
-      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
-        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",     \
-        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27")
+      : TS_ZCLOBBER)
+
+// The float form's requantization of row sums ACC0 / ACC1 (the two panels) in place, their
+// bytes (as int8, XOR: then flipped to u8 less 128 as bytes16_zmm's kind 3) to ADDR and
+// ADDR + 16: zmm24 / zmm25 the panels' scales, zmm26 / zmm27 their offsets, xmm28 0x80s.
+#define TS_ZRQ(ACC0, ACC1, ADDR, XOR)                                                       \
+  "vcvtdq2ps %{rn-sae%}, %%zmm" ACC0 ", %%zmm" ACC0 "\n\t"                                    \
+  "vcvtdq2ps %{rn-sae%}, %%zmm" ACC1 ", %%zmm" ACC1 "\n\t"                                    \
+  "vfmadd213ps %{rn-sae%}, %%zmm26, %%zmm24, %%zmm" ACC0 "\n\t"                               \
+  "vfmadd213ps %{rn-sae%}, %%zmm27, %%zmm25, %%zmm" ACC1 "\n\t"                               \
+  "vcvtps2dq %{rd-sae%}, %%zmm" ACC0 ", %%zmm" ACC0 "\n\t"                                    \
+  "vcvtps2dq %{rd-sae%}, %%zmm" ACC1 ", %%zmm" ACC1 "\n\t"                                    \
+  "vpmovsdb %%zmm" ACC0 ", %%xmm29\n\t" XOR "vmovdqu32 %%xmm29, " ADDR "\n\t"                    \
+  "vpmovsdb %%zmm" ACC1 ", %%xmm29\n\t" XOR "vmovdqu32 %%xmm29, 16" ADDR "\n\t"
+#define TS_ZLOOP12_RQ(FLIP, XOR)                                                                            \
+  asm volatile(                                                                                              \
+      TS_ZLOOP12_TEXT(FLIP)                                                                                  \
+      "vmovaps (%[f0]), %%zmm24\n\t vmovaps (%[f1]), %%zmm25\n\t"                                            \
+      "vmovaps 64(%[f0]), %%zmm26\n\t vmovaps 64(%[f1]), %%zmm27\n\t"                                        \
+      "vpbroadcastd %[flipc], %%xmm28\n\t"                                                                   \
+      "lea (%[y],%[ly],2), %[a3]\n\t add %[ly], %[a3]\n\t"                                                   \
+      "lea (%[a3],%[ly],2), %[a6]\n\t add %[ly], %[a6]\n\t"                                                  \
+      "lea (%[a6],%[ly],2), %[a9]\n\t add %[ly], %[a9]\n\t"                                                  \
+      TS_ZRQ("0", "1", "(%[y])", XOR)                                                                        \
+      TS_ZRQ("2", "3", "(%[y],%[ly])", XOR)                                                                  \
+      TS_ZRQ("4", "5", "(%[y],%[ly],2)", XOR)                                                                \
+      TS_ZRQ("6", "7", "(%[a3])", XOR)                                                                       \
+      TS_ZRQ("8", "9", "(%[a3],%[ly])", XOR)                                                                 \
+      TS_ZRQ("10", "11", "(%[a3],%[ly],2)", XOR)                                                             \
+      TS_ZRQ("12", "13", "(%[a6])", XOR)                                                                     \
+      TS_ZRQ("14", "15", "(%[a6],%[ly])", XOR)                                                               \
+      TS_ZRQ("16", "17", "(%[a6],%[ly],2)", XOR)                                                             \
+      TS_ZRQ("18", "19", "(%[a9])", XOR)                                                                     \
+      TS_ZRQ("20", "21", "(%[a9],%[ly])", XOR)                                                               \
+      TS_ZRQ("22", "23", "(%[a9],%[ly],2)", XOR)                                                             \
+      : [b] "+r"(b), [a0] "+r"(a0), [a3] "+r"(a3), [a6] "+r"(a6), [a9] "+r"(a9), [n] "+r"(n)                  \
+      : [s] "r"(lda), [ps] "r"(pstride), [bias] "r"(bias), [flipc] "m"(kFlipWord), [f0] "r"(f0),             \
+        [f1] "r"(f1), [y] "r"(y), [ly] "r"(ldy)                                                              \
+      : TS_ZCLOBBER)
 
 constexpr uint32_t kFlipWord = 0x80808080u;
 
@@ -762,7 +811,38 @@ TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_loop12x2(int64_t kquad
     TS_ZLOOP12("");
 }
 
+// The same tile requantized in registers with the float form (the panels' Fq16 at f0, f1),
+// without the sign term, for whole-range output (kU8: u8 output, bytes16_zmm's kind 3; else
+// int8, kind 1), no fixes, 16 valid channels in both panels; row r's 32 bytes at y + r ldy.
+template <bool kFlip, bool kU8>
+TS_AVX512_VNNI __attribute__((noinline)) void gemm_u8_zmm_loop12x2_rq(int64_t kquads, const uint8_t* a, int64_t lda,
+                                                                      const int8_t* panel, const int32_t* bias,
+                                                                      const Fq16* f0, const Fq16* f1, uint8_t* y,
+                                                                      int64_t ldy) {
+  const uint8_t* a0 = a;
+  const uint8_t* a3 = a + 3 * lda;
+  const uint8_t* a6 = a + 6 * lda;
+  const uint8_t* a9 = a + 9 * lda;
+  const int8_t* b = panel;
+  const int64_t pstride = kquads * 64;
+  int64_t n = kquads;
+#define TS_XOR "vpxord %%xmm28, %%xmm29, %%xmm29\n\t"
+  if constexpr (kFlip && kU8)
+    TS_ZLOOP12_RQ("vpxord %%zmm27, %%zmm26, %%zmm26\n\t", TS_XOR);
+  else if constexpr (kFlip)
+    TS_ZLOOP12_RQ("vpxord %%zmm27, %%zmm26, %%zmm26\n\t", "");
+  else if constexpr (kU8)
+    TS_ZLOOP12_RQ("", TS_XOR);
+  else
+    TS_ZLOOP12_RQ("", "");
+#undef TS_XOR
+}
+
+#undef TS_ZLOOP12_RQ
+#undef TS_ZRQ
 #undef TS_ZLOOP12
+#undef TS_ZCLOBBER
+#undef TS_ZLOOP12_TEXT
 #undef TS_ZROW
 
 template <int MR, int NP, bool kFlip>
@@ -883,9 +963,6 @@ TS_AVX512_VNNI inline __m512i rescale16(__m512i x, const Rq16& v) {
 
 // The float form of the requantization (Requant::fscale, float_requant_form) on 16 lanes:
 // make_fq16 returns false unless every lane of the 16 channels from `ch` has it.
-struct Fq16 {
-  __m512 scale, off_pos, off_neg;
-};
 
 TS_AVX512_VNNI inline bool make_fq16(const Requant& rq, int64_t ch, Fq16& v) {
   if (!rq.fscale) return false;
@@ -1063,8 +1140,17 @@ TS_AVX512_VNNI void gemm_u8_zmm_np(int64_t m, int64_t kquads, const uint8_t* a, 
   const Fq16* f0 = make_fq16(rq, n0, f16[0]) ? &f16[0] : nullptr;
   const Fq16* f1 = NP == 2 && make_fq16(rq, n0 + kPanel, f16[NP - 1]) ? &f16[NP - 1] : nullptr;
   const Out16 out[2] = {make_out16(rq), make_out16f(rq)};  // rescale16's, rescale16f's
+  // whole two-panel tiles requantized in the asm tile: float form, no sign term or fixes,
+  // whole-range output, every channel valid
+  const bool fused = NP == 2 && f0 && f1 && !sign_term(rq) && nfix0 == 0 && nfix1 == 0 && nvalid == kPanel &&
+                     (out[1].kind == 3 || out[1].kind == 1);
   for (int64_t r = 0; r < m; r += kZmmTileRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kZmmTileRows, m - r));
+    if (fused && rows == kZmmTileRows) {
+      (out[1].kind == 3 ? gemm_u8_zmm_loop12x2_rq<kFlip, true> : gemm_u8_zmm_loop12x2_rq<kFlip, false>)(
+          kquads, a + r * lda, lda, panel, bias, f0, f1, y + r * ldy, ldy);
+      continue;
+    }
     (rows == kZmmTileRows ? full : kRows[rows])(kquads, a + r * lda, lda, panel, bias, acc);
     if constexpr (NP == 1) {
       gemm_u8_zmm_finish<kFlip>(acc, kPanel, rows, a + r * lda, lda, fix0, nfix0, rq, v0, f0, out, n0, nvalid,
