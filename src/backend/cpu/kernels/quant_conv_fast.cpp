@@ -13,6 +13,9 @@
 // when rows are few); each output value is computed by one thread, so results do not
 // depend on the thread count.
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -75,13 +78,21 @@ struct RequantArrays {
       foff_pos.assign(n, 0.0f);
       foff_neg.assign(n, 0.0f);
       const bool by_sign = !rq.single_round && rq.lo < rq.zp;
+      // (one search per distinct multiplier: per-tensor layers have one)
+      std::map<std::tuple<int32_t, int32_t, int32_t>, std::optional<uk::FloatRq>> found;
       for (size_t i = 0; i < n; ++i) {
-        uk::FloatRq f;
-        if (order[i] < 0)
+        if (order[i] < 0) {
           fscale[i] = 1.0f;  // padding: never stored
-        else if (uk::float_requant_form(mult[i], lshift[i], rshift[i], rq.single_round, rq.zp, rq.lo, rq.hi, by_sign,
-                                        uk::float_rq_base(rq.out_i8), f))
-          fscale[i] = f.scale, foff_pos[i] = f.off_pos, foff_neg[i] = f.off_neg;
+          continue;
+        }
+        auto [it, fresh] = found.try_emplace({mult[i], lshift[i], rshift[i]});
+        if (fresh) {
+          uk::FloatRq f;
+          if (uk::float_requant_form(mult[i], lshift[i], rshift[i], rq.single_round, rq.zp, rq.lo, rq.hi, by_sign,
+                                     uk::float_rq_base(rq.out_i8), f))
+            it->second = f;
+        }
+        if (it->second) fscale[i] = it->second->scale, foff_pos[i] = it->second->off_pos, foff_neg[i] = it->second->off_neg;
       }
       rq.fscale = fscale.data();
       rq.foff_pos = foff_pos.data();

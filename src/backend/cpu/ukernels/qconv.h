@@ -66,7 +66,9 @@ struct FloatRq {
 bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool single_round, int32_t zp, int32_t lo,
                         int32_t hi, bool by_sign, int32_t base, FloatRq& out);
 inline int32_t float_rq_base(bool out_i8) { return out_i8 ? 0 : 128; }
-// The float form's result for one sum (before the clamp), as the SIMD kernels compute it.
+// The float form's result for one sum (before the clamp), as the SIMD kernels compute it
+// (INT32_MIN where the float is outside int32's range: vcvtps2dq's answer, which the
+// kernels' narrowing takes to the low end).
 int32_t float_requant_floor(int32_t x, float scale, float offset, int32_t base);
 
 // One accumulator requantized as the reference kernels do (the scalar definition).

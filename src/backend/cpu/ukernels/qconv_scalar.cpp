@@ -20,8 +20,33 @@ int32_t requantize(int32_t acc, int64_t ch, const Requant& rq) {
   return q::clamp(v + rq.zp, rq.lo, rq.hi);
 }
 
+namespace {
+
+// fma(a, b, c) rounded once to float (to nearest): a * b is exact in double, and where the
+// double sum is exact too (TwoSum's error zero: the usual case here) its conversion is the
+// one rounding; else the library's fma (slow where the CPU has no FMA instruction).
+inline float fma_once(float a, float b, float c) {
+  const double p = static_cast<double>(a) * b;
+  const double s = p + c;
+  const double cb = s - p;
+  if ((p - (s - cb)) + (c - cb) == 0.0) return static_cast<float>(s);
+  return std::fma(a, b, c);
+}
+
+// floor(f) as int32, INT32_MIN outside the int32 range (vcvtps2dq's answer there too).
+inline int32_t floor_i32(float f) {
+  if (!(f >= -2147483648.0f && f < 2147483648.0f)) return std::numeric_limits<int32_t>::min();
+  int32_t i = static_cast<int32_t>(f);  // towards zero
+  if (static_cast<float>(i) > f) --i;
+  return i;
+}
+
+}  // namespace
+
 int32_t float_requant_floor(int32_t x, float scale, float offset, int32_t base) {
-  return static_cast<int32_t>(std::floor(std::fma(static_cast<float>(x), scale, offset))) + base;
+  const int32_t q = floor_i32(fma_once(static_cast<float>(x), scale, offset));
+  if (q == std::numeric_limits<int32_t>::min()) return q;
+  return static_cast<int32_t>(std::min<int64_t>(int64_t{q} + base, std::numeric_limits<int32_t>::max()));
 }
 
 bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool single_round, int32_t zp, int32_t lo,
@@ -38,8 +63,8 @@ bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool singl
   constexpr int64_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   const int32_t vmin = ref(kMin), vmax = ref(kMax);
   if (vmin >= vmax) return false;
-  // The steps: t[i] = the least x with ref(x) >= vmin + 1 + i, each found from a guess one
-  // real step length past the last (gallop, then bisect).
+  // The steps: t[i] = the least x with ref(x) >= vmin + 1 + i, each found from a guess
+  // (gallop, then bisect).
   const double m = std::ldexp(static_cast<double>(mult), shift - 31);  // outputs per unit of x
   const int nsteps = vmax - vmin;
   std::vector<int64_t> t(static_cast<size_t>(nsteps));
@@ -62,11 +87,10 @@ bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool singl
     }
     return lo_x;
   };
-  int64_t guess = std::llround(std::clamp((vmin + 0.5 - zp) / m, -4e9, 4e9));
-  const int64_t stride = std::llround(std::min(1.0 / m, 4e9));
+  // (the real step: x m crosses v - zp - 1/2; exact up to double's rounding and the ties)
   for (int i = 0; i < nsteps; ++i) {
-    t[i] = first_at_least(vmin + 1 + i, guess);
-    guess = t[i] + stride;
+    const double x = std::ceil((vmin + 1 + i - zp - 0.5) / m);
+    t[i] = first_at_least(vmin + 1 + i, static_cast<int64_t>(std::clamp(x, -4e9, 4e9)));
   }
   auto fits = [&](const FloatRq& f) {
     auto g = [&](int64_t x) {
