@@ -225,10 +225,10 @@ TEST(CpuPacked, SharedModelsAreByteIdenticalToTheReferenceKernels) {
 }
 
 // Quantized add and sub run from a table of all operand pairs made at compile time.
-TEST(CpuPacked, AddAndSubTablesAreByteIdenticalToTheReferenceKernels) {
+TEST(CpuPacked, AddSubAndMulTablesAreByteIdenticalToTheReferenceKernels) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> scale(0.01f, 0.2f);
-  for (OpKind op : {OpKind::add, OpKind::sub})
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul})
     for (DType dt : {DType::u8, DType::i8})
       for (bool broadcast : {false, true}) {
         std::uniform_int_distribution<int> zp(dt == DType::u8 ? 0 : -128, dt == DType::u8 ? 255 : 127);

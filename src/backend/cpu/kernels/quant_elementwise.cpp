@@ -171,18 +171,37 @@ Status add(KernelContext& c) { return add_sub(c, false); }
 Status sub(KernelContext& c) { return add_sub(c, true); }
 
 // MUL (mul.cc: real multiplier in float, then QuantizeMultiplier).
+struct MulParams {
+  q::Multiplier m;
+  int32_t z1, z2, zo;
+  q::Range r;
+  int32_t code(int32_t a, int32_t b) const { return q::clamp(q::multiply((a - z1) * (b - z2), m) + zo, r.lo, r.hi); }
+};
+MulParams mul_params(const Node& n, float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo, DType t) {
+  return {q::quantize_multiplier(static_cast<double>(s1 * s2 / so)), z1, z2, zo,
+          q::activation_range(n.attr_str("activation", "none"), t, so, zo)};
+}
+
+// The table of every operand pair (pair_table), as for ADD / SUB.
+Result<std::unique_ptr<PreparedKernel>> prepare_mul(const Graph& g, const Node& n) {
+  const Tensor &x0 = g.tensor(n.inputs[0]), &x1 = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
+  if (x0.quant.empty() || x1.quant.empty() || y.quant.empty()) return std::unique_ptr<PreparedKernel>();
+  const MulParams p = mul_params(n, x0.quant.scale[0], static_cast<int32_t>(x0.quant.zero_point_at(0)),
+                                 x1.quant.scale[0], static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0],
+                                 static_cast<int32_t>(y.quant.zero_point_at(0)), y.dtype);
+  return pair_table(g, n, [&](int32_t a, int32_t b) { return p.code(a, b); });
+}
+
 Status mul(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_binary(c));
-  const float s1 = scale_of(c.in[0]), s2 = scale_of(c.in[1]), so = scale_of(c.out[0]);
-  const q::Multiplier m = q::quantize_multiplier(static_cast<double>(s1 * s2 / so));
-  const int32_t z1 = zp_of(c.in[0]), z2 = zp_of(c.in[1]), zo = zp_of(c.out[0]);
+  if (c.prepared) return run_pair_table(c);
   const DType t = c.out[0].dtype();
-  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const MulParams p = mul_params(c.n, scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.in[1]), zp_of(c.in[1]),
+                                 scale_of(c.out[0]), zp_of(c.out[0]), t);
   const uint8_t *a = c.in[0].data, *b = c.in[1].data;
   uint8_t* y = c.out[0].data;
   for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
-    const int32_t prod = (q::load(a, t, ia) - z1) * (q::load(b, t, ib) - z2);
-    q::store(y, t, iy, q::clamp(q::multiply(prod, m) + zo, r.lo, r.hi));
+    q::store(y, t, iy, p.code(q::load(a, t, ia), q::load(b, t, ib)));
   });
   return Status::Ok();
 }
@@ -333,7 +352,7 @@ Status hard_swish(KernelContext& c) {
 void register_quant_elementwise_kernels(KernelTable& t) {
   t.add(OpKind::add, KernelKind::quant, add, prepare_add);
   t.add(OpKind::sub, KernelKind::quant, sub, prepare_sub);
-  t.add(OpKind::mul, KernelKind::quant, mul);
+  t.add(OpKind::mul, KernelKind::quant, mul, prepare_mul);
   t.add(OpKind::maximum, KernelKind::quant, maximum);
   t.add(OpKind::minimum, KernelKind::quant, minimum);
   t.add(OpKind::relu, KernelKind::quant, relu);
