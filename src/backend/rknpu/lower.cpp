@@ -25,8 +25,8 @@
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/tiling.h"
-#include "backend/cpu/kernels/quant_math.h"
 #include "convert/rk_weights.h"
+#include "ops/quant_math.h"
 
 namespace tessera::rknpu {
 
@@ -98,8 +98,8 @@ Status encode_requant(NpuOp& op, int k) {
       // DPU's stages (BS add and multiply, BN add and multiply, OUT_CVT), must be TFLite's.
       // The channel has no other value, so any BS mantissa that gets it there is exact.
       const int32_t b = op.req_bias[c];
-      const cpu::q::Multiplier qm = cpu::q::quantize_multiplier(op.req_m[c]);
-      const int32_t want = op.single_round ? cpu::q::multiply_single_round(b, qm) : cpu::q::multiply(b, qm);
+      const q::Multiplier qm = q::quantize_multiplier(op.req_m[c]);
+      const int32_t want = op.single_round ? q::multiply_single_round(b, qm) : q::multiply(b, qm);
       auto dpu = [&](int32_t a) {
         const int32_t bs = scale_round(b, a, pr->first.shift);
         return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k);
@@ -477,14 +477,14 @@ Result<AddEncoding> search_add_encoding(const Node& n, const Tensor& ta, const T
   const float sa = ta.quant.scale_at(0), sb = tb.quant.scale_at(0), so = ty.quant.scale_at(0);
   const int32_t za = static_cast<int32_t>(ta.quant.zero_point_at(0)), zb = static_cast<int32_t>(tb.quant.zero_point_at(0)),
                 zo = static_cast<int32_t>(ty.quant.zero_point_at(0));
-  const cpu::q::AddRescale tflite = cpu::q::add_rescale(sa, za, sb, zb, so, zo);
-  const cpu::q::Range range = cpu::q::activation_range(n.attr_str("activation", "none"), ty.dtype, so, zo);
+  const q::AddRescale tflite = q::add_rescale(sa, za, sb, zb, so, zo);
+  const q::Range range = q::activation_range(n.attr_str("activation", "none"), ty.dtype, so, zo);
   const int32_t off = storage_offset(ta.dtype), lo = ta.dtype == DType::u8 ? 0 : -128;
   // TFLite's output code (stored form) for every pair of input codes.
   std::vector<int8_t> want(256 * 256);
   for (int32_t i = 0; i < 256; ++i)
     for (int32_t k = 0; k < 256; ++k)
-      want[i * 256 + k] = static_cast<int8_t>(cpu::q::clamp(cpu::q::add_codes(tflite, lo + i, lo + k), range.lo, range.hi) - off);
+      want[i * 256 + k] = static_cast<int8_t>(q::clamp(q::add_codes(tflite, lo + i, lo + k), range.lo, range.hi) - off);
   // A 16-bit unsigned mantissa in [2^15, 2^16) (signed [2^14, 2^15) for BS), rounded `dir`,
   // with no bits given up to the shift field.
   auto mantissa = [](double m, int bits, int dir, int max_shift) -> std::optional<Scale16> {

@@ -1,177 +1,23 @@
-// Fixed-point arithmetic of TFLite's quantized reference kernels (tensorflow/lite/kernels/
-// internal/common.h, quantization_util.cc) and of gemmlowp's fixedpoint.h, which those
-// kernels use for softmax. Every function reproduces the reference bit for bit: the
-// quantized CPU kernels are the oracle the NPU devices are compared against.
+// The cpu device's view of TFLite's quantized arithmetic: the shared definitions of
+// ops/quant_math.h (as cpu::q), plus the cpu kernels' own helpers.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-
 #include "backend/cpu/kernel.h"
+#include "ops/quant_math.h"
 
 namespace tessera::cpu::q {
 
-// A real multiplier as a Q31 significand and a power-of-two exponent:
-// real ~= multiplier * 2^(shift - 31) (TFLite QuantizeMultiplier).
-struct Multiplier {
-  int32_t multiplier = 0;
-  int shift = 0;
-};
-
-inline Multiplier quantize_multiplier(double real) {
-  Multiplier m;
-  if (real == 0.0) return m;
-  int shift = 0;
-  const double frac = std::frexp(real, &shift);
-  int64_t fixed = static_cast<int64_t>(std::round(frac * static_cast<double>(int64_t{1} << 31)));
-  if (fixed == (int64_t{1} << 31)) {
-    fixed /= 2;
-    ++shift;
-  }
-  if (shift < -31) {  // too small to represent: zero
-    shift = 0;
-    fixed = 0;
-  }
-  if (shift > 30) {  // TFLite saturates multipliers above 2^30
-    shift = 30;
-    fixed = (int64_t{1} << 31) - 1;
-  }
-  m.multiplier = static_cast<int32_t>(fixed);
-  m.shift = shift;
-  return m;
-}
-
-// gemmlowp SaturatingRoundingDoublingHighMul: (a * b * 2) >> 32, rounded half away from 0.
-inline int32_t srdhm(int32_t a, int32_t b) {
-  const bool overflow = a == b && a == std::numeric_limits<int32_t>::min();
-  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-  const int32_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
-  const int32_t high = static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));
-  return overflow ? std::numeric_limits<int32_t>::max() : high;
-}
-
-// gemmlowp RoundingDivideByPOT: x / 2^exponent, rounded half away from zero.
-inline int32_t rounding_divide_by_pot(int32_t x, int exponent) {
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << exponent) - 1);
-  const int32_t remainder = x & mask;
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> exponent) + (remainder > threshold ? 1 : 0);
-}
-
-// TFLite MultiplyByQuantizedMultiplier (the default double-rounding form).
-inline int32_t multiply(int32_t x, int32_t multiplier, int shift) {
-  const int left = shift > 0 ? shift : 0;
-  const int right = shift > 0 ? 0 : -shift;
-  return rounding_divide_by_pot(srdhm(static_cast<int32_t>(static_cast<uint32_t>(x) << left), multiplier), right);
-}
-inline int32_t multiply(int32_t x, const Multiplier& m) { return multiply(x, m.multiplier, m.shift); }
-
-// The same product rounded once, as TFLite's builtin per-channel CONV_2D computes it (its
-// GEMM runs in ruy, whose MultiplyByQuantizedMultiplier is
-// (int64(x) * multiplier + 2^(total_shift - 1)) >> total_shift, total_shift = 31 - shift):
-// x * multiplier * 2^(shift - 31) rounded half up (towards +infinity), where multiply()
-// rounds twice (the high multiply, then the right shift, whose ties go away from zero).
-// The two differ by one on values whose product lies near a rounding boundary, and on
-// negative ties. Saturates to int32 (only multipliers above 1 can get there).
-inline int32_t multiply_single_round(int32_t x, int32_t multiplier, int shift) {
-  const int total_shift = 31 - shift;  // quantize_multiplier keeps shift in [-31, 30]
-  const int64_t round = int64_t{1} << (total_shift - 1);
-  const int64_t r = (static_cast<int64_t>(x) * multiplier + round) >> total_shift;
-  return static_cast<int32_t>(std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(),
-                                                  std::numeric_limits<int32_t>::max()));
-}
-inline int32_t multiply_single_round(int32_t x, const Multiplier& m) {
-  return multiply_single_round(x, m.multiplier, m.shift);
-}
-
-// The value range of a quantized dtype.
-inline int32_t qmin(DType t) { return t == DType::u8 ? 0 : t == DType::i8 ? -128 : -32768; }
-inline int32_t qmax(DType t) { return t == DType::u8 ? 255 : t == DType::i8 ? 127 : 32767; }
-
-// Quantized clamp range of a fused activation on an output with (scale, zero_point),
-// as TFLite's CalculateActivationRangeQuantized.
-struct Range {
-  int32_t lo, hi;
-};
-inline Range activation_range(const std::string& act, DType t, float scale, int32_t zp) {
-  auto quant = [&](float x) { return zp + static_cast<int32_t>(std::round(x / scale)); };
-  int32_t lo = qmin(t), hi = qmax(t);
-  if (act == "relu") {
-    lo = std::max(lo, quant(0.0f));
-  } else if (act == "relu6") {
-    lo = std::max(lo, quant(0.0f));
-    hi = std::min(hi, quant(6.0f));
-  } else if (act == "relu_n1_to_1") {
-    lo = std::max(lo, quant(-1.0f));
-    hi = std::min(hi, quant(1.0f));
-  }
-  return {lo, hi};
-}
-
-// Loads element i of a u8 / i8 / i16 buffer as int32.
-inline int32_t load(const uint8_t* p, DType t, int64_t i) {
-  switch (t) {
-    case DType::u8: return p[i];
-    case DType::i8: return reinterpret_cast<const int8_t*>(p)[i];
-    default: return reinterpret_cast<const int16_t*>(p)[i];
-  }
-}
-// Stores a value already clamped to the dtype's range.
-inline void store(uint8_t* p, DType t, int64_t i, int32_t v) {
-  switch (t) {
-    case DType::u8: p[i] = static_cast<uint8_t>(v); break;
-    case DType::i8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
-    default: reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v); break;
-  }
-}
-inline int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return std::min(std::max(v, lo), hi); }
-
-// TFLite's quantized ADD / SUB of 8-bit operands (add.cc, sub.cc): both operands, less
-// their zero points, are shifted left by 20 and rescaled to units of twice the larger input
-// scale with Q31 multipliers, summed (or subtracted) and rescaled to the output, which
-// adds its zero point. The caller clamps to the activation range.
-struct AddRescale {
-  static constexpr int kLeftShift = 20;  // add.cc: left_shift for uint8 / int8
-  Multiplier m1, m2, mo;
-  int32_t z1 = 0, z2 = 0, zo = 0;
-};
-inline AddRescale add_rescale(float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo) {
-  const double twice_max = static_cast<double>(2 * std::max(s1, s2));
-  return {quantize_multiplier(s1 / twice_max), quantize_multiplier(s2 / twice_max),
-          quantize_multiplier(twice_max / static_cast<double>((1 << AddRescale::kLeftShift) * so)), z1, z2, zo};
-}
-inline int32_t add_codes(const AddRescale& p, int32_t a, int32_t b, bool subtract = false) {
-  const int32_t v1 = multiply((a - p.z1) * (1 << AddRescale::kLeftShift), p.m1);
-  const int32_t v2 = multiply((b - p.z2) * (1 << AddRescale::kLeftShift), p.m2);
-  return multiply(subtract ? v1 - v2 : v1 + v2, p.mo) + p.zo;
-}
+using namespace tessera::q;
 
 // Checks that tensor `t` is a per-tensor quantized u8 / i8 (or i16 when allowed) tensor.
 Status require_per_tensor(const Node& n, const Tensor& t, bool allow_i16 = false);
 
-// ---- gemmlowp fixed point (int32 raw values with a number of integer bits) ----
 namespace fp {
-
-// SaturatingRoundingMultiplyByPOT with a positive exponent: saturating left shift.
-inline int32_t saturating_shift_left(int32_t x, int exponent) {
-  const int32_t threshold = static_cast<int32_t>((int64_t{1} << (31 - exponent)) - 1);
-  if (x > threshold) return std::numeric_limits<int32_t>::max();
-  if (x < -threshold) return std::numeric_limits<int32_t>::min();
-  return static_cast<int32_t>(static_cast<uint32_t>(x) << exponent);
-}
-// Rescale from `src_bits` to `dst_bits` integer bits (gemmlowp Rescale).
-inline int32_t rescale(int32_t raw, int src_bits, int dst_bits) {
-  int e = src_bits - dst_bits;
-  if (e > 0) return saturating_shift_left(raw, e);
-  if (e < 0) return rounding_divide_by_pot(raw, -e);
-  return raw;
-}
+using namespace tessera::q::fp;
 // exp(a) for a <= 0: `a` has `integer_bits` integer bits; the result has 0.
 int32_t exp_on_negative_values(int32_t a, int integer_bits);
 // 1 / (1 + x) for x in [0, 1), both with 0 integer bits.
 int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a);
-
 }  // namespace fp
+
 }  // namespace tessera::cpu::q
