@@ -1,7 +1,7 @@
 // Micro-kernels of the packed quantized conv path (kernels/quant_conv_fast.cpp): an int16
 // GEMM tile for conv2d / fully connected, a depthwise row, input centring, and TFLite's
 // requantization of int32 accumulators. Each exists as portable scalar code, on x86-64 as
-// AVX2, AVX2 with VNNI and AVX512-VNNI sets (x86/qconv_avx2.cpp) and on aarch64 as NEON
+// AVX2, AVX2 with VNNI and AVX512-VNNI sets (x86/qconv_avx2.h, qconv_avx2.cpp, qconv_avx512.cpp) and on aarch64 as NEON
 // (arm/qconv_neon.cpp); all give the reference kernels' exact integers, since int32 sums do
 // not depend on their order and the requantization is the same fixed-point arithmetic lane
 // by lane.
