@@ -165,7 +165,11 @@ class CpuDevice : public Device {
       PrepareFn pf = packed_ ? kernel_table().find_prepare(n.op, kernel_kind(*seg.graph, n)) : nullptr;
       if (pf) {
         auto r = pf(*seg.graph, n);
-        if (!r.ok()) return r.status().with_context("[" + std::string(op_name(n.op)) + "] " + n.label());
+        if (!r.ok()) {
+          std::string where = "[";
+          where.append(op_name(n.op)).append("] ").append(n.label());
+          return r.status().with_context(where);
+        }
         prep = std::move(r).value();
       }
       prog->nodes.push_back(i);

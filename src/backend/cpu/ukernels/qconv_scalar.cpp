@@ -129,6 +129,11 @@ bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool singl
     if (!std::isfinite(o[0])) o[0] = o[1];
     if (!std::isfinite(o[1])) o[1] = o[0];
     const FloatRq f{s, static_cast<float>(o[0]), static_cast<float>(o[1])};
+    // No value of the form near the float range's bottom, so that a caller's flush-to-zero
+    // or denormals-are-zero setting cannot change it: the scale and nonzero offsets at least
+    // 2^-60 make every nonzero x * scale + offset at least 2^-84 in size.
+    auto tiny = [](float v) { return v != 0.0f && std::fabs(v) < 0x1p-60f; };
+    if (!(s >= 0x1p-60f) || tiny(f.off_pos) || tiny(f.off_neg)) continue;
     if (fits(f)) {
       out = f;
       return true;
