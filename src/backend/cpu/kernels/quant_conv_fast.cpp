@@ -13,11 +13,11 @@
 // when rows are few); each output value is computed by one thread, so results do not
 // depend on the thread count.
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <tuple>
-#include <cstring>
-#include <memory>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"

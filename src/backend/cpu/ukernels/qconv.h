@@ -1,10 +1,11 @@
 // Micro-kernels of the packed quantized conv path (kernels/quant_conv_fast.cpp): an int16
 // GEMM tile for conv2d / fully connected, a depthwise row, input centring, and TFLite's
 // requantization of int32 accumulators. Each exists as portable scalar code, on x86-64 as
-// AVX2, AVX2 with VNNI and AVX512-VNNI sets (x86/qconv_avx2.h, qconv_avx2.cpp, qconv_avx512.cpp) and on aarch64 as NEON
-// (arm/qconv_neon.cpp); all give the reference kernels' exact integers, since int32 sums do
-// not depend on their order and the requantization is the same fixed-point arithmetic lane
-// by lane.
+// AVX2, AVX2 with VNNI and AVX512-VNNI sets (x86/qconv_avx2.h, qconv_avx2.cpp,
+// qconv_avx512.cpp) and on aarch64 as NEON (arm/qconv_neon.cpp); all give the reference
+// kernels' exact integers, since int32 sums do not depend on their order and the
+// requantization is the same fixed-point arithmetic lane by lane (or, on AVX-512, a float
+// form shown at compile time to give the same result for every sum: float_requant_form).
 //
 // Operands are centred int16 (x - x_zp, w - w_zp: within [-255, 255]), so a pair of
 // products fits vpmaddwd's int32 lanes exactly. Where the kernels have it and a layer's
@@ -204,7 +205,7 @@ struct QConvKernels {
   int u8_tile_rows;       // rows of gemm_u8's full tile (row blocks are cut in multiples of it)
   GemmU8PairFn gemm_u8_pair = nullptr;       // nullptr: gemm_u8 panel by panel
   GemmU8PairFn gemm_u8_pair_flip = nullptr;  // the same for int8 input
-  bool float_requant = false;  // the kernels read Requant::fscale / foffset (prepare fills them)
+  bool float_requant = false;  // the kernels read Requant::fscale / foff_pos / foff_neg (prepare fills them)
 };
 
 const QConvKernels& scalar_qconv_kernels();
