@@ -149,10 +149,13 @@ inline void group_rows(const QuantGemm& g, int64_t o, int n, const uint8_t* rows
 
 // Decode reads every weight once from memory: the hardware prefetchers do not follow eight
 // interleaved row streams far enough ahead, so each block step asks for its share of the
-// weight bytes one group ahead. On the Zen 3 development VM this doubles the weight bytes
-// read per second (llm_matmul_bench, m = 1: about 5.5 -> 12 GB/s); 2, 4 and 8 groups ahead
-// measured slower (8: decode 110 against 135 tokens/s on the Q4_0 model).
-constexpr int64_t kPrefetchGroups = 1;
+// weight bytes some groups ahead. On the Zen 3 VM of earlier sessions one group ahead
+// doubled the weight bytes read per second (llm_matmul_bench, m = 1: about 5.5 -> 12 GB/s)
+// and 2, 4 and 8 measured slower there (8: decode 110 against 135 tokens/s on the Q4_0
+// model); on the Zen 5 (AVX-512) machines now, two groups ahead decode about 10% faster on
+// one thread than one (Q4_0 238-251 -> 269-275 tokens/s, Q8_0 142-144 -> 153-165, alternating
+// runs), four no faster than two.
+constexpr int64_t kPrefetchGroups = 2;
 
 // One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
 // bytes to prefetch over this group's blocks.
