@@ -539,6 +539,11 @@ void seq_chunks(const F16Gemm& g, int64_t& chunk, int64_t& nchunks) {
   nchunks = (g.m + chunk - 1) / chunk;
 }
 
+// GCC 12 reports the undefined pass-through operand of its own AVX-512 intrinsics
+// (_mm512_undefined_ps) as uninitialized.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // Two full tiles (rows m .. m + 11) on 512-bit vectors, where the CPU has AVX-512: the
 // panel's 16 outputs are one vector, so 12 accumulators (each tile's six rows) take one
 // conversion, 12 broadcasts and 12 fma per step, twice seq_tile's multiply-adds per
