@@ -119,13 +119,15 @@ bool float_requant_form(int32_t mult, int32_t lshift, int32_t rshift, bool singl
       olo[side(t[i])] = std::max(olo[side(t[i])], v - static_cast<double>(t[i]) * s);
       ohi[side(t[i] - 1)] = std::min(ohi[side(t[i] - 1)], v - static_cast<double>(t[i] - 1) * s);
     }
+    // Per side: the interval's middle; half a step inside its one finite end; no constraint
+    // (no steps on that side: x < 0 without by_sign) takes the other side's offset.
+    if (!(olo[0] < ohi[0] && olo[1] < ohi[1])) continue;  // no offset fits
     double o[2];
-    for (int h = 0; h < 2; ++h) o[h] = olo[h] < ohi[h] && std::isfinite(olo[h]) && std::isfinite(ohi[h])
-                                           ? (olo[h] + ohi[h]) / 2
-                                           : std::isfinite(olo[h]) ? olo[h] + 0.5 * s
-                                           : std::isfinite(ohi[h]) ? ohi[h] - 0.5 * s : kInf;
-    if (!by_sign) o[1] = o[0];
-    if (!std::isfinite(o[0]) && !std::isfinite(o[1])) continue;
+    for (int h = 0; h < 2; ++h)
+      o[h] = std::isfinite(olo[h]) && std::isfinite(ohi[h]) ? (olo[h] + ohi[h]) / 2
+             : std::isfinite(olo[h])                         ? olo[h] + 0.5 * s
+             : std::isfinite(ohi[h])                         ? ohi[h] - 0.5 * s
+                                                             : kInf;
     if (!std::isfinite(o[0])) o[0] = o[1];
     if (!std::isfinite(o[1])) o[1] = o[0];
     const FloatRq f{s, static_cast<float>(o[0]), static_cast<float>(o[1])};
