@@ -375,15 +375,14 @@ TS_AVX512_VNNI inline Out16 make_out16f(const Requant& rq) {
   if (!rq.out_i8) o.kind = o.kind == 2 ? 3 : 4;
   return o;
 }
-// kKind: o.kind fixed by the caller (-1: read at run time).
-template <int kKind = -1>
+// kKind: o.kind, fixed by the caller.
+template <int kKind>
 TS_AVX512_VNNI inline __m128i bytes16_zmm(__m512i v, const Out16& o) {
-  const int kind = kKind >= 0 ? kKind : o.kind;
-  if (kind == 1) return _mm512_cvtsepi32_epi8(v);
-  if (kind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-  if (kind == 3) return _mm_xor_si128(_mm512_cvtsepi32_epi8(v), _mm_set1_epi8(static_cast<char>(0x80)));
+  if constexpr (kKind == 1) return _mm512_cvtsepi32_epi8(v);
+  if constexpr (kKind == 2) return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+  if constexpr (kKind == 3) return _mm_xor_si128(_mm512_cvtsepi32_epi8(v), _mm_set1_epi8(static_cast<char>(0x80)));
   const __m128i b = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, o.lo), o.hi));
-  return kind == 4 ? _mm_xor_si128(b, _mm_set1_epi8(static_cast<char>(0x80))) : b;
+  return kKind == 4 ? _mm_xor_si128(b, _mm_set1_epi8(static_cast<char>(0x80))) : b;
 }
 
 // The requantization of `rows` rows of 16 sums (they started from the bias), one zmm per
@@ -493,12 +492,14 @@ TS_AVX512_VNNI void gemm_u8_zmm_np(int64_t m, int64_t kquads, const uint8_t* a, 
       gemm_u8_zmm_rows<12, NP, kFlip>,
   };
   const RowsFn full = NP == 2 ? gemm_u8_zmm_loop12x2<kFlip> : kRows[kZmmTileRows];
-  Rq16 v16[NP];
-  const Rq16* v0 = make_rq16(rq, n0, v16[0]) ? &v16[0] : nullptr;
-  const Rq16* v1 = NP == 2 && make_rq16(rq, n0 + kPanel, v16[NP - 1]) ? &v16[NP - 1] : nullptr;
+  // Each panel's constants: the float form where it has one (the integer form's are then
+  // not needed), else rescale16's where they apply.
   Fq16 f16[NP];
   const Fq16* f0 = make_fq16(rq, n0, f16[0]) ? &f16[0] : nullptr;
   const Fq16* f1 = NP == 2 && make_fq16(rq, n0 + kPanel, f16[NP - 1]) ? &f16[NP - 1] : nullptr;
+  Rq16 v16[NP];
+  const Rq16* v0 = !f0 && make_rq16(rq, n0, v16[0]) ? &v16[0] : nullptr;
+  const Rq16* v1 = NP == 2 && !f1 && make_rq16(rq, n0 + kPanel, v16[NP - 1]) ? &v16[NP - 1] : nullptr;
   const Out16 out[2] = {make_out16(rq), make_out16f(rq)};  // rescale16's, rescale16f's
   // whole two-panel tiles requantized in the asm tile: float form, no sign term or fixes,
   // whole-range output, every channel valid
