@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -10,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/attrs.h"
 #include "tessera/format.h"
 #include "tessera/types.h"
 
@@ -62,11 +64,9 @@ struct Tensor {
   Format host_format() const { return Format::row_major(dtype, shape); }
 };
 
-// An attribute value: integer, float, integer list, float list or string.
-using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
-// A node's attributes by name. The transparent comparator lets a lookup take a string_view
-// (a literal key makes no std::string: kernels read attributes on the run path without
-// allocating).
+// A node's attributes by key name (tessera/attrs.h has the typed keys). The transparent
+// comparator lets a lookup take a string_view: kernels read attributes on the run path
+// without allocating.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
 struct Node {
@@ -76,23 +76,45 @@ struct Node {
   std::vector<TensorId> outputs;
   AttrMap attrs;
 
-  int64_t attr_int(std::string_view key, int64_t fallback) const;
-  double attr_float(std::string_view key, double fallback) const;
-  std::vector<int64_t> attr_ints(std::string_view key) const;  // empty if absent
-  // The stored list itself (no copy), or nullptr when absent or not a list.
-  const std::vector<int64_t>* attr_ints_ref(std::string_view key) const;
-  std::string attr_str(std::string_view key, const std::string& fallback) const;
-  // The stored string itself (no copy), or nullptr when absent or not a string.
-  const std::string* attr_str_ref(std::string_view key) const;
-  bool has_attr(std::string_view key) const { return attrs.find(key) != attrs.end(); }
+  // The attribute's value, or the op's declared default when the node does not set it
+  // (ops.def). Reading a key the op does not declare, or one declared `optional` or
+  // `required` and not set, is a bug (TS_CHECK).
+  template <attr::Type T>
+  typename attr::Traits<T>::Get get(attr::Key<T> key) const;
+  // The value when the node sets it (for attributes declared `optional`).
+  template <attr::Type T>
+  std::optional<typename attr::Traits<T>::Value> find(attr::Key<T> key) const;
+  template <attr::Type T>
+  bool has(attr::Key<T> key) const { return attrs.find(std::string_view(key.name)) != attrs.end(); }
+  template <attr::Type T>
+  void set(attr::Key<T> key, typename attr::Traits<T>::Value v) { attrs[key.name] = std::move(v); }
   // "conv2d 'op 12 (CONV_2D)'" for error messages.
   std::string label() const;
 };
 
+template <attr::Type T>
+typename attr::Traits<T>::Get Node::get(attr::Key<T> key) const {
+  using V = typename attr::Traits<T>::Value;
+  auto it = attrs.find(std::string_view(key.name));
+  const AttrValue& v = it != attrs.end() ? it->second : attr::default_of(op, key.id, name);
+  if (const V* p = std::get_if<V>(&v)) return *p;
+  attr::wrong_type(op, key.id, name);
+}
+
+template <attr::Type T>
+std::optional<typename attr::Traits<T>::Value> Node::find(attr::Key<T> key) const {
+  using V = typename attr::Traits<T>::Value;
+  auto it = attrs.find(std::string_view(key.name));
+  if (it == attrs.end()) return std::nullopt;
+  if (const V* p = std::get_if<V>(&it->second)) return *p;
+  attr::wrong_type(op, key.id, name);
+}
+
 class Graph {
  public:
   TensorId add_tensor(Tensor t);  // assigns t.id
-  // Adds a node after checking its input count against ops.def and that every id exists.
+  // Adds a node after checking its input count and attributes against ops.def (an integer
+  // given for a float attribute is stored as a float, ...) and that every id exists.
   Status add_node(Node n);
   // Adds a node and infers its output shape/dtype (activation role) by shape inference;
   // returns the new output id. The convenient way to build graphs by hand.
@@ -112,7 +134,8 @@ class Graph {
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
 
-  // Checks every node: input counts, tensor ids, and shapes/dtypes by shape inference.
+  // Checks every node: input counts, tensor ids, attributes (ops.def) and shapes/dtypes by
+  // shape inference.
   Status validate() const;
   // Human-readable listing (TESSERA_DUMP uses it).
   std::string dump() const;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/checked.h"
+#include "ops/attrs_check.h"
 
 namespace tessera {
 
@@ -30,47 +31,6 @@ Result<int64_t> Tensor::host_bytes() const {
     }
   }
   return host_format().byte_size();
-}
-
-int64_t Node::attr_int(std::string_view key, int64_t fallback) const {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return fallback;
-  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
-  if (auto* d = std::get_if<double>(&it->second)) return static_cast<int64_t>(*d);
-  return fallback;
-}
-
-double Node::attr_float(std::string_view key, double fallback) const {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return fallback;
-  if (auto* d = std::get_if<double>(&it->second)) return *d;
-  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
-  return fallback;
-}
-
-std::vector<int64_t> Node::attr_ints(std::string_view key) const {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return {};
-  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
-  if (auto* i = std::get_if<int64_t>(&it->second)) return {*i};
-  return {};
-}
-
-const std::vector<int64_t>* Node::attr_ints_ref(std::string_view key) const {
-  auto it = attrs.find(key);
-  return it == attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
-}
-
-std::string Node::attr_str(std::string_view key, const std::string& fallback) const {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return fallback;
-  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return fallback;
-}
-
-const std::string* Node::attr_str_ref(std::string_view key) const {
-  auto it = attrs.find(key);
-  return it == attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
 }
 
 std::string Node::label() const {
@@ -111,6 +71,7 @@ static Status check_node_ids(const Graph& g, const Node& n) {
 
 Status Graph::add_node(Node n) {
   TS_RETURN_IF_ERROR(check_node_ids(*this, n));
+  TS_RETURN_IF_ERROR(attr::normalize_and_check(n));
   nodes_.push_back(std::move(n));
   return Status::Ok();
 }
@@ -130,6 +91,10 @@ Result<TensorId> Graph::add_op(OpKind op, std::vector<TensorId> in, AttrMap attr
   TensorId oid = add_tensor(out);
   n.outputs = {oid};
   if (Status s = check_node_ids(*this, n); !s.ok()) {
+    tensors_.pop_back();
+    return s;
+  }
+  if (Status s = attr::normalize_and_check(n); !s.ok()) {
     tensors_.pop_back();
     return s;
   }
@@ -189,6 +154,7 @@ Status Graph::validate() const {
   for (const auto& t : tensors_) TS_RETURN_IF_ERROR(validate_tensor(t));
   for (const auto& n : nodes_) {
     TS_RETURN_IF_ERROR(check_node_ids(*this, n));
+    TS_RETURN_IF_ERROR(attr::check(n));
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       TensorId id = n.inputs[i];
       if (id == kNoTensor) continue;

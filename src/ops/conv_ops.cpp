@@ -11,14 +11,15 @@ struct Window {
 Window window(const Node& n, int64_t kh, int64_t kw) {
   return {kh,
           kw,
-          n.attr_int("stride_h", 1),
-          n.attr_int("stride_w", 1),
-          n.attr_int("dilation_h", 1),
-          n.attr_int("dilation_w", 1),
-          n.attr_int("pad_top", 0),
-          n.attr_int("pad_bottom", 0),
-          n.attr_int("pad_left", 0),
-          n.attr_int("pad_right", 0)};
+          n.get(attr::stride_h),
+          n.get(attr::stride_w),
+          // Pools have no dilation (ops.def declares it for the convolutions only).
+          attr::declares(n.op, attr::dilation_h) ? n.get(attr::dilation_h) : 1,
+          attr::declares(n.op, attr::dilation_w) ? n.get(attr::dilation_w) : 1,
+          n.get(attr::pad_top),
+          n.get(attr::pad_bottom),
+          n.get(attr::pad_left),
+          n.get(attr::pad_right)};
 }
 Result<Shape> window_out(const Node& n, const Shape& x, const Window& w, int64_t oc) {
   if (w.sh < 1 || w.sw < 1 || w.dh < 1 || w.dw < 1) return fail(n, "strides and dilations must be >= 1");
@@ -52,7 +53,7 @@ InferResult infer_depthwise_conv2d(const Graph& g, const Node& n) {
   if (x.shape.size() != 4) return fail(n, "input '" + x.name + "' must be NHWC rank 4, got " + shape_str(x.shape));
   if (w.shape.size() != 4 || w.shape[0] != 1)
     return fail(n, "filter '" + w.name + "' must be [1,KH,KW,C*M], got " + shape_str(w.shape));
-  int64_t m = n.attr_int("depth_multiplier", 1);
+  int64_t m = n.get(attr::depth_multiplier);
   const Size channels = Size(x.shape[3]) * m;  // m comes from the file: checked
   if (m < 1 || !channels.ok() || channels.value_or_zero() != w.shape[3])
     return fail(n, "filter channels " + std::to_string(w.shape[3]) + " != input channels " +
@@ -69,7 +70,7 @@ InferResult infer_fully_connected(const Graph& g, const Node& n) {
   if (x.shape.empty() || ic == 0 || num_elements(x.shape) % ic != 0)
     return fail(n, "input '" + x.name + "' " + shape_str(x.shape) + " does not match weights " + shape_str(w.shape));
   Shape s;
-  if (n.attr_int("keep_dims", 1) && x.shape.back() == ic) {
+  if (n.get(attr::keep_dims) && x.shape.back() == ic) {
     s = x.shape;
     s.back() = w.shape[0];
   } else {
@@ -83,7 +84,7 @@ InferResult infer_matmul(const Graph& g, const Node& n) {
   const Tensor& a = in(g, n, 0);
   const Tensor& b = in(g, n, 1);
   if (a.shape.size() < 2 || b.shape.size() < 2) return fail(n, "operands must have rank >= 2");
-  bool tb = n.attr_int("transpose_b", 0) != 0;
+  bool tb = n.get(attr::transpose_b) != 0;
   int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back();
   int64_t kb = tb ? b.shape.back() : b.shape[b.shape.size() - 2];
   int64_t nn = tb ? b.shape[b.shape.size() - 2] : b.shape.back();
@@ -100,7 +101,7 @@ InferResult infer_matmul(const Graph& g, const Node& n) {
 static InferResult infer_pool(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   if (x.shape.size() != 4) return fail(n, "input must be NHWC rank 4, got " + shape_str(x.shape));
-  int64_t fh = n.attr_int("filter_h", 0), fw = n.attr_int("filter_w", 0);
+  int64_t fh = n.get(attr::filter_h), fw = n.get(attr::filter_w);
   if (fh < 1 || fw < 1) return fail(n, "filter_h and filter_w must be >= 1");
   TS_ASSIGN_OR_RETURN(Shape s, window_out(n, x.shape, window(n, fh, fw), x.shape[3]));
   return one(s, x.dtype);

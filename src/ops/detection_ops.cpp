@@ -34,9 +34,9 @@ InferResult infer_detection_postprocess(const Graph& g, const Node& n) {
   if (anchors.shape.size() != 2 || anchors.shape[0] != num_boxes || anchors.shape[1] != 4)
     return fail(n, "anchors '" + anchors.name + "' must be [" + std::to_string(num_boxes) + ", 4], got " +
                        shape_str(anchors.shape));
-  const int64_t max_detections = n.attr_int("max_detections", 0);
-  const int64_t per_detection = n.attr_int("max_classes_per_detection", 1);
-  const int64_t num_classes = n.attr_int("num_classes", 0);
+  const int64_t max_detections = n.get(attr::max_detections);
+  const int64_t per_detection = n.get(attr::max_classes_per_detection);
+  const int64_t num_classes = n.get(attr::num_classes);
   if (max_detections <= 0 || max_detections > kMaxDetections)
     return fail(n, "max_detections " + std::to_string(max_detections) + " is outside [1, " +
                        std::to_string(kMaxDetections) + "]");
@@ -46,15 +46,15 @@ InferResult infer_detection_postprocess(const Graph& g, const Node& n) {
   if (num_classes <= 0 || num_classes > scores.shape[2])
     return fail(n, "num_classes " + std::to_string(num_classes) + " does not fit class scores '" + scores.name +
                        "' " + shape_str(scores.shape) + " (at most " + std::to_string(scores.shape[2]) + ")");
-  if (n.attr_int("use_regular_nms", 0) != 0 && n.attr_int("detections_per_class", 100) <= 0)
+  if (n.get(attr::use_regular_nms) != 0 && n.get(attr::detections_per_class) <= 0)
     return fail(n, "detections_per_class must be positive");
-  const double iou = n.attr_float("nms_iou_threshold", 0.0);
+  const double iou = n.get(attr::nms_iou_threshold);
   if (!(iou > 0.0 && iou <= 1.0)) return fail(n, "nms_iou_threshold " + std::to_string(iou) + " is outside (0, 1]");
-  for (const char* k : {"y_scale", "x_scale", "h_scale", "w_scale"}) {
-    const double v = n.attr_float(k, 0.0);
-    if (!(v > 0.0) || !std::isfinite(v)) return fail(n, std::string(k) + " must be positive and finite");
+  for (const auto& k : {attr::y_scale, attr::x_scale, attr::h_scale, attr::w_scale}) {
+    const double v = n.get(k);
+    if (!(v > 0.0) || !std::isfinite(v)) return fail(n, std::string(k.name) + " must be positive and finite");
   }
-  const double score = n.attr_float("nms_score_threshold", 0.0);
+  const double score = n.get(attr::nms_score_threshold);
   if (!std::isfinite(score)) return fail(n, "nms_score_threshold must be finite");
   const int64_t m = max_detections * per_detection;  // both bounded above: no overflow
   return std::vector<InferredOutput>{

@@ -7,14 +7,14 @@ namespace tessera::ops {
 
 static InferResult reduce(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  std::vector<int64_t> axes = n.attr_ints("axes");
+  std::vector<int64_t> axes = n.get(attr::axes);
   if (axes.empty()) return fail(n, "attribute 'axes' is missing");
   std::vector<bool> red(x.shape.size(), false);
   for (int64_t a : axes) {
     TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, a, x.shape.size()));
     red[ax] = true;
   }
-  bool keep = n.attr_int("keep_dims", 0) != 0;
+  bool keep = n.get(attr::keep_dims) != 0;
   Shape s;
   for (size_t i = 0; i < x.shape.size(); ++i) {
     if (!red[i]) s.push_back(x.shape[i]);
@@ -28,7 +28,7 @@ InferResult infer_reduce_max(const Graph& g, const Node& n) { return reduce(g, n
 
 InferResult infer_softmax(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  TS_RETURN_IF_ERROR(norm_axis(n, n.attr_int("axis", -1), x.shape.size()).status());
+  TS_RETURN_IF_ERROR(norm_axis(n, n.get(attr::axis), x.shape.size()).status());
   if (has_in(n, 1)) {
     auto s = broadcast_shapes(x.shape, in(g, n, 1).shape);
     if (!s.ok() || *s != x.shape) return fail(n, "mask " + shape_str(in(g, n, 1).shape) + " does not broadcast to " + shape_str(x.shape));
@@ -83,7 +83,7 @@ InferResult infer_attention(const Graph& g, const Node& n) {
 
 InferResult infer_arg_max(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", -1), x.shape.size()));
+  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.get(attr::axis), x.shape.size()));
   Shape s;
   for (size_t i = 0; i < x.shape.size(); ++i)
     if (static_cast<int>(i) != ax) s.push_back(x.shape[i]);

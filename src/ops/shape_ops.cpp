@@ -8,8 +8,7 @@ namespace tessera::ops {
 
 InferResult infer_reshape(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  std::vector<int64_t> s = n.attr_ints("shape");
-  if (!n.has_attr("shape")) return fail(n, "attribute 'shape' is missing");
+  std::vector<int64_t> s = n.get(attr::shape);
   Size known_size = 1;  // the dims come from the file: checked
   int infer_at = -1;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -37,7 +36,7 @@ InferResult infer_reshape(const Graph& g, const Node& n) {
 
 InferResult infer_transpose(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  std::vector<int64_t> perm = n.attr_ints("perm");
+  std::vector<int64_t> perm = n.get(attr::perm);
   if (perm.size() != x.shape.size()) return fail(n, "perm " + shape_str(perm) + " does not match rank " + std::to_string(x.shape.size()));
   std::vector<bool> seen(perm.size(), false);
   Shape s(perm.size());
@@ -51,7 +50,7 @@ InferResult infer_transpose(const Graph& g, const Node& n) {
 
 InferResult infer_concat(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", 0), x.shape.size()));
+  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.get(attr::axis), x.shape.size()));
   Shape s = x.shape;
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     const Tensor& y = in(g, n, i);
@@ -66,7 +65,7 @@ InferResult infer_concat(const Graph& g, const Node& n) {
 
 InferResult infer_slice(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  auto b = n.attr_ints("begin"), sz = n.attr_ints("size");
+  auto b = n.get(attr::begin), sz = n.get(attr::size);
   if (b.size() != x.shape.size() || sz.size() != x.shape.size()) return fail(n, "begin/size must have one entry per dim");
   Shape s(x.shape.size());
   for (size_t i = 0; i < s.size(); ++i) {
@@ -79,8 +78,8 @@ InferResult infer_slice(const Graph& g, const Node& n) {
 
 InferResult infer_strided_slice(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  auto b = n.attr_ints("begin"), e = n.attr_ints("end"), st = n.attr_ints("strides");
-  auto shrink = n.attr_ints("shrink_axes");
+  auto b = n.get(attr::begin), e = n.get(attr::end), st = n.get(attr::strides);
+  auto shrink = n.get(attr::shrink_axes);
   if (b.size() != x.shape.size() || e.size() != x.shape.size() || st.size() != x.shape.size())
     return fail(n, "begin/end/strides must have one entry per dim (the frontend normalises them)");
   Shape s;
@@ -100,7 +99,7 @@ InferResult infer_strided_slice(const Graph& g, const Node& n) {
 
 InferResult infer_pad(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
-  auto p = n.attr_ints("paddings");
+  auto p = n.get(attr::paddings);
   if (p.size() != 2 * x.shape.size()) return fail(n, "paddings needs 2 entries per dim");
   Shape s = x.shape;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -114,7 +113,7 @@ InferResult infer_gather(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   const Tensor& idx = in(g, n, 1);
   if (idx.dtype != DType::i32 && idx.dtype != DType::i64) return fail(n, "indices must be i32 or i64");
-  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", 0), x.shape.size()));
+  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.get(attr::axis), x.shape.size()));
   Shape s(x.shape.begin(), x.shape.begin() + ax);
   s.insert(s.end(), idx.shape.begin(), idx.shape.end());
   s.insert(s.end(), x.shape.begin() + ax + 1, x.shape.end());
@@ -145,7 +144,7 @@ InferResult infer_get_rows(const Graph& g, const Node& n) {
 static InferResult resize(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   if (x.shape.size() != 4) return fail(n, "input must be NHWC rank 4");
-  int64_t h = n.attr_int("out_h", 0), w = n.attr_int("out_w", 0);
+  int64_t h = n.get(attr::out_h), w = n.get(attr::out_w);
   if (h < 1 || w < 1) return fail(n, "out_h and out_w must be >= 1");
   return one({x.shape[0], h, w, x.shape[3]}, x.dtype);
 }
@@ -158,7 +157,7 @@ InferResult infer_scatter_rows(const Graph& g, const Node& n) {
   const Tensor& p = in(g, n, 2);
   if (st.role != Role::state) return fail(n, "input 0 '" + st.name + "' must be a state tensor");
   if (p.dtype != DType::i32 || num_elements(p.shape) != 1) return fail(n, "pos must be one i32");
-  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.attr_int("axis", -2), st.shape.size()));
+  TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.get(attr::axis), st.shape.size()));
   if (v.shape.size() != st.shape.size()) return fail(n, "values rank differs from state rank");
   for (size_t i = 0; i < v.shape.size(); ++i)
     if (static_cast<int>(i) != ax && v.shape[i] != st.shape[i])

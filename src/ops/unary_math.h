@@ -27,7 +27,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
     case OpKind::relu: return apply([](float x) { return std::max(x, 0.0f); });
     case OpKind::relu6: return apply([](float x) { return std::min(std::max(x, 0.0f), 6.0f); });
     case OpKind::leaky_relu: {
-      float alpha = static_cast<float>(n.attr_float("alpha", kLeakyReluDefaultAlpha));
+      float alpha = static_cast<float>(n.get(attr::alpha));
       return apply([alpha](float x) { return x >= 0 ? x : alpha * x; });
     }
     case OpKind::logistic: return apply(logistic_value);
@@ -36,7 +36,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
       return apply([](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
     case OpKind::silu: return apply(silu_value);  // x / (1 + e^-x), e^x by exp_approx
     case OpKind::gelu:
-      if (n.attr_int("approximate", 0) != 0)
+      if (n.get(attr::approximate) != 0)
         return apply([](float x) {
           return 0.5f * x * (1.0f + std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
         });

@@ -42,10 +42,10 @@ bool fills_like_conv_padding(const Graph& g, const Node& p) {
   const Tensor& x = g.tensor(p.inputs[0]);
   const Tensor& y = g.tensor(p.outputs[0]);
   if (x.dtype != y.dtype || !(x.quant == y.quant)) return false;
-  if (x.quant.empty()) return dtype_is_float(x.dtype) && p.attr_float("value", 0.0) == 0.0;
+  if (x.quant.empty()) return dtype_is_float(x.dtype) && p.find(attr::value).value_or(0.0) == 0.0;
   if (x.quant.per_axis()) return false;
   const double zp = static_cast<double>(x.quant.zero_point_at(0));
-  return !p.has_attr("value") || p.attr_float("value", zp) == zp;
+  return p.find(attr::value).value_or(zp) == zp;
 }
 
 void fold_pads(Graph& g) {
@@ -62,15 +62,15 @@ void fold_pads(Graph& g) {
     if (readers[t] != 1 || reader_of[t] < 0) continue;
     Node& conv = g.nodes()[reader_of[t]];
     if ((conv.op != OpKind::conv2d && conv.op != OpKind::depthwise_conv2d) || conv.inputs[0] != t) continue;
-    const std::vector<int64_t> pads = p.attr_ints("paddings");  // [N, H, W, C] x (before, after)
+    const std::vector<int64_t> pads = p.get(attr::paddings);  // [N, H, W, C] x (before, after)
     if (pads.size() != 8 || pads[0] || pads[1] || pads[6] || pads[7]) continue;
     if (std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; })) continue;
     if (!fills_like_conv_padding(g, p)) continue;
     conv.inputs[0] = p.inputs[0];
-    conv.attrs["pad_top"] = conv.attr_int("pad_top", 0) + pads[2];
-    conv.attrs["pad_bottom"] = conv.attr_int("pad_bottom", 0) + pads[3];
-    conv.attrs["pad_left"] = conv.attr_int("pad_left", 0) + pads[4];
-    conv.attrs["pad_right"] = conv.attr_int("pad_right", 0) + pads[5];
+    conv.attrs["pad_top"] = conv.get(attr::pad_top) + pads[2];
+    conv.attrs["pad_bottom"] = conv.get(attr::pad_bottom) + pads[3];
+    conv.attrs["pad_left"] = conv.get(attr::pad_left) + pads[4];
+    conv.attrs["pad_right"] = conv.get(attr::pad_right) + pads[5];
     drop[i] = true;
   }
   erase_nodes(g, drop);
@@ -89,7 +89,7 @@ void fold_activations(Graph& g) {
     int p = producer[x];
     if (p < 0 || readers[x] != 1) continue;
     Node& prod = g.nodes()[p];
-    if (!fusable_producer(prod.op) || prod.attr_str("activation", "none") != "none") continue;
+    if (!fusable_producer(prod.op) || prod.get(attr::activation) != "none") continue;
     const Tensor& xt = g.tensor(x);
     const Tensor& yt = g.tensor(act.outputs[0]);
     if (!dtype_is_float(xt.dtype) || xt.dtype != yt.dtype) continue;

@@ -104,6 +104,8 @@ std::vector<Case> pool_cases(Rng& rng, bool is_max) {
     auto x = uniform(rng, num_elements(xs), -3, 3);
     const std::string act = kActs[variant];
     auto attrs = win.attrs();
+    attrs.erase("dilation_h");  // pools have none (ops.def)
+    attrs.erase("dilation_w");
     attrs["filter_h"] = FH;
     attrs["filter_w"] = FW;
     attrs["activation"] = act;

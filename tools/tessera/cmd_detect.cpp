@@ -115,7 +115,7 @@ void add_detect_command(CLI::App& app) {
     for (const Node& n : g.nodes())
       if (n.op == OpKind::detection_postprocess) post = &n;
     Labels labels;
-    if (!a->labels.empty()) labels = take(Labels::load(a->labels, post->attr_int("num_classes", 0)));
+    if (!a->labels.empty()) labels = take(Labels::load(a->labels, post->get(attr::num_classes)));
     const std::vector<Detection> dets = detections(*r.session, r.image, a->threshold);
     std::vector<std::string> names;
     for (const Detection& d : dets) {

@@ -157,7 +157,7 @@ void put_bs_entry(std::vector<uint8_t>& table, int64_t c, int32_t bias, Scale16 
 // quantized range already ends at the activation's bounds, otherwise a ReLU / ReLU-X clamp
 // in the DPU at `unit` (the real value of one unit where the clamp is applied).
 Status lower_activation(const Node& n, const Tensor& out, double unit, bool& relu, bool& relux, int32_t& relux_value) {
-  std::string act = n.attr_str("activation", "none");
+  std::string act = n.get(attr::activation);
   if (act == "none") return Status::Ok();
   if (act != "relu" && act != "relu6")
     return no(n, "activation '" + act + "' has no DPU form (relu and relu6 only)");
@@ -239,7 +239,10 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     const Tensor& b = *t.b;
     if (b.dtype != DType::i32 || !b.data) return no(n, "bias '" + b.name + "' is not a constant i32 tensor");
   }
-  const int64_t dil_h = n.attr_int("dilation_h", 1), dil_w = n.attr_int("dilation_w", 1);
+  // fully_connected lowers as a 1x1 convolution: no window attributes (stride 1, no
+  // dilation or padding).
+  const bool window = attr::declares(n.op, attr::dilation_h);
+  const int64_t dil_h = window ? n.get(attr::dilation_h) : 1, dil_w = window ? n.get(attr::dilation_w) : 1;
   if (dil_h < 1 || dil_w < 1) return no(n, "dilation " + std::to_string(dil_h) + "x" + std::to_string(dil_w));
 
   op.input = n.inputs[0];
@@ -250,8 +253,8 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   // between the taps (expand_dilated): the same sums, exactly, for the MACs of the span.
   // The CNA's atrous fields are not used: their encoding is not documented.
   op.kh = (w.shape[1] - 1) * dil_h + 1, op.kw = (w.shape[2] - 1) * dil_w + 1;
-  op.stride_h = n.attr_int("stride_h", 1), op.stride_w = n.attr_int("stride_w", 1);
-  op.pad_top = n.attr_int("pad_top", 0), op.pad_left = n.attr_int("pad_left", 0);
+  op.stride_h = window ? n.get(attr::stride_h) : 1, op.stride_w = window ? n.get(attr::stride_w) : 1;
+  op.pad_top = window ? n.get(attr::pad_top) : 0, op.pad_left = window ? n.get(attr::pad_left) : 0;
   // Field limits (register database; rknpu.md): kernel <= 31, stride <= 7, top/left pad <= 15.
   if (!fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_WIDTH, op.kw) || !fits(regs::CNA::WEIGHT_SIZE2__WEIGHT_HEIGHT, op.kh))
     return no(n, "kernel " + std::to_string(op.kh) + "x" + std::to_string(op.kw) +
@@ -369,7 +372,7 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
     put_bs_entry(op.bs_table, c, folded[c], Scale16{});
   }
   {
-    const std::string act = n.attr_str("activation", "none");
+    const std::string act = n.get(attr::activation);
     op.negatives_clamped = act == "relu" || act == "relu6" || out_zp == (y.dtype == DType::u8 ? 0 : -128);
   }
   // As the cpu device (quant_conv.cpp): int8 conv and fully connected round once.
@@ -417,8 +420,8 @@ Result<NpuOp> lower_conv(const Graph& g, const Node& n, const LowerOptions& opts
   const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
   const Tensor* b = has_bias ? &g.tensor(n.inputs[2]) : nullptr;
   const Tensor &x = g.tensor(n.inputs[0]), &w = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
-  const int64_t m = n.attr_int("depth_multiplier", 1);
-  if (n.op == OpKind::depthwise_conv2d && m != 1) {
+  const int64_t m = n.op == OpKind::depthwise_conv2d ? n.get(attr::depth_multiplier) : 1;
+  if (m != 1) {
     if (m < 1 || x.shape.size() != 4 || w.shape.size() != 4) return no(n, "depth multiplier " + std::to_string(m));
     TS_ASSIGN_OR_RETURN(Tensor e, multiplier_as_conv(n, x, w, m));
     return lower_conv_tensors(n, ConvTensors{x, e, b, y, false, false}, opts);
@@ -478,7 +481,7 @@ Result<AddEncoding> search_add_encoding(const Node& n, const Tensor& ta, const T
   const int32_t za = static_cast<int32_t>(ta.quant.zero_point_at(0)), zb = static_cast<int32_t>(tb.quant.zero_point_at(0)),
                 zo = static_cast<int32_t>(ty.quant.zero_point_at(0));
   const q::AddRescale tflite = q::add_rescale(sa, za, sb, zb, so, zo);
-  const q::Range range = q::activation_range(n.attr_str("activation", "none"), ty.dtype, so, zo);
+  const q::Range range = q::activation_range(n.get(attr::activation), ty.dtype, so, zo);
   const int32_t off = storage_offset(ta.dtype), lo = ta.dtype == DType::u8 ? 0 : -128;
   // TFLite's output code (stored form) for every pair of input codes.
   std::vector<int8_t> want(256 * 256);
@@ -550,7 +553,7 @@ Result<AddEncoding> encode_add(const Node& n, const Tensor& ta, const Tensor& tb
   static std::mutex mu;
   static std::map<Key, AddEncoding> found;
   const Key key{ta.quant.scale_at(0), ta.quant.zero_point_at(0), tb.quant.scale_at(0), tb.quant.zero_point_at(0),
-                ty.quant.scale_at(0), ty.quant.zero_point_at(0), ta.dtype, ty.dtype, n.attr_str("activation", "none")};
+                ty.quant.scale_at(0), ty.quant.zero_point_at(0), ta.dtype, ty.dtype, n.get(attr::activation)};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = found.find(key); it != found.end()) return it->second;
@@ -610,15 +613,15 @@ Result<NpuOp> lower_pool(const Graph& g, const Node& n) {
   TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
   TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
   if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "pooling that changes the quantization");
-  if (n.attr_str("activation", "none") != "none") return no(n, "pooling with a fused activation");
+  if (n.get(attr::activation) != "none") return no(n, "pooling with a fused activation");
   op.input = n.inputs[0];
   op.output = n.outputs[0];
   op.in_h = x.shape[1], op.in_w = x.shape[2], op.in_c = x.shape[3];
   op.out_h = y.shape[1], op.out_w = y.shape[2], op.out_c = y.shape[3];
-  op.kh = n.attr_int("filter_h", 1), op.kw = n.attr_int("filter_w", 1);
-  op.stride_h = n.attr_int("stride_h", 1), op.stride_w = n.attr_int("stride_w", 1);
-  op.pad_top = n.attr_int("pad_top", 0), op.pad_left = n.attr_int("pad_left", 0);
-  int64_t pad_b = n.attr_int("pad_bottom", 0), pad_r = n.attr_int("pad_right", 0);
+  op.kh = n.get(attr::filter_h), op.kw = n.get(attr::filter_w);
+  op.stride_h = n.get(attr::stride_h), op.stride_w = n.get(attr::stride_w);
+  op.pad_top = n.get(attr::pad_top), op.pad_left = n.get(attr::pad_left);
+  int64_t pad_b = n.get(attr::pad_bottom), pad_r = n.get(attr::pad_right);
   // Field limits (register database): PPU kernel and stride 4 bits, padding 3 bits.
   if (!fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH, op.kw) || !fits(regs::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT, op.kh) ||
       op.kh < 1 || op.kw < 1)
@@ -807,7 +810,7 @@ Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {
   if (!mb.ok() || !mo.ok()) return error(StatusCode::unsupported, "scale ratios do not fit the EW/OUT converters");
   // The conv's activation can no longer come from saturating its (now unwritten) output:
   // clamp explicitly in the BS stage, before the add (TFLite order).
-  std::string act = conv->attr_str("activation", "none");
+  std::string act = conv->get(attr::activation);
   if (act == "relu" || act == "relu6") op.bn_relu = true;
   if (act == "relu6") {
     op.bn_relux = true;

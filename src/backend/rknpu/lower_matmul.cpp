@@ -63,8 +63,8 @@ Result<NpuOp> lower_matmul(const Graph& g, const Node& n, const LowerOptions& op
   if (y.dtype != DType::f32 || y.shape != Shape{m, nn}) return no("output " + dt(y) + " is not f32 [M, N]");
   const bool int8 = opts.weights == WeightPolicy::int8;
   const char* kind = int8 ? "int8 matmul" : "fp16 matmul";
-  if (n.attr_str("activation", "none") != "none")
-    return no("activation '" + n.attr_str("activation", "none") + "' on an " + kind + " (the DPU path is bypassed)");
+  if (n.get(attr::activation) != "none")
+    return no("activation '" + n.get(attr::activation) + "' on an " + kind + " (the DPU path is bypassed)");
   // Rockchip's matmul API (rknpu-matmul.md "Limits" [S3]): on RK3588 K is a multiple of 32,
   // and N a multiple of 16 for fp16, 32 for int8: the weight blocks' K runs and kernel groups.
   if (k % kMatmulKGroup != 0) return no("K = " + std::to_string(k) + " is not a multiple of 32 (" + kind + ", [S3])");

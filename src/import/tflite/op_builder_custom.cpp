@@ -54,10 +54,10 @@ Status build_detection_postprocess(OpSite& s) {
   if (!root.IsMap()) return s.fail("custom options: the FlexBuffer root is not a map");
   const flexbuffers::Map m = root.AsMap();
   AttrMap attrs;
-  for (const char* key : {"max_detections", "num_classes"}) {
-    TS_ASSIGN_OR_RETURN(int64_t v, integer(s, m, key, true, 0));
-    attrs[key] = v;
-  }
+  TS_ASSIGN_OR_RETURN(int64_t max_detections, integer(s, m, "max_detections", true, 0));
+  TS_ASSIGN_OR_RETURN(int64_t num_classes, integer(s, m, "num_classes", true, 0));
+  attrs[attr::max_detections.name] = max_detections;
+  attrs[attr::num_classes.name] = num_classes;
   TS_ASSIGN_OR_RETURN(int64_t per_detection, integer(s, m, "max_classes_per_detection", true, 1));
   TS_ASSIGN_OR_RETURN(int64_t per_class, integer(s, m, "detections_per_class", false, kDefaultDetectionsPerClass));
   TS_ASSIGN_OR_RETURN(int64_t regular, integer(s, m, "use_regular_nms", false, 0));
@@ -77,7 +77,7 @@ Status build_detection_postprocess(OpSite& s) {
   // TFLite sizes the outputs in the operator's Prepare; converters often declare them with
   // no shape ([]). Such outputs take the shapes the options give (boxes [1, M, 4], classes
   // and scores [1, M], count [1]); a declared shape must match them (checked by add()).
-  const int64_t rows = std::get<int64_t>(attrs["max_detections"]) * per_detection;
+  const int64_t rows = max_detections * per_detection;
   const Shape shapes[4] = {{1, rows, 4}, {1, rows}, {1, rows}, {1}};
   for (int k = 0; k < 4; ++k) {
     TS_ASSIGN_OR_RETURN(TensorId id, s.output(k));

@@ -50,8 +50,8 @@ TEST(DetectionPostProcess, SsdTableMatchesTheInterpreterByteForByte) {
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   const Node& last = g->nodes().back();
   ASSERT_EQ(last.op, OpKind::detection_postprocess);
-  EXPECT_EQ(last.attr_int("max_detections", 0), 10);
-  EXPECT_EQ(last.attr_int("num_classes", 0), 90);
+  EXPECT_EQ(last.get(attr::max_detections), 10);
+  EXPECT_EQ(last.get(attr::num_classes), 90);
   auto outs = run(std::move(*g), {testing::read_file(input)});
   ASSERT_TRUE(outs.ok()) << outs.status().to_string();
   ASSERT_EQ(outs->size(), 4u);

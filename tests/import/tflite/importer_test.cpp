@@ -75,9 +75,9 @@ TEST(TfliteImporter, KeepsNamesQuantizationAndExplicitPadding) {
   // (TFLite puts the odd padding pixel at the end).
   const Node& conv = g->nodes()[0];
   EXPECT_EQ(conv.op, OpKind::conv2d);
-  EXPECT_EQ(conv.attr_int("pad_top", -1), 0);
-  EXPECT_EQ(conv.attr_int("pad_bottom", -1), 1);
-  EXPECT_EQ(conv.attr_str("activation", ""), "relu6");
+  EXPECT_EQ(conv.get(attr::pad_top), 0);
+  EXPECT_EQ(conv.get(attr::pad_bottom), 1);
+  EXPECT_EQ(conv.get(attr::activation), "relu6");
   EXPECT_EQ(g->tensor(conv.inputs[1]).role, Role::weight);
   EXPECT_TRUE(contains(conv.name, "CONV_2D"));
 }

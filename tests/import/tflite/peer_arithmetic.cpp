@@ -82,7 +82,7 @@ inline float madd(float w, float x, float acc) {
 
 // A fused activation: the peer's separate activation layer on the already encoded output.
 Status activate(const Node& n, const Tensor& y, std::vector<uint8_t>& out) {
-  const std::string act = n.attr_str("activation", "none");
+  const std::string act = n.get(attr::activation);
   if (act == "none") return Status::Ok();
   if (act != "relu" && act != "relu6") return fail(n, "fused activation '" + act + "' is not emulated");
   constexpr float kRelu6Max = 6.0f;  // BoundedReLu's upper bound for TFLite RELU6
@@ -103,9 +103,9 @@ Status convolution(const Graph& g, const Node& n, TensorValues& values) {
   const bool depthwise = n.op == OpKind::depthwise_conv2d;
   const int64_t N = xt.shape[0], H = xt.shape[1], W = xt.shape[2], IC = xt.shape[3];
   const int64_t OH = yt.shape[1], OW = yt.shape[2], OC = yt.shape[3], KH = wt.shape[1], KW = wt.shape[2];
-  const int64_t sh = n.attr_int("stride_h", 1), sw = n.attr_int("stride_w", 1);
-  const int64_t dh = n.attr_int("dilation_h", 1), dw = n.attr_int("dilation_w", 1);
-  const int64_t pt = n.attr_int("pad_top", 0), pl = n.attr_int("pad_left", 0);
+  const int64_t sh = n.get(attr::stride_h), sw = n.get(attr::stride_w);
+  const int64_t dh = n.get(attr::dilation_h), dw = n.get(attr::dilation_w);
+  const int64_t pt = n.get(attr::pad_top), pl = n.get(attr::pad_left);
   const int64_t M = depthwise ? OC / IC : 1;
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   const std::vector<float> w = decode_all(wt, weight_bytes(wt));
@@ -189,10 +189,10 @@ Status fully_connected(const Graph& g, const Node& n, TensorValues& values) {
 Status average_pool(const Graph& g, const Node& n, TensorValues& values) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
   const int64_t N = xt.shape[0], H = xt.shape[1], W = xt.shape[2], C = xt.shape[3], OH = yt.shape[1], OW = yt.shape[2];
-  const int64_t fh = n.attr_int("filter_h", 1), fw = n.attr_int("filter_w", 1);
-  const int64_t sh = n.attr_int("stride_h", 1), sw = n.attr_int("stride_w", 1);
-  const int64_t pt = n.attr_int("pad_top", 0), pl = n.attr_int("pad_left", 0);
-  const int64_t pb = n.attr_int("pad_bottom", 0), pr = n.attr_int("pad_right", 0);
+  const int64_t fh = n.get(attr::filter_h), fw = n.get(attr::filter_w);
+  const int64_t sh = n.get(attr::stride_h), sw = n.get(attr::stride_w);
+  const int64_t pt = n.get(attr::pad_top), pl = n.get(attr::pad_left);
+  const int64_t pb = n.get(attr::pad_bottom), pr = n.get(attr::pad_right);
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   std::vector<uint8_t> out(static_cast<size_t>(yt.elements()));
   for (int64_t b = 0; b < N; ++b)
@@ -219,7 +219,7 @@ Status mean(const Graph& g, const Node& n, TensorValues& values) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
   const int64_t rank = static_cast<int64_t>(xt.shape.size());
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : n.attr_ints("axes")) reduced[a < 0 ? a + rank : a] = true;
+  for (int64_t a : n.get(attr::axes)) reduced[a < 0 ? a + rank : a] = true;
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   std::vector<float> sum(static_cast<size_t>(yt.elements()), 0.0f);
   int64_t count = 1;
@@ -243,10 +243,10 @@ Status mean(const Graph& g, const Node& n, TensorValues& values) {
 // Along the last axis: max, sum of exp((x - max) * beta) in order, exp(...) / sum.
 Status softmax(const Graph& g, const Node& n, TensorValues& values) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
-  const int64_t axis = n.attr_int("axis", -1);
+  const int64_t axis = n.get(attr::axis);
   if (n.inputs.size() > 1 || (axis != -1 && axis != static_cast<int64_t>(xt.shape.size()) - 1))
     return fail(n, "only a softmax along the last axis without a mask is emulated");
-  const float beta = static_cast<float>(n.attr_float("beta", 1.0));
+  const float beta = static_cast<float>(n.get(attr::beta));
   const int64_t D = xt.shape.back(), rows = xt.elements() / D;
   const std::vector<float> x = decode_all(xt, values.at(n.inputs[0]));
   std::vector<uint8_t> out(x.size());
@@ -285,7 +285,7 @@ Status requantize(const Graph& g, const Node& n, TensorValues& values) {
 // Moves elements of one byte (u8/i8): y[j] = x[i] with y's index the permuted x index.
 Status transpose(const Graph& g, const Node& n, TensorValues& values) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
-  const std::vector<int64_t> perm = n.attr_ints("perm");
+  const std::vector<int64_t> perm = n.get(attr::perm);
   const std::vector<uint8_t>& x = values.at(n.inputs[0]);
   const std::vector<int64_t> xs = row_major_strides(xt.shape);
   const size_t rank = yt.shape.size();
@@ -316,8 +316,8 @@ const Node* sole_consumer(const Graph& g, TensorId t) {
 
 Status pad(const Graph& g, const Node& n, TensorValues& values, const PeerOptions& options) {
   const Tensor &xt = g.tensor(n.inputs[0]), &yt = g.tensor(n.outputs[0]);
-  if (n.has_attr("value")) return fail(n, "a pad with constant_values is not emulated");
-  const std::vector<int64_t> pads = n.attr_ints("paddings");
+  if (n.has(attr::value)) return fail(n, "a pad with constant_values is not emulated");
+  const std::vector<int64_t> pads = n.get(attr::paddings);
   const size_t rank = xt.shape.size();
   const Node* consumer = sole_consumer(g, n.outputs[0]);
   const bool spatial_only = rank == 4 && pads[0] == 0 && pads[1] == 0 && pads[6] == 0 && pads[7] == 0;

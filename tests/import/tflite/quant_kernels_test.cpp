@@ -341,7 +341,9 @@ TEST(QuantKernels, ReluRelu6LeakyReluHardSwishWithinOneStep) {
       const int64_t oz = t == DType::u8 ? 60 : -60;
       Graph g;
       TensorId xi = add_input(g, x, "x");
-      auto y = g.add_op(c.op, {xi}, {{"alpha", 0.2}}, "f", t, QuantParams{{os}, {oz}, -1});
+      AttrMap a;
+      if (c.op == OpKind::leaky_relu) a["alpha"] = 0.2;
+      auto y = g.add_op(c.op, {xi}, a, "f", t, QuantParams{{os}, {oz}, -1});
       ASSERT_TRUE(y.ok()) << y.status().to_string();
       g.tensor(*y).role = Role::output;
       g.outputs = {*y};

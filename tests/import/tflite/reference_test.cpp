@@ -205,12 +205,12 @@ TEST(ReferenceOutputsExplained, FloatSingleRoundingVsTfliteIntegerPerLayer) {
     const auto& yb = values.at(n.outputs[0]);
     const bool dw = n.op == OpKind::depthwise_conv2d;
     const int64_t H = X.shape[1], Wd = X.shape[2], C = X.shape[3], OH = Y.shape[1], OW = Y.shape[2], OC = Y.shape[3];
-    const int64_t KH = W.shape[1], KW = W.shape[2], st = n.attr_int("stride_h", 1), pt = n.attr_int("pad_top", 0),
-                  pl = n.attr_int("pad_left", 0);
+    const int64_t KH = W.shape[1], KW = W.shape[2], st = n.get(attr::stride_h), pt = n.get(attr::pad_top),
+                  pl = n.get(attr::pad_left);
     const float xs = X.quant.scale[0], ws = W.quant.scale[0], ys = Y.quant.scale[0];
     const float xz = static_cast<float>(X.quant.zero_point[0]), wz = static_cast<float>(W.quant.zero_point[0]);
-    const float hi = n.attr_str("activation", "none") == "relu6" ? 6.0f : 1e30f;
-    const float lo = n.attr_str("activation", "none") == "none" ? -1e30f : 0.0f;
+    const float hi = n.get(attr::activation) == "relu6" ? 6.0f : 1e30f;
+    const float lo = n.get(attr::activation) == "none" ? -1e30f : 0.0f;
     int64_t differ = 0, total = 0;
     int worst = 0;
     for (int64_t oy = 0; oy < OH; ++oy)

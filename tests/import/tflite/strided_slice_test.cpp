@@ -79,9 +79,9 @@ TEST(TfliteStridedSlice, EndMaskAndNegativeStride) {
   auto y = run_slice(s, &g);
   EXPECT_EQ(y, (std::vector<float>{15, 13, 11, 25, 23, 21, 35, 33, 31}));
   const Node& n = g.nodes()[0];
-  EXPECT_EQ(n.attr_ints("begin"), (std::vector<int64_t>{1, 5}));
-  EXPECT_EQ(n.attr_ints("end"), (std::vector<int64_t>{4, -1}));
-  EXPECT_EQ(n.attr_ints("strides"), (std::vector<int64_t>{1, -2}));
+  EXPECT_EQ(n.get(attr::begin), (std::vector<int64_t>{1, 5}));
+  EXPECT_EQ(n.get(attr::end), (std::vector<int64_t>{4, -1}));
+  EXPECT_EQ(n.get(attr::strides), (std::vector<int64_t>{1, -2}));
 }
 
 TEST(TfliteStridedSlice, BeginMaskAndShrinkAxis) {

@@ -120,7 +120,7 @@ Status attention(KernelContext& c) {
                    " is outside the cache '", k.t->name, "' of ", L, " rows");
     rows_max = std::max<int64_t>(rows_max, pp[t] + 1);
   }
-  const float scale = static_cast<float>(c.n.attr_float("scale", 1.0));
+  const float scale = static_cast<float>(c.n.get(attr::scale));
   const attn::Cache cache = k.dtype() == DType::f16    ? attn::Cache::f16
                             : k.dtype() == DType::q8_0 ? attn::Cache::q8_0
                                                        : attn::Cache::f32;

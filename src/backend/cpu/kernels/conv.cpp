@@ -99,7 +99,7 @@ template <bool kMax>
 Status pool(KernelContext& c) {
   TS_RETURN_IF_ERROR(require_f32(c, {0}));
   const Shape &xs = c.in[0].shape(), &ys = c.out[0].shape();
-  const Window win = window_of(c.n, c.n.attr_int("filter_h", 1), c.n.attr_int("filter_w", 1));
+  const Window win = window_of(c.n, c.n.get(attr::filter_h), c.n.get(attr::filter_w));
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
   const int64_t H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
   const float* x = c.in[0].as<float>();

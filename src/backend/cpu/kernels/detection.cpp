@@ -43,17 +43,17 @@ struct Options {
 
 Options options_of(const Node& n) {
   Options o;
-  o.max_detections = static_cast<int>(n.attr_int("max_detections", 0));
-  o.per_detection = static_cast<int>(n.attr_int("max_classes_per_detection", 1));
-  o.per_class = static_cast<int>(n.attr_int("detections_per_class", 100));
-  o.num_classes = static_cast<int>(n.attr_int("num_classes", 0));
-  o.regular = n.attr_int("use_regular_nms", 0) != 0;
-  o.score_threshold = static_cast<float>(n.attr_float("nms_score_threshold", 0.0));
-  o.iou_threshold = static_cast<float>(n.attr_float("nms_iou_threshold", 0.0));
-  o.y_scale = static_cast<float>(n.attr_float("y_scale", 1.0));
-  o.x_scale = static_cast<float>(n.attr_float("x_scale", 1.0));
-  o.h_scale = static_cast<float>(n.attr_float("h_scale", 1.0));
-  o.w_scale = static_cast<float>(n.attr_float("w_scale", 1.0));
+  o.max_detections = static_cast<int>(n.get(attr::max_detections));
+  o.per_detection = static_cast<int>(n.get(attr::max_classes_per_detection));
+  o.per_class = static_cast<int>(n.get(attr::detections_per_class));
+  o.num_classes = static_cast<int>(n.get(attr::num_classes));
+  o.regular = n.get(attr::use_regular_nms) != 0;
+  o.score_threshold = static_cast<float>(n.get(attr::nms_score_threshold));
+  o.iou_threshold = static_cast<float>(n.get(attr::nms_iou_threshold));
+  o.y_scale = static_cast<float>(n.get(attr::y_scale));
+  o.x_scale = static_cast<float>(n.get(attr::x_scale));
+  o.h_scale = static_cast<float>(n.get(attr::h_scale));
+  o.w_scale = static_cast<float>(n.get(attr::w_scale));
   return o;
 }
 

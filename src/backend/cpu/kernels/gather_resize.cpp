@@ -23,7 +23,7 @@ Status gather(KernelContext& c) {
   if (es == 0) return kernel_error(c.n, std::string("gather of block dtype ") + dtype_name(x.dtype()) + "; use get_rows");
   if (c.out[0].dtype() != x.dtype()) return kernel_error(c.n, "output dtype differs from input dtype");
   const Shape& xs = x.shape();
-  int64_t axis = c.n.attr_int("axis", 0);
+  int64_t axis = c.n.get(attr::axis);
   if (axis < 0) axis += static_cast<int64_t>(xs.size());
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(xs.size()); ++d) {
@@ -76,7 +76,7 @@ struct ResizeAttrs {
   bool align_corners, half_pixel;
 };
 ResizeAttrs resize_attrs(const Node& n) {
-  return {n.attr_int("align_corners", 0) != 0, n.attr_int("half_pixel_centers", 0) != 0};
+  return {n.get(attr::align_corners) != 0, n.get(attr::half_pixel_centers) != 0};
 }
 
 // TFLite's nearest source index for output index o.

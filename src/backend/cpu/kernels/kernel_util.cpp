@@ -57,25 +57,26 @@ DimList broadcast_strides(std::span<const int64_t> out, std::span<const int64_t>
 }
 
 Result<Activation> activation_of(const Node& n) {
-  const std::string* s = n.attr_str_ref("activation");
-  const std::string_view a = s ? std::string_view(*s) : std::string_view("none");
+  const std::string& a = n.get(attr::activation);
   if (a == "none") return Activation::none;
   if (a == "relu") return Activation::relu;
   if (a == "relu6") return Activation::relu6;
   if (a == "relu_n1_to_1") return Activation::relu_n1_to_1;
-  return kernel_error(n, "unknown activation '" + std::string(a) + "' (none, relu, relu6, relu_n1_to_1)");
+  return kernel_error(n, "unknown activation '" + a + "' (none, relu, relu6, relu_n1_to_1)");
 }
 
 Window window_of(const Node& n, int64_t kh, int64_t kw) {
   Window w;
   w.kh = kh;
   w.kw = kw;
-  w.sh = n.attr_int("stride_h", 1);
-  w.sw = n.attr_int("stride_w", 1);
-  w.dh = n.attr_int("dilation_h", 1);
-  w.dw = n.attr_int("dilation_w", 1);
-  w.pad_top = n.attr_int("pad_top", 0);
-  w.pad_left = n.attr_int("pad_left", 0);
+  w.sh = n.get(attr::stride_h);
+  w.sw = n.get(attr::stride_w);
+  // Pools have no dilation (ops.def declares it for the convolutions only).
+  const bool dilated = attr::declares(n.op, attr::dilation_h);
+  w.dh = dilated ? n.get(attr::dilation_h) : 1;
+  w.dw = dilated ? n.get(attr::dilation_w) : 1;
+  w.pad_top = n.get(attr::pad_top);
+  w.pad_left = n.get(attr::pad_left);
   return w;
 }
 

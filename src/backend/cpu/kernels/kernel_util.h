@@ -197,14 +197,6 @@ class DimList {
 // Row-major strides (in elements) of a shape.
 DimList row_major_dims(const Shape& s);
 
-// An int-list attribute by reference (no copy); one stored as a single int, or absent, is
-// copied into `holder` (attr_ints' reading) and returned from there.
-inline const std::vector<int64_t>& ints_attr(const Node& n, std::string_view key, std::vector<int64_t>& holder) {
-  if (const std::vector<int64_t>* r = n.attr_ints_ref(key)) return *r;
-  holder = n.attr_ints(key);
-  return holder;
-}
-
 // ---- broadcasting ----
 
 // Strides (in elements) that map an index of `out` to an index of `in` under numpy

@@ -91,7 +91,7 @@ Status matmul(KernelContext& c) {
   const TensorRef &a = c.in[0], &b = c.in[1];
   if (a.dtype() != DType::f32 || c.out[0].dtype() != DType::f32)
     return kernel_error(c.n, std::string("plain kernel takes an f32 left operand, got ") + dtype_name(a.dtype()));
-  const bool tb = c.n.attr_int("transpose_b", 0) != 0;
+  const bool tb = c.n.get(attr::transpose_b) != 0;
   const Shape &as = a.shape(), &bs = b.shape(), &ys = c.out[0].shape();
   const int64_t m_n = as[as.size() - 2], k_n = as.back();
   const int64_t n_n = ys.back();

@@ -168,7 +168,7 @@ FcPath fc_path(const KernelContext& c) {
   // 8-bit activations change the result (within the bound of linear_q8.h), so a graph asks
   // for them per node: attribute input_rounding = "q8_0".
   if ((wt == DType::q8_0 || wt == DType::q4_0) && ic % q8::kBlock == 0 &&
-      c.n.attr_str("input_rounding", "") == "q8_0")
+      c.n.get(attr::input_rounding) == "q8_0")
     return FcPath::quant;
   return FcPath::reference;
 }
@@ -254,7 +254,7 @@ Status fully_connected(KernelContext& c) {
   if (path == FcPath::f16) {
     // The graph's request for llama.cpp's input rounding (input_rounding = "q8_0", see
     // fc_path) rounds the activations to binary16 against f16 weights, as llama.cpp does.
-    const bool round_x = c.n.attr_str("input_rounding", "") == "q8_0";
+    const bool round_x = c.n.get(attr::input_rounding) == "q8_0";
     q8::F16Gemm g{w.as<uint16_t>(), x.as<float>(), m_n, ic, y, oc_n, round_x};
     q8::F16Shared sh;
     const int threads = c.pool ? c.pool->threads() : 1;

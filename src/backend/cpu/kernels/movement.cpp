@@ -76,7 +76,7 @@ Status transpose(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
   std::vector<int64_t> holder;  // a perm stored as a single int (rank 1)
-  const std::vector<int64_t>& perm = ints_attr(c.n, "perm", holder);
+  const std::vector<int64_t>& perm = c.n.get(attr::perm);
   const Shape& xs = c.in[0].shape();
   if (perm.size() != xs.size()) return kernel_error(c.n, "perm must list " + std::to_string(xs.size()) + " axes");
   // Strides and steps in per-thread buffers that keep their size (decode steps transpose
@@ -93,7 +93,7 @@ Status transpose(KernelContext& c) {
 Status concat(KernelContext& c) {
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.out[0]));
   const Shape& os = c.out[0].shape();
-  int64_t axis = c.n.attr_int("axis", 0);
+  int64_t axis = c.n.get(attr::axis);
   if (axis < 0) axis += static_cast<int64_t>(os.size());
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(os.size()); ++d) {
@@ -117,7 +117,7 @@ Status slice(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
   std::vector<int64_t> holder;
-  const std::vector<int64_t>& begin = ints_attr(c.n, "begin", holder);
+  const std::vector<int64_t>& begin = c.n.get(attr::begin);
   const DimList st = row_major_dims(c.in[0].shape());
   if (begin.size() != st.size()) return kernel_error(c.n, "begin must list " + std::to_string(st.size()) + " indices");
   int64_t start = 0;
@@ -133,9 +133,9 @@ Status strided_slice(KernelContext& c) {
   TS_RETURN_IF_ERROR(same_dtype(c));
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
   std::vector<int64_t> hb, he, hs;
-  const std::vector<int64_t>& b = ints_attr(c.n, "begin", hb);
-  const std::vector<int64_t>& e = ints_attr(c.n, "end", he);
-  const std::vector<int64_t>& s = ints_attr(c.n, "strides", hs);
+  const std::vector<int64_t>& b = c.n.get(attr::begin);
+  const std::vector<int64_t>& e = c.n.get(attr::end);
+  const std::vector<int64_t>& s = c.n.get(attr::strides);
   const Shape& xs = c.in[0].shape();
   if (b.size() != xs.size() || e.size() != xs.size() || s.size() != xs.size())
     return kernel_error(c.n, "begin, end and strides must list " + std::to_string(xs.size()) + " entries each");
@@ -182,14 +182,14 @@ Status pad(KernelContext& c) {
   TS_ASSIGN_OR_RETURN(int64_t es, elem_size(c, c.in[0]));
   const QuantParams& q = !c.out[0].t->quant.empty() ? c.out[0].t->quant : c.in[0].t->quant;
   const double zero = q.empty() ? 0.0 : static_cast<double>(q.zero_point_at(0));
-  const double fill = c.n.attr_float("value", zero);
+  const double fill = c.n.find(attr::value).value_or(zero);
   uint8_t fill_bytes[8];
   TS_RETURN_IF_ERROR(store_scalar(c.n, c.out[0].dtype(), fill, fill_bytes));
   for (int64_t i = 0, n = c.out[0].elements(); i < n; ++i) std::memcpy(c.out[0].data + i * es, fill_bytes, es);
   // Scatter the input into the interior: output offset of input index idx is
   // sum_d (idx[d] + before[d]) * out_stride[d].
   std::vector<int64_t> holder;
-  const std::vector<int64_t>& p = ints_attr(c.n, "paddings", holder);
+  const std::vector<int64_t>& p = c.n.get(attr::paddings);
   const Shape& xs = c.in[0].shape();
   if (p.size() != 2 * xs.size()) return kernel_error(c.n, "paddings must list 2 x " + std::to_string(xs.size()) + " entries");
   const DimList os = row_major_dims(c.out[0].shape());
@@ -316,7 +316,7 @@ Status scatter_rows(KernelContext& c) {
     return kernel_error(c.n, std::string("values dtype ") + dtype_name(v.dtype()) + " differs from state dtype " +
                                  dtype_name(st.dtype()));
   const Shape& ss = st.shape();
-  int64_t axis = c.n.attr_int("axis", -2);
+  int64_t axis = c.n.get(attr::axis);
   if (axis < 0) axis += static_cast<int64_t>(ss.size());
   const int64_t pos = c.in[2].as<int32_t>()[0];
   const int64_t rows = v.shape()[axis], len = ss[axis];

@@ -49,7 +49,7 @@ Status rms_norm(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_params(c));
   const int64_t d = c.in[0].shape().back();
   const int64_t rows = d == 0 ? 0 : c.in[0].elements() / d;
-  const double eps = c.n.attr_float("eps", kDefaultNormEps);
+  const double eps = c.n.get(attr::eps);
   // The weights as f32 once (the values Param gives), not a dtype switch per element.
   Param wp(optional_in(c, 1), 1.0f);
   thread_local std::vector<float> wbuf;
@@ -76,7 +76,7 @@ Status layer_norm(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_params(c));
   const int64_t d = c.in[0].shape().back();
   const int64_t rows = d == 0 ? 0 : c.in[0].elements() / d;
-  const double eps = c.n.attr_float("eps", kDefaultNormEps);
+  const double eps = c.n.get(attr::eps);
   Param gamma(optional_in(c, 1), 1.0f), beta(optional_in(c, 2), 0.0f);
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
@@ -106,9 +106,9 @@ Status rope(KernelContext& c) {
   const Shape& s = c.in[0].shape();
   const int64_t d = s.back(), h = s[s.size() - 2], t = s[s.size() - 3];
   const int64_t batches = c.in[0].elements() / (t * h * d);
-  const int64_t n_dims = c.n.attr_int("n_dims", d);
-  const double base = c.n.attr_float("freq_base", kDefaultRopeBase);
-  const std::string mode = c.n.attr_str("mode", "normal");
+  const int64_t n_dims = c.n.find(attr::n_dims).value_or(d);
+  const double base = c.n.get(attr::freq_base);
+  const std::string mode = c.n.get(attr::mode);
   if (mode != "normal" && mode != "neox") return kernel_error(c.n, "unknown rope mode '" + mode + "' (normal, neox)");
   if (n_dims < 2 || n_dims > d || n_dims % 2) return kernel_error(c.n, "n_dims must be even and in [2, D]");
   const bool neox = mode == "neox";

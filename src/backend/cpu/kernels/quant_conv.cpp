@@ -52,7 +52,7 @@ Result<ConvQuant> conv_quant(const Node& n, const Tensor& x, const Tensor& w, co
                          : static_cast<double>(in_s) * static_cast<double>(w_s) / static_cast<double>(out_s);
     p.mult[o] = q::quantize_multiplier(real);
   }
-  p.range = q::activation_range(n.attr_str("activation", "none"), y.dtype, out_s, p.y_zp);
+  p.range = q::activation_range(n.get(attr::activation), y.dtype, out_s, p.y_zp);
   // TFLite's builtin CONV_2D and FULLY_CONNECTED run int8 models through ruy, which rounds
   // the requantization once; u8 models (gemmlowp) and DEPTHWISE_CONV_2D round twice.
   p.single_round = n.op != OpKind::depthwise_conv2d && x.dtype == DType::i8;

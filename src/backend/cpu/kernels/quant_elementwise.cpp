@@ -121,7 +121,7 @@ AddParams add_params(const Node& n, const Tensor& x0, const Tensor& x1, const Te
   const int32_t zo = static_cast<int32_t>(y.quant.zero_point_at(0));
   return {q::add_rescale(x0.quant.scale[0], static_cast<int32_t>(x0.quant.zero_point_at(0)), x1.quant.scale[0],
                          static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0], zo),
-          q::activation_range(n.attr_str("activation", "none"), y.dtype, y.quant.scale[0], zo)};
+          q::activation_range(n.get(attr::activation), y.dtype, y.quant.scale[0], zo)};
 }
 
 Result<std::unique_ptr<PreparedKernel>> prepare_add_sub(const Graph& g, const Node& n, bool subtract) {
@@ -159,7 +159,7 @@ Status add_sub(KernelContext& c, bool subtract) {
   const q::AddRescale p = q::add_rescale(scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.in[1]), zp_of(c.in[1]),
                                          scale_of(c.out[0]), zp_of(c.out[0]));
   const DType t = c.out[0].dtype();
-  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, scale_of(c.out[0]), zp_of(c.out[0]));
+  const q::Range r = q::activation_range(c.n.get(attr::activation), t, scale_of(c.out[0]), zp_of(c.out[0]));
   const uint8_t *a = c.in[0].data, *b = c.in[1].data;
   uint8_t* y = c.out[0].data;
   for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
@@ -179,7 +179,7 @@ struct MulParams {
 };
 MulParams mul_params(const Node& n, float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo, DType t) {
   return {q::quantize_multiplier(static_cast<double>(s1 * s2 / so)), z1, z2, zo,
-          q::activation_range(n.attr_str("activation", "none"), t, so, zo)};
+          q::activation_range(n.get(attr::activation), t, so, zo)};
 }
 
 // The table of every operand pair (pair_table), as for ADD / SUB.
@@ -253,7 +253,7 @@ Status relu6(KernelContext& c) { return relu_x(c, 0.0f, 6.0f); }
 Status leaky_relu(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_unary(c));
   const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
-  const float alpha = static_cast<float>(c.n.attr_float("alpha", 0.2));
+  const float alpha = static_cast<float>(c.n.get(attr::alpha));
   const q::Multiplier ma = q::quantize_multiplier(static_cast<double>(si * alpha / so));
   const q::Multiplier mi = q::quantize_multiplier(static_cast<double>(si / so));
   const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);

@@ -19,14 +19,14 @@ Status concat(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, yt));
   const DType t = yt.dtype;
   const int64_t rank = static_cast<int64_t>(yt.shape.size());
-  int64_t axis = c.n.attr_int("axis", 0);
+  int64_t axis = c.n.get(attr::axis);
   if (axis < 0) axis += rank;
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= yt.shape[d];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= yt.shape[d];
   const float so = yt.quant.scale[0];
   const int32_t zo = static_cast<int32_t>(yt.quant.zero_point_at(0));
-  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, so, zo);
+  const q::Range r = q::activation_range(c.n.get(attr::activation), t, so, zo);
   const float inverse_output_scale = 1.f / so;
   const int es = dtype_size(t);
   int64_t out_offset = 0;
@@ -74,8 +74,8 @@ Status resize_bilinear(KernelContext& c) {
   const Shape& xs = c.in[0].shape();
   const Shape& ys = c.out[0].shape();
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
-  const bool align = c.n.attr_int("align_corners", 0) != 0;
-  const bool half = c.n.attr_int("half_pixel_centers", 0) != 0;
+  const bool align = c.n.get(attr::align_corners) != 0;
+  const bool half = c.n.get(attr::half_pixel_centers) != 0;
   const DType t = c.in[0].dtype();
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;

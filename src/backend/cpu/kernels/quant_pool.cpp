@@ -27,9 +27,9 @@ Status pool(KernelContext& c, bool average) {
   const Shape& xs = c.in[0].shape();
   const Shape& ys = c.out[0].shape();
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
-  const Window win = window_of(c.n, c.n.attr_int("filter_h", 1), c.n.attr_int("filter_w", 1));
+  const Window win = window_of(c.n, c.n.get(attr::filter_h), c.n.get(attr::filter_w));
   const DType t = c.in[0].dtype();
-  const q::Range r = q::activation_range(c.n.attr_str("activation", "none"), t, c.out[0].t->quant.scale[0],
+  const q::Range r = q::activation_range(c.n.get(attr::activation), t, c.out[0].t->quant.scale[0],
                                          static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0)));
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
@@ -95,7 +95,7 @@ Status mean(KernelContext& c) {
   const int rank = static_cast<int>(xs.size());
   DimList red(static_cast<size_t>(rank));  // 1 for a reduced axis
   std::vector<int64_t> holder;  // axes stored as a single int
-  const std::vector<int64_t>& axes = ints_attr(c.n, "axes", holder);
+  const std::vector<int64_t>& axes = c.n.get(attr::axes);
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) return kernel_error(c.n, "axis " + std::to_string(a) + " outside rank " + std::to_string(rank));
     red[static_cast<size_t>(a < 0 ? a + rank : a)] = 1;
@@ -105,7 +105,7 @@ Status mean(KernelContext& c) {
   const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
-  const bool spatial = rank == 4 && red[1] && red[2] && !red[0] && !red[3] && c.n.attr_int("keep_dims", 0) != 0;
+  const bool spatial = rank == 4 && red[1] && red[2] && !red[0] && !red[3] && c.n.get(attr::keep_dims) != 0;
   if (spatial) {
     const int64_t N = xs[0], HW = xs[1] * xs[2], C = xs[3];
     const int32_t count = static_cast<int32_t>(HW);

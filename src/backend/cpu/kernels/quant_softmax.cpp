@@ -117,7 +117,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_softmax(const Graph& g, const No
   const Tensor& x = g.tensor(n.inputs[0]);
   if (x.quant.scale.size() != 1 || (x.dtype != DType::u8 && x.dtype != DType::i8)) return std::unique_ptr<PreparedKernel>();
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<SoftmaxTable>(softmax_table(x.quant.scale[0], n.attr_float("beta", 1.0))));
+      std::make_unique<SoftmaxTable>(softmax_table(x.quant.scale[0], n.get(attr::beta))));
 }
 
 Status softmax(KernelContext& c) {
@@ -125,11 +125,11 @@ Status softmax(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
   if (c.in.size() > 1 && c.in[1]) return kernel_error(c.n, "a mask is not supported for quantized softmax");
   const int64_t rank = static_cast<int64_t>(c.in[0].shape().size());
-  const int64_t axis = c.n.attr_int("axis", -1);
+  const int64_t axis = c.n.get(attr::axis);
   if (axis != -1 && axis != rank - 1) return kernel_error(c.n, "quantized softmax runs along the last axis only");
   const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
   SoftmaxTable made;
-  if (!c.prepared) made = softmax_table(c.in[0].t->quant.scale[0], c.n.attr_float("beta", 1.0));
+  if (!c.prepared) made = softmax_table(c.in[0].t->quant.scale[0], c.n.get(attr::beta));
   const SoftmaxTable& tab = c.prepared ? static_cast<const SoftmaxTable&>(*c.prepared) : made;
   const int32_t diff_min = tab.diff_min;
   const int32_t* exp_of = tab.exp_of;

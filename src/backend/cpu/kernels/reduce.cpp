@@ -52,7 +52,7 @@ Result<DimList> reduced_axes(const KernelContext& c) {
   const size_t rank = c.in[0].shape().size();
   DimList red(rank);
   std::vector<int64_t> holder;
-  for (int64_t a : ints_attr(c.n, "axes", holder)) {
+  for (int64_t a : c.n.get(attr::axes)) {
     int64_t ax = a < 0 ? a + static_cast<int64_t>(rank) : a;
     if (ax < 0 || ax >= static_cast<int64_t>(rank)) return kernel_error(c.n, "axis " + std::to_string(a) + " out of range");
     red[static_cast<size_t>(ax)] = 1;
@@ -97,7 +97,7 @@ AxisSplit split_at(const Shape& s, int axis) {
 
 Result<int> axis_attr(const KernelContext& c, int64_t fallback) {
   const int64_t rank = static_cast<int64_t>(c.in[0].shape().size());
-  int64_t a = c.n.attr_int("axis", fallback);
+  int64_t a = c.n.get(attr::axis);
   int64_t ax = a < 0 ? a + rank : a;
   if (ax < 0 || ax >= std::max<int64_t>(rank, 1)) return kernel_error(c.n, "axis " + std::to_string(a) + " out of range");
   return static_cast<int>(ax);
@@ -109,7 +109,7 @@ Status softmax(KernelContext& c) {
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1}));
   TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, -1));
   const Shape& s = c.in[0].shape();
-  const double beta = c.n.attr_float("beta", 1.0);
+  const double beta = c.n.get(attr::beta);
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
   const bool has_mask = c.in.size() > 1 && c.in[1];

@@ -46,7 +46,7 @@ float apply_activation(float v, const std::string& act) {
 }
 
 std::string check_activation(const Node& n) {
-  std::string a = n.attr_str("activation", "none");
+  std::string a = n.get(attr::activation);
   if (a == "none" || a == "relu" || a == "relu6" || a == "relu_n1_to_1") return "";
   return "activation '" + a + "' has no tile kernel";
 }

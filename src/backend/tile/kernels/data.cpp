@@ -41,7 +41,7 @@ Status get_rows(KernelContext& c) {
 // ---- transpose (attr perm) ----
 
 std::string transpose_check(const Graph& g, const Node& n) {
-  std::vector<int64_t> perm = n.attr_ints("perm");
+  std::vector<int64_t> perm = n.get(attr::perm);
   size_t rank = g.tensor(n.inputs[0]).shape.size();
   if (perm.size() != rank) return "transpose perm must list every dim";
   std::vector<bool> seen(rank, false);
@@ -55,7 +55,7 @@ std::string transpose_check(const Graph& g, const Node& n) {
 Status transpose(KernelContext& c) {
   const Shape& is = c.in(0).shape;
   const Shape& os = c.out(0).shape;
-  std::vector<int64_t> perm = c.n.attr_ints("perm");
+  std::vector<int64_t> perm = c.n.get(attr::perm);
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   auto ist = row_major_strides(is);
   std::vector<int64_t> st(os.size());
@@ -79,7 +79,7 @@ Status transpose(KernelContext& c) {
 
 Status concat(KernelContext& c) {
   const Shape& os = c.out(0).shape;
-  const int64_t axis = norm_axis(c.n.attr_int("axis", 0), os.size());
+  const int64_t axis = norm_axis(c.n.get(attr::axis), os.size());
   if (axis < 0 || axis >= static_cast<int64_t>(os.size())) return tile_kernel_error(c.n, "axis out of range");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= os[d];
@@ -115,10 +115,10 @@ template <bool kMax>
 Status pool(KernelContext& c) {
   const Shape& xs = c.in(0).shape;
   const Shape& ys = c.out(0).shape;
-  const int64_t fh = c.n.attr_int("filter_h", 1), fw = c.n.attr_int("filter_w", 1);
-  const int64_t sh = c.n.attr_int("stride_h", 1), sw = c.n.attr_int("stride_w", 1);
-  const int64_t pt = c.n.attr_int("pad_top", 0), pl = c.n.attr_int("pad_left", 0);
-  const std::string act = c.n.attr_str("activation", "none");
+  const int64_t fh = c.n.get(attr::filter_h), fw = c.n.get(attr::filter_w);
+  const int64_t sh = c.n.get(attr::stride_h), sw = c.n.get(attr::stride_w);
+  const int64_t pt = c.n.get(attr::pad_top), pl = c.n.get(attr::pad_left);
+  const std::string act = c.n.get(attr::activation);
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   const int64_t ch = xs[3];
   std::vector<float> y(static_cast<size_t>(num_elements(ys)));
@@ -143,7 +143,7 @@ Status pool(KernelContext& c) {
 }
 
 KernelWork pool_work(const Graph& g, const Node& n) {
-  return {0, static_cast<double>(n.attr_int("filter_h", 1) * n.attr_int("filter_w", 1)) *
+  return {0, static_cast<double>(n.get(attr::filter_h) * n.get(attr::filter_w)) *
                  static_cast<double>(tiles_of(g.tensor(n.outputs[0]).shape))};
 }
 
@@ -159,14 +159,14 @@ Status same_values(KernelContext& c) {
 
 std::string slice_check(const Graph& g, const Node& n) {
   size_t rank = g.tensor(n.inputs[0]).shape.size();
-  if (n.attr_ints("begin").size() != rank) return "slice begin must list every dim";
+  if (n.get(attr::begin).size() != rank) return "slice begin must list every dim";
   return "";
 }
 
 Status slice(KernelContext& c) {
   const Shape& is = c.in(0).shape;
   const Shape& os = c.out(0).shape;
-  std::vector<int64_t> begin = c.n.attr_ints("begin");
+  std::vector<int64_t> begin = c.n.get(attr::begin);
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   auto ist = row_major_strides(is);
   std::vector<float> y(static_cast<size_t>(num_elements(os)));
@@ -187,7 +187,7 @@ Status slice(KernelContext& c) {
 
 std::string reduce_check(const Graph& g, const Node& n) {
   size_t rank = g.tensor(n.inputs[0]).shape.size();
-  for (int64_t a : n.attr_ints("axes")) {
+  for (int64_t a : n.get(attr::axes)) {
     int64_t ax = norm_axis(a, rank);
     if (ax < 0 || ax >= static_cast<int64_t>(rank)) return "reduction axis " + std::to_string(a) + " out of range";
   }
@@ -198,7 +198,7 @@ template <OpKind kind>
 Status reduce(KernelContext& c) {
   const Shape& is = c.in(0).shape;
   std::vector<bool> red(is.size(), false);
-  for (int64_t a : c.n.attr_ints("axes")) red[norm_axis(a, is.size())] = true;
+  for (int64_t a : c.n.get(attr::axes)) red[norm_axis(a, is.size())] = true;
   Shape kept;
   for (size_t d = 0; d < is.size(); ++d) kept.push_back(red[d] ? 1 : is[d]);
   auto ks = row_major_strides(kept);
@@ -234,7 +234,7 @@ KernelWork reduce_work(const Graph& g, const Node& n) {
 
 std::string scatter_check(const Graph& g, const Node& n) {
   const Shape& s = g.tensor(n.inputs[0]).shape;
-  int64_t axis = norm_axis(n.attr_int("axis", -2), s.size());
+  int64_t axis = norm_axis(n.get(attr::axis), s.size());
   if (axis < 0 || axis >= static_cast<int64_t>(s.size())) return "scatter_rows axis out of range";
   if (g.tensor(n.inputs[0]).role != Role::state && g.tensor(n.inputs[0]).role != Role::activation)
     return "scatter_rows writes into a state tensor";
@@ -245,7 +245,7 @@ std::string scatter_check(const Graph& g, const Node& n) {
 // are read, modified and written back (tile-device.md: pages are tiles).
 Status scatter_rows(KernelContext& c) {
   const Shape& ss = c.in(0).shape;
-  const int axis = static_cast<int>(norm_axis(c.n.attr_int("axis", -2), ss.size()));
+  const int axis = static_cast<int>(norm_axis(c.n.get(attr::axis), ss.size()));
   TS_ASSIGN_OR_RETURN(std::vector<float> v, c.io.load(1));
   TS_ASSIGN_OR_RETURN(std::vector<int32_t> pos, c.io.load_i32(2));
   if (pos.empty()) return tile_kernel_error(c.n, "position tensor is empty");

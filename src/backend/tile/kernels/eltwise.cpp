@@ -26,7 +26,7 @@ Status binary(KernelContext& c, F f) {
   TS_ASSIGN_OR_RETURN(std::vector<float> b, c.io.load(1));
   const Shape& out = c.out(0).shape;
   auto as = broadcast_strides(out, c.in(0).shape), bs = broadcast_strides(out, c.in(1).shape);
-  const std::string act = c.n.attr_str("activation", "none");
+  const std::string act = c.n.get(attr::activation);
   std::vector<float> y(static_cast<size_t>(num_elements(out)));
   int rank = static_cast<int>(out.size());
   std::vector<int64_t> idx(rank, 0);

@@ -65,7 +65,7 @@ Result<std::vector<float>> load_operand(KernelContext& c, bool integer, int inpu
 Result<Epilogue> make_epilogue(KernelContext& c, int64_t oc) {
   Epilogue e;
   e.integer = integer_path(c);
-  e.act = c.n.attr_str("activation", "none");
+  e.act = c.n.get(attr::activation);
   if (c.has_in(2)) {
     TS_ASSIGN_OR_RETURN(e.bias, load_operand(c, e.integer, 2));
     if (static_cast<int64_t>(e.bias.size()) != oc)
@@ -126,7 +126,7 @@ Status matmul(KernelContext& c) {
   const Shape& as = c.in(0).shape;
   const Shape& bs = c.in(1).shape;
   const Shape& os = c.out(0).shape;
-  const bool tb = c.n.attr_int("transpose_b", 0) != 0;
+  const bool tb = c.n.get(attr::transpose_b) != 0;
   const int64_t m = as[as.size() - 2], k = as.back();
   const int64_t n = tb ? bs[bs.size() - 2] : bs.back();
   if ((tb ? bs.back() : bs[bs.size() - 2]) != k) return tile_kernel_error(c.n, "inner dimensions differ");
@@ -219,8 +219,8 @@ ConvGeom conv_geom(const Graph& g, const Node& n) {
   const Shape& wt = g.tensor(n.inputs[1]).shape;
   const Shape& y = g.tensor(n.outputs[0]).shape;
   return {x[0], x[1], x[2], x[3], y[1], y[2], wt[1], wt[2],
-          n.attr_int("stride_h", 1), n.attr_int("stride_w", 1), n.attr_int("dilation_h", 1),
-          n.attr_int("dilation_w", 1), n.attr_int("pad_top", 0), n.attr_int("pad_left", 0)};
+          n.get(attr::stride_h), n.get(attr::stride_w), n.get(attr::dilation_h),
+          n.get(attr::dilation_w), n.get(attr::pad_top), n.get(attr::pad_left)};
 }
 
 std::string conv_check(const Graph& g, const Node& n) {

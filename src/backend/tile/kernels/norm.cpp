@@ -18,7 +18,7 @@ constexpr double kDefaultNormEps = 1e-5;
 constexpr double kDefaultRopeBase = 10000.0;
 
 int norm_axis(const Node& n, size_t rank) {
-  int64_t a = n.attr_int("axis", -1);
+  int64_t a = n.get(attr::axis);
   return static_cast<int>(a < 0 ? a + static_cast<int64_t>(rank) : a);
 }
 
@@ -33,7 +33,7 @@ std::string softmax_check(const Graph& g, const Node& n) {
 Status softmax(KernelContext& c) {
   const Shape& s = c.in(0).shape;
   const int axis = norm_axis(c.n, s.size());
-  const float beta = static_cast<float>(c.n.attr_float("beta", 1.0));
+  const float beta = static_cast<float>(c.n.get(attr::beta));
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   std::vector<float> mask;
   if (c.has_in(1)) {
@@ -98,7 +98,7 @@ Status load_param(KernelContext& c, int i, int64_t d, float fallback, std::vecto
 
 Status rms_norm(KernelContext& c) {
   const int64_t d = c.in(0).shape.back();
-  const float eps = static_cast<float>(c.n.attr_float("eps", kDefaultNormEps));
+  const float eps = static_cast<float>(c.n.get(attr::eps));
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   std::vector<float> w;
   TS_RETURN_IF_ERROR(load_param(c, 1, d, 1.0f, w));
@@ -115,7 +115,7 @@ Status rms_norm(KernelContext& c) {
 
 Status layer_norm(KernelContext& c) {
   const int64_t d = c.in(0).shape.back();
-  const float eps = static_cast<float>(c.n.attr_float("eps", kDefaultNormEps));
+  const float eps = static_cast<float>(c.n.get(attr::eps));
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   std::vector<float> gamma, beta;
   TS_RETURN_IF_ERROR(load_param(c, 1, d, 1.0f, gamma));
@@ -138,9 +138,9 @@ Status layer_norm(KernelContext& c) {
 std::string rope_check(const Graph& g, const Node& n) {
   const Shape& s = g.tensor(n.inputs[0]).shape;
   if (s.size() < 3) return "rope needs x of rank >= 3 ([T, H, D] or [B, T, H, D])";
-  std::string mode = n.attr_str("mode", "normal");
+  std::string mode = n.get(attr::mode);
   if (mode != "normal" && mode != "neox") return "unknown rope mode '" + mode + "'";
-  int64_t nd = n.attr_int("n_dims", s.back());
+  int64_t nd = n.find(attr::n_dims).value_or(s.back());
   if (nd < 2 || nd > s.back() || nd % 2) return "rope n_dims must be even and in [2, D]";
   return "";
 }
@@ -151,9 +151,9 @@ Status rope(KernelContext& c) {
   const Shape& s = c.in(0).shape;
   const int64_t d = s.back(), h = s[s.size() - 2], t = s[s.size() - 3];
   const int64_t batches = num_elements(s) / std::max<int64_t>(t * h * d, 1);
-  const int64_t n_dims = c.n.attr_int("n_dims", d);
-  const double base = c.n.attr_float("freq_base", kDefaultRopeBase);
-  const bool neox = c.n.attr_str("mode", "normal") == "neox";
+  const int64_t n_dims = c.n.find(attr::n_dims).value_or(d);
+  const double base = c.n.get(attr::freq_base);
+  const bool neox = c.n.get(attr::mode) == "neox";
   TS_ASSIGN_OR_RETURN(std::vector<float> x, c.io.load(0));
   TS_ASSIGN_OR_RETURN(std::vector<int32_t> pos, c.io.load_i32(1));
   if (static_cast<int64_t>(pos.size()) != t)
