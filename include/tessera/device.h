@@ -214,7 +214,8 @@ struct DeviceInfo {
 // False, and the registry unchanged, when a device of that name is already registered.
 // Not safe while another thread reads the registry: register before any thread uses it.
 bool register_device(DeviceInfo info);
-// Every registered device, ordered by DeviceInfo::order (cpu first).
+// Every registered device, ordered by DeviceInfo::order (cpu first). A program that links
+// the umbrella library (tessera, Tessera::tessera, tessera.pc) has every device built.
 const std::vector<DeviceInfo>& device_registry();
 // Creates "name" or "name:preset"; errors name the unknown device or preset and list the valid ones.
 Result<std::unique_ptr<Device>> create_device(const std::string& spec, const DeviceOptions& opts = {});
