@@ -5,7 +5,30 @@ include(cmake/arch.cmake)  # which architecture-specific kernels this build comp
 tessera_component(tessera_core DIRS src/core src/ops DEPS fmt::fmt)
 tessera_component(tessera_convert DIRS src/convert DEPS tessera_core)
 tessera_component(tessera_runtime DIRS src/backend/common src/passes src/runtime DEPS tessera_convert)
+# The devices. Each registers itself with the runtime's registry (src/runtime/device_registry.cpp)
+# from a registrar of its own folder, src/backend/NAME/NAME_register.cpp, a static object
+# nothing refers to. Those objects form tessera_devices, which the umbrella links whole
+# ($<LINK_LIBRARY:WHOLE_ARCHIVE,...>, in the installed package too): every program over
+# Tessera (tests, CLI, Python module, examples) then has every device, and only the
+# registrars are forced in (the devices' own libraries link as usual). Explicit registration
+# would need a list of devices above them all, or a call in every program.
+add_library(tessera_devices STATIC)
+# tessera_device(LIBRARY REGISTRAR): REGISTRAR (a source of LIBRARY's folder) leaves LIBRARY
+# for tessera_devices, which links LIBRARY.
+function(tessera_device lib registrar)
+  get_target_property(srcs ${lib} SOURCES)
+  if(NOT registrar IN_LIST srcs)
+    message(FATAL_ERROR "tessera_device: ${registrar} is not a source of ${lib}")
+  endif()
+  list(REMOVE_ITEM srcs ${registrar})
+  set_property(TARGET ${lib} PROPERTY SOURCES ${srcs})
+  target_sources(tessera_devices PRIVATE ${registrar})
+  target_link_libraries(tessera_devices PUBLIC ${lib})
+endfunction()
+
+# The cpu device, always built: the reference the others are compared with.
 tessera_component(tessera_cpu DIRS src/backend/cpu DEPS tessera_runtime)
+tessera_device(tessera_cpu ${CMAKE_SOURCE_DIR}/src/backend/cpu/cpu_register.cpp)
 # exp_approx and the attention and silu kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
 # contracted into an fma behind their back (each fma is written out).
 set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
@@ -17,13 +40,16 @@ set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 
 set(tessera_parts tessera_core tessera_convert tessera_runtime tessera_cpu)
-foreach(part tile rknpu)
-  if(EXISTS ${CMAKE_SOURCE_DIR}/src/backend/${part}/CMakeLists.txt)
-    add_subdirectory(src/backend/${part})
-    # A component may skip itself (e.g. rknpu without its register database).
-    if(TARGET tessera_${part})
-      list(APPEND tessera_parts tessera_${part})
-    endif()
+# The other devices: every folder src/backend/NAME with a CMakeLists.txt, which defines
+# tessera_NAME and calls tessera_device. A device may skip itself (e.g. rknpu without its
+# register database).
+file(GLOB device_lists CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/*/CMakeLists.txt)
+foreach(list_file ${device_lists})
+  get_filename_component(dir ${list_file} DIRECTORY)
+  get_filename_component(part ${dir} NAME)
+  add_subdirectory(${dir})
+  if(TARGET tessera_${part})
+    list(APPEND tessera_parts tessera_${part})
   endif()
 endforeach()
 foreach(part tflite gguf)
@@ -33,20 +59,14 @@ foreach(part tflite gguf)
   endif()
 endforeach()
 
-# The umbrella library: the device registry and the embedding API (src/api:
-# include/tessera/model.h and generate.h) above everything else.
+# The umbrella library: the embedding API (src/api: include/tessera/model.h and generate.h)
+# above everything else, and the devices' registrars. Every library links only libraries
+# below it (cmake/layers.txt, the `layers` test): no cycles.
 file(GLOB api_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/api/*.cpp)
-add_library(tessera STATIC ${CMAKE_SOURCE_DIR}/src/registry.cpp ${api_srcs})
-target_link_libraries(tessera PUBLIC ${tessera_parts})
-foreach(part ${tessera_parts})
-  string(REPLACE "tessera_" "" short ${part})
-  string(TOUPPER ${short} upper)
-  target_compile_definitions(tessera PRIVATE TESSERA_HAS_${upper}=1)
-endforeach()
-# The runtime creates devices through the registry, which lives in the umbrella: a cycle
-# between static libraries, which CMake resolves by repeating them on the link line.
-target_link_libraries(tessera_runtime INTERFACE tessera)
-set_property(TARGET tessera APPEND PROPERTY LINK_INTERFACE_MULTIPLICITY 3)
+add_library(tessera STATIC ${api_srcs})
+# (The export does not rename a target inside $<LINK_LIBRARY>: the installed name is given.)
+target_link_libraries(tessera PUBLIC "$<BUILD_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,tessera_devices>>"
+                      "$<INSTALL_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,Tessera::devices>>" ${tessera_parts})
 
 # The C API (include/tessera/tessera_c.h) over the umbrella.
 file(GLOB capi_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capi/*.cpp)
@@ -54,8 +74,9 @@ add_library(tessera_c STATIC ${capi_srcs})
 target_link_libraries(tessera_c PUBLIC tessera)
 
 # Installed and exported names: Tessera::tessera (everything), Tessera::c (the C API) and
-# the parts (Tessera::core, Tessera::convert, ..., Tessera::tflite, Tessera::gguf).
-set(tessera_exported ${tessera_parts} tessera tessera_c)
+# the parts (Tessera::core, Tessera::convert, ..., Tessera::tflite, Tessera::gguf), and
+# Tessera::devices (the registrars, which Tessera::tessera links whole).
+set(tessera_exported ${tessera_parts} tessera_devices tessera tessera_c)
 foreach(t ${tessera_exported})
   string(REGEX REPLACE "^tessera_" "" short ${t})
   set_target_properties(${t} PROPERTIES EXPORT_NAME ${short})

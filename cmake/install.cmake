@@ -28,12 +28,14 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/TesseraConfig.cmake ${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
         DESTINATION ${TESSERA_CMAKE_DIR})
 
-# pkg-config: static libraries, so Libs lists every part (grouped: the runtime and the
-# umbrella's device registry refer to each other) and what they link.
-set(TESSERA_PC_LIBS "-ltessera_c -Wl,--start-group")
-foreach(t tessera ${tessera_parts})
+# pkg-config: static libraries, so Libs lists every part, each before the parts it uses (no
+# library refers back up: cmake/layers.txt), and what they link. The devices' registrars
+# are linked whole, as Tessera::tessera links them (cmake/components.cmake).
+set(TESSERA_PC_LIBS "-ltessera_c -ltessera -Wl,--whole-archive -ltessera_devices -Wl,--no-whole-archive")
+set(pc_parts ${tessera_parts})
+list(REVERSE pc_parts)
+foreach(t ${pc_parts})
   string(APPEND TESSERA_PC_LIBS " -l${t}")
 endforeach()
-string(APPEND TESSERA_PC_LIBS " -Wl,--end-group")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/tessera.pc.in ${CMAKE_BINARY_DIR}/tessera.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/tessera.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -197,16 +197,25 @@ class Device {
   mutable std::recursive_mutex mu_;  // held by every public method (see the class comment)
 };
 
-// ---- registry ----
+// ---- registry (src/runtime/device_registry.cpp) ----
 
 struct DeviceInfo {
   std::string name;                  // "cpu", "tile", "rknpu"
   std::string summary;               // one line
   std::vector<std::string> presets;  // first is the default; empty if none
   std::function<Result<std::unique_ptr<Device>>(const std::string& preset, const DeviceOptions&)> create;
+  // Place in device_registry(): ascending, then by name. The built-in devices: cpu 0, tile 1,
+  // rknpu 2 (the order `tessera devices` lists them and `tessera demo` runs them).
+  int order = 0;
 };
 
-// Every device built into this library, in a fixed order (cpu first).
+// Adds a device to the registry. Each device registers itself from its own folder
+// (src/backend/NAME/NAME_register.cpp, run at static initialization; docs/adding-a-device.md).
+// False, and the registry unchanged, when a device of that name is already registered.
+// Not safe while another thread reads the registry: register before any thread uses it.
+bool register_device(DeviceInfo info);
+// Every registered device, ordered by DeviceInfo::order (cpu first). A program that links
+// the umbrella library (tessera, Tessera::tessera, tessera.pc) has every device built.
 const std::vector<DeviceInfo>& device_registry();
 // Creates "name" or "name:preset"; errors name the unknown device or preset and list the valid ones.
 Result<std::unique_ptr<Device>> create_device(const std::string& spec, const DeviceOptions& opts = {});

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <chrono>
 
+#include "import/gguf/gguf_chat_template.h"
 #include "import/tflite/tflite_importer.h"
 #include "serve/api_error.h"
 
@@ -39,7 +40,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
     if (!llama.ok()) return llama.status().with_context(what);
     m->llama_ = std::move(llama).value();
     if (config.ctx > 0) TS_RETURN_IF_ERROR(m->llama_->set_context(config.ctx).with_context(what));
-    auto chat = llm::chat_template_for(m->llama_->file(), config.chat_template);
+    auto chat = gguf::chat_template_for(m->llama_->file(), config.chat_template);
     if (chat.ok()) {
       m->chat_ = std::move(chat).value();
     } else if (!config.chat_template.empty()) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "import/gguf/gguf_chat_template.h"
 #include "import/gguf/llama_model.h"
 #include "runtime/llm/chat_template.h"
 #include "runtime/llm/generator.h"
@@ -120,7 +121,7 @@ void add_chat_command(CLI::App& app) {
   cmd->callback([a] {
     auto model = take(gguf::LlamaModel::open(a->model, gguf_load(a->mmap)));
     if (a->ctx > 0) take(model->set_context(a->ctx));
-    const llm::ChatTemplate tmpl = take(llm::chat_template_for(model->file(), a->template_name));
+    const llm::ChatTemplate tmpl = take(gguf::chat_template_for(model->file(), a->template_name));
     const gguf::Tokenizer& tok = model->tokenizer();
     const llm::SamplerOptions& so = a->so;
     take(llm::Sampler::validate(so));

@@ -137,7 +137,8 @@ void add_demo_command(CLI::App& app) {
       const std::string model = dir + "/models/tflite/mobilenet_v2_1.0_224_quant.tflite";
       const std::string image = dir + "/images/grace_hopper.bmp";
       const std::string labels = dir + "/labels/imagenet_labels.txt";
-      for (const std::string& device : {std::string("cpu"), std::string("tile"), std::string("rknpu")}) {
+      for (const DeviceInfo& info : device_registry()) {
+        const std::string& device = info.name;
         if (!create_device(device).ok()) continue;
         fmt::print("\nclassify {} with {} on {}:\n", image, model, device);
         DeviceArgs dev;

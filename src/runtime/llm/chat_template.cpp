@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <array>
 
-#include "import/gguf/gguf_file.h"
-
 namespace tessera::llm {
 
 namespace {
-
-constexpr std::string_view kTemplateKey = "tokenizer.chat_template";
 
 struct FamilyName {
   std::string_view name;
@@ -29,12 +25,6 @@ std::string_view canonical_name(ChatTemplate::Family f) {
   for (const auto& n : kNames)
     if (n.family == f) return n.name;
   return "?";
-}
-
-std::string name_list() {
-  std::string s;
-  for (const auto& n : ChatTemplate::names()) s += (s.empty() ? "" : ", ") + n;
-  return s + " (qwen = chatml)";
 }
 
 bool has(std::string_view text, std::string_view what) { return text.find(what) != std::string_view::npos; }
@@ -91,6 +81,12 @@ std::vector<std::string> ChatTemplate::names() {
   return v;
 }
 
+std::string ChatTemplate::name_list() {
+  std::string s;
+  for (const auto& n : names()) s += (s.empty() ? "" : ", ") + n;
+  return s + " (qwen = chatml)";
+}
+
 Result<ChatTemplate> ChatTemplate::by_name(std::string_view name) {
   for (const auto& n : kNames)
     if (n.name == name) return ChatTemplate(n.family, std::string(canonical_name(n.family)));
@@ -116,12 +112,12 @@ Result<ChatTemplate> ChatTemplate::detect(std::string_view src) {
   if (found.empty()) {
     std::string hint;
     if (has(src, "[INST]")) hint = " ([INST] without <<SYS>> is Mistral's format, which Tessera does not write)";
-    return error(StatusCode::unsupported, kTemplateKey, ": no known chat template family recognized", hint,
+    return error(StatusCode::unsupported, kChatTemplateKey, ": no known chat template family recognized", hint,
                  " (the source starts '", head, "'); pass --chat-template with one of ", name_list());
   }
   std::string fams;
   for (Family f : found) fams += (fams.empty() ? "" : ", ") + std::string(canonical_name(f));
-  return error(StatusCode::unsupported, kTemplateKey, ": the markers of several families (", fams,
+  return error(StatusCode::unsupported, kChatTemplateKey, ": the markers of several families (", fams,
                ") appear in one template; pass --chat-template with one of ", name_list());
 }
 
@@ -194,18 +190,6 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
     case Family::gemma: return {"<end_of_turn>"};
   }
   return {};
-}
-
-Result<ChatTemplate> chat_template_for(const gguf::File& metadata, std::string_view override_name) {
-  if (!override_name.empty()) return ChatTemplate::by_name(override_name);
-  const gguf::Value* v = metadata.find(std::string(kTemplateKey));
-  if (!v)
-    return error(StatusCode::not_found, metadata.what(), " has no ", kTemplateKey,
-                 "; pass --chat-template with one of ", name_list());
-  if (v->type != gguf::ValueType::string)
-    return error(StatusCode::invalid_argument, metadata.what(), ": ", kTemplateKey,
-                 " is not a string; pass --chat-template with one of ", name_list());
-  return ChatTemplate::detect(v->s);
 }
 
 }  // namespace tessera::llm

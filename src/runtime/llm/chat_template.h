@@ -40,11 +40,11 @@
 
 #include "tessera/status.h"
 
-namespace tessera::gguf {
-class File;
-}
-
 namespace tessera::llm {
+
+// The GGUF metadata key that holds a model's template source (read by
+// gguf::chat_template_for, src/import/gguf/gguf_chat_template.h; named in detect()'s errors).
+inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 
 struct ChatMessage {
   std::string role;  // "system" | "user" | "assistant"
@@ -63,6 +63,8 @@ class ChatTemplate {
   static Result<ChatTemplate> detect(std::string_view jinja_source);
   // The names by_name accepts (without aliases).
   static std::vector<std::string> names();
+  // The names for a message: "llama3, chatml, llama2, phi3, gemma (qwen = chatml)".
+  static std::string name_list();
 
   const std::string& name() const { return name_; }
   Family family() const { return family_; }
@@ -82,10 +84,5 @@ class ChatTemplate {
   std::string name_;
   std::string default_system_;
 };
-
-// The template for a model: `override_name` if not empty, else detect() on the file's
-// tokenizer.chat_template; when the file has none, an error naming the key and listing the
-// --chat-template names.
-Result<ChatTemplate> chat_template_for(const gguf::File& metadata, std::string_view override_name);
 
 }  // namespace tessera::llm

@@ -1,30 +1,32 @@
-// The devices built into this library. A new device adds one line here (and its folder).
+// The device registry: every device registers itself from its own folder
+// (src/backend/NAME/NAME_register.cpp, a static registrar that cmake/components.cmake links
+// whole into every program), so the runtime creates devices without knowing any.
+#include <algorithm>
 #include <sstream>
 
 #include "tessera/device.h"
 
 namespace tessera {
 
-DeviceInfo cpu_device_info();
-#ifdef TESSERA_HAS_TILE
-DeviceInfo tile_device_info();
-#endif
-#ifdef TESSERA_HAS_RKNPU
-DeviceInfo rknpu_device_info();
-#endif
-
-const std::vector<DeviceInfo>& device_registry() {
-  static const std::vector<DeviceInfo> kDevices = {
-      cpu_device_info(),
-#ifdef TESSERA_HAS_TILE
-      tile_device_info(),
-#endif
-#ifdef TESSERA_HAS_RKNPU
-      rknpu_device_info(),
-#endif
-  };
-  return kDevices;
+namespace {
+std::vector<DeviceInfo>& registry() {
+  static std::vector<DeviceInfo> devices;  // sorted by (order, name)
+  return devices;
 }
+}  // namespace
+
+bool register_device(DeviceInfo info) {
+  std::vector<DeviceInfo>& devices = registry();
+  for (const DeviceInfo& d : devices)
+    if (d.name == info.name) return false;
+  auto at = std::upper_bound(devices.begin(), devices.end(), info, [](const DeviceInfo& a, const DeviceInfo& b) {
+    return a.order != b.order ? a.order < b.order : a.name < b.name;
+  });
+  devices.insert(at, std::move(info));
+  return true;
+}
+
+const std::vector<DeviceInfo>& device_registry() { return registry(); }
 
 Result<std::unique_ptr<Device>> create_device(const std::string& spec, const DeviceOptions& opts) {
   std::string name = spec, preset;
