@@ -15,10 +15,11 @@
 // C API all run models through this class.
 //
 // Thread safety: a LanguageModel holds one KV cache and is used by one thread at a time
-// (generate, feed, decode and reset calls on one object must not overlap). The const
-// methods (tokenize, detokenize, render_chat, chat_template, info and the other
-// accessors) read only the immutable file and tokenizer and may be called from any
-// thread, also while another thread generates. To generate concurrently, fork() one
+// (generate, feed, decode and reset calls on one object must not overlap). The other
+// const methods (tokenize, detokenize, render_chat, chat_template, info and the other
+// accessors) read only what load() fixed and may be called from any thread, also while
+// another thread generates; position() and logits() read the cache's state and follow
+// the one-thread rule. To generate concurrently, fork() one
 // LanguageModel per thread: forks share the loaded weights and each holds its own cache.
 #pragma once
 

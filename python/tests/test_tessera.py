@@ -134,6 +134,7 @@ def test_language_model_options_feed_chat_and_stop():
     with pytest.raises(tessera.Error) as e:
         tessera.LanguageModel(path, kv_type="q4_0")
     assert "kv_type" in str(e.value)
+    lm = tessera.LanguageModel(str(fixture("models/gguf/aidreams260K.gguf")))  # pieces of whole characters
     full = "".join(tessera.generate(lm, "Once upon a time", max_tokens=30))
     stop = full[10:14]
     g = tessera.generate(lm, "Once upon a time", max_tokens=30, stop=[stop])

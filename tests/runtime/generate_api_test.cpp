@@ -327,6 +327,18 @@ TEST(LanguageModelApi, InfoAndCompareGreedyDescribeTheFile) {
   EXPECT_EQ(i.trained_context, 128);
   EXPECT_EQ(i.tensors.size(), (*model)->file().tensors().size());
   EXPECT_FALSE(i.byte_level_bpe);
+  EXPECT_EQ(i.bos, (*model)->tokenizer().bos());
+  EXPECT_EQ(lm->token_piece(429), (*model)->tokenizer().piece(429));
+  EXPECT_EQ(lm->token_piece(-1), "");
+  EXPECT_EQ(lm->batch(), 32);
+  ASSERT_NE(lm->prompt_session(), nullptr);
+  EXPECT_FALSE(lm->decode_session().devices().empty());
+  LanguageModelOptions one = lo;
+  one.batch = 1;
+  auto single = lm->fork(one);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ((*single)->batch(), 1);
+  EXPECT_EQ((*single)->prompt_session(), nullptr);  // every token takes the decode step
   auto test = lm->fork(lo);
   ASSERT_TRUE(test.ok());
   auto ag = compare_greedy(*lm, **test, lm->tokenize("Once upon a time"), 10);
@@ -335,6 +347,30 @@ TEST(LanguageModelApi, InfoAndCompareGreedyDescribeTheFile) {
   EXPECT_EQ(ag->top1_agree, 10);
   EXPECT_LT(ag->max_kl, 1e-9);
   EXPECT_EQ(lm->position(), 0);
+}
+
+TEST(LanguageModelApi, OptionErrorsNameTheField) {
+  GenerateOptions go;
+  EXPECT_TRUE(go.validate().ok());
+  go.max_tokens = -1;
+  EXPECT_NE(go.validate().message().find("GenerateOptions::max_tokens"), std::string::npos);
+  go.max_tokens = 4;
+  go.temperature = 0.5f;
+  go.top_p = 0;
+  EXPECT_EQ(go.validate().code(), StatusCode::invalid_argument);
+  EXPECT_STREQ(stop_reason_name(StopReason::stop_string), "stop_string");
+  TESSERA_REQUIRE_FIXTURE(path, kAidreams);
+  LanguageModelOptions lo;
+  lo.batch = 0;
+  auto bad = LanguageModel::load(path, lo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("LanguageModelOptions::batch"), std::string::npos);
+  auto lm = load_or_die(path);
+  ASSERT_TRUE(lm);
+  EXPECT_EQ(lm->generate_tokens({}, {}).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(lm->generate_tokens({1, 9999}, {}).status().code(), StatusCode::out_of_range);
+  std::vector<int32_t> too_long(static_cast<size_t>(lm->context_length()) + 1, 5);
+  EXPECT_EQ(lm->generate_tokens(too_long, {}).status().code(), StatusCode::out_of_range);
 }
 
 TEST(ModelFormat, MagicFirstThenTheExtension) {
