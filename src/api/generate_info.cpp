@@ -21,7 +21,7 @@ Status resolve_chat_template(LanguageModelShared& s) {
     t = llm::ChatTemplate::detect(src.str());
     if (!t.ok()) return t.status().with_context("chat template file '" + name + "'");
   } else {
-    // The other engineer's move of chat_template_for into import/gguf changes only this call.
+    // A family name, else the file's tokenizer.chat_template (the one call of chat_template_for).
     t = llm::chat_template_for(s.model->file(), name);
     if (!t.ok()) {
       if (!name.empty()) return t.status();  // a bad name fails load
