@@ -45,6 +45,20 @@ struct DeviceSummary {
 // Every device and preset built in, cpu first.
 std::vector<DeviceSummary> list_devices();
 
+// The file formats Tessera loads, and the importer each goes to.
+enum class ModelFormat {
+  tflite,  // a TensorFlow Lite flatbuffer: Model::load (the TFLite importer)
+  gguf,    // a GGUF file: LanguageModel::load (tessera/generate.h), or Model::load for its decode step
+};
+const char* model_format_name(ModelFormat f);  // "tflite", "gguf"
+// The format of a model file, the one choice of importer the CLI, the server and
+// Model::load share: the magic bytes when they name a format ("GGUF" at byte 0, TFLite's
+// file identifier "TFL3" at byte 4), else the extension (.tflite, .gguf), so that a
+// damaged .gguf or .tflite file still reaches its importer's error. Errors: not_found
+// (no such file), invalid_argument (a directory), unsupported (any other file, naming it
+// and its extension).
+Result<ModelFormat> model_format(const std::string& path);
+
 // A model input or output: name, element type, shape, quantization and host bytes.
 struct TensorInfo {
   std::string name;

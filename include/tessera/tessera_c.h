@@ -138,6 +138,20 @@ typedef int (*tessera_piece_callback)(const char* piece, size_t size, void* user
 
 /* `device` NULL: "cpu"; `context` 0: the file's context length (at most 4096). */
 tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out);
+/* The options of tessera_lm_load_with; tessera_lm_options_init sets the defaults. */
+typedef struct tessera_lm_options {
+  const char* device;          /* NULL: "cpu" (default) */
+  const char* const* device_options; /* NULL or a NULL-terminated list of "KEY=VALUE" (e.g. "threads=2") */
+  int64_t context;             /* KV cache rows; 0: the file's context length, at most 4096 (default) */
+  int64_t batch;               /* prompt tokens per step; default 32 */
+  int64_t offload_layers;      /* >= 0: the first N layers on `device`, the rest on the cpu; -1 (default): all on `device` where supported */
+  const char* kv_type;         /* KV cache of the cpu layers: "f16" (default, also for NULL), "f32" or "q8_0" */
+  const char* chat_template;   /* NULL or "": the file's; else a family name or a Jinja file */
+} tessera_lm_options;
+
+void tessera_lm_options_init(tessera_lm_options* options);
+/* As tessera_lm_load with every option (`options` NULL: the defaults). */
+tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out);
 void tessera_lm_free(tessera_lm* lm);
 /* Generates from an empty cache. `callback` may be NULL. When `text` is not NULL it
  * receives the whole generated text, NUL-terminated, to be freed with tessera_string_free. */
@@ -148,6 +162,11 @@ void tessera_string_free(char* text);
  * (then nothing beyond capacity is written and the status is TESSERA_OUT_OF_RANGE). */
 tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
                                    size_t capacity, size_t* count);
+/* Feeds `count` ids after the tokens in the KV cache; when `logits` is not NULL, copies the
+ * logits after the last one into it (`capacity` floats, at least tessera_lm_vocab_size). */
+tessera_status tessera_lm_feed(tessera_lm* lm, const int32_t* ids, size_t count, float* logits, size_t capacity);
+/* Empties the KV cache. */
+void tessera_lm_reset(tessera_lm* lm);
 int64_t tessera_lm_vocab_size(const tessera_lm* lm);
 int64_t tessera_lm_context_length(const tessera_lm* lm);
 

@@ -306,6 +306,7 @@ class PieceStream {
     d["generate_seconds"] = result_.generate_seconds;
     d["stopped_at_eos"] = result_.stopped_at_eos;
     d["context_full"] = result_.context_full;
+    d["stop_reason"] = stop_reason_name(result_.stop_reason);
     return d;
   }
 
@@ -325,8 +326,9 @@ class PieceStream {
 };
 
 GenerateOptions generate_options(int64_t max_tokens, float temperature, int top_k, float top_p, float repeat_penalty,
-                                 int repeat_last_n, uint64_t seed) {
+                                 int repeat_last_n, uint64_t seed, std::vector<std::string> stop = {}) {
   GenerateOptions o;
+  o.stop = std::move(stop);
   o.max_tokens = max_tokens;
   o.temperature = temperature;
   o.top_k = top_k;
@@ -394,29 +396,70 @@ PYBIND11_MODULE(_tessera, m) {
 
   py::class_<LanguageModel, std::shared_ptr<LanguageModel>>(m, "LanguageModel", "A GGUF llama / qwen2 model")
       .def(py::init([](const std::string& path, const std::string& device, int64_t context, int64_t batch,
-                       std::optional<int> threads) {
+                       std::optional<int> threads, const std::string& kv_type, int64_t offload_layers,
+                       const std::string& chat_template, bool mmap) {
              LanguageModelOptions lo;
              lo.session = session_options(device, threads, {});
              lo.context = context;
              lo.batch = batch;
+             lo.offload_layers = offload_layers;
+             lo.chat_template = chat_template;
+             lo.mmap = mmap;
+             if (kv_type == "f16") lo.kv_type = DType::f16;
+             else if (kv_type == "f32") lo.kv_type = DType::f32;
+             else if (kv_type == "q8_0") lo.kv_type = DType::q8_0;
+             else raise(error(StatusCode::invalid_argument, "kv_type takes 'f16', 'f32' or 'q8_0', got '", kv_type, "'"));
              py::gil_scoped_release release;
              return std::shared_ptr<LanguageModel>(take(LanguageModel::load(path, lo)));
            }),
            py::arg("path"), py::arg("device") = "cpu", py::arg("context") = 0, py::arg("batch") = 32,
-           py::arg("threads") = py::none())
-      .def("tokenize", &LanguageModel::tokenize, py::arg("text"), py::arg("add_bos") = true)
+           py::arg("threads") = py::none(), py::arg("kv_type") = "f16", py::arg("offload_layers") = -1,
+           py::arg("chat_template") = "", py::arg("mmap") = false)
+      .def("tokenize", &LanguageModel::tokenize, py::arg("text"), py::arg("add_bos") = true,
+           py::arg("parse_special") = false)
       .def("detokenize", &LanguageModel::detokenize, py::arg("ids"))
+      .def("feed", [](LanguageModel& lm, const std::vector<int32_t>& ids) {
+             std::vector<float> logits;
+             {
+               py::gil_scoped_release release;
+               logits = take(lm.feed(ids));
+             }
+             py::array_t<float> a(static_cast<py::ssize_t>(logits.size()));
+             std::memcpy(a.mutable_data(), logits.data(), logits.size() * sizeof(float));
+             return a;
+           }, py::arg("ids"), "Feeds ids after the cached tokens; the logits [vocab] after the last one")
+      .def("reset", &LanguageModel::reset, "Empties the KV cache")
+      .def_property_readonly("position", &LanguageModel::position)
+      .def("render_chat", [](const LanguageModel& lm, const std::vector<std::pair<std::string, std::string>>& messages,
+                             bool add_assistant) {
+             std::vector<ChatMessage> m;
+             for (const auto& [role, content] : messages) m.push_back({role, content});
+             return take(lm.render_chat(m, add_assistant));
+           }, py::arg("messages"), py::arg("add_assistant") = true,
+           "A conversation [(role, content), ...] written with the model's chat template")
+      .def_property_readonly("chat_template", [](const LanguageModel& lm) {
+             ChatTemplateInfo t = take(lm.chat_template());
+             py::dict d;
+             d["name"] = t.name;
+             d["from_file"] = t.from_file;
+             d["stop_strings"] = t.stop_strings;
+             d["stop_tokens"] = t.stop_tokens;
+             return d;
+           })
       .def_property_readonly("vocab_size", &LanguageModel::vocab_size)
       .def_property_readonly("context_length", &LanguageModel::context_length)
       .def_property_readonly("layers", &LanguageModel::layers)
       .def_property_readonly("architecture", &LanguageModel::architecture)
       .def("_stream", [](std::shared_ptr<LanguageModel> lm, const std::string& prompt, int64_t max_tokens,
                          float temperature, int top_k, float top_p, float repeat_penalty, int repeat_last_n,
-                         uint64_t seed) {
+                         uint64_t seed, std::vector<std::string> stop) {
              return std::make_unique<PieceStream>(
                  std::move(lm), prompt,
-                 generate_options(max_tokens, temperature, top_k, top_p, repeat_penalty, repeat_last_n, seed));
-           }, py::keep_alive<0, 1>());
+                 generate_options(max_tokens, temperature, top_k, top_p, repeat_penalty, repeat_last_n, seed,
+                                  std::move(stop)));
+           }, py::arg("prompt"), py::arg("max_tokens"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
+           py::arg("repeat_penalty"), py::arg("repeat_last_n"), py::arg("seed"),
+           py::arg("stop") = std::vector<std::string>{}, py::keep_alive<0, 1>());
 
   py::class_<PieceStream>(m, "PieceStream", "Text pieces of one generation, as they are produced")
       .def("__iter__", [](PieceStream& s) -> PieceStream& { return s; })

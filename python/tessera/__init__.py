@@ -145,9 +145,11 @@ class Generation:
 
 def generate(model: Union[str, LanguageModel], prompt: str, max_tokens: int = 64, temperature: float = 0.0,
              top_k: int = 40, top_p: float = 0.95, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
-             seed: int = 0, device: str = "cpu", context: int = 0) -> Generation:
+             seed: int = 0, device: str = "cpu", context: int = 0,
+             stop: Optional[List[str]] = None) -> Generation:
     """Generates text after `prompt` with a GGUF model (a path or a LanguageModel), yielding
-    each piece of text as it is produced. Greedy unless temperature > 0."""
+    each piece of text as it is produced. Greedy unless temperature > 0. Generation ends
+    before the first of the `stop` strings (the text never holds it)."""
     lm = model if isinstance(model, LanguageModel) else LanguageModel(str(model), device=device, context=context)
     return Generation(lm._stream(prompt, max_tokens, temperature, top_k, top_p, repeat_penalty, repeat_last_n,
-                                 seed))
+                                 seed, list(stop or [])))

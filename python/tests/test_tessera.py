@@ -122,6 +122,30 @@ def test_language_model_reuse_early_stop_and_tokens():
     assert "top-p" in str(e.value)
 
 
+def test_language_model_options_feed_chat_and_stop():
+    path = str(fixture("models/gguf/kquant/kq-llama-256d-4L-Q8_0.gguf"))  # head size 32, for q8_0
+    lm = tessera.LanguageModel(path, kv_type="q8_0")
+    ids = lm.tokenize("Once upon a time")
+    logits = lm.feed(ids)
+    assert logits.dtype == np.float32 and logits.shape == (lm.vocab_size,)
+    assert lm.position == len(ids)
+    lm.reset()
+    assert lm.position == 0 and np.array_equal(lm.feed(ids), logits)
+    with pytest.raises(tessera.Error) as e:
+        tessera.LanguageModel(path, kv_type="q4_0")
+    assert "kv_type" in str(e.value)
+    lm = tessera.LanguageModel(str(fixture("models/gguf/aidreams260K.gguf")))  # pieces of whole characters
+    full = "".join(tessera.generate(lm, "Once upon a time", max_tokens=30))
+    stop = full[10:14]
+    g = tessera.generate(lm, "Once upon a time", max_tokens=30, stop=[stop])
+    assert "".join(g) == full[:full.find(stop)] and g.stats["stop_reason"] == "stop_string"
+    qwen = tessera.LanguageModel(str(fixture("models/gguf/qwen2-256d-2L-Q4_K_M-embQ3_K.gguf")))
+    assert qwen.chat_template["name"] == "chatml"
+    text = qwen.render_chat([("user", "Hi")])
+    assert text.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    assert qwen.tokenize("<|im_end|>", False, True) == qwen.chat_template["stop_tokens"]
+
+
 def readme_python_snippets():
     text = (REPO / "README.md").read_text()
     section = text.split("### Python", 1)[1].split("\n## ", 1)[0] if "### Python" in text else ""

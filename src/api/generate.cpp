@@ -1,100 +1,286 @@
 // The embedding API for LLMs (include/tessera/generate.h): a GGUF llama model, its
-// tokenizer and a Generator behind one object.
+// tokenizer and a Generator behind one object; the one place Tessera builds an LLM.
+// Model description, chat templates and compare_greedy are in generate_info.cpp.
 #include "tessera/generate.h"
 
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/generator.h"
-#include "runtime/llm/sampler.h"
+#include <algorithm>
+#include <chrono>
+
+#include "api/generate_impl.h"
+#include "runtime/llm/stop_scanner.h"
 
 namespace tessera {
 
-struct LanguageModel::Impl {
-  std::unique_ptr<gguf::LlamaModel> model;
-  std::unique_ptr<llm::Generator> gen;
-};
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+llm::SamplerOptions sampler_options(const GenerateOptions& o) {
+  llm::SamplerOptions so;
+  so.temperature = o.temperature;
+  so.top_k = o.top_k;
+  so.top_p = o.top_p;
+  so.repeat_penalty = o.repeat_penalty;
+  so.repeat_last_n = o.repeat_last_n;
+  so.seed = o.seed;
+  return so;
+}
+
+bool same_sampling(const llm::SamplerOptions& a, const llm::SamplerOptions& b) {
+  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
+         a.repeat_penalty == b.repeat_penalty && a.repeat_last_n == b.repeat_last_n && a.seed == b.seed;
+}
+
+Status check_options(const LanguageModelOptions& o) {
+  if (o.kv_type != DType::f16 && o.kv_type != DType::f32 && o.kv_type != DType::q8_0)
+    return error(StatusCode::invalid_argument, "LanguageModelOptions::kv_type must be f16, f32 or q8_0, got ",
+                 dtype_name(o.kv_type));
+  if (o.batch < 1) return error(StatusCode::invalid_argument, "LanguageModelOptions::batch must be >= 1, got ", o.batch);
+  if (o.context < 0)
+    return error(StatusCode::invalid_argument, "LanguageModelOptions::context must be >= 0, got ", o.context);
+  return Status::Ok();
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+Status GenerateOptions::validate() const {
+  if (max_tokens < 0)
+    return error(StatusCode::invalid_argument, "GenerateOptions::max_tokens must be >= 0, got ", max_tokens);
+  return llm::Sampler::validate(sampler_options(*this));
+}
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::length: return "length";
+    case StopReason::eos: return "eos";
+    case StopReason::stop_string: return "stop_string";
+    case StopReason::callback: return "callback";
+    case StopReason::cancelled: return "cancelled";
+    case StopReason::context_full: return "context_full";
+  }
+  return "?";
+}
 
 LanguageModel::LanguageModel() : impl_(std::make_unique<Impl>()) {}
 LanguageModel::~LanguageModel() = default;
 
-Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& path, const LanguageModelOptions& opts) {
-  if (opts.kv_type != DType::f16 && opts.kv_type != DType::f32)
-    return error(StatusCode::invalid_argument, "LanguageModelOptions::kv_type must be f16 or f32, got ",
-                 dtype_name(opts.kv_type));
-  if (opts.batch < 1) return error(StatusCode::invalid_argument, "LanguageModelOptions::batch must be >= 1, got ", opts.batch);
-  if (opts.context < 0)
-    return error(StatusCode::invalid_argument, "LanguageModelOptions::context must be >= 0, got ", opts.context);
-  std::unique_ptr<LanguageModel> lm(new LanguageModel());
-  TS_ASSIGN_OR_RETURN(lm->impl_->model, gguf::LlamaModel::open(path));
-  if (opts.context > 0) TS_RETURN_IF_ERROR(lm->impl_->model->set_context(opts.context));
+// Prepares the steps of one KV cache over the shared model.
+static Result<std::unique_ptr<llm::Generator>> make_generator(const gguf::LlamaModel& model,
+                                                              const LanguageModelOptions& opts) {
   llm::GeneratorOptions go;
   go.session = opts.session;
   go.batch = opts.batch;
-  go.offload_layers = opts.offload_layers < 0 ? -1 : std::min<int64_t>(opts.offload_layers, lm->impl_->model->layers());
+  go.offload_layers = opts.offload_layers < 0 ? -1 : std::min<int64_t>(opts.offload_layers, model.layers());
   go.kv_type = opts.kv_type;
-  TS_ASSIGN_OR_RETURN(lm->impl_->gen, llm::Generator::create(*lm->impl_->model, go));
+  return llm::Generator::create(model, go);
+}
+
+Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& path, const LanguageModelOptions& opts) {
+  TS_RETURN_IF_ERROR(check_options(opts));
+  auto shared = std::make_shared<LanguageModelShared>();
+  shared->opts = opts;
+  TS_ASSIGN_OR_RETURN(shared->model,
+                      gguf::LlamaModel::open(path, opts.mmap ? gguf::File::Load::map : gguf::File::Load::read));
+  if (opts.context > 0) TS_RETURN_IF_ERROR(shared->model->set_context(opts.context));
+  shared->model->set_input_rounding(opts.round_matmul_inputs);
+  TS_RETURN_IF_ERROR(resolve_chat_template(*shared));
+  describe(*shared);
+  std::unique_ptr<LanguageModel> lm(new LanguageModel());
+  TS_ASSIGN_OR_RETURN(lm->impl_->gen, make_generator(*shared->model, opts));
+  lm->impl_->kv_type = opts.kv_type;
+  lm->impl_->shared = std::move(shared);
+  return lm;
+}
+
+Result<std::unique_ptr<LanguageModel>> LanguageModel::fork(const LanguageModelOptions& opts) const {
+  TS_RETURN_IF_ERROR(check_options(opts));
+  const LanguageModelOptions& mine = impl_->shared->opts;
+  auto differs = [](const char* field) {
+    return error(StatusCode::invalid_argument, "LanguageModel::fork: LanguageModelOptions::", field,
+                 " differs from the loaded model's (a fork shares it with the model)");
+  };
+  if (opts.context != mine.context) return differs("context");
+  if (opts.mmap != mine.mmap) return differs("mmap");
+  if (opts.round_matmul_inputs != mine.round_matmul_inputs) return differs("round_matmul_inputs");
+  if (opts.chat_template != mine.chat_template) return differs("chat_template");
+  std::unique_ptr<LanguageModel> lm(new LanguageModel());
+  TS_ASSIGN_OR_RETURN(lm->impl_->gen, make_generator(*impl_->shared->model, opts));
+  lm->impl_->kv_type = opts.kv_type;
+  lm->impl_->shared = impl_->shared;
   return lm;
 }
 
 Result<GenerateResult> LanguageModel::generate(const std::string& prompt, const GenerateOptions& opts,
                                                const TokenCallback& on_piece) {
-  if (opts.max_tokens < 0)
-    return error(StatusCode::invalid_argument, "GenerateOptions::max_tokens must be >= 0, got ", opts.max_tokens);
-  llm::SamplerOptions so;
-  so.temperature = opts.temperature;
-  so.top_k = opts.top_k;
-  so.top_p = opts.top_p;
-  so.repeat_penalty = opts.repeat_penalty;
-  so.repeat_last_n = opts.repeat_last_n;
-  so.seed = opts.seed;
-  TS_RETURN_IF_ERROR(llm::Sampler::validate(so));
-  const gguf::Tokenizer& tok = impl_->model->tokenizer();
+  const gguf::Tokenizer& tok = impl_->shared->model->tokenizer();
   std::vector<int32_t> ids = tok.encode(prompt, tok.add_bos());
   if (ids.empty()) ids.push_back(tok.bos());
-  if (static_cast<int64_t>(ids.size()) > impl_->gen->context_length())
-    return error(StatusCode::out_of_range, "the prompt has ", ids.size(), " tokens but the context holds ",
-                 impl_->gen->context_length());
-  impl_->gen->reset();
+  return generate_tokens(ids, opts, on_piece);
+}
+
+Result<GenerateResult> LanguageModel::generate_tokens(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                                      const TokenCallback& on_piece) {
+  TS_RETURN_IF_ERROR(opts.validate());
+  if (prompt.empty()) return error(StatusCode::invalid_argument, "generate: the prompt holds no tokens");
+  if (static_cast<int64_t>(prompt.size()) > context_length())
+    return error(StatusCode::out_of_range, "the prompt has ", prompt.size(), " tokens but the context holds ",
+                 context_length());
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab_size())
+      return error(StatusCode::out_of_range, "prompt token ", i, " is ", prompt[i], ", outside the vocabulary [0, ",
+                   vocab_size(), ")");
+  Impl& im = *impl_;
+  const gguf::Tokenizer& tok = im.shared->model->tokenizer();
+  llm::Generator& gen = *im.gen;
+
+  // The sampler: a fresh one from the seed, or the previous call's when asked and alike.
+  const llm::SamplerOptions so = sampler_options(opts);
+  if (opts.reseed || !im.sampler || !same_sampling(im.sampler_opts, so)) {
+    im.sampler.emplace(so);
+    im.sampler_opts = so;
+  }
+
   GenerateResult r;
+  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  // Keep the cached tokens the prompt starts with (at least its last token is fed again,
+  // for the logits after it); forget the rest.
+  size_t reuse = opts.reuse_cache ? common_prefix(im.cached, prompt) : 0;
+  if (reuse == prompt.size()) --reuse;
+  TS_RETURN_IF_ERROR(gen.rewind(static_cast<int64_t>(reuse)));
+  im.cached.resize(reuse);
+  r.reused_tokens = static_cast<int64_t>(reuse);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status s = gen.feed(std::vector<int32_t>(prompt.begin() + static_cast<std::ptrdiff_t>(reuse), prompt.end())).status();
+      !s.ok()) {
+    reset();
+    return s;
+  }
+  im.cached = prompt;
+  r.prompt_seconds = seconds_since(t0);
+
   // As the CLI prints it: the prompt's text, then each piece; the first piece loses the
   // space the tokenizer prepends when nothing has been shown yet.
-  bool shown = !tok.decode(ids).empty();
-  llm::Sampler sampler(so);
-  TS_ASSIGN_OR_RETURN(llm::GenerateStats st,
-                      impl_->gen->generate(ids, opts.max_tokens, sampler, tok.eos(), [&](int32_t id) {
-                        std::string piece = tok.piece(id);
-                        if (!shown && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
-                        shown = shown || !piece.empty();
-                        r.text += piece;
-                        r.tokens.push_back(id);
-                        return on_piece ? on_piece(piece) : true;
-                      }));
-  r.prompt_tokens = st.prompt_tokens;
-  r.prompt_seconds = st.prompt_seconds;
-  r.generate_seconds = st.generate_seconds;
-  r.stopped_at_eos = st.stopped_at_eos;
-  r.context_full = st.context_full;
+  bool shown = !tok.decode(prompt).empty();
+  std::optional<llm::StopScanner> scan;
+  if (!opts.stop.empty()) scan.emplace(opts.stop);
+  std::vector<int32_t> history = prompt;  // for the repetition penalty
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < opts.max_tokens; ++i) {
+    if (opts.cancel && opts.cancel->load()) {
+      r.stop_reason = StopReason::cancelled;
+      break;
+    }
+    const int32_t next = im.sampler->sample(gen.logits(), history);
+    if (next == tok.eos() || std::find(opts.stop_tokens.begin(), opts.stop_tokens.end(), next) != opts.stop_tokens.end()) {
+      r.stop_reason = StopReason::eos;
+      r.stop_token = next;
+      break;
+    }
+    history.push_back(next);
+    r.tokens.push_back(next);
+    std::string piece = tok.piece(next);
+    if (!shown && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
+    shown = shown || !piece.empty();
+    if (scan) piece = scan->add(piece);
+    r.text += piece;
+    const bool go_on = on_piece ? on_piece(piece) : true;
+    if (scan && scan->stopped()) {
+      r.stop_reason = StopReason::stop_string;
+      break;
+    }
+    if (!go_on) {
+      r.stop_reason = StopReason::callback;
+      break;
+    }
+    if (i + 1 == opts.max_tokens) break;
+    if (gen.position() >= gen.context_length()) {
+      r.stop_reason = StopReason::context_full;
+      break;
+    }
+    if (Status s = gen.decode(next); !s.ok()) {
+      reset();
+      return s;
+    }
+    im.cached.push_back(next);
+  }
+  r.generate_seconds = seconds_since(t1);
+  if (scan && !scan->stopped()) {
+    const std::string rest = scan->flush();
+    if (!rest.empty()) {
+      r.text += rest;
+      if (on_piece) on_piece(rest);
+    }
+  }
+  r.stopped_at_eos = r.stop_reason == StopReason::eos;
+  r.context_full = r.stop_reason == StopReason::context_full;
   return r;
 }
 
-std::vector<int32_t> LanguageModel::tokenize(const std::string& text, bool add_bos) const {
-  return impl_->model->tokenizer().encode(text, add_bos);
+std::vector<int32_t> LanguageModel::tokenize(const std::string& text, bool add_bos, bool parse_special) const {
+  return impl_->shared->model->tokenizer().encode(text, add_bos, parse_special);
 }
 std::string LanguageModel::detokenize(const std::vector<int32_t>& ids) const {
-  return impl_->model->tokenizer().decode(ids);
+  return impl_->shared->model->tokenizer().decode(ids);
 }
+std::string LanguageModel::token_piece(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return impl_->shared->model->tokenizer().piece(id);
+}
+
 Result<std::vector<float>> LanguageModel::feed(const std::vector<int32_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab_size())
       return error(StatusCode::out_of_range, "token ", i, " is ", ids[i], ", outside the vocabulary [0, ", vocab_size(),
                    ")");
-  return impl_->gen->feed(ids);
+  const int64_t before = impl_->gen->position();
+  auto logits = impl_->gen->feed(ids);
+  if (!logits.ok()) {
+    // A step that failed part-way leaves cache rows of unknown tokens: keep what was cached.
+    (void)impl_->gen->rewind(before);
+    return logits.status();
+  }
+  impl_->cached.insert(impl_->cached.end(), ids.begin(), ids.end());
+  return logits;
 }
-void LanguageModel::reset() { impl_->gen->reset(); }
+
+Status LanguageModel::decode(int32_t id) {
+  if (id < 0 || id >= vocab_size())
+    return error(StatusCode::out_of_range, "token ", id, " is outside the vocabulary [0, ", vocab_size(), ")");
+  const int64_t before = impl_->gen->position();
+  if (Status s = impl_->gen->decode(id); !s.ok()) {
+    (void)impl_->gen->rewind(before);
+    return s;
+  }
+  impl_->cached.push_back(id);
+  return Status::Ok();
+}
+
+std::span<const float> LanguageModel::logits() const { return impl_->gen->logits(); }
+void LanguageModel::reset() {
+  impl_->gen->reset();
+  impl_->cached.clear();
+}
+int64_t LanguageModel::position() const { return impl_->gen->position(); }
 int64_t LanguageModel::context_length() const { return impl_->gen->context_length(); }
-int64_t LanguageModel::vocab_size() const { return impl_->model->vocab_size(); }
-int64_t LanguageModel::layers() const { return impl_->model->layers(); }
-std::string LanguageModel::architecture() const { return impl_->model->params().arch; }
-int32_t LanguageModel::eos_token() const { return impl_->model->tokenizer().eos(); }
-int32_t LanguageModel::bos_token() const { return impl_->model->tokenizer().bos(); }
+int64_t LanguageModel::vocab_size() const { return impl_->shared->model->vocab_size(); }
+int64_t LanguageModel::layers() const { return impl_->shared->model->layers(); }
+std::string LanguageModel::architecture() const { return impl_->shared->model->params().arch; }
+int32_t LanguageModel::eos_token() const { return impl_->shared->model->tokenizer().eos(); }
+int32_t LanguageModel::bos_token() const { return impl_->shared->model->tokenizer().bos(); }
+int64_t LanguageModel::kv_cache_bytes() const { return impl_->gen->kv_cache_bytes(); }
+DType LanguageModel::kv_type() const { return impl_->kv_type; }
+int64_t LanguageModel::batch() const { return impl_->gen->batch(); }
+const Session* LanguageModel::prompt_session() const { return impl_->gen->prompt_session_if_any(); }
+const Session& LanguageModel::decode_session() const { return impl_->gen->decode_session(); }
+const LanguageModelInfo& LanguageModel::info() const { return impl_->shared->info; }
 
 }  // namespace tessera

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 
 #include "import/gguf/llama_model.h"
 #include "import/tflite/image.h"
@@ -76,24 +78,35 @@ Result<std::shared_ptr<const Model>> Model::make(Graph g, std::string name) {
   return std::shared_ptr<const Model>(std::move(m));
 }
 
-Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+const char* model_format_name(ModelFormat f) { return f == ModelFormat::gguf ? "gguf" : "tflite"; }
+
+Result<ModelFormat> model_format(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) return error(StatusCode::not_found, "model file '", path, "' does not exist");
   if (std::filesystem::is_directory(st))
     return error(StatusCode::invalid_argument, "model file '", path, "' is a directory");
+  char head[8] = {};
+  std::ifstream f(path, std::ios::binary);
+  f.read(head, sizeof head);
+  if (f.gcount() >= 4 && std::string_view(head, 4) == "GGUF") return ModelFormat::gguf;
+  if (f.gcount() == 8 && std::string_view(head + 4, 4) == "TFL3") return ModelFormat::tflite;
   const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".tflite") {
+  if (ext == ".tflite") return ModelFormat::tflite;
+  if (ext == ".gguf") return ModelFormat::gguf;
+  return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext,
+               "' files (Tessera reads .tflite and .gguf)");
+}
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+  TS_ASSIGN_OR_RETURN(ModelFormat format, model_format(path));
+  if (format == ModelFormat::tflite) {
     TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_file(path));
     return make(std::move(g), path);
   }
-  if (ext == ".gguf") {
-    TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
-    TS_ASSIGN_OR_RETURN(Graph g, llama->build_step(1));
-    return make(std::move(g), path);
-  }
-  return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext,
-               "' files (Tessera reads .tflite and .gguf)");
+  TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
+  TS_ASSIGN_OR_RETURN(Graph g, llama->build_step(1));
+  return make(std::move(g), path);
 }
 
 Result<std::shared_ptr<const Model>> Model::from_tflite_buffer(const ConstData& bytes) {

@@ -293,7 +293,67 @@ tessera_status tessera_lm_load(const char* path, const char* device, int64_t con
   });
 }
 
+void tessera_lm_options_init(tessera_lm_options* options) {
+  if (!options) return;
+  tessera::LanguageModelOptions d;
+  options->device = nullptr;
+  options->device_options = nullptr;
+  options->context = d.context;
+  options->batch = d.batch;
+  options->offload_layers = d.offload_layers;
+  options->kv_type = nullptr;
+  options->chat_template = nullptr;
+}
+
+tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out) {
+  return guarded("tessera_lm_load_with", [&] {
+    TESSERA_C_REQUIRE(path && out, "tessera_lm_load_with", "path or out is NULL");
+    *out = nullptr;
+    tessera_lm_options o;
+    tessera_lm_options_init(&o);
+    if (options) o = *options;
+    tessera::LanguageModelOptions lo;
+    lo.session.device = o.device ? o.device : "cpu";
+    for (const char* const* kv = o.device_options; kv && *kv; ++kv) {
+      const std::string s = *kv;
+      const size_t eq = s.find('=');
+      TESSERA_C_REQUIRE(eq != std::string::npos && eq > 0, "tessera_lm_load_with", "device option '" + s + "' is not KEY=VALUE");
+      lo.session.device_options[s.substr(0, eq)] = s.substr(eq + 1);
+    }
+    lo.context = o.context;
+    lo.batch = o.batch;
+    lo.offload_layers = o.offload_layers;
+    const std::string kv = o.kv_type ? o.kv_type : "f16";
+    TESSERA_C_REQUIRE(kv == "f16" || kv == "f32" || kv == "q8_0", "tessera_lm_load_with",
+                      "kv_type takes \"f16\", \"f32\" or \"q8_0\", got \"" + kv + "\"");
+    lo.kv_type = kv == "f16" ? tessera::DType::f16 : kv == "f32" ? tessera::DType::f32 : tessera::DType::q8_0;
+    lo.chat_template = o.chat_template ? o.chat_template : "";
+    auto lm = tessera::LanguageModel::load(path, lo);
+    if (!lm.ok()) return fail(lm.status());
+    *out = new tessera_lm{std::move(*lm)};
+    return TESSERA_OK;
+  });
+}
+
 void tessera_lm_free(tessera_lm* lm) { delete lm; }
+
+tessera_status tessera_lm_feed(tessera_lm* lm, const int32_t* ids, size_t count, float* logits, size_t capacity) {
+  return guarded("tessera_lm_feed", [&] {
+    TESSERA_C_REQUIRE(lm && (ids || count == 0), "tessera_lm_feed", "lm or ids is NULL");
+    TESSERA_C_REQUIRE(count > 0, "tessera_lm_feed", "no ids to feed");
+    const size_t vocab = static_cast<size_t>(lm->lm->vocab_size());
+    TESSERA_C_REQUIRE(!logits || capacity >= vocab, "tessera_lm_feed",
+                      "logits holds " + std::to_string(capacity) + " floats; the vocabulary has " + std::to_string(vocab));
+    auto r = lm->lm->feed(std::vector<int32_t>(ids, ids + count));
+    if (!r.ok()) return fail(r.status());
+    if (logits) std::memcpy(logits, r->data(), vocab * sizeof(float));
+    return TESSERA_OK;
+  });
+}
+
+void tessera_lm_reset(tessera_lm* lm) {
+  if (lm) lm->lm->reset();
+}
 
 tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tessera_generate_options* options,
                                    tessera_piece_callback callback, void* user, char** text) {

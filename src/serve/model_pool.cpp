@@ -3,8 +3,8 @@
 #include <cctype>
 #include <chrono>
 
-#include "import/gguf/gguf_chat_template.h"
 #include "import/tflite/tflite_importer.h"
+#include "tessera/model.h"
 #include "serve/api_error.h"
 
 namespace tessera::serve {
@@ -35,28 +35,28 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
   const std::string what = "model '" + config.name + "' ('" + config.path + "')";
   if (config.parallel < 1) return error(StatusCode::invalid_argument, what, ": --parallel must be at least 1");
   const SessionOptions opts = session_options(config);
-  if (config.path.size() > 5 && config.path.substr(config.path.size() - 5) == ".gguf") {
-    auto llama = gguf::LlamaModel::open(config.path);
-    if (!llama.ok()) return llama.status().with_context(what);
-    m->llama_ = std::move(llama).value();
-    if (config.ctx > 0) TS_RETURN_IF_ERROR(m->llama_->set_context(config.ctx).with_context(what));
-    auto chat = gguf::chat_template_for(m->llama_->file(), config.chat_template);
-    if (chat.ok()) {
-      m->chat_ = std::move(chat).value();
-    } else if (!config.chat_template.empty()) {
-      return chat.status().with_context(what);  // a bad --chat-template name
-    } else {
-      m->chat_error_ = chat.status().message();
+  Result<ModelFormat> format = model_format(config.path);
+  if (!format.ok()) {
+    if (format.status().code() == StatusCode::unsupported)
+      return error(StatusCode::unsupported, what, ": serves .tflite and .gguf files");
+    return format.status().with_context(what);
+  }
+  if (*format == ModelFormat::gguf) {
+    LanguageModelOptions lo;
+    lo.session = opts;
+    lo.context = config.ctx;
+    lo.batch = config.batch;
+    lo.chat_template = config.chat_template;  // a bad name or file fails here
+    auto lm = LanguageModel::load(config.path, lo);
+    if (!lm.ok()) return lm.status().with_context(what);
+    m->slots_.push_back(Slot{nullptr, std::move(lm).value()});
+    for (int k = 1; k < config.parallel; ++k) {
+      auto fork = m->slots_[0].llm->fork(lo);
+      if (!fork.ok()) return fork.status().with_context(what);
+      m->slots_.push_back(Slot{nullptr, std::move(fork).value()});
     }
-    llm::GeneratorOptions go;
-    go.session = opts;
-    go.batch = config.batch;
-    for (int k = 0; k < config.parallel; ++k) {
-      auto gen = llm::Generator::create(*m->llama_, go);
-      if (!gen.ok()) return gen.status().with_context(what);
-      m->slots_.push_back(Slot{nullptr, std::move(gen).value()});
-    }
-  } else if (config.path.size() > 7 && config.path.substr(config.path.size() - 7) == ".tflite") {
+    m->llm_ = m->slots_[0].llm.get();
+  } else {
     auto g = tflite::load_tflite_file(config.path);
     if (!g.ok()) return g.status().with_context(what);
     m->inputs_ = specs(*g, g->inputs);
@@ -73,8 +73,6 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
       if (!s.ok()) return s.status().with_context(what);
       m->slots_.push_back(Slot{std::move(s).value(), nullptr});
     }
-  } else {
-    return error(StatusCode::unsupported, what, ": serves .tflite and .gguf files");
   }
   for (size_t k = 0; k < m->slots_.size(); ++k) m->threads_.emplace_back([p = m.get(), k] { p->worker(k); });
   return m;

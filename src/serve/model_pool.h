@@ -1,8 +1,8 @@
 // ServedModel: one model loaded once, its sessions, and the bounded queue in front of them.
 //
 // A model file is loaded and planned once at start-up. `parallel` slots each hold a
-// prepared session (tensor models: Session; GGUF llama models: a Generator with its own KV
-// cache) and a thread that takes jobs from the model's queue, so `parallel` requests run at
+// prepared session (tensor models: Session; GGUF llama models: a LanguageModel with its own
+// KV cache, the slots after the first forks of it sharing its weights) and a thread that takes jobs from the model's queue, so `parallel` requests run at
 // once and a long generation holds one slot while the others keep serving. Tensor
 // sessions after the first share the first one's devices and weights (as
 // `tessera bench --streams` does; several cores of one rknpu device model). At most
@@ -21,11 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/chat_template.h"
-#include "runtime/llm/generator.h"
 #include "serve/metrics.h"
 #include "serve/tensor_json.h"
+#include "tessera/generate.h"
 #include "tessera/session.h"
 
 namespace tessera::serve {
@@ -40,13 +38,13 @@ struct ModelConfig {
   int64_t ctx = 0;         // GGUF: context length (0: the file's, at most the loader's default)
   int64_t batch = 32;      // GGUF: prompt tokens per step
   size_t max_queue = 16;   // jobs waiting for a slot before 503
-  std::string chat_template;  // GGUF: template name ("" = from the file's metadata)
+  std::string chat_template;  // GGUF: template name or file ("" = from the file's metadata)
 };
 
 // One prepared session and what it runs.
 struct Slot {
   std::unique_ptr<Session> session;             // tensor models
-  std::unique_ptr<llm::Generator> generator;    // GGUF llama models
+  std::unique_ptr<LanguageModel> llm;           // GGUF llama models
 };
 
 // Work for one request; runs on a slot's thread with that slot to itself.
@@ -60,12 +58,10 @@ class ServedModel {
 
   const ModelConfig& config() const { return config_; }
   const std::string& name() const { return config_.name; }
-  bool is_llm() const { return llama_ != nullptr; }
-  const gguf::LlamaModel* llama() const { return llama_.get(); }
-  // GGUF: the chat template (--chat-template, else the file's), or null with chat_error()
-  // saying why there is none.
-  const llm::ChatTemplate* chat_template() const { return chat_ ? &*chat_ : nullptr; }
-  const std::string& chat_error() const { return chat_error_; }
+  bool is_llm() const { return llm_ != nullptr; }
+  // GGUF: slot 0's model, for what any thread may call while slots generate (tokenize,
+  // render_chat, chat_template, info: the const methods).
+  const LanguageModel* llm() const { return llm_; }
   const std::vector<TensorSpec>& inputs() const { return inputs_; }
   const std::vector<TensorSpec>& outputs() const { return outputs_; }
 
@@ -82,9 +78,7 @@ class ServedModel {
 
   ModelConfig config_;
   Metrics& metrics_;
-  std::unique_ptr<gguf::LlamaModel> llama_;
-  std::optional<llm::ChatTemplate> chat_;
-  std::string chat_error_;
+  const LanguageModel* llm_ = nullptr;  // slots_[0].llm
   std::vector<TensorSpec> inputs_, outputs_;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;

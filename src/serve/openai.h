@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/llm/sampler.h"
 #include "runtime/llm/stop_scanner.h"
+#include "tessera/generate.h"
 
 namespace tessera::serve {
 
@@ -31,7 +31,9 @@ struct CompletionRequest {
   // Tokens to generate at most; absent: 16 for completions (the OpenAI default), until the
   // end of sequence or a full context for chat.
   std::optional<int64_t> max_tokens;
-  llm::SamplerOptions sampling;   // temperature 1, top_p 1, top_k 0 (all) unless given
+  // The sampling fields (temperature 1, top_p 1, top_k 0 (all) unless given); the server
+  // sets max_tokens and the stop fields from the rest of the request.
+  GenerateOptions sampling;
   bool seeded = false;            // "seed" given; otherwise the server draws one
   std::vector<std::string> stop;  // up to 4 non-empty strings
   bool stream = false;

@@ -291,6 +291,41 @@ static void test_generate(void) {
   go.temperature = 0.5f;
   CHECK(tessera_lm_generate(lm, prompt, &go, NULL, NULL, NULL) == TESSERA_INVALID_ARGUMENT, "top_p 2 accepted");
   CHECK(strstr(tessera_last_error(), "top-p") != NULL, "message '%s'", tessera_last_error());
+
+  /* Every option: a q8_0 KV cache; feeding the prompt's ids gives logits, the same again
+   * after a reset (tests/runtime/generate_api_test.cpp compares them with the generator). */
+  tessera_lm_options lo;
+  tessera_lm_options_init(&lo);
+  CHECK(lo.batch == 32 && lo.offload_layers == -1 && lo.context == 0 && lo.kv_type == NULL, "lm option defaults");
+  const char* threads[] = {"threads=1", NULL};
+  lo.device_options = threads;
+  lo.kv_type = "q8_0";
+  tessera_lm* q8 = NULL;
+  char* kq8 = path_of("models/gguf/kquant/kq-llama-256d-4L-Q8_0.gguf");  /* head size 32, for q8_0 */
+  CHECK_OK(tessera_lm_load_with(kq8, &lo, &q8));
+  if (q8) {
+    int32_t ids[64];
+    size_t n = 0;
+    CHECK_OK(tessera_lm_tokenize(q8, prompt, 1, ids, 64, &n));
+    size_t vocab = (size_t)tessera_lm_vocab_size(q8);
+    float* a = calloc(vocab, sizeof(float));
+    float* b = calloc(vocab, sizeof(float));
+    CHECK_OK(tessera_lm_feed(q8, ids, n, a, vocab));
+    tessera_lm_reset(q8);
+    CHECK_OK(tessera_lm_feed(q8, ids, n, b, vocab));
+    CHECK(memcmp(a, b, vocab * sizeof(float)) == 0, "logits differ after a reset");
+    int nonzero = 0;
+    for (size_t i = 0; i < vocab; ++i) nonzero += a[i] != 0.0f;
+    CHECK(nonzero > (int)vocab / 2, "%d nonzero logits of %zu", nonzero, vocab);
+    CHECK(tessera_lm_feed(q8, ids, n, a, 3) == TESSERA_INVALID_ARGUMENT, "small logits buffer accepted");
+    free(a);
+    free(b);
+    tessera_lm_free(q8);
+  }
+  free(kq8);
+  lo.kv_type = "q4_0";
+  CHECK(tessera_lm_load_with(model, &lo, &q8) == TESSERA_INVALID_ARGUMENT, "kv_type q4_0 accepted");
+  CHECK(strstr(tessera_last_error(), "kv_type") != NULL, "message '%s'", tessera_last_error());
   tessera_lm_free(lm);
   free(model);
 

@@ -5,15 +5,9 @@
 
 #include <string>
 
-#include "import/gguf/gguf_file.h"
+#include "tessera/generate.h"
 #include "tessera/graph.h"
 #include "tessera/session.h"
-#include "runtime/llm/generator.h"
-#include "runtime/llm/sampler.h"
-
-namespace tessera::gguf {
-class LlamaModel;
-}
 
 namespace tessera::cli {
 
@@ -49,7 +43,8 @@ inline void take(Status s) {
   if (!s.ok()) throw CommandFailed{s};
 }
 
-// Loads a model file by its extension (.tflite, .gguf) into a Graph.
+// Loads a model file (its format from tessera::model_format) into a Graph: a .gguf file's
+// is its 1-token decode step.
 Result<Graph> load_model(const std::string& path);
 
 // Options shared by commands that run a model on a device.
@@ -65,17 +60,16 @@ struct DeviceArgs {
 std::string shared_dir();
 
 // GGUF (gguf_cli.cpp): inspect's GGUF section and bench's prompt/generation speeds.
+// A file tessera::model_format takes for GGUF.
 bool is_gguf_path(const std::string& path);
 // The start-up summary of generate and chat on stderr, as llama.cpp users expect: arch,
 // parameters, tensor types with counts, vocabulary, context used / trained, KV cache size.
-void print_model_summary(const gguf::LlamaModel& model, const llm::Generator& gen, const std::string& kv_type);
+void print_model_summary(const LanguageModel& lm, const std::string& kv_type);
 void print_gguf_summary(const std::string& path);
 // The help of --mmap (generate, chat, bench on a GGUF file).
 inline constexpr const char* kMmapHelp =
     "Memory-map the GGUF file (pages come in on first use, page cache shared with other processes) instead of "
     "reading it into transparent huge pages, which decode reads faster";
-// --mmap given: map the file; else read it into huge pages (gguf::LlamaModel::open).
-inline gguf::File::Load gguf_load(bool mmap) { return mmap ? gguf::File::Load::map : gguf::File::Load::read; }
 struct GgufBenchArgs {
   int prompt_tokens = 512;   // -p: test ppN
   int gen_tokens = 128;      // -n: test tgN
@@ -83,18 +77,19 @@ struct GgufBenchArgs {
   int64_t batch = 512;       // prompt tokens per step
   int64_t ctx = 0;           // 0: pp + tg + depth
   bool threads_given = false;  // -t given: that count only; else 1 and 2
-  std::string kv_type = "f16";  // KV cache of cpu layers: f16 or f32
+  std::string kv_type = "f16";  // KV cache of cpu layers: f16, f32 or q8_0
   std::string offload;  // --offload N|all
   bool mmap = false;     // --mmap: map the file instead of reading it into huge pages
   void add_to(CLI::App* cmd);
 };
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs);
-// Generator options from the device flags and `--offload N|all` ("" = the partitioner decides).
-// `kv_type`: "f16" or "f32" (the cache of the layers on the cpu).
-Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch, const std::string& kv_type = "f16");
+// LanguageModel options from the device flags, `--offload N|all` ("" = the partitioner
+// decides), --batch, --kv-type ("f16", "f32" or "q8_0": the cache of the layers on the
+// cpu) and --mmap.
+Result<LanguageModelOptions> lm_options(const DeviceArgs& dev, const std::string& offload, int64_t batch,
+                                        const std::string& kv_type = "f16", bool mmap = false);
 // The sampling flags of generate and chat (--temp, --top-k, --top-p, --repeat-penalty,
-// --repeat-last-n, --seed), written into `so` (defaults: llm::SamplerOptions's).
-void add_sampler_options(CLI::App* cmd, llm::SamplerOptions& so);
+// --repeat-last-n, --seed), written into `go` (defaults: GenerateOptions's).
+void add_sampler_options(CLI::App* cmd, GenerateOptions& go);
 
 }  // namespace tessera::cli

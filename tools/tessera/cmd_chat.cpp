@@ -15,25 +15,24 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 
 #include <unistd.h>
 
 #include "cli.h"
-#include "import/gguf/gguf_chat_template.h"
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/chat_template.h"
-#include "runtime/llm/generator.h"
-#include "runtime/llm/stop_scanner.h"
 
 namespace tessera::cli {
 
 namespace {
 
 volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs not yet handled
-void on_sigint(int) { g_interrupts = g_interrupts + 1; }
+std::atomic<bool> g_stop_reply{false};         // the reply being written stops (GenerateOptions::cancel)
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+void on_sigint(int) {
+  g_interrupts = g_interrupts + 1;
+  g_stop_reply.store(true);
+}
 
 // Reads lines from fd 0 with read(2), so that SIGINT (installed without SA_RESTART) wakes
 // a blocked read instead of being retried silently.
@@ -75,12 +74,6 @@ class LineReader {
   bool eof_ = false;
 };
 
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 void show(const std::string& text) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
@@ -96,22 +89,22 @@ void add_chat_command(CLI::App& app) {
     std::string kv_type = "f16";
     bool mmap = false;
     bool quiet = false, no_cache_reuse = false;
-    llm::SamplerOptions so;
+    GenerateOptions go;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "GGUF model file")->required();
   cmd->add_option("--system", a->system, "System prompt");
   cmd->add_option("--chat-template", a->template_name,
-                  "Template family: llama3, chatml (qwen), llama2, phi3, gemma (default: from the file's "
-                  "tokenizer.chat_template)");
+                  "Template family: llama3, chatml (qwen), llama2, phi3, gemma, or a Jinja template file "
+                  "(default: from the file's tokenizer.chat_template)");
   cmd->add_option("--n-predict,-n", a->n, "Most tokens per reply (stops earlier at end of turn)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--ctx-size,-c", a->ctx,
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  add_sampler_options(cmd, a->so);
+  add_sampler_options(cmd, a->go);
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 (default), f32 or q8_0 (blocks of 32, half the bytes of f16)");
   cmd->add_flag("--mmap", a->mmap, kMmapHelp);
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or per-turn statistics on stderr");
@@ -119,24 +112,28 @@ void add_chat_command(CLI::App& app) {
                 "Feed the whole conversation every turn (slower; the replies are the same)");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model, gguf_load(a->mmap)));
-    if (a->ctx > 0) take(model->set_context(a->ctx));
-    const llm::ChatTemplate tmpl = take(gguf::chat_template_for(model->file(), a->template_name));
-    const gguf::Tokenizer& tok = model->tokenizer();
-    const llm::SamplerOptions& so = a->so;
-    take(llm::Sampler::validate(so));
-    auto gen = take(llm::Generator::create(*model, take(generator_options(a->dev, "", model->layers(), a->batch,
-                                                                           a->kv_type))));
-    const int64_t ctx = gen->context_length();
-    // A reply ends at EOS or at a stop string that is one token of the vocabulary.
-    std::vector<int32_t> stop_ids = {tok.eos()};
-    for (const auto& s : tmpl.stop_strings())
-      if (int32_t id = tok.find(s); id >= 0) stop_ids.push_back(id);
+    LanguageModelOptions lo = take(lm_options(a->dev, "", a->batch, a->kv_type, a->mmap));
+    lo.context = a->ctx;
+    lo.chat_template = a->template_name;
+    auto lm = take(LanguageModel::load(a->model, lo));
+    const ChatTemplateInfo tmpl = take(lm->chat_template());
+    GenerateOptions go = a->go;
+    take(go.validate());
+    go.max_tokens = a->n;
+    // A reply ends at EOS or a stop string (as text, or as one token of the vocabulary); the
+    // cached tokens the conversation still starts with are kept; Ctrl-C stops it; the
+    // turns draw from one random sequence.
+    go.stop = tmpl.stop_strings;
+    go.stop_tokens = tmpl.stop_tokens;
+    go.reuse_cache = !a->no_cache_reuse;
+    go.cancel = &g_stop_reply;
+    go.reseed = false;
+    const int64_t ctx = lm->context_length();
     if (!a->quiet) {
-      print_model_summary(*model, *gen, a->kv_type);
-      fmt::print(stderr, "chat template {}{}; a reply stops at", tmpl.name(),
-                 a->template_name.empty() ? " (from tokenizer.chat_template)" : " (--chat-template)");
-      for (const auto& s : tmpl.stop_strings()) fmt::print(stderr, " {}", s);
+      print_model_summary(*lm, a->kv_type);
+      fmt::print(stderr, "chat template {}{}; a reply stops at", tmpl.name,
+                 tmpl.from_file ? " (from tokenizer.chat_template)" : " (--chat-template)");
+      for (const auto& s : tmpl.stop_strings) fmt::print(stderr, " {}", s);
       fmt::print(stderr, " or EOS; Ctrl-C stops a reply, twice at the prompt quits\n");
     }
 
@@ -147,11 +144,11 @@ void add_chat_command(CLI::App& app) {
     struct sigaction old_sa = {};
     sigaction(SIGINT, &sa, &old_sa);
 
-    std::vector<llm::ChatMessage> messages;
+    std::vector<ChatMessage> messages;
     if (!a->system.empty()) messages.push_back({"system", a->system});
     const size_t kept = messages.size();  // messages a new conversation starts with
-    std::vector<int32_t> cached;          // the tokens in the KV cache, in order
-    llm::Sampler sampler(so);
+    const bool add_bos = lm->info().add_bos;
+    auto encode = [&] { return lm->tokenize(take(lm->render_chat(messages, true)), add_bos, true); };
     LineReader in;
     const bool tty = ::isatty(0);
     bool armed = false;  // the last event was a Ctrl-C
@@ -163,6 +160,7 @@ void add_chat_command(CLI::App& app) {
       if (got == LineReader::Got::eof) break;
       if (got == LineReader::Got::interrupted) {
         g_interrupts = 0;
+        g_stop_reply = false;
         if (armed) {
           show("\n");
           break;
@@ -175,11 +173,11 @@ void add_chat_command(CLI::App& app) {
       armed = false;
       ++turn;
       messages.push_back({"user", line});
-      std::vector<int32_t> ids = tok.encode(tmpl.apply(messages, true), tok.add_bos(), true);
+      std::vector<int32_t> ids = encode();
       if (static_cast<int64_t>(ids.size()) >= ctx) {
         // Start over: the system prompt and this turn.
         messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(kept), messages.end() - 1);
-        ids = tok.encode(tmpl.apply(messages, true), tok.add_bos(), true);
+        ids = encode();
         if (static_cast<int64_t>(ids.size()) >= ctx) {
           fmt::print(stderr, "turn {}: the system prompt and this message take {} tokens; the context holds {} "
                      "(-c): message skipped\n", turn, ids.size(), ctx);
@@ -190,58 +188,29 @@ void add_chat_command(CLI::App& app) {
         fmt::print(stderr, "turn {}: context full ({} tokens); starting a new conversation with the system prompt\n",
                    turn, ctx);
       }
-      // Keep the cached tokens this conversation still starts with; feed the rest (at least
-      // one token, for the logits).
-      size_t reuse = a->no_cache_reuse ? 0 : common_prefix(cached, ids);
-      if (reuse == ids.size()) --reuse;
-      take(gen->rewind(static_cast<int64_t>(reuse)));
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<float> logits = take(gen->feed(std::vector<int32_t>(ids.begin() + reuse, ids.end())));
-      cached = ids;
-      const auto t1 = std::chrono::steady_clock::now();
-
-      llm::StopScanner scan(tmpl.stop_strings());
-      int64_t generated = 0;
-      std::string ended = "token limit";
-      for (;;) {
-        if (g_interrupts > 0) {
-          g_interrupts = 0;
-          armed = true;
-          ended = "Ctrl-C";
-          break;
-        }
-        const int32_t id = sampler.sample(logits, cached);
-        if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
-          ended = "end of turn";
-          break;
-        }
-        show(scan.add(tok.piece(id)));
-        ++generated;
-        if (scan.stopped()) {
-          ended = "end of turn";
-          break;
-        }
-        if (generated >= a->n) break;
-        if (gen->position() >= ctx) {
-          ended = "context full";
-          break;
-        }
-        logits = take(gen->step(id));
-        cached.push_back(id);
-      }
-      show(scan.flush());
+      auto r = take(lm->generate_tokens(ids, go, [](std::string_view piece) {
+        show(std::string(piece));
+        return true;
+      }));
       show("\n");
-      messages.push_back({"assistant", scan.text()});
-      const double prompt_s = std::chrono::duration<double>(t1 - t0).count();
-      const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      messages.push_back({"assistant", r.text});
+      std::string ended = "token limit";
+      if (r.stop_reason == StopReason::eos || r.stop_reason == StopReason::stop_string) ended = "end of turn";
+      if (r.stop_reason == StopReason::context_full) ended = "context full";
+      if (r.stop_reason == StopReason::cancelled) {
+        g_interrupts = 0;
+        g_stop_reply = false;
+        armed = true;
+        ended = "Ctrl-C";
+      }
       if (ended == "context full" || ended == "Ctrl-C")
-        fmt::print(stderr, "turn {}: reply stopped ({}) after {} tokens\n", turn, ended, generated);
+        fmt::print(stderr, "turn {}: reply stopped ({}) after {} tokens\n", turn, ended, r.tokens.size());
       if (!a->quiet)
         fmt::print(stderr,
                    "turn {}: {} tokens in the conversation, {} reused from the KV cache, {} fed ({:.1f} tokens/s); "
                    "reply {} tokens ({:.1f} tokens/s), ended by {}\n",
-                   turn, ids.size(), reuse, ids.size() - reuse, (ids.size() - reuse) / std::max(prompt_s, 1e-9),
-                   generated, generated / std::max(gen_s, 1e-9), ended);
+                   turn, ids.size(), r.reused_tokens, r.fed_tokens(), r.fed_tokens() / std::max(r.prompt_seconds, 1e-9),
+                   r.tokens.size(), r.tokens.size() / std::max(r.generate_seconds, 1e-9), ended);
     }
     sigaction(SIGINT, &old_sa, nullptr);
   });

@@ -4,8 +4,6 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/generator.h"
 
 namespace tessera::cli {
 
@@ -21,7 +19,7 @@ void add_generate_command(CLI::App& app) {
     bool mmap = false;
     std::string offload;
     bool quiet = false;
-    llm::SamplerOptions so;
+    GenerateOptions go;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -29,7 +27,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt,-p", a->prompt, "Prompt text");
   cmd->add_option("--n-predict,-n", a->n, "Tokens to generate (stops earlier at end-of-sequence)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  add_sampler_options(cmd, a->so);
+  add_sampler_options(cmd, a->go);
   cmd->add_option("--batch,-b", a->batch, "Prompt tokens per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--ctx-size,-c", a->ctx,
                   "Context size: KV cache rows (default: the file's context length, at most 4096)")
@@ -41,28 +39,22 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary or speed line on stderr");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model, gguf_load(a->mmap)));
-    if (a->ctx > 0) take(model->set_context(a->ctx));
-    const gguf::Tokenizer& tok = model->tokenizer();
-    const llm::SamplerOptions& so = a->so;
-    take(llm::Sampler::validate(so));
-    auto gen = take(llm::Generator::create(
-        *model, take(generator_options(a->dev, a->offload, model->layers(), a->batch, a->kv_type))));
-    if (!a->quiet) print_model_summary(*model, *gen, a->kv_type);
-    std::vector<int32_t> prompt = tok.encode(a->prompt, tok.add_bos());
-    if (prompt.empty()) prompt.push_back(tok.bos());
-    if (static_cast<int64_t>(prompt.size()) > model->context_length())
+    LanguageModelOptions lo = take(lm_options(a->dev, a->offload, a->batch, a->kv_type, a->mmap));
+    lo.context = a->ctx;
+    GenerateOptions go = a->go;
+    go.max_tokens = a->n;
+    auto lm = take(LanguageModel::load(a->model, lo));
+    take(go.validate());
+    if (!a->quiet) print_model_summary(*lm, a->kv_type);
+    std::vector<int32_t> prompt = lm->tokenize(a->prompt, lm->info().add_bos);
+    if (prompt.empty()) prompt.push_back(lm->bos_token());
+    if (static_cast<int64_t>(prompt.size()) > lm->context_length())
       take(error(StatusCode::out_of_range, "the prompt has ", prompt.size(), " tokens but the context holds ",
-                 model->context_length()));
-    std::string shown = tok.decode(prompt);
-    std::fputs(shown.c_str(), stdout);
+                 lm->context_length()));
+    std::fputs(lm->detokenize(prompt).c_str(), stdout);
     std::fflush(stdout);
-    llm::Sampler sampler(so);
-    auto stats = take(gen->generate(prompt, a->n, sampler, tok.eos(), [&](int32_t id) {
-      std::string piece = tok.piece(id);
-      if (shown.empty() && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
-      shown += piece;
-      std::fputs(piece.c_str(), stdout);
+    auto r = take(lm->generate_tokens(prompt, go, [](std::string_view piece) {
+      std::fputs(std::string(piece).c_str(), stdout);
       std::fflush(stdout);
       return true;
     }));
@@ -70,10 +62,8 @@ void add_generate_command(CLI::App& app) {
     std::fflush(stdout);
     if (!a->quiet)
       fmt::print(stderr, "\nprompt: {} tokens, {:.1f} tokens/s | generation: {} tokens, {:.1f} tokens/s{}\n",
-               stats.prompt_tokens, stats.prompt_tokens_per_second(), stats.generated_tokens,
-               stats.generate_tokens_per_second(),
-               stats.stopped_at_eos ? " (end of sequence)"
-                                    : (stats.context_full ? " (context full)" : ""));
+                 r.prompt_tokens, r.prompt_tokens_per_second(), r.tokens.size(), r.generate_tokens_per_second(),
+                 r.stopped_at_eos ? " (end of sequence)" : (r.context_full ? " (context full)" : ""));
   });
 }
 

@@ -17,15 +17,13 @@
 #include <sstream>
 
 #include "cli.h"
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/generator.h"
 
 namespace tessera::cli {
 
 namespace {
 
 // log softmax(logits)[tok], as llama-perplexity computes it.
-double log_prob(const std::vector<float>& logits, int32_t tok) {
+double log_prob(std::span<const float> logits, int32_t tok) {
   float max = logits[0];
   for (float v : logits) max = std::max(max, v);
   double sum = 0;
@@ -59,16 +57,20 @@ void add_perplexity_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", a->quiet, "No model summary on stderr");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model));
-    if (a->ctx > 0) take(model->set_context(a->ctx));
-    const int64_t n_ctx = model->context_length();
+    // --exact: f32 activations into every matrix product and an f32 KV cache.
+    const std::string kv_type = a->exact ? "f32" : a->kv_type;
+    LanguageModelOptions lo = take(lm_options(a->dev, "", a->batch, kv_type));
+    lo.context = a->ctx;
+    lo.round_matmul_inputs = !a->exact;
+    auto lm = take(LanguageModel::load(a->model, lo));
+    const int64_t n_ctx = lm->context_length();
     if (n_ctx < 4) take(error(StatusCode::invalid_argument, "perplexity needs a context of at least 4 tokens"));
     std::ifstream f(a->text_file, std::ios::binary);
     if (!f) take(error(StatusCode::not_found, "cannot read the text file '", a->text_file, "'"));
     std::stringstream ss;
     ss << f.rdbuf();
-    const gguf::Tokenizer& tok = model->tokenizer();
-    const std::vector<int32_t> tokens = tok.encode(ss.str(), tok.add_bos());
+    const bool add_bos = lm->info().add_bos;
+    const std::vector<int32_t> tokens = lm->tokenize(ss.str(), add_bos);
     if (static_cast<int64_t>(tokens.size()) < 2 * n_ctx)
       take(error(StatusCode::invalid_argument, "'", a->text_file, "' has ", tokens.size(),
                  " tokens; perplexity with a context of ", n_ctx, " needs at least ", 2 * n_ctx,
@@ -76,12 +78,8 @@ void add_perplexity_command(CLI::App& app) {
     int64_t n_chunk = static_cast<int64_t>(tokens.size()) / n_ctx;
     if (a->chunks > 0) n_chunk = std::min(n_chunk, a->chunks);
 
-    std::string kv_type = a->exact ? "f32" : a->kv_type;
-    if (a->exact) model->set_input_rounding(false);
-    auto gen = take(llm::Generator::create(*model, take(generator_options(a->dev, "", model->layers(),
-                                                                           std::min(a->batch, n_ctx), kv_type))));
     if (!a->quiet) {
-      print_model_summary(*model, *gen, kv_type);
+      print_model_summary(*lm, kv_type);
       fmt::print(stderr, "perplexity: {} tokens, {} chunks of {}, batch {}, scoring the last {} of each{}\n",
                  tokens.size(), n_chunk, n_ctx, std::min(a->batch, n_ctx), n_ctx - 1 - n_ctx / 2,
                  a->exact ? " (exact f32 arithmetic)" : "");
@@ -92,17 +90,17 @@ void add_perplexity_command(CLI::App& app) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t c = 0; c < n_chunk; ++c) {
       std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
-      if (tok.add_bos()) chunk[0] = tok.bos();
-      gen->reset();
+      if (add_bos) chunk[0] = lm->bos_token();
+      lm->reset();
       // Positions 0..first in one feed: the logits at position `first`; then one token at a
       // time for the logits at first+1 .. n_ctx-2.
-      std::vector<float> logits = take(gen->feed(std::vector<int32_t>(chunk.begin(), chunk.begin() + first + 1)));
+      take(lm->feed(std::vector<int32_t>(chunk.begin(), chunk.begin() + first + 1)));
       for (int64_t j = first; j <= n_ctx - 2; ++j) {
-        const double lp = log_prob(logits, chunk[static_cast<size_t>(j + 1)]);
+        const double lp = log_prob(lm->logits(), chunk[static_cast<size_t>(j + 1)]);
         nll -= lp;
         nll2 += lp * lp;
         ++count;
-        if (j + 1 <= n_ctx - 2) logits = take(gen->step(chunk[static_cast<size_t>(j + 1)]));
+        if (j + 1 <= n_ctx - 2) take(lm->decode(chunk[static_cast<size_t>(j + 1)]));
       }
       fmt::print("[{}]{:.4f},", c + 1, std::exp(nll / count));
       std::fflush(stdout);

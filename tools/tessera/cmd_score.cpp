@@ -8,8 +8,6 @@
 #include <sstream>
 
 #include "cli.h"
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/generator.h"
 
 namespace tessera::cli {
 
@@ -60,51 +58,49 @@ void add_score_command(CLI::App& app) {
   cmd->add_option("--offload", a->offload, "Layers on --device for --agreement: N or all (default all)");
   a->dev.add_to(cmd);
   cmd->callback([a] {
-    auto model = take(gguf::LlamaModel::open(a->model));
     if (a->agreement > 0) {
       // Both sides score exact f32 activations with an f32 KV cache; the reference is the
-      // cpu, the other the device flags given.
-      model->set_input_rounding(false);
+      // cpu, the other the device flags given (a fork: the file is loaded once).
       DeviceArgs cpu_args;
       cpu_args.threads = a->dev.threads;
-      llm::GeneratorOptions ro = take(generator_options(cpu_args, "", model->layers(), 8, "f32"));
-      llm::GeneratorOptions to = take(generator_options(a->dev, a->offload, model->layers(), 8, "f32"));
-      auto ref = take(llm::Generator::create(*model, ro));
-      auto test = take(llm::Generator::create(*model, to));
-      const std::vector<int32_t> prompt = model->tokenizer().encode(a->prompt, true);
-      const llm::Agreement ag = take(llm::compare_greedy(*ref, *test, prompt, a->agreement));
+      LanguageModelOptions ro = take(lm_options(cpu_args, "", 8, "f32"));
+      LanguageModelOptions to = take(lm_options(a->dev, a->offload, 8, "f32"));
+      ro.round_matmul_inputs = to.round_matmul_inputs = false;
+      auto ref = take(LanguageModel::load(a->model, ro));
+      auto test = take(ref->fork(to));
+      const std::vector<int32_t> prompt = ref->tokenize(a->prompt, true);
+      const Agreement ag = take(compare_greedy(*ref, *test, prompt, a->agreement));
       fmt::print("positions {}\ntop-1 agreement {} / {} ({:.2f} %)\nmean KL divergence {:.6g}\nmax KL divergence {:.6g}\n",
                  ag.positions, ag.top1_agree, ag.positions, 100.0 * ag.top1_rate(), ag.mean_kl, ag.max_kl);
       return;
     }
-    if (a->ids.empty() || a->out.empty()) take(error(StatusCode::invalid_argument, "score needs --ids and --logits-out (or --agreement N)"));
-    const std::vector<int32_t> ids = take(read_ids(a->ids, model->vocab_size()));
-    if (static_cast<int64_t>(ids.size()) > model->context_length())
-      take(error(StatusCode::out_of_range, "'", a->ids, "' has ", ids.size(), " ids but the context holds ",
-                 model->context_length()));
     // Scoring checks a file's weights: every matrix product takes f32 activations (no 8-bit
     // rounding of its input, which generate does as llama.cpp does) and the KV cache is f32.
-    model->set_input_rounding(false);
-    llm::GeneratorOptions go = take(generator_options(a->dev, "", model->layers(), 1));
-    go.kv_type = DType::f32;
-    // One token per step: every prefix's logits come from the decode session.
-    auto gen = take(llm::Generator::create(*model, go));
+    // One token per step (batch 1): every prefix's logits come from the decode step.
+    LanguageModelOptions lo = take(lm_options(a->dev, "", 1, "f32"));
+    lo.round_matmul_inputs = false;
+    auto lm = take(LanguageModel::load(a->model, lo));
+    if (a->ids.empty() || a->out.empty()) take(error(StatusCode::invalid_argument, "score needs --ids and --logits-out (or --agreement N)"));
+    const std::vector<int32_t> ids = take(read_ids(a->ids, lm->vocab_size()));
+    if (static_cast<int64_t>(ids.size()) > lm->context_length())
+      take(error(StatusCode::out_of_range, "'", a->ids, "' has ", ids.size(), " ids but the context holds ",
+                 lm->context_length()));
     std::FILE* out = std::fopen(a->out.c_str(), "wb");
     if (!out) take(error(StatusCode::invalid_argument, "cannot write '", a->out, "'"));
     for (int32_t id : ids) {
-      auto logits = gen->step(id);
-      if (!logits.ok()) {
+      if (Status s = lm->decode(id); !s.ok()) {
         std::fclose(out);
-        take(logits.status());
+        take(s);
       }
-      if (std::fwrite(logits->data(), sizeof(float), logits->size(), out) != logits->size()) {
+      const std::span<const float> logits = lm->logits();
+      if (std::fwrite(logits.data(), sizeof(float), logits.size(), out) != logits.size()) {
         std::fclose(out);
         take(error(StatusCode::internal, "writing '", a->out, "' failed"));
       }
     }
     if (std::fclose(out) != 0) take(error(StatusCode::internal, "writing '", a->out, "' failed"));
     fmt::print(stderr, "scored {} tokens: {} x {} float32 logits in {}\n", ids.size(), ids.size(),
-               model->vocab_size(), a->out);
+               lm->vocab_size(), a->out);
   });
 }
 

@@ -1,8 +1,8 @@
 #include <filesystem>
 
 #include "cli.h"
-#include "import/gguf/llama_model.h"
 #include "import/tflite/tflite_importer.h"
+#include "tessera/model.h"
 
 namespace tessera::cli {
 
@@ -32,19 +32,11 @@ std::string shared_dir() {
 }
 
 Result<Graph> load_model(const std::string& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st))
-    return error(StatusCode::not_found, "model file '", path, "' does not exist");
-  if (std::filesystem::is_directory(st))
-    return error(StatusCode::invalid_argument, "model file '", path, "' is a directory");
-  std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".tflite") return tflite::load_tflite_file(path);
-  if (ext == ".gguf") {  // the 1-token decode step graph of a llama model (docs/llm.md)
-    TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
-    return llama->build_step(1);
-  }
-  return error(StatusCode::unsupported, "model '", path, "': no importer for '", ext, "' files");
+  TS_ASSIGN_OR_RETURN(ModelFormat format, model_format(path));
+  if (format == ModelFormat::tflite) return tflite::load_tflite_file(path);
+  // The 1-token decode step graph of a llama model (docs/llm.md).
+  TS_ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, Model::load(path));
+  return model->graph();
 }
 
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
-// GGUF pieces of `inspect` and `bench`: the file's metadata and tensors, and LLM speed
-// (prompt processing and generation tokens per second).
+// GGUF pieces of the CLI: `inspect`'s listing of the file's metadata and tensors, the
+// LLM commands' shared flags and model summary, and `bench`'s LLM speed (prompt processing
+// and generation tokens per second). The LLM itself is a tessera::LanguageModel.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,47 +11,52 @@
 #include <random>
 
 #include "cli.h"
-#include "import/gguf/llama_model.h"
-#include "runtime/llm/generator.h"
+#include "import/gguf/llama_model.h"  // inspect's listing of a GGUF file (print_gguf_summary)
+#include "tessera/model.h"
 
 namespace tessera::cli {
 
 namespace {
-// `--offload N|all`: the number of layers (capped at `layers`), or -1 when not given.
-Result<int64_t> parse_offload(const std::string& text, int64_t layers) {
+// `--offload N|all`: the number of layers (LanguageModel caps it at the model's), or -1
+// when not given.
+Result<int64_t> parse_offload(const std::string& text) {
   if (text.empty()) return int64_t{-1};
-  if (text == "all") return layers;
+  if (text == "all") return kOffloadAllLayers;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
   if (!end || *end || v < 0)
     return error(StatusCode::invalid_argument, "--offload takes a number of layers or 'all', got '", text, "'");
-  return std::min<int64_t>(v, layers);
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace
 
-void add_sampler_options(CLI::App* cmd, llm::SamplerOptions& so) {
-  cmd->add_option("--temp", so.temperature, "Temperature; 0 = greedy (default)");
-  cmd->add_option("--top-k", so.top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
-  cmd->add_option("--top-p", so.top_p, "Keep the smallest set with probability >= P (temperature > 0)");
-  cmd->add_option("--repeat-penalty", so.repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
-  cmd->add_option("--repeat-last-n", so.repeat_last_n, "Tokens the repeat penalty looks back over");
-  cmd->add_option("--seed,-s", so.seed, "Random seed for sampling");
+void add_sampler_options(CLI::App* cmd, GenerateOptions& go) {
+  cmd->add_option("--temp", go.temperature, "Temperature; 0 = greedy (default)");
+  cmd->add_option("--top-k", go.top_k, "Keep the K most likely tokens (temperature > 0; <= 0 keeps all)");
+  cmd->add_option("--top-p", go.top_p, "Keep the smallest set with probability >= P (temperature > 0)");
+  cmd->add_option("--repeat-penalty", go.repeat_penalty, "Penalty > 1 for tokens among the last --repeat-last-n");
+  cmd->add_option("--repeat-last-n", go.repeat_last_n, "Tokens the repeat penalty looks back over");
+  cmd->add_option("--seed,-s", go.seed, "Random seed for sampling");
 }
 
-Result<llm::GeneratorOptions> generator_options(const DeviceArgs& dev, const std::string& offload, int64_t layers,
-                                                int64_t batch, const std::string& kv_type) {
-  llm::GeneratorOptions go;
+Result<LanguageModelOptions> lm_options(const DeviceArgs& dev, const std::string& offload, int64_t batch,
+                                        const std::string& kv_type, bool mmap) {
+  LanguageModelOptions lo;
   if (kv_type != "f16" && kv_type != "f32" && kv_type != "q8_0")
     return error(StatusCode::invalid_argument, "--kv-type takes f16, f32 or q8_0, got '", kv_type, "'");
-  go.kv_type = kv_type == "f16" ? DType::f16 : kv_type == "f32" ? DType::f32 : DType::q8_0;
-  TS_ASSIGN_OR_RETURN(go.session, dev.session_options());
-  TS_ASSIGN_OR_RETURN(go.offload_layers, parse_offload(offload, layers));
-  go.batch = batch;
-  return go;
+  lo.kv_type = kv_type == "f16" ? DType::f16 : kv_type == "f32" ? DType::f32 : DType::q8_0;
+  TS_ASSIGN_OR_RETURN(lo.session, dev.session_options());
+  TS_ASSIGN_OR_RETURN(lo.offload_layers, parse_offload(offload));
+  lo.batch = batch;
+  lo.mmap = mmap;
+  return lo;
 }
 
-bool is_gguf_path(const std::string& path) { return std::filesystem::path(path).extension() == ".gguf"; }
+bool is_gguf_path(const std::string& path) {
+  auto f = model_format(path);
+  return f.ok() && *f == ModelFormat::gguf;
+}
 
 void print_gguf_summary(const std::string& path) {
   gguf::File f = take(gguf::File::open(path));
@@ -96,36 +102,31 @@ std::string file_type_name(int64_t ft) {
 
 }  // namespace
 
-void print_model_summary(const gguf::LlamaModel& model, const llm::Generator& gen, const std::string& kv_type) {
-  const gguf::File& f = model.file();
-  const gguf::LlamaParams& p = model.params();
+void print_model_summary(const LanguageModel& lm, const std::string& kv_type) {
+  const LanguageModelInfo& p = lm.info();
   std::map<std::string, int> count_by_type;
   int64_t params = 0, bytes = 0;
-  for (const auto& t : f.tensors()) {
+  for (const auto& t : p.tensors) {
     count_by_type[dtype_name(t.dtype)]++;
     params += num_elements(t.shape);
     bytes += t.bytes;
   }
   std::string types;
   for (const auto& [type, n] : count_by_type) types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", type, n);
-  const gguf::Value* name = f.find("general.name");
-  const gguf::Value* ft = f.find("general.file_type");
-  const gguf::Tokenizer& tok = model.tokenizer();
-  fmt::print(stderr, "model: {}{}\n", f.what(),
-             name && name->type == gguf::ValueType::string ? fmt::format(" ('{}')", name->s) : "");
+  fmt::print(stderr, "model: {}{}\n", p.file, p.name ? fmt::format(" ('{}')", *p.name) : "");
   fmt::print(stderr, "  arch {}, {} layers, dim {}, {} heads ({} KV, head size {}), ffn {}, rope base {}{}\n",
-             p.arch, p.layers, p.dim, p.heads, p.kv_heads, p.head_dim, p.ffn, p.rope_base,
+             p.architecture, p.layers, p.dim, p.heads, p.kv_heads, p.head_dim, p.ffn, p.rope_base,
              p.tied_output ? ", tied output" : "");
   const double mparams = params / 1e6;
   fmt::print(stderr, "  {} parameters, {:.2f} MiB{}; tensors: {}\n",
              mparams >= 1000 ? fmt::format("{:.2f} B", mparams / 1e3) : fmt::format("{:.2f} M", mparams),
-             bytes / 1048576.0,
-             ft && ft->as_int() ? fmt::format(", file type {}", file_type_name(*ft->as_int())) : "", types);
+             bytes / 1048576.0, p.file_type >= 0 ? fmt::format(", file type {}", file_type_name(p.file_type)) : "",
+             types);
   fmt::print(stderr, "  vocab {} ({}), BOS {}{}, EOS {}\n", p.vocab,
-             tok.model() == gguf::Tokenizer::Model::bpe ? "byte-level BPE" : "SentencePiece", tok.bos(),
-             tok.add_bos() ? " (added)" : " (not added)", tok.eos());
-  fmt::print(stderr, "  context {} used / {} trained, KV cache {:.2f} MiB ({} bytes, {})\n", gen.context_length(),
-             p.context, gen.kv_cache_bytes() / 1048576.0, gen.kv_cache_bytes(), kv_type);
+             p.byte_level_bpe ? "byte-level BPE" : "SentencePiece", p.bos, p.add_bos ? " (added)" : " (not added)",
+             p.eos);
+  fmt::print(stderr, "  context {} used / {} trained, KV cache {:.2f} MiB ({} bytes, {})\n", lm.context_length(),
+             p.trained_context, lm.kv_cache_bytes() / 1048576.0, lm.kv_cache_bytes(), kv_type);
 }
 
 void GgufBenchArgs::add_to(CLI::App* cmd) {
@@ -183,17 +184,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // untimed tokens), test tgN then generates N tokens one at a time from the same depth;
 // each test is repeated `runs` times after one warm-up and reported as mean +- sd tokens/s.
 void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchArgs& args, int runs) {
-  auto model = take(gguf::LlamaModel::open(path, gguf_load(args.mmap)));
-  const gguf::LlamaParams& p = model->params();
   const int64_t pp = args.prompt_tokens, tg = args.gen_tokens, depth = args.depth;
-  take(model->set_context(args.ctx > 0 ? args.ctx : std::max<int64_t>(pp + tg + depth, 1)));
-  const int64_t ctx = model->context_length();
+  std::vector<int> thread_counts = args.threads_given ? std::vector<int>{dev.threads} : std::vector<int>{1, 2};
+  auto options_for = [&](int threads) {
+    DeviceArgs d = dev;
+    d.threads = threads;
+    LanguageModelOptions lo = take(lm_options(d, args.offload, args.batch, args.kv_type, args.mmap));
+    lo.context = args.ctx > 0 ? args.ctx : std::max<int64_t>(pp + tg + depth, 1);
+    return lo;
+  };
+  // The first thread count's model; the others fork it (the weights are loaded once).
+  std::unique_ptr<LanguageModel> lm = take(LanguageModel::load(path, options_for(thread_counts[0])));
+  const LanguageModelInfo& p = lm->info();
+  const int64_t ctx = lm->context_length();
   if (depth + std::max<int64_t>(pp, tg) > ctx)
     take(error(StatusCode::out_of_range, "bench: depth ", depth, " + ", std::max<int64_t>(pp, tg),
                " tokens exceed the context of ", ctx));
   std::map<std::string, int64_t> bytes_by_type;
   int64_t total = 0, params = 0;
-  for (const auto& t : model->file().tensors()) {
+  for (const auto& t : p.tensors) {
     bytes_by_type[dtype_name(t.dtype)] += t.bytes;
     total += t.bytes;
     params += num_elements(t.shape);
@@ -202,7 +211,6 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
   for (const auto& [t, b] : bytes_by_type) types += fmt::format("{}{} {:.1f} MiB", types.empty() ? "" : ", ", t, b / 1048576.0);
   fmt::print("{}: llama, dim {}, {} layers, {} heads, ffn {}, vocab {}; {:.1f} M parameters, {:.1f} MiB ({})\n", path,
              p.dim, p.layers, p.heads, p.ffn, p.vocab, params / 1e6, total / 1048576.0, types);
-  std::vector<int> thread_counts = args.threads_given ? std::vector<int>{dev.threads} : std::vector<int>{1, 2};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(p.vocab) - 1);
   auto random_ids = [&](int64_t n) {
@@ -215,18 +223,17 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
   fmt::print("| {:>7} | {:>7} | {:>10} | {:>11} | {:>20} |\n", "threads", "n_batch", "KV MiB", "test", "t/s");
   fmt::print("| {:->7} | {:->7} | {:->10} | {:->11} | {:->20} |\n", "", "", "", "", "");
   std::vector<std::string> summary;
-  for (int threads : thread_counts) {
-    DeviceArgs d = dev;
-    d.threads = threads;
-    auto gen = take(llm::Generator::create(*model, take(generator_options(d, args.offload, p.layers, args.batch, args.kv_type))));
+  for (size_t k = 0; k < thread_counts.size(); ++k) {
+    const int threads = thread_counts[k];
+    if (k > 0) lm = take(lm->fork(options_for(threads)));
     auto to_depth = [&] {
-      gen->reset();
-      if (depth > 0) take(gen->feed(prefix));
+      lm->reset();
+      if (depth > 0) take(lm->feed(prefix));
     };
     auto row = [&](const std::string& test, const std::vector<double>& v) {
       const Rate r = rate_of(v);
       fmt::print("| {:>7} | {:>7} | {:>10.1f} | {:>11} | {:>20} |\n", threads, std::min(args.batch, ctx),
-                 gen->kv_cache_bytes() / 1048576.0, test, fmt::format("{:.2f} ± {:.2f}", r.mean, r.sd));
+                 lm->kv_cache_bytes() / 1048576.0, test, fmt::format("{:.2f} ± {:.2f}", r.mean, r.sd));
       return r.mean;
     };
     std::string line = fmt::format("threads {}:", threads);
@@ -235,7 +242,7 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
     auto modelled_now = [&]() {
       double m = 0;
       bool any = false;
-      for (const Device* dv : gen->decode_session().devices())
+      for (const Device* dv : lm->decode_session().devices())
         if (dv->properties().is_model) m += dv->counters().modelled_seconds, any = true;
       return any ? m : -1.0;
     };
@@ -254,13 +261,13 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
         to_depth();
         const double m0 = modelled_now();
         auto t0 = std::chrono::steady_clock::now();
-        take(gen->feed(prompt));
+        take(lm->feed(prompt));
         if (r > 0) v.push_back(pp / seconds_since(t0));
         if (r > 0) mv.push_back(m0 < 0 ? -1.0 : modelled_now() - m0);
       }
       modelled_row(fmt::format("pp{}", pp), pp, mv);
       line += fmt::format(" prompt tokens/s {:.2f}", row(fmt::format("pp{}", pp) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
-      if (pp >= args.batch) line += "; prompt step" + where_time_goes(gen->prompt_session());
+      if (pp >= args.batch && lm->prompt_session()) line += "; prompt step" + where_time_goes(*lm->prompt_session());
     }
     if (tg > 0) {
       std::vector<double> v, mv;
@@ -269,13 +276,13 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
         int32_t next = pick(rng);
         const double m0 = modelled_now();
         auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < tg; ++i) take(gen->decode(next));
+        for (int64_t i = 0; i < tg; ++i) take(lm->decode(next));
         if (r > 0) v.push_back(tg / seconds_since(t0));
         if (r > 0) mv.push_back(m0 < 0 ? -1.0 : modelled_now() - m0);
       }
       modelled_row(fmt::format("tg{}", tg), tg, mv);
       line += fmt::format(", generation tokens/s {:.2f}", row(fmt::format("tg{}", tg) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
-      line += "; decode step" + where_time_goes(gen->decode_session());
+      line += "; decode step" + where_time_goes(lm->decode_session());
     }
     summary.push_back(line);
     for (auto& l : modelled_lines) summary.push_back("  " + l);

@@ -87,6 +87,10 @@ class Generator {
 
   const Session& prompt_session() const { return *prompt_; }
   const Session& decode_session() const { return *decode_; }
+  // The prompt session, or null when batch() is 1 (every token takes the decode session).
+  const Session* prompt_session_if_any() const { return prompt_.get(); }
+  // Tokens per prompt step (GeneratorOptions::batch capped at the context; 1 without one).
+  int64_t batch() const { return batch_; }
 
  private:
   Generator() = default;

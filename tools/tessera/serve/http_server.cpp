@@ -82,12 +82,13 @@ struct Server {
 };
 
 // The slot job of a generation: the same prompt handling and sampling as `tessera
-// generate`, pieces cut by the stop strings, results into `g`.
+// generate` (LanguageModel::generate_tokens), stopping at the stop strings and tokens,
+// results into `g`. TextStream holds back an incomplete UTF-8 character between pieces.
 serve::Job generation_job(ServedModel& m, serve::Metrics& metrics, const serve::CompletionRequest& req,
-                          std::vector<int32_t> prompt, bool strip_first_space, std::vector<std::string> stop_tokens,
-                          std::shared_ptr<Generation> g) {
-  return [&m, &metrics, req, prompt = std::move(prompt), strip_first_space, stop_tokens = std::move(stop_tokens),
-          g](serve::Slot& slot) {
+                          std::vector<int32_t> prompt, std::vector<std::string> stop_strings,
+                          std::vector<int32_t> stop_tokens, std::shared_ptr<Generation> g) {
+  return [&m, &metrics, req, prompt = std::move(prompt), stop_strings = std::move(stop_strings),
+          stop_tokens = std::move(stop_tokens), g](serve::Slot& slot) {
     auto finish = [&](std::string reason, std::string error) {
       std::lock_guard<std::mutex> lock(g->mu);
       g->finish_reason = std::move(reason);
@@ -96,14 +97,13 @@ serve::Job generation_job(ServedModel& m, serve::Metrics& metrics, const serve::
       g->cv.notify_all();
     };
     if (g->cancel) return finish("cancelled", "");
-    const gguf::Tokenizer& tok = m.llama()->tokenizer();
-    llm::Generator& gen = *slot.generator;
-    gen.reset();
-    llm::Sampler sampler(req.sampling);
-    std::vector<std::string> stops = req.stop;
-    stops.insert(stops.end(), stop_tokens.begin(), stop_tokens.end());
-    serve::TextStream text(stops);
-    bool shown_empty = strip_first_space, stop_token = false;
+    LanguageModel& lm = *slot.llm;
+    GenerateOptions go = req.sampling;
+    go.max_tokens = req.max_tokens.value_or(lm.context_length());
+    go.stop = req.stop;
+    go.stop.insert(go.stop.end(), stop_strings.begin(), stop_strings.end());
+    go.stop_tokens = stop_tokens;
+    serve::TextStream text({});
     auto emit = [&](const std::string& out) {
       if (out.empty()) return;
       std::lock_guard<std::mutex> lock(g->mu);
@@ -111,29 +111,23 @@ serve::Job generation_job(ServedModel& m, serve::Metrics& metrics, const serve::
       g->text += out;
       g->cv.notify_all();
     };
-    const int64_t max_tokens = req.max_tokens.value_or(gen.context_length());
-    auto st = gen.generate(prompt, max_tokens, sampler, tok.eos(), [&](int32_t id) {
+    auto r = lm.generate_tokens(prompt, go, [&](std::string_view piece) {
       if (g->cancel) return false;
-      for (const auto& s : stop_tokens)
-        if (tok.token_text(id) == s) {
-          stop_token = true;
-          return false;
-        }
-      std::string piece = tok.piece(id);
-      // As `tessera generate` shows it: no leading space before the first visible text.
-      if (shown_empty && !piece.empty() && piece[0] == ' ' && tok.add_space_prefix()) piece.erase(0, 1);
-      if (!piece.empty()) shown_empty = false;
-      emit(text.push(piece));
-      return !text.stopped();
+      emit(text.push(std::string(piece)));
+      return true;
     });
     emit(text.finish());
-    if (!st.ok()) return finish("error", st.status().to_string());
+    if (!r.ok()) return finish("error", r.status().to_string());
+    // Usage counts the token that ended the reply when it is a template's end-of-turn token
+    // (not the model's EOS), as it always has.
+    const bool stop_token = r->stop_reason == StopReason::eos && r->stop_token != lm.eos_token();
+    const int64_t completion = static_cast<int64_t>(r->tokens.size()) + (stop_token ? 1 : 0);
     {
       std::lock_guard<std::mutex> lock(g->mu);
-      g->usage = {static_cast<int64_t>(prompt.size()), st->generated_tokens};
+      g->usage = {r->prompt_tokens, completion};
     }
-    metrics.tokens(m.name(), st->prompt_tokens, st->generated_tokens, st->generate_seconds);
-    if (text.stopped() || stop_token || st->stopped_at_eos) return finish("stop", "");
+    metrics.tokens(m.name(), r->prompt_tokens, completion, r->generate_seconds);
+    if (r->stop_reason == StopReason::stop_string || r->stop_reason == StopReason::eos) return finish("stop", "");
     finish(g->cancel ? "cancelled" : "length", "");
   };
 }
@@ -142,32 +136,35 @@ serve::Job generation_job(ServedModel& m, serve::Metrics& metrics, const serve::
 // or one JSON answer made by `answer`.
 void run_generation(Server& s, ServedModel& m, serve::CompletionRequest req, httplib::Response& res, bool& streaming,
                     const std::string& endpoint, const std::function<json(const Generation&)>& answer) {
-  const gguf::Tokenizer& tok = m.llama()->tokenizer();
+  const LanguageModel& lm = *m.llm();
   std::string text = req.prompt;
   bool special = false;
-  std::vector<std::string> stop_tokens;
+  std::vector<std::string> stop_strings;
+  std::vector<int32_t> stop_tokens;
   if (req.chat) {
-    const llm::ChatTemplate* t = m.chat_template();
-    if (!t)
-      throw ApiError(400, "model '" + m.name() + "' has no chat template (" + m.chat_error() +
+    auto t = lm.chat_template();
+    if (!t.ok())
+      throw ApiError(400, "model '" + m.name() + "' has no chat template (" + t.status().message() +
                               "); start the server with --chat-template " + m.name() + "=NAME");
-    std::vector<llm::ChatMessage> msgs;
+    std::vector<ChatMessage> msgs;
     for (const auto& msg : req.messages) msgs.push_back({msg.role == "developer" ? "system" : msg.role, msg.content});
-    text = t->apply(msgs, true);
+    auto rendered = lm.render_chat(msgs, true);
+    if (!rendered.ok()) throw ApiError(500, rendered.status().message());
+    text = std::move(rendered).value();
     special = true;
-    stop_tokens = t->stop_strings();
+    stop_strings = t->stop_strings;
+    stop_tokens = t->stop_tokens;
   }
-  std::vector<int32_t> prompt = tok.encode(text, tok.add_bos(), special);
-  if (prompt.empty()) prompt.push_back(tok.bos());
-  const int64_t ctx = m.llama()->context_length();
+  std::vector<int32_t> prompt = lm.tokenize(text, lm.info().add_bos, special);
+  if (prompt.empty()) prompt.push_back(lm.bos_token());
+  const int64_t ctx = lm.context_length();
   if (static_cast<int64_t>(prompt.size()) > ctx)
     throw ApiError(422, "model '" + m.name() + "': the prompt has " + std::to_string(prompt.size()) +
                             " tokens but the context holds " + std::to_string(ctx));
-  if (Status v = llm::Sampler::validate(req.sampling); !v.ok()) throw ApiError(400, v.message());
+  if (Status v = req.sampling.validate(); !v.ok()) throw ApiError(400, v.message());
   if (!req.seeded) req.sampling.seed = std::random_device{}();
-  const bool strip = !req.chat && tok.decode(prompt).empty();
   auto g = std::make_shared<Generation>();
-  m.submit(generation_job(m, s.metrics, req, std::move(prompt), strip, std::move(stop_tokens), g));
+  m.submit(generation_job(m, s.metrics, req, std::move(prompt), std::move(stop_strings), std::move(stop_tokens), g));
 
   const std::string id = std::string(req.chat ? "chatcmpl-" : "cmpl-") + std::to_string(s.next_id++);
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
