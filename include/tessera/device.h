@@ -199,10 +199,31 @@ class Device {
 
 // ---- registry (src/runtime/device_registry.cpp) ----
 
+// One option a device takes (DeviceOptions, the CLI's --device-opt KEY=VALUE). create_device
+// checks every given option against the device's list before the device sees it: an
+// unknown key is an error listing the valid ones, a value outside the declared ones too.
+struct DeviceOption {
+  enum class Kind { choice, integer, text };
+  std::string key;
+  Kind kind = Kind::choice;
+  std::vector<std::string> values;  // choice: the accepted values (first: the default)
+  int64_t min = 0, max = 0;         // integer: the accepted range
+  std::string default_value;        // as the device applies it when the option is absent
+  std::string meaning;              // one line
+
+  static DeviceOption choice(std::string key, std::vector<std::string> values, std::string meaning);
+  static DeviceOption integer(std::string key, int64_t min, int64_t max, int64_t default_value, std::string meaning);
+  static DeviceOption text(std::string key, std::string default_value, std::string meaning);
+};
+// Every device takes `threads` (1..256): the cpu device's pool, and for another device the
+// pool of the cpu device that runs what it does not (the session passes it on).
+DeviceOption threads_option(int64_t default_value = 1);
+
 struct DeviceInfo {
   std::string name;                  // "cpu", "tile", "rknpu"
   std::string summary;               // one line
   std::vector<std::string> presets;  // first is the default; empty if none
+  std::vector<DeviceOption> options; // every option the device takes (checked by create_device)
   std::function<Result<std::unique_ptr<Device>>(const std::string& preset, const DeviceOptions&)> create;
   // Place in device_registry(): ascending, then by name. The built-in devices: cpu 0, tile 1,
   // rknpu 2 (the order `tessera devices` lists them and `tessera demo` runs them).

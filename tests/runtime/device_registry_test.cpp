@@ -80,5 +80,53 @@ TEST(DeviceRegistry, RegisterKeepsOrderAndRefusesDuplicates) {
   EXPECT_NE(created.status().to_string().find("not a real device"), std::string::npos);
 }
 
+
+// Every built-in device declares its options; create_device checks the given ones against
+// that list for every device alike (tessera devices --options prints it).
+TEST(DeviceRegistry, EveryDeviceRejectsUnknownOptionsListingTheValidOnes) {
+  for (const char* name : {"cpu", "tile", "rknpu"}) {
+    SCOPED_TRACE(name);
+    auto info = std::find_if(device_registry().begin(), device_registry().end(),
+                             [&](const DeviceInfo& d) { return d.name == name; });
+    ASSERT_NE(info, device_registry().end());
+    ASSERT_FALSE(info->options.empty());
+    std::string keys;
+    for (const DeviceOption& o : info->options) {
+      keys += (keys.empty() ? "" : ", ") + o.key;
+      EXPECT_FALSE(o.meaning.empty()) << o.key;
+      if (o.kind == DeviceOption::Kind::choice) {
+        ASSERT_FALSE(o.values.empty()) << o.key;
+        EXPECT_EQ(o.default_value, o.values.front()) << o.key;
+      }
+    }
+    // `threads` is every device's (the CLI passes it whatever the device).
+    EXPECT_NE(keys.find("threads"), std::string::npos);
+
+    auto bad = create_device(name, {{"threds", "2"}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().message(), std::string(name) + ": unknown option 'threds' (options: " + keys + ")");
+
+    // Each declared default is accepted as a value, and a value outside the list is not.
+    for (const DeviceOption& o : info->options) {
+      SCOPED_TRACE(o.key);
+      if (o.key == "transport" || o.key == "node") continue;  // rocket needs the board
+      auto ok = create_device(name, {{o.key, o.default_value}});
+      EXPECT_TRUE(ok.ok()) << ok.status().message();
+      if (o.kind == DeviceOption::Kind::text) continue;
+      auto wrong = create_device(name, {{o.key, "9999x"}});
+      ASSERT_FALSE(wrong.ok());
+      EXPECT_NE(wrong.status().message().find(std::string(name) + ": " + o.key + " must be "), std::string::npos)
+          << wrong.status().message();
+      EXPECT_NE(wrong.status().message().find("got '9999x'"), std::string::npos);
+    }
+  }
+  auto t = create_device("cpu", {{"threads", "257"}});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "cpu: threads must be 1..256, got '257'");
+  auto c = create_device("rknpu", {{"schedule", "fifo"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "rknpu: schedule must be 'tessera' or 'mesa', got 'fifo'");
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,6 +1,8 @@
 // `tessera devices`: every device built in, with its properties.
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "cli.h"
 
 namespace tessera::cli {
@@ -18,11 +20,34 @@ std::string regions_str(uint32_t r) {
   if (r & kRegionBox) s += "box ";
   return s;
 }
+
+// "  kernels      packed | reference (default packed)   packed: the fast kernels ..."
+void print_options(const DeviceInfo& info) {
+  fmt::print("{}  options (--device-opt KEY=VALUE):\n", info.name);
+  for (const DeviceOption& o : info.options) {
+    std::string values;
+    switch (o.kind) {
+      case DeviceOption::Kind::choice:
+        for (const std::string& v : o.values) values += (values.empty() ? "" : " | ") + v;
+        break;
+      case DeviceOption::Kind::integer: values = fmt::format("{}..{}", o.min, o.max); break;
+      case DeviceOption::Kind::text: values = "text"; break;
+    }
+    const std::string def = o.default_value.empty() ? "none" : o.default_value;
+    fmt::print("  {:<12} {:<44} default {:<8} {}\n", o.key, values, def, o.meaning);
+  }
+}
 }  // namespace
 
 void add_devices_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List the built-in devices and their properties");
-  cmd->callback([] {
+  auto options = std::make_shared<bool>(false);
+  cmd->add_flag("--options", *options, "List each device's options (key, values, default, meaning) instead");
+  cmd->callback([options] {
+    if (*options) {
+      for (const DeviceInfo& info : device_registry()) print_options(info);
+      return;
+    }
     for (const DeviceInfo& info : device_registry()) {
       std::vector<std::string> presets = info.presets.empty() ? std::vector<std::string>{""} : info.presets;
       for (const std::string& preset : presets) {

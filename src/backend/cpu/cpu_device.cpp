@@ -233,6 +233,11 @@ DeviceInfo cpu_device_info() {
   DeviceInfo info;
   info.name = "cpu";
   info.summary = "host CPU with the reference kernels";
+  info.options = {
+      DeviceOption::choice("kernels", {"packed", "reference"},
+                           "packed: the fast kernels (byte-identical); reference: the reference kernels only"),
+      threads_option(),
+  };
   info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
     int threads = 1;
     bool packed = true;

@@ -330,6 +330,15 @@ DeviceInfo rknpu_device_info() {
   DeviceInfo info;
   info.name = "rknpu";
   info.summary = "Rockchip RK3588 NPU: register-stream compiler, device model, rocket transport";
+  info.options = {
+      DeviceOption::choice("schedule", {"tessera", "mesa"}, "task order: Tessera's, or as Mesa's Teflon emits them"),
+      DeviceOption::choice("rounding", {"exact", "fast"}, "requantization: TFLite-exact or the DPU's one-step form"),
+      DeviceOption::choice("cores", {"3", "1"}, "NPU cores a matmul segment's N is split over"),
+      DeviceOption::choice("weights", {"fp16", "int8"}, "LLM matmul weights on the NPU"),
+      DeviceOption::choice("transport", {"model", "rocket"}, "the device model, or the board's rocket driver"),
+      DeviceOption::text("node", "", "rocket device node (default: the first /dev/accel/accel*)"),
+      threads_option(),
+  };
   info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
     rknpu::SchedulePolicy policy = rknpu::SchedulePolicy::tessera;
     if (auto it = opts.find("schedule"); it != opts.end()) {

@@ -32,12 +32,7 @@ struct TileOptions {
 };
 
 Result<TileOptions> parse_options(const DeviceOptions& opts) {
-  TileOptions o;
-  for (const auto& [key, value] : opts)
-    if (key != "weights" && key != "activations" && key != "fidelity" && key != "accumulate" && key != "quantized" &&
-        key != "threads")
-      return error(StatusCode::invalid_argument, "tile: unknown option '", key,
-                   "' (options: weights, activations, fidelity, accumulate, quantized)");
+  TileOptions o;  // keys and values already checked against tile_device_info().options
   TS_ASSIGN_OR_RETURN(o.formats, parse_format_policy(opts));
   if (auto it = opts.find("fidelity"); it != opts.end()) {
     auto f = fidelity_from_name(it->second);
@@ -480,6 +475,16 @@ DeviceInfo tile_device_info() {
   info.name = "tile";
   info.summary = "Tenstorrent-style tile machine (32x32 tiles, bfp8_b/bfp4_b, interleaved DRAM) on a device model";
   for (const tile::TilePreset& p : tile::tile_presets()) info.presets.push_back(p.name);
+  info.options = {
+      DeviceOption::choice("weights", {"auto", "bf16", "bfp8_b", "bfp4_b", "bfp8", "bfp4"},
+                           "weight encoding (auto: q4_0 as bfp4_b, other GGUF blocks as bfp8_b, the rest bf16)"),
+      DeviceOption::choice("activations", {"f32", "bf16"}, "activation tiles' encoding"),
+      DeviceOption::choice("fidelity", {"HiFi4", "HiFi3", "HiFi2", "LoFi"}, "matrix unit passes per product"),
+      DeviceOption::choice("accumulate", {"fp32", "bf16"}, "matrix accumulator precision"),
+      DeviceOption::choice("quantized", {"float", "cpu"},
+                           "u8/i8 nodes: float (converted at the kernel boundary) or left to the cpu"),
+      threads_option(),
+  };
   info.create = [](const std::string& preset, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
     TS_ASSIGN_OR_RETURN(tile::TilePreset p, tile::find_tile_preset(preset.empty() ? "wormhole_n150" : preset));
     TS_ASSIGN_OR_RETURN(tile::TileOptions o, tile::parse_options(opts));

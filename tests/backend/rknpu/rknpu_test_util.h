@@ -241,7 +241,7 @@ inline Compare run_and_compare(const Graph& g, const std::vector<uint8_t>& input
   for (const char* dev : {"cpu", "rknpu"}) {
     SessionOptions so;
     so.device = dev;
-    so.device_options = opts;
+    if (std::string(dev) == "rknpu") so.device_options = opts;  // rknpu options: the cpu takes none of them
     auto s = Session::create(g, so);
     if (!s.ok()) {
       r.error = std::string(dev) + ": " + s.status().to_string();
