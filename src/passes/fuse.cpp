@@ -67,10 +67,10 @@ void fold_pads(Graph& g) {
     if (std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; })) continue;
     if (!fills_like_conv_padding(g, p)) continue;
     conv.inputs[0] = p.inputs[0];
-    conv.attrs["pad_top"] = conv.get(attr::pad_top) + pads[2];
-    conv.attrs["pad_bottom"] = conv.get(attr::pad_bottom) + pads[3];
-    conv.attrs["pad_left"] = conv.get(attr::pad_left) + pads[4];
-    conv.attrs["pad_right"] = conv.get(attr::pad_right) + pads[5];
+    conv.set(attr::pad_top, conv.get(attr::pad_top) + pads[2]);
+    conv.set(attr::pad_bottom, conv.get(attr::pad_bottom) + pads[3]);
+    conv.set(attr::pad_left, conv.get(attr::pad_left) + pads[4]);
+    conv.set(attr::pad_right, conv.get(attr::pad_right) + pads[5]);
     drop[i] = true;
   }
   erase_nodes(g, drop);
@@ -93,7 +93,7 @@ void fold_activations(Graph& g) {
     const Tensor& xt = g.tensor(x);
     const Tensor& yt = g.tensor(act.outputs[0]);
     if (!dtype_is_float(xt.dtype) || xt.dtype != yt.dtype) continue;
-    prod.attrs["activation"] = std::string(act.op == OpKind::relu ? "relu" : "relu6");
+    prod.set(attr::activation, act.op == OpKind::relu ? "relu" : "relu6");
     // The producer now writes the activation's output tensor directly.
     prod.outputs[0] = act.outputs[0];
     drop[i] = true;

@@ -75,7 +75,9 @@ std::string one_of(const std::vector<std::string>& v) {
 }
 
 Status check_options(const DeviceInfo& d, const DeviceOptions& opts) {
-  for (const auto& [key, value] : opts) {
+  for (const auto& kv : opts) {
+    const std::string& key = kv.first;  // (not a structured binding: clang 14 cannot capture one)
+    const std::string& value = kv.second;
     auto o = std::find_if(d.options.begin(), d.options.end(), [&](const DeviceOption& x) { return x.key == key; });
     if (o == d.options.end()) {
       std::string keys;
