@@ -96,6 +96,7 @@ std::vector<Value> sorted(std::vector<Value> items, bool reverse, bool case_sens
 
 // select/reject/selectattr/rejectattr: items for which the test (truthiness without one) holds.
 Value select(const Value& seq, CallArgs& args, bool by_attr, bool keep, const BuiltinEnv& env) {
+  if (!seq.truthy()) return Value(List{});  // jinja2 yields nothing for a false value (None)
   size_t first = 0;
   Value attribute;
   if (by_attr) {
@@ -201,7 +202,7 @@ std::vector<Value> iterate(const Value& v) {
   switch (v.kind) {
     case Value::Kind::list: return *v.list;
     case Value::Kind::dict:
-      for (const auto& kv : *v.dict) out.emplace_back(kv.first);
+      for (const auto& kv : *v.dict) out.push_back(dict_key_value(kv.first));
       return out;
     case Value::Kind::string:
       for (auto& cp : code_points(v.s)) out.emplace_back(std::move(cp));
@@ -213,8 +214,9 @@ std::vector<Value> iterate(const Value& v) {
 
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_mapping()) {
-    if (!key.is_string()) return Value();
-    const Value* v = obj.find(key.s);
+    if (!key.is_string() && obj.kind == Value::Kind::ns) return Value();
+    if (key.is_list() || key.is_mapping() || key.is_undefined()) return Value();
+    const Value* v = obj.find(dict_key(key));
     return v ? *v : Value();
   }
   if ((obj.is_list() || obj.is_string()) && (key.kind == Value::Kind::integer || key.kind == Value::Kind::boolean)) {
@@ -326,7 +328,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     List out;
     if (v.is_undefined()) return Value(std::move(out));
     if (!v.is_mapping()) fail("items: expected a mapping, got " + v.type_name());
-    for (const auto& [k, x] : *v.dict) out.emplace_back(List{Value(k), x});
+    for (const auto& [k, x] : *v.dict) out.emplace_back(List{dict_key_value(k), x});
     return Value(std::move(out));
   }
   if (name == "dictsort") {
@@ -335,7 +337,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     const std::string by = arg_str(a, 1, "by", "key");
     const bool rev = arg_bool(a, 2, "reverse", false);
     List pairs;
-    for (const auto& [k, x] : *v.dict) pairs.emplace_back(List{Value(k), x});
+    for (const auto& [k, x] : *v.dict) pairs.emplace_back(List{dict_key_value(k), x});
     const Value index(static_cast<int64_t>(by == "value" ? 1 : 0));
     return Value(sorted(std::move(pairs), rev, cs, &index));
   }
@@ -358,6 +360,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
   if (name == "reject") return select(v, a, false, false, env);
   if (name == "map") {
     List out;
+    if (!v.truthy()) return Value(std::move(out));  // as jinja2: nothing for a false value
     const Value* attribute = nullptr;
     for (const auto& [k, x] : a.kw)
       if (k == "attribute") attribute = &x;
@@ -474,7 +477,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a, const Buil
   if (name == "in") {
     const Value& c = other();
     if (c.is_string()) return v.is_string() && c.s.find(v.s) != std::string::npos;
-    if (c.is_mapping()) return v.is_string() && c.find(v.s);
+    if (c.is_mapping()) return c.find(dict_key(v)) != nullptr;
     for (const auto& x : iterate(c))
       if (equal(v, x)) return true;
     return false;
@@ -596,7 +599,7 @@ Value method(const Value& obj, const std::string& name, const BuiltinEnv& env) {
     if (name == "get")
       return bind([](const Value& o, CallArgs& a) {
         if (a.pos.empty()) fail("get() takes at least 1 argument");
-        const Value* v = a.pos[0].is_string() ? o.find(a.pos[0].s) : nullptr;
+        const Value* v = o.find(dict_key(a.pos[0]));
         if (v) return *v;
         return a.pos.size() > 1 ? a.pos[1] : Value::none();
       });
@@ -604,7 +607,7 @@ Value method(const Value& obj, const std::string& name, const BuiltinEnv& env) {
     if (name == "keys")
       return bind([](const Value& o, CallArgs&) {
         List l;
-        for (const auto& kv : *o.dict) l.emplace_back(kv.first);
+        for (const auto& kv : *o.dict) l.push_back(dict_key_value(kv.first));
         return Value(std::move(l));
       });
     if (name == "values")

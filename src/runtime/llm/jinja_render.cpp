@@ -300,8 +300,7 @@ class Renderer {
         Value d{Dict{}};
         for (size_t k = 0; k + 1 < e.items.size(); k += 2) {
           Value key = eval(*e.items[k], scope);
-          if (!key.is_string()) fail("dict keys other than strings are not supported");
-          d.set(key.s, eval(*e.items[k + 1], scope));
+          d.set(dict_key(key), eval(*e.items[k + 1], scope));
         }
         return d;
       }
@@ -365,6 +364,12 @@ class Renderer {
 
   Value binary(const std::string& op, const Value& a, const Value& b) {
     if (op == "~") return check_size(a.str() + b.str());
+    // Arithmetic on an undefined value is jinja2's UndefinedError, named after the value.
+    const bool arithmetic = op == "+" || op == "-" || op == "*" || op == "/" || op == "//" || op == "%" || op == "**";
+    if (arithmetic && (a.is_undefined() || b.is_undefined())) {
+      const Value& u = a.is_undefined() ? a : b;
+      fail("'" + (u.s.empty() ? std::string("value") : u.s) + "' is undefined");
+    }
     if (op == "==") return Value(equal(a, b));
     if (op == "!=") return Value(!equal(a, b));
     if (op == "<") return Value(less(a, b));
@@ -379,7 +384,7 @@ class Renderer {
       } else if (b.is_list()) {
         for (const auto& x : *b.list) found = found || equal(a, x);
       } else if (b.is_mapping()) {
-        found = a.is_string() && b.find(a.s) != nullptr;
+        found = b.find(dict_key(a)) != nullptr;
       } else if (!b.is_undefined()) {
         fail("argument of type '" + b.type_name() + "' is not iterable");
       }

@@ -176,7 +176,9 @@ void json_value(std::string& out, const Value& v, int indent, bool sort_keys, in
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) out += item_sep;
         newline(depth + 1);
-        json_string(out, items[k]->first);
+        const Value key = dict_key_value(items[k]->first);
+        // json.dumps writes keys that are not strings as their JSON text.
+        json_string(out, key.is_string() ? key.s : key.is_none() ? "null" : key.kind == Value::Kind::boolean ? (key.b ? "true" : "false") : key.str());
         out += ": ";
         json_value(out, items[k]->second, indent, sort_keys, depth + 1);
       }
@@ -195,6 +197,31 @@ std::string to_json(const Value& v, int indent, bool sort_keys) {
   std::string out;
   json_value(out, v, indent, sort_keys, 0);
   return out;
+}
+
+namespace {
+constexpr char kKeyTag = '\xff';  // never in UTF-8 text
+}  // namespace
+
+std::string dict_key(const Value& key) {
+  switch (key.kind) {
+    case Value::Kind::string: return key.s;
+    case Value::Kind::boolean: return std::string(1, kKeyTag) + "i" + (key.b ? "1" : "0");
+    case Value::Kind::integer: return std::string(1, kKeyTag) + "i" + std::to_string(key.i);
+    case Value::Kind::floating:
+      if (std::floor(key.f) == key.f && std::fabs(key.f) < 9.2e18)
+        return std::string(1, kKeyTag) + "i" + std::to_string(static_cast<int64_t>(key.f));
+      return std::string(1, kKeyTag) + "f" + float_repr(key.f);
+    case Value::Kind::none: return std::string(1, kKeyTag) + "n";
+    default: fail("unhashable type: '" + key.type_name() + "'");
+  }
+}
+
+Value dict_key_value(const std::string& stored) {
+  if (stored.empty() || stored[0] != kKeyTag) return Value(stored);
+  if (stored.size() > 1 && stored[1] == 'i') return Value(static_cast<int64_t>(std::strtoll(stored.c_str() + 2, nullptr, 10)));
+  if (stored.size() > 1 && stored[1] == 'f') return Value(std::strtod(stored.c_str() + 2, nullptr));
+  return Value::none();
 }
 
 std::string Value::repr() const {
@@ -222,7 +249,7 @@ std::string Value::str() const {
       std::string out = "{";
       for (size_t k = 0; k < dict->size(); ++k) {
         if (k) out += ", ";
-        out += quote_repr((*dict)[k].first) + ": " + (*dict)[k].second.repr();
+        out += dict_key_value((*dict)[k].first).repr() + ": " + (*dict)[k].second.repr();
       }
       return out + "}";
     }

@@ -30,7 +30,9 @@ struct JinjaError {
 
 struct Value;
 using List = std::vector<Value>;
-using Dict = std::vector<std::pair<std::string, Value>>;  // insertion order, unique keys
+// Insertion order, unique keys. Keys are strings as written; a key of another type (an int
+// in `{0: 1}`) is stored as dict_key() encodes it, behind a byte that UTF-8 text never has.
+using Dict = std::vector<std::pair<std::string, Value>>;
 
 // Arguments of a call: positional, then keyword (name, value) in the order written.
 struct CallArgs {
@@ -83,6 +85,11 @@ struct Value {
   void set(const std::string& key, Value v);  // dict or namespace
   std::string type_name() const;            // Python's names: str, int, list, dict...
 };
+
+// The stored key of a dict key value (strings as they are; ints, bools as ints, None and
+// floats encoded), and back. Unhashable keys (lists, dicts) are an error.
+std::string dict_key(const Value& key);
+Value dict_key_value(const std::string& stored);
 
 // Python's ==.
 bool equal(const Value& a, const Value& b);
