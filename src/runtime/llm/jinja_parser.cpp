@@ -519,6 +519,8 @@ class Parser {
         e = subscript(std::move(e), at);
       } else if (is_op("(")) {
         auto c = make(Expr::Kind::call, at);
+        c->line = e->line;  // errors of a call point at what is called
+        c->column = e->column;
         c->items.push_back(std::move(e));
         call_args(*c);
         e = std::move(c);

@@ -61,7 +61,7 @@ class Renderer {
 
   void count_iteration() {
     if (++iterations_ > opt_.max_iterations)
-      fail("loop iterations exceed the limit of " + std::to_string(opt_.max_iterations));
+      fail("more than " + std::to_string(opt_.max_iterations) + " loop iterations (the iteration limit)");
   }
 
   // Renders `body` into a string (block set, macro, filter block).
