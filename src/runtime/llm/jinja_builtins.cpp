@@ -175,6 +175,37 @@ Value format(const std::string& fmt, CallArgs& args) {
   return Value(std::move(out));
 }
 
+}  // namespace
+
+Value percent_format(const std::string& fmt, const Value& args) {
+  std::vector<Value> items = args.is_list() && args.is_tuple ? *args.list : std::vector<Value>{args};
+  std::string out;
+  size_t next = 0;
+  for (size_t k = 0; k < fmt.size(); ++k) {
+    if (fmt[k] != '%') {
+      out += fmt[k];
+      continue;
+    }
+    if (++k >= fmt.size()) fail("incomplete format");
+    const char c = fmt[k];
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= items.size()) fail("not enough arguments for format string");
+    const Value& v = items[next++];
+    if (c == 's') out += v.str();
+    else if (c == 'r') out += v.repr();
+    else if ((c == 'd' || c == 'i') && v.is_number())
+      out += std::to_string(v.kind == Value::Kind::floating ? static_cast<int64_t>(v.f) : v.kind == Value::Kind::boolean ? v.b : v.i);
+    else fail(std::string("unsupported format character '") + c + "'");
+  }
+  if (next < items.size()) fail("not all arguments converted during string formatting");
+  return Value(std::move(out));
+}
+
+namespace {
+
 Value refused(const Value& obj, const std::string& name) {
   const std::string type = obj.type_name();
   return Value::callable(
@@ -328,7 +359,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     List out;
     if (v.is_undefined()) return Value(std::move(out));
     if (!v.is_mapping()) fail("items: expected a mapping, got " + v.type_name());
-    for (const auto& [k, x] : *v.dict) out.emplace_back(List{dict_key_value(k), x});
+    for (const auto& [k, x] : *v.dict) out.push_back(Value::tuple(List{dict_key_value(k), x}));
     return Value(std::move(out));
   }
   if (name == "dictsort") {
@@ -337,7 +368,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     const std::string by = arg_str(a, 1, "by", "key");
     const bool rev = arg_bool(a, 2, "reverse", false);
     List pairs;
-    for (const auto& [k, x] : *v.dict) pairs.emplace_back(List{dict_key_value(k), x});
+    for (const auto& [k, x] : *v.dict) pairs.push_back(Value::tuple(List{dict_key_value(k), x}));
     const Value index(static_cast<int64_t>(by == "value" ? 1 : 0));
     return Value(sorted(std::move(pairs), rev, cs, &index));
   }
@@ -410,7 +441,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     const std::string method = arg_str(a, 1, "method", "common");
     const double x = v.kind == Value::Kind::floating ? v.f : double(v.i);
     const double m = std::pow(10.0, double(prec));
-    const double r = method == "floor" ? std::floor(x * m) / m : method == "ceil" ? std::ceil(x * m) / m : std::round(x * m) / m;
+    // Python's round() halves to even (nearbyint in the default rounding mode).
+    const double r = method == "floor" ? std::floor(x * m) / m : method == "ceil" ? std::ceil(x * m) / m : std::nearbyint(x * m) / m;
     return Value(r);
   }
   if (name == "sum") {

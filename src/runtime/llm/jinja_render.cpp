@@ -294,7 +294,7 @@ class Renderer {
       case Expr::Kind::tuple: {
         List l;
         for (const auto& it : e.items) l.push_back(eval(*it, scope));
-        return Value(std::move(l));
+        return e.kind == Expr::Kind::tuple ? Value::tuple(std::move(l)) : Value(std::move(l));
       }
       case Expr::Kind::dict: {
         Value d{Dict{}};
@@ -391,6 +391,7 @@ class Renderer {
       return Value(op == "in" ? found : !found);
     }
     if (op == "+" && a.is_string() && b.is_string()) return check_size(a.s + b.s);
+    if (op == "%" && a.is_string()) return percent_format(a.s, b);
     if (op == "+" && a.is_list() && b.is_list()) {
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());

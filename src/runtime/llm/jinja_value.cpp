@@ -31,6 +31,11 @@ Value Value::make_namespace(Dict d) {
   v.kind = Kind::ns;
   return v;
 }
+Value Value::tuple(List l) {
+  Value v(std::move(l));
+  v.is_tuple = true;
+  return v;
+}
 Value Value::callable(Function f, std::string name) {
   Value v;
   v.kind = Kind::callable;
@@ -238,12 +243,13 @@ std::string Value::str() const {
     case Kind::floating: return float_repr(f);
     case Kind::string: return s;
     case Kind::list: {
-      std::string out = "[";
+      std::string out = is_tuple ? "(" : "[";
       for (size_t k = 0; k < list->size(); ++k) {
         if (k) out += ", ";
         out += (*list)[k].repr();
       }
-      return out + "]";
+      if (is_tuple && list->size() == 1) out += ",";
+      return out + (is_tuple ? ")" : "]");
     }
     case Kind::dict: {
       std::string out = "{";
@@ -310,7 +316,7 @@ bool equal(const Value& a, const Value& b) {
     case Value::Kind::none: return true;
     case Value::Kind::string: return a.s == b.s;
     case Value::Kind::list:
-      if (a.list->size() != b.list->size()) return false;
+      if (a.is_tuple != b.is_tuple || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equal((*a.list)[k], (*b.list)[k])) return false;
       return true;

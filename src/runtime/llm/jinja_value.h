@@ -57,10 +57,12 @@ struct Value {
   Value(List l);                                     // NOLINT
   Value(Dict d);                                     // NOLINT
   static Value make_namespace(Dict d);
+  static Value tuple(List l);  // a list that prints as Python's tuple: (1, 'a')
   static Value callable(Function f, std::string name);
 
   Kind kind = Kind::undefined;
   bool b = false;
+  bool is_tuple = false;  // list: written as a tuple (`(a, b)`, items(), dictsort)
   int64_t i = 0;
   double f = 0;
   std::string s;                  // string; a callable's name; an undefined value's name

@@ -125,7 +125,7 @@ TEST(JinjaBuiltins, Filters) {
   EXPECT_EQ(ok("{{ '42' | int + 1 }}{{ 'x' | int }}{{ 3 | string ~ 'a' }}{{ 'a-b' | replace('-', '+') }}{{ '<a>' | e }}"),
             "4303aa+b&lt;a&gt;");
   EXPECT_EQ(ok("{% for k, v in {'b': 2, 'A': 1} | dictsort %}{{ k }}{{ v }}{% endfor %}{{ {'x': 1} | items | list }}"),
-            "A1b2[['x', 1]]");
+            "A1b2[('x', 1)]");
 }
 
 TEST(JinjaBuiltins, Methods) {
