@@ -45,7 +45,27 @@ CONVERSATIONS = {
         {"role": "assistant", "content": "こんにちは！ Ça va très bien."},
         {"role": "user", "content": "Ελληνικά: αβγ ΑΒΓ\ttab"},
     ],
+    # With `tools` (TOOLS below): a call, its result, and the answer.
+    "tool_call": [
+        {"role": "system", "content": "You can call tools."},
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temp\": 21, \"sky\": \"<clear> & dry\"}"},
+        {"role": "assistant", "content": "It is 21 °C and clear in Paris."},
+        {"role": "user", "content": "Thanks!"},
+    ],
 }
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The current weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city's name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"]}}},
+]
+WITH_TOOLS = {"tool_call"}
 
 
 def make_env():
@@ -69,18 +89,21 @@ def make_env():
     return env
 
 
-def judge(env, source, messages, add_generation_prompt):
+def judge(env, source, messages, add_generation_prompt, tools=None):
     try:
         tpl = env.from_string(source)
+        extra = {"tools": tools} if tools is not None else {}
         return True, tpl.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                bos_token=BOS, eos_token=EOS)
+                                bos_token=BOS, eos_token=EOS, **extra)
     except Exception as e:  # any exception: the template refuses this conversation
         return False, f"{type(e).__name__}: {e}"
 
 
-def tessera(binary, path, messages_file, add_generation_prompt):
+def tessera(binary, path, messages_file, add_generation_prompt, tools_file=None):
     cmd = [binary, "chat-template", path, "--messages", messages_file, "--bos-token", BOS, "--eos-token", EOS,
            "--now", NOW.strftime("%Y-%m-%d %H:%M:%S")]
+    if tools_file:
+        cmd += ["--tools", tools_file]
     if not add_generation_prompt:
         cmd.append("--no-generation-prompt")
     r = subprocess.run(cmd, capture_output=True, timeout=60)
@@ -129,6 +152,9 @@ def main():
             files[conv] = os.path.join(tmp, conv + ".json")
             with open(files[conv], "w", encoding="utf-8") as f:
                 json.dump(messages, f, ensure_ascii=False)
+        tools_file = os.path.join(tmp, "tools.json")
+        with open(tools_file, "w", encoding="utf-8") as f:
+            json.dump(TOOLS, f, ensure_ascii=False)
         for name in names:
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as f:
@@ -137,8 +163,9 @@ def main():
             refused = 0  # cases where both jinja2 and Tessera refuse the conversation
             cases = [(c, True) for c in CONVERSATIONS] + [("system_user_assistant_user", False)]
             for conv, agp in cases:
-                ok_j, out_j = judge(env, source, CONVERSATIONS[conv], agp)
-                ok_t, out_t = tessera(binary, path, files[conv], agp)
+                tools = conv in WITH_TOOLS
+                ok_j, out_j = judge(env, source, CONVERSATIONS[conv], agp, TOOLS if tools else None)
+                ok_t, out_t = tessera(binary, path, files[conv], agp, tools_file if tools else None)
                 case = f"{conv}{'' if agp else ' (no generation prompt)'}"
                 if not ok_j and not ok_t:
                     refused += 1

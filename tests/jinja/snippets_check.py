@@ -108,6 +108,13 @@ SNIPPETS = [
     "{% if messages %}{% for m in messages %}{{ m.role }}{{ ': ' if not loop.last else '' }}{% endfor %}{% endif %}",
     "{%- if true %}\n    a\n{%- endif %}\n  b",
     "{% for x in [1,2] -%}\n  {{ x }}\n{%- endfor %}",
+    # lazy filters (generators) and Markup
+    "{% if [] | select('odd') %}T{% else %}F{% endif %} {{ [1, 2] | reverse | list }} {{ [1, 2] | select('odd') | first }} {{ [2, 1] | map('string') | join }}",
+    "{{ messages | selectattr('role') | list | length }} {{ messages | map(attribute='role') | reverse | list }} {{ [1, 1] | unique | list }}",
+    "{{ 'a<' | safe + '<b>' }} {{ '<b>' + 'x' | safe }} {{ ('&' | e) + '&' }} {{ '<' ~ ('<' | safe) }} {{ '<' | e | e }} {{ '\"' | safe + '\"' }}",
+    "{{ messages | map(attribute='role') | tojson }}",
+    "{{ [1, 2] | map('string') | length }}",
+    "{{ [1, 2] | select('odd') | last }}",
     # errors: both must fail
     "{{ raise_exception('nope') }}",
     "{{ undefined_var.attr }}",

@@ -2,7 +2,8 @@
 // by a chat template (the Jinja engine, runtime/llm/jinja.h), exactly, with no newline
 // added. FILE.json is an array of {"role": ..., "content": ...} objects (any JSON values
 // are passed through). The variables: messages, add_generation_prompt (true unless
-// --no-generation-prompt), bos_token, eos_token.
+// --no-generation-prompt), bos_token, eos_token, and tools when --tools FILE.json (a JSON
+// array of tool descriptions) is given.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -71,6 +72,7 @@ Result<std::tm> parse_now(const std::string& text) {
 struct Args {
   std::string template_path;
   std::string messages_path;
+  std::string tools_path;
   std::string bos_token;
   std::string eos_token;
   std::string now;
@@ -85,6 +87,13 @@ void run(const Args& args) {
     take(error(StatusCode::invalid_argument, "[chat-template] '", args.messages_path, "' is not a JSON array of messages"));
   jinja::Value vars{jinja::Dict{}};
   vars.set("messages", from_json(messages));
+  if (!args.tools_path.empty()) {
+    nlohmann::ordered_json tools =
+        nlohmann::ordered_json::parse(take(read_text(args.tools_path, "tools file")), nullptr, false);
+    if (tools.is_discarded() || !tools.is_array())
+      take(error(StatusCode::invalid_argument, "[chat-template] '", args.tools_path, "' is not a JSON array of tools"));
+    vars.set("tools", from_json(tools));
+  }
   vars.set("add_generation_prompt", jinja::Value(!args.no_generation_prompt));
   vars.set("bos_token", jinja::Value(args.bos_token));
   vars.set("eos_token", jinja::Value(args.eos_token));
@@ -101,6 +110,7 @@ void add_chat_template_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat-template", "Render a conversation with a chat template (Jinja)");
   cmd->add_option("template", args->template_path, "The template's Jinja source (.jinja)")->required();
   cmd->add_option("--messages", args->messages_path, "JSON array of {role, content} messages")->required();
+  cmd->add_option("--tools", args->tools_path, "JSON array of tool descriptions (the variable tools)");
   cmd->add_option("--bos-token", args->bos_token, "The value of bos_token");
   cmd->add_option("--eos-token", args->eos_token, "The value of eos_token");
   cmd->add_flag("--no-generation-prompt", args->no_generation_prompt, "add_generation_prompt = false");

@@ -25,6 +25,8 @@ Value attr_path(const Value& v, const Value& path) {
   return cur;
 }
 
+}  // namespace
+
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -39,6 +41,8 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 Value to_int(const Value& v, const Value& def) {
   switch (v.kind) {
@@ -121,6 +125,7 @@ Value indent(const std::string& s, CallArgs& args) {
 
 
 int64_t length(const Value& v) {
+  if (v.is_generator) fail("object of type 'generator' has no len()");
   switch (v.kind) {
     case Value::Kind::string: return static_cast<int64_t>(code_point_count(v.s));
     case Value::Kind::list: return static_cast<int64_t>(v.list->size());
@@ -153,6 +158,7 @@ Value get_item(const Value& obj, const Value& key) {
     const Value* v = obj.find(dict_key(key));
     return v ? *v : Value();
   }
+  if (obj.is_generator) return Value();
   if ((obj.is_list() || obj.is_string()) && (key.kind == Value::Kind::integer || key.kind == Value::Kind::boolean)) {
     const int64_t n = length(obj);
     int64_t i = key.kind == Value::Kind::boolean ? key.b : key.i;
@@ -199,7 +205,25 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
   return Value(std::move(s));
 }
 
+namespace {
+
+Value filter(const std::string& name, const Value& v, CallArgs& a, const BuiltinEnv& env);
+
+}  // namespace
+
 Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const BuiltinEnv& env) {
+  Value out = filter(name, v, a, env);
+  // The filters jinja2 writes as generators (reverse: of a list, not of a string or a generator).
+  const bool lazy = name == "map" || name == "select" || name == "reject" || name == "selectattr" ||
+                    name == "rejectattr" || name == "unique" || name == "items" ||
+                    (name == "reverse" && v.is_list() && !v.is_generator);
+  if (lazy && out.is_list()) out.is_generator = true;
+  return out;
+}
+
+namespace {
+
+Value filter(const std::string& name, const Value& v, CallArgs& a, const BuiltinEnv& env) {
   if (name == "default" || name == "d") {
     const bool boolean = arg_bool(a, 1, "boolean", false);
     if (v.is_undefined() || (boolean && !v.truthy())) {
@@ -210,8 +234,12 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
   }
   if (name == "length" || name == "count") return Value(length(v));
   if (name == "string") return Value(v.str());
-  if (name == "safe") return v.is_string() ? v : Value(v.str());
-  if (name == "e" || name == "escape") return Value(html_escape(v.str()));
+  if (name == "safe" || name == "e" || name == "escape") {
+    if (v.is_string() && v.is_safe) return v;
+    Value out(name == "safe" ? v.str() : html_escape(v.str()));
+    out.is_safe = true;
+    return out;
+  }
   if (name == "trim") {
     const Value* chars = arg(a, 0, "chars");
     std::string c = chars && chars->is_string() ? chars->s : std::string();
@@ -249,6 +277,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
     return items.empty() ? Value() : items.front();
   }
   if (name == "last") {
+    if (v.is_generator) fail("'generator' object is not reversible");
     auto items = iterate(v);
     return items.empty() ? Value() : items.back();
   }
@@ -370,6 +399,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a, const B
   fail("no filter named '" + name + "'");
 }
 
+}  // namespace
+
 bool apply_test(const std::string& name, const Value& v, CallArgs& a, const BuiltinEnv&) {
   auto other = [&]() -> const Value& {
     if (a.pos.empty()) fail("test '" + name + "' needs an argument");
@@ -382,7 +413,7 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a, const Buil
   if (name == "mapping") return v.kind == Value::Kind::dict;
   // jinja2's Undefined is iterable and a sequence (it has __iter__, __len__, __getitem__).
   if (name == "iterable") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
-  if (name == "sequence") return v.is_string() || v.is_list() || v.kind == Value::Kind::dict || v.is_undefined();
+  if (name == "sequence") return v.is_string() || (v.is_list() && !v.is_generator) || v.kind == Value::Kind::dict || v.is_undefined();
   if (name == "number") return v.is_number();
   if (name == "integer") return v.kind == Value::Kind::integer;
   if (name == "float") return v.kind == Value::Kind::floating;

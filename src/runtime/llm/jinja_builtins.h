@@ -40,6 +40,8 @@ Value get_item(const Value& obj, const Value& key);          // obj[key]: undefi
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 std::vector<Value> iterate(const Value& v);                 // for x in v: lists, dict keys, characters
 int64_t length(const Value& v);
+// markupsafe's escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(const std::string& s);
 // Python's `fmt % args` for %s, %r, %d, %i and %%.
 Value percent_format(const std::string& fmt, const Value& args);
 

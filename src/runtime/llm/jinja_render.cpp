@@ -390,9 +390,15 @@ class Renderer {
       }
       return Value(op == "in" ? found : !found);
     }
-    if (op == "+" && a.is_string() && b.is_string()) return check_size(a.s + b.s);
+    if (op == "+" && a.is_string() && b.is_string()) {
+      if (!a.is_safe && !b.is_safe) return check_size(a.s + b.s);
+      // Markup + str escapes the str (markupsafe), and the sum is Markup.
+      Value out = check_size((a.is_safe ? a.s : html_escape(a.s)) + (b.is_safe ? b.s : html_escape(b.s)));
+      out.is_safe = true;
+      return out;
+    }
     if (op == "%" && a.is_string()) return percent_format(a.s, b);
-    if (op == "+" && a.is_list() && b.is_list()) {
+    if (op == "+" && a.is_list() && b.is_list() && !a.is_generator && !b.is_generator) {
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());
       return Value(std::move(l));

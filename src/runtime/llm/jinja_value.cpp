@@ -52,7 +52,7 @@ bool Value::truthy() const {
     case Kind::integer: return i != 0;
     case Kind::floating: return f != 0;
     case Kind::string: return !s.empty();
-    case Kind::list: return !list->empty();
+    case Kind::list: return is_generator || !list->empty();
     case Kind::dict: return !dict->empty();
     case Kind::ns:
     case Kind::callable: return true;
@@ -153,6 +153,7 @@ void json_value(std::string& out, const Value& v, int indent, bool sort_keys, in
       return;
     case Value::Kind::string: json_string(out, v.s); return;
     case Value::Kind::list: {
+      if (v.is_generator) fail("Object of type generator is not JSON serializable");
       if (v.list->empty()) {
         out += "[]";
         return;
@@ -243,6 +244,7 @@ std::string Value::str() const {
     case Kind::floating: return float_repr(f);
     case Kind::string: return s;
     case Kind::list: {
+      if (is_generator) return "<generator object>";
       std::string out = is_tuple ? "(" : "[";
       for (size_t k = 0; k < list->size(); ++k) {
         if (k) out += ", ";
@@ -289,7 +291,7 @@ std::string Value::type_name() const {
     case Kind::integer: return "int";
     case Kind::floating: return "float";
     case Kind::string: return "str";
-    case Kind::list: return "list";
+    case Kind::list: return is_generator ? "generator" : is_tuple ? "tuple" : "list";
     case Kind::dict: return "dict";
     case Kind::ns: return "Namespace";
     case Kind::callable: return "function";
@@ -316,6 +318,7 @@ bool equal(const Value& a, const Value& b) {
     case Value::Kind::none: return true;
     case Value::Kind::string: return a.s == b.s;
     case Value::Kind::list:
+      if (a.is_generator || b.is_generator) return a.list == b.list;
       if (a.is_tuple != b.is_tuple || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equal((*a.list)[k], (*b.list)[k])) return false;

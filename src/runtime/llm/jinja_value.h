@@ -63,6 +63,13 @@ struct Value {
   Kind kind = Kind::undefined;
   bool b = false;
   bool is_tuple = false;  // list: written as a tuple (`(a, b)`, items(), dictsort)
+  // list: the result of a filter that jinja2 computes lazily (map, select, selectattr,
+  // reject, rejectattr, unique, items, reverse): always true, iterable, but without a
+  // length, an index or a JSON form until `| list` makes it a list.
+  bool is_generator = false;
+  // string: a jinja2 Markup (from `safe` or `escape`): `+` with a plain string escapes the
+  // plain one (&, <, >, ", ').
+  bool is_safe = false;
   int64_t i = 0;
   double f = 0;
   std::string s;                  // string; a callable's name; an undefined value's name
