@@ -20,6 +20,15 @@ namespace {
 
 namespace jinja = tessera::llm::jinja;
 
+// JSON nested deeper than the engine's values may nest is refused before it is converted.
+bool nesting_within(const nlohmann::ordered_json& j, uint32_t depth) {
+  if (!j.is_structured()) return true;
+  if (depth >= jinja::kMaxNesting) return false;
+  for (const auto& x : j)
+    if (!nesting_within(x, depth + 1)) return false;
+  return true;
+}
+
 jinja::Value from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return jinja::Value::none();
@@ -85,6 +94,8 @@ void run(const Args& args) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::parse(messages_text, nullptr, false);
   if (messages.is_discarded() || !messages.is_array())
     take(error(StatusCode::invalid_argument, "[chat-template] '", args.messages_path, "' is not a JSON array of messages"));
+  if (!nesting_within(messages, 1))
+    take(error(StatusCode::invalid_argument, "[chat-template] '", args.messages_path, "' nests deeper than ", jinja::kMaxNesting, " levels"));
   jinja::Value vars{jinja::Dict{}};
   vars.set("messages", from_json(messages));
   if (!args.tools_path.empty()) {
@@ -92,6 +103,8 @@ void run(const Args& args) {
         nlohmann::ordered_json::parse(take(read_text(args.tools_path, "tools file")), nullptr, false);
     if (tools.is_discarded() || !tools.is_array())
       take(error(StatusCode::invalid_argument, "[chat-template] '", args.tools_path, "' is not a JSON array of tools"));
+    if (!nesting_within(tools, 1))
+      take(error(StatusCode::invalid_argument, "[chat-template] '", args.tools_path, "' nests deeper than ", jinja::kMaxNesting, " levels"));
     vars.set("tools", from_json(tools));
   }
   vars.set("add_generation_prompt", jinja::Value(!args.no_generation_prompt));

@@ -20,7 +20,7 @@ Value attr_path(const Value& v, const Value& path) {
   for (const auto& part : str::split(path.str(), &kDot, -1)) {
     if (cur.is_undefined()) return cur;
     const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    cur = get_item(cur, digits ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
+    cur = get_item(cur, digits ? Value(parse_index(part, "index")) : Value(part));
   }
   return cur;
 }
@@ -104,7 +104,9 @@ Value select(const Value& seq, CallArgs& args, bool by_attr, bool keep, const Bu
 
 Value indent(const std::string& s, CallArgs& args) {
   const Value* w = arg(args, 0, "width");
-  const std::string ind = w && w->is_string() ? w->s : std::string(static_cast<size_t>(arg_int(args, 0, "width", 4)), ' ');
+  const int64_t width = w && w->is_string() ? 0 : arg_int(args, 0, "width", 4);
+  if (width > 4096) fail("indent: width " + std::to_string(width) + " is larger than 4096");
+  const std::string ind = w && w->is_string() ? w->s : std::string(static_cast<size_t>(std::max<int64_t>(width, 0)), ' ');
   const bool first = arg_bool(args, 1, "first", false);
   const bool blank = arg_bool(args, 2, "blank", false);
   // jinja2 appends a newline before splitting lines, so a trailing newline is kept as is.

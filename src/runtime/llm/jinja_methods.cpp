@@ -31,8 +31,8 @@ Value format(const std::string& fmt, CallArgs& args) {
       if (field.empty()) {
         v = auto_index < args.pos.size() ? &args.pos[auto_index++] : nullptr;
       } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-        const size_t i = std::stoul(field);
-        v = i < args.pos.size() ? &args.pos[i] : nullptr;
+        const int64_t i = parse_index(field, "format field");
+        v = i < static_cast<int64_t>(args.pos.size()) ? &args.pos[static_cast<size_t>(i)] : nullptr;
       } else {
         for (const auto& [n, kv] : args.kw)
           if (n == field) v = &kv;

@@ -257,7 +257,7 @@ class Renderer {
     if (obj.is_undefined())
       fail("'" + (obj.s.empty() ? std::string("value") : obj.s) + "' is undefined (reading attribute '" + name + "')");
     if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
-      return get_item(obj, Value(static_cast<int64_t>(std::stoll(name))));
+      return get_item(obj, Value(parse_index(name, "index")));
     if (obj.kind == Value::Kind::ns) {
       const Value* v = obj.find(name);
       return v ? *v : undefined_named(name);
@@ -340,7 +340,11 @@ class Renderer {
         Value v = eval(*e.items[0], scope);
         if (e.name == "not") return Value(!v.truthy());
         if (v.kind == Value::Kind::integer || v.kind == Value::Kind::boolean)
-          return Value(e.name == "-" ? -(v.kind == Value::Kind::boolean ? int64_t(v.b) : v.i) : v.i);
+        {
+          const int64_t x = v.kind == Value::Kind::boolean ? int64_t(v.b) : v.i;
+          if (e.name == "-" && x == INT64_MIN) fail("integer overflow");
+          return Value(e.name == "-" ? -x : x);
+        }
         if (v.kind == Value::Kind::floating) return Value(e.name == "-" ? -v.f : v.f);
         fail("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
       }
@@ -356,6 +360,8 @@ class Renderer {
     }
     fail("unknown expression");
   }
+
+  [[noreturn]] static Value overflow() { fail("integer overflow (Tessera's integers are 64-bit)"); }
 
   Value check_size(std::string s) {
     if (s.size() > opt_.max_output_bytes) fail("a string exceeds the limit of " + std::to_string(opt_.max_output_bytes) + " bytes");
@@ -406,7 +412,7 @@ class Renderer {
     if (op == "*" && (a.is_string() || b.is_string()) && (a.kind == Value::Kind::integer || b.kind == Value::Kind::integer)) {
       const std::string& s = a.is_string() ? a.s : b.s;
       const int64_t n = a.is_string() ? b.i : a.i;
-      if (n > 0 && s.size() * static_cast<uint64_t>(n) > opt_.max_output_bytes)
+      if (n > 0 && !s.empty() && static_cast<uint64_t>(n) > opt_.max_output_bytes / s.size())
         fail("a string exceeds the limit of " + std::to_string(opt_.max_output_bytes) + " bytes");
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += s;
@@ -417,9 +423,11 @@ class Renderer {
     const bool ints = a.kind != Value::Kind::floating && b.kind != Value::Kind::floating;
     const int64_t ai = a.kind == Value::Kind::boolean ? a.b : a.i, bi = b.kind == Value::Kind::boolean ? b.b : b.i;
     const double af = a.kind == Value::Kind::floating ? a.f : double(ai), bf = b.kind == Value::Kind::floating ? b.f : double(bi);
-    if (op == "+") return ints ? Value(ai + bi) : Value(af + bf);
-    if (op == "-") return ints ? Value(ai - bi) : Value(af - bf);
-    if (op == "*") return ints ? Value(ai * bi) : Value(af * bf);
+    // Python's ints do not overflow; int64 does: an error rather than a wrong number.
+    int64_t r = 0;
+    if (op == "+") return ints ? (__builtin_add_overflow(ai, bi, &r) ? overflow() : Value(r)) : Value(af + bf);
+    if (op == "-") return ints ? (__builtin_sub_overflow(ai, bi, &r) ? overflow() : Value(r)) : Value(af - bf);
+    if (op == "*") return ints ? (__builtin_mul_overflow(ai, bi, &r) ? overflow() : Value(r)) : Value(af * bf);
     if (op == "/") {
       if (bf == 0) fail("division by zero");
       return Value(af / bf);
@@ -427,6 +435,7 @@ class Renderer {
     if (op == "//" || op == "%") {
       if (ints) {
         if (bi == 0) fail("integer division or modulo by zero");
+        if (ai == INT64_MIN && bi == -1) overflow();
         int64_t q = ai / bi, r = ai % bi;
         if (r != 0 && ((r < 0) != (bi < 0))) {
           --q;
@@ -440,9 +449,13 @@ class Renderer {
     }
     if (op == "**") {
       if (ints && bi >= 0) {
-        int64_t r = 1;
-        for (int64_t k = 0; k < bi && k < 64; ++k) r *= ai;
-        return Value(r);
+        int64_t p = 1;
+        for (int64_t k = 0; k < bi; ++k) {
+          if (__builtin_mul_overflow(p, ai, &p)) overflow();
+          if (p == 0 || p == 1) break;  // 0 and 1 stay; -1 alternates, handled below
+        }
+        if (ai == -1) p = (bi % 2 == 0) ? 1 : -1;
+        return Value(p);
       }
       return Value(std::pow(af, bf));
     }
@@ -480,8 +493,13 @@ class Renderer {
           if (a.pos.size() >= 3) step = a.pos[2].i;
           if (a.pos.empty() || a.pos.size() > 3) fail("range expected 1 to 3 arguments");
           if (step == 0) fail("range() arg 3 must not be zero");
-          const int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                     : (start > stop ? (start - stop - step - 1) / -step : 0);
+          using Wide = __int128;  // the count of range(INT64_MIN, INT64_MAX) overflows int64
+          const Wide span = step > 0 ? Wide(stop) - start : Wide(start) - stop;
+          const Wide mag = step > 0 ? Wide(step) : -Wide(step);
+          const Wide count = span > 0 ? (span + mag - 1) / mag : 0;
+          if (count > Wide(opt_.max_iterations - iterations_))
+            fail("range(): its items exceed the loop iteration limit");
+          const int64_t n = static_cast<int64_t>(count);
           if (n > opt_.max_iterations - iterations_)
             fail("range() of " + std::to_string(n) + " items exceeds the loop iteration limit");
           List l;
@@ -534,6 +552,9 @@ Result<std::string> render(std::string_view source, const Value& vars, const Ren
     return to_status(e);
   } catch (const std::bad_alloc&) {
     return error(StatusCode::out_of_memory, "[jinja] out of memory while rendering");
+  } catch (const std::exception& e) {
+    // The engine throws only JinjaError; anything else is a bug, reported, not a crash.
+    return error(StatusCode::internal, "[jinja] ", e.what());
   }
 }
 

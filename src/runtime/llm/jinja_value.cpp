@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
 
 namespace tessera::llm::jinja {
@@ -24,8 +25,32 @@ Value::Value(bool bv) : kind(Kind::boolean), b(bv) {}
 Value::Value(int64_t v) : kind(Kind::integer), i(v) {}
 Value::Value(double v) : kind(Kind::floating), f(v) {}
 Value::Value(std::string str) : kind(Kind::string), s(std::move(str)) {}
-Value::Value(List l) : kind(Kind::list), list(std::make_shared<List>(std::move(l))) {}
-Value::Value(Dict d) : kind(Kind::dict), dict(std::make_shared<Dict>(std::move(d))) {}
+namespace {
+void check_nesting(uint32_t n) {
+  if (n > kMaxNesting) fail("lists and dicts nest deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+}  // namespace
+
+Value::Value(List l) : kind(Kind::list), list(std::make_shared<List>(std::move(l))) {
+  uint32_t inner = 0;
+  for (const auto& v : *list) inner = std::max(inner, v.nesting);
+  nesting = inner + 1;
+  check_nesting(nesting);
+}
+Value::Value(Dict d) : kind(Kind::dict), dict(std::make_shared<Dict>(std::move(d))) {
+  uint32_t inner = 0;
+  for (const auto& kv : *dict) inner = std::max(inner, kv.second.nesting);
+  nesting = inner + 1;
+  check_nesting(nesting);
+}
+
+int64_t parse_index(const std::string& digits, const char* what) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(digits.c_str(), &end, 10);
+  if (errno == ERANGE || end == digits.c_str()) fail(std::string(what) + " '" + digits + "' is out of range");
+  return v;
+}
 Value Value::make_namespace(Dict d) {
   Value v(std::move(d));
   v.kind = Kind::ns;
@@ -168,8 +193,7 @@ void json_value(std::string& out, const Value& v, int indent, bool sort_keys, in
       out += ']';
       return;
     }
-    case Value::Kind::dict:
-    case Value::Kind::ns: {
+    case Value::Kind::dict: {
       if (v.dict->empty()) {
         out += "{}";
         return;
@@ -193,6 +217,7 @@ void json_value(std::string& out, const Value& v, int indent, bool sort_keys, in
       return;
     }
     case Value::Kind::undefined: fail("Object of type Undefined is not JSON serializable");
+    case Value::Kind::ns: fail("Object of type Namespace is not JSON serializable");
     case Value::Kind::callable: fail("Object of type function is not JSON serializable");
   }
 }
@@ -275,6 +300,12 @@ const Value* Value::find(std::string_view key) const {
 }
 
 void Value::set(const std::string& key, Value v) {
+  // Namespaces are not traversed when printing or comparing (they may hold themselves), so
+  // only dicts count nesting.
+  if (kind == Kind::dict) {
+    nesting = std::max(nesting, v.nesting + 1);
+    check_nesting(nesting);
+  }
   for (auto& [k, old] : *dict)
     if (k == key) {
       old = std::move(v);

@@ -28,6 +28,10 @@ struct JinjaError {
 };
 [[noreturn]] void fail(std::string message);
 
+// The deepest nesting of lists and dicts a value may have (Python's json module stops near
+// 1000 levels as well).
+inline constexpr uint32_t kMaxNesting = 512;
+
 struct Value;
 using List = std::vector<Value>;
 // Insertion order, unique keys. Keys are strings as written; a key of another type (an int
@@ -70,6 +74,10 @@ struct Value {
   // string: a jinja2 Markup (from `safe` or `escape`): `+` with a plain string escapes the
   // plain one (&, <, >, ", ').
   bool is_safe = false;
+  // list, dict: how deeply containers nest inside (1 for a flat one). Bounded by
+  // kMaxNesting where containers are built, so that printing, comparing and freeing a
+  // value recurse a bounded number of times.
+  uint32_t nesting = 0;
   int64_t i = 0;
   double f = 0;
   std::string s;                  // string; a callable's name; an undefined value's name
@@ -106,6 +114,9 @@ bool equal(const Value& a, const Value& b);
 bool less(const Value& a, const Value& b);
 
 // The UTF-8 code points of s as separate strings.
+// A decimal integer (digits only) or an error naming `what` when it does not fit int64.
+int64_t parse_index(const std::string& digits, const char* what);
+
 std::vector<std::string> code_points(std::string_view s);
 size_t code_point_count(std::string_view s);
 

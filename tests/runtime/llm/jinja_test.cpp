@@ -182,7 +182,7 @@ TEST(JinjaLimits, UnboundedTemplatesStopWithAnError) {
   // Loops too long: the iteration budget, and range() checked before it allocates.
   RenderOptions small;
   small.max_iterations = 1000;
-  EXPECT_NE(err("{% for i in range(999999999999) %}{% endfor %}").find("exceeds the loop iteration limit"), std::string::npos);
+  EXPECT_NE(err("{% for i in range(999999999999) %}{% endfor %}").find("exceed the loop iteration limit"), std::string::npos);
   EXPECT_NE(err("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", small).find("iteration limit"),
             std::string::npos);
   // Output and strings.
@@ -198,6 +198,25 @@ TEST(JinjaLimits, UnboundedTemplatesStopWithAnError) {
   for (int k = 0; k < 5000; ++k) deep += "{% if true %}";
   EXPECT_NE(err("{{ " + std::string(3000, '-') + "1 }}").find("nests too deeply"), std::string::npos);
   EXPECT_NE(err(deep).find("nests too deeply"), std::string::npos);
+  // Values built to nest without end (each loop wraps the last list in a new one).
+  EXPECT_NE(err("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
+                .find("nest deeper than"),
+            std::string::npos);
+  // A namespace that holds itself prints and compares without recursing; it has no JSON form.
+  EXPECT_EQ(ok("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.me == ns }}"), "True");
+  EXPECT_NE(err("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns | tojson }}").find("not JSON serializable"),
+            std::string::npos);
+}
+
+TEST(JinjaLimits, IntegersOutOfRangeAreErrors) {
+  EXPECT_NE(err("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(err("{{ 2 ** 64 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(err("{{ -9223372036854775807 - 1 - 1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(err("{{ 99999999999999999999 }}").find("out of range"), std::string::npos);
+  EXPECT_NE(err("{{ messages.99999999999999999999 }}").find("out of range"), std::string::npos);
+  EXPECT_NE(err("{{ range(-9223372036854775807, 9223372036854775807) | list }}").find("iteration limit"),
+            std::string::npos);
+  EXPECT_EQ(ok("{{ (-1) ** 1000001 }} {{ 1 ** 999999999999 }} {{ 0 ** 5 }} {{ 3 ** 3 }}"), "-1 1 0 27");
 }
 
 }  // namespace
