@@ -118,10 +118,10 @@ class Renderer {
         scope->vars[n.targets[0]] = std::move(v);
         return Flow::normal;
       }
-      case Node::Kind::macro: scope->vars[n.text] = make_macro(n, scope, nullptr); return Flow::normal;
+      case Node::Kind::macro: scope->vars[n.text] = make_macro(n, scope); return Flow::normal;
       case Node::Kind::call: {
         // caller() renders the block body; the call expression gets it as `caller`.
-        Value caller = make_macro(n, scope, nullptr, true);
+        Value caller = make_macro(n, scope, true);
         const Expr& c = *n.expr;
         Value fn = eval(*c.items[0], scope);
         CallArgs args = eval_args(c, scope);
@@ -195,11 +195,18 @@ class Renderer {
     return Flow::normal;
   }
 
-  Value make_macro(const Node& n, std::shared_ptr<Scope> scope, const Value* /*unused*/, bool is_caller = false) {
+  // A macro sees the variables of the scope it was defined in. It holds that scope weakly
+  // (the scope holds the macro: a strong reference would be a cycle that is never freed);
+  // the renderer keeps the scope alive until the render ends.
+  Value make_macro(const Node& n, const std::shared_ptr<Scope>& defining, bool is_caller = false) {
     const Node* node = &n;
     const std::string name = is_caller ? "caller" : n.text;
+    if (pinned_scopes_.empty() || pinned_scopes_.back() != defining) pinned_scopes_.push_back(defining);
+    std::weak_ptr<Scope> weak = defining;
     return Value::callable(
-        [this, node, scope, name](CallArgs& args) -> Value {
+        [this, node, weak, name](CallArgs& args) -> Value {
+          std::shared_ptr<Scope> scope = weak.lock();
+          if (!scope) fail("macro '" + name + "' called after its render ended");
           if (++depth_ > opt_.max_depth) fail("macro calls nest deeper than the limit of " + std::to_string(opt_.max_depth));
           struct Exit {
             int& d;
@@ -508,8 +515,9 @@ class Renderer {
         },
         "range");
     root.vars["namespace"] = Value::callable(
-        [](CallArgs& a) -> Value {
+        [this](CallArgs& a) -> Value {
           Value ns = Value::make_namespace({});
+          namespaces_.push_back(ns.dict);
           for (const auto& p : a.pos)
             if (p.is_mapping())
               for (const auto& [k, v] : *p.dict) ns.set(k, v);
@@ -534,6 +542,19 @@ class Renderer {
   std::string* out_ = nullptr;
   int64_t iterations_ = 0;
   int depth_ = 0;
+  std::vector<std::shared_ptr<Scope>> pinned_scopes_;  // scopes that define macros
+  // Every namespace of this render: emptied at the end, since `set ns.me = ns` makes a
+  // cycle of references that would otherwise never be freed.
+  std::vector<std::weak_ptr<Dict>> namespaces_;
+
+ public:
+  ~Renderer() {
+    for (auto& w : namespaces_)
+      if (auto d = w.lock()) {
+        Dict dying = std::move(*d);  // destroyed after the dict is empty, so no re-entry
+        d->clear();
+      }
+  }
 };
 
 Status to_status(const JinjaError& e) {
