@@ -146,8 +146,8 @@ class Parser {
       auto n = node(Node::Kind::for_, kw);
       n->targets = targets();
       if (!accept_name("in")) error(peek(), "expected 'in', got " + describe(peek()));
-      n->expr = or_expr(true);
-      if (accept_name("if")) n->cond = expression(false);
+      n->expr = or_expr();  // not expression(): a trailing `if` filters the loop
+      if (accept_name("if")) n->cond = expression();
       if (accept_name("recursive")) error(peek(), "recursive for loops are not supported");
       expect_block_end();
       n->body = body({"else", "endfor"}, end);
@@ -277,15 +277,14 @@ class Parser {
     return t;
   }
 
-  ExprPtr expression(bool with_cond = true) {
+  ExprPtr expression() {
     DepthGuard guard(*this, peek());
-    ExprPtr e = or_expr(false);
-    if (!with_cond) return e;
+    ExprPtr e = or_expr();
     while (is_name("if")) {
       const Token& at = next();
       auto c = make(Expr::Kind::cond, at);
       c->items.push_back(std::move(e));
-      c->items.push_back(or_expr(false));
+      c->items.push_back(or_expr());
       c->items.push_back(accept_name("else") ? expression() : nullptr);
       e = std::move(c);
     }
@@ -300,8 +299,7 @@ class Parser {
     return e;
   }
 
-  // `no_in`: the iterable of a for loop, where a trailing `if` filters (not a conditional).
-  ExprPtr or_expr(bool /*for_iter*/) {
+  ExprPtr or_expr() {
     ExprPtr e = and_expr();
     while (is_name("or")) {
       const Token& at = next();

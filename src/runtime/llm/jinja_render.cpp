@@ -1,6 +1,6 @@
 // The Jinja renderer: runs a syntax tree (jinja_ast.h) against variables.
-#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <unordered_map>
 
 #include "runtime/llm/jinja.h"
