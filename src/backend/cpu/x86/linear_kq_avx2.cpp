@@ -1,0 +1,157 @@
+// AVX2 kernels of linear_kq.h; bit-identical to the scalar ones there.
+//
+// One weight row at a time, read start to end (one sequential stream). Each super-block's
+// codes are unpacked once into eight registers of 32 unsigned bytes (chunk c = values
+// 32c .. 32c + 31) and used for up to kActRows activation rows: maddubs multiplies the
+// unsigned codes by the signed activations into int16 pairs (at most 63 * 127 * 2, so it
+// never saturates), madd by the scales into int32 lanes, and the lanes are summed to the
+// super-block's exact integers S_i and M_i (q6_K's - 32 offset as - 32 sum_g sc_g bsums_g,
+// also exact). The float arithmetic per output is then the scalar chain of linear_kq.h.
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/kernels/linear_kq.h"
+#include "convert/gguf_kquants.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace tessera::cpu::kq::avx2 {
+
+namespace {
+
+using convert::kquant_detail::f16_at;
+using convert::kquant_detail::scale_min_k4;
+
+constexpr int kActRows = 4;  // activation rows per pass over a weight row's super-block
+constexpr int64_t kBsums = kSuper / kGroup;
+
+inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// (sum of a's lanes, sum of b's lanes), exact int32.
+inline void hsum2(__m256i a, __m256i b, int32_t& sa, int32_t& sb) {
+  const __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  t = _mm_hadd_epi32(t, t);
+  sa = _mm_cvtsi128_si32(t);
+  sb = _mm_extract_epi32(t, 1);
+}
+
+// Scales of chunk c's two 16-value groups: sc[2c] in int16 lanes 0-7, sc[2c + 1] in 8-15.
+inline __m256i pair_scales(int lo, int hi) {
+  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(lo)), _mm_set1_epi16(static_cast<int16_t>(hi)));
+}
+
+struct Q4K {
+  __m256i code[8];
+  int16_t sc[8];
+  __m256i mins;  // int16 lane 2c and 2c + 1: min c (against bsums 2c, 2c + 1)
+  float d, dmin;
+
+  void load_block(const uint8_t* b) {
+    d = f16_at(b), dmin = f16_at(b + 2);
+    int16_t mn[8];
+    for (int c = 0; c < 8; ++c) {
+      int s, m;
+      scale_min_k4(b + 4, c, s, m);
+      sc[c] = static_cast<int16_t>(s), mn[c] = static_cast<int16_t>(m);
+    }
+    mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4], mn[5], mn[5],
+                             mn[6], mn[6], mn[7], mn[7]);
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int j = 0; j < 4; ++j) {  // 32 bytes: chunk 2j in the low nibbles, 2j + 1 in the high
+      const __m256i qs = load(b + 16 + 32 * j);
+      code[2 * j] = _mm256_and_si256(qs, m4);
+      code[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+    }
+  }
+
+  float dot(const int8_t* q, float dx, const int16_t* bsums, float acc) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[c])));
+    }
+    int32_t si, mi;
+    hsum2(s, _mm256_madd_epi16(load(bsums), mins), si, mi);
+    acc = std::fma(d * dx, static_cast<float>(si), acc);
+    return std::fma(-(dmin * dx), static_cast<float>(mi), acc);
+  }
+};
+
+struct Q6K {
+  __m256i code[8];
+  __m256i scale[8];  // pair_scales of chunk c
+  __m256i sc16;      // the sixteen scales as int16 (against bsums)
+  float d;
+
+  void load_block(const uint8_t* b) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    d = f16_at(b + 208);
+    sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    for (int c = 0; c < 8; ++c) scale[c] = pair_scales(sc[2 * c], sc[2 * c + 1]);
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {  // chunks 4h .. 4h + 3 (gguf_kquants.h): high bits to bits 4-5
+      const __m256i ql0 = load(b + 64 * h), ql1 = load(b + 64 * h + 32), qh = load(b + 128 + 32 * h);
+      code[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+      code[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+      code[4 * h + 2] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m2));
+      code[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+    }
+  }
+
+  float dot(const int8_t* q, float dx, const int16_t* bsums, float acc) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale[c]));
+    }
+    // sum_g sc_g (dot_g(code) - 32 bsums_g): the offset's lanes times 32 off the sum.
+    s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(load(bsums), sc16), 5));
+    int32_t si, unused;
+    hsum2(s, s, si, unused);
+    return std::fma(d * dx, static_cast<float>(si), acc);
+  }
+};
+
+template <typename Block>
+void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
+  const int64_t blocks = g.x.k / kSuper;
+  Block w;
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = g.w + o * g.w_row_bytes;
+    for (int64_t m0 = 0; m0 < g.x.m; m0 += kActRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kActRows, g.x.m - m0));
+      float acc[kActRows] = {};
+      for (int64_t i = 0; i < blocks; ++i) {
+        w.load_block(row + i * block_bytes);
+        for (int r = 0; r < n; ++r) {
+          const int64_t m = m0 + r;
+          acc[r] = w.dot(g.x.q + m * g.x.k + i * kSuper, g.x.d[m * blocks + i],
+                         g.x.bsums + (m * blocks + i) * kBsums, acc[r]);
+        }
+      }
+      for (int r = 0; r < n; ++r) g.y[(m0 + r) * g.ldy + o] = acc[r];
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
+  if (g.wt == DType::q4_k) return gemm_t<Q4K>(g, o0, o1, kQ4_KBlockBytes);
+  gemm_t<Q6K>(g, o0, o1, kQ6_KBlockBytes);
+}
+
+}  // namespace tessera::cpu::kq::avx2
+
+#pragma GCC pop_options
+
+#endif  // __x86_64__
