@@ -25,8 +25,6 @@ namespace tessera::cpu::kq::avx2 {
 
 namespace {
 
-using convert::kquant_detail::f16_at;
-using convert::kquant_detail::scale_min_k4;
 
 constexpr int kActRows = 4;  // activation rows per pass over a weight row's super-block
 constexpr int64_t kBsums = kSuper / kGroup;
@@ -47,23 +45,33 @@ inline __m256i pair_scales(int lo, int hi) {
   return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(lo)), _mm_set1_epi16(static_cast<int16_t>(hi)));
 }
 
+// A binary16 at p as f32 (F16C: exact, as convert::f16_to_f32).
+inline float f16_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
 struct Q4K {
   __m256i code[8];
-  int16_t sc[8];
-  __m256i mins;  // int16 lane 2c and 2c + 1: min c (against bsums 2c, 2c + 1)
+  __m256i sc;    // int16 lane c of each 128-bit half: scale c
+  __m128i mins;  // int16 lane c: min c (against bsums 2c and 2c + 1)
   float d, dmin;
 
   void load_block(const uint8_t* b) {
     d = f16_at(b), dmin = f16_at(b + 2);
-    int16_t mn[8];
-    for (int c = 0; c < 8; ++c) {
-      int s, m;
-      scale_min_k4(b + 4, c, s, m);
-      sc[c] = static_cast<int16_t>(s), mn[c] = static_cast<int16_t>(m);
-    }
-    mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4], mn[5], mn[5],
-                             mn[6], mn[6], mn[7], mn[7]);
+    // The eight 6-bit scales and mins (gguf_kquants.h scale_min_k4), four at a time in the
+    // bytes of a 32-bit word: words a0, a1, a2 = scale bytes 0-3, 4-7, 8-11.
+    uint32_t a[3];
+    std::memcpy(a, b + 4, 12);
+    const uint32_t lo6 = 0x3f3f3f3f, lo4 = 0x0f0f0f0f, lo2 = 0x03030303;
+    const uint32_t s03 = a[0] & lo6, m03 = a[1] & lo6;
+    const uint32_t s47 = (a[2] & lo4) | (((a[0] >> 6) & lo2) << 4);
+    const uint32_t m47 = ((a[2] >> 4) & lo4) | (((a[1] >> 6) & lo2) << 4);
+    sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(s47), static_cast<int>(s03))));
+    mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m47), static_cast<int>(m03)));
     const __m256i m4 = _mm256_set1_epi8(15);
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {  // 32 bytes: chunk 2j in the low nibbles, 2j + 1 in the high
       const __m256i qs = load(b + 16 + 32 * j);
       code[2 * j] = _mm256_and_si256(qs, m4);
@@ -73,12 +81,19 @@ struct Q4K {
 
   float dot(const int8_t* q, float dx, const int16_t* bsums, float acc) const {
     __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
+      // Scale c in every int16 lane: bytes 2c, 2c + 1 of each 128-bit half.
+      const __m256i scale = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>((2 * c + 1) << 8 | 2 * c)));
       const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[c])));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale));
     }
+    // Pairs of bsums (16 values each) summed to the eight 32-value sums, times the mins.
+    const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
+                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
+    const __m128i mv = _mm_madd_epi16(bs, mins);
     int32_t si, mi;
-    hsum2(s, _mm256_madd_epi16(load(bsums), mins), si, mi);
+    hsum2(s, _mm256_setr_m128i(mv, _mm_setzero_si128()), si, mi);
     acc = std::fma(d * dx, static_cast<float>(si), acc);
     return std::fma(-(dmin * dx), static_cast<float>(mi), acc);
   }
