@@ -40,11 +40,6 @@ inline void hsum2(__m256i a, __m256i b, int32_t& sa, int32_t& sb) {
   sb = _mm_extract_epi32(t, 1);
 }
 
-// Scales of chunk c's two 16-value groups: sc[2c] in int16 lanes 0-7, sc[2c + 1] in 8-15.
-inline __m256i pair_scales(int lo, int hi) {
-  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(lo)), _mm_set1_epi16(static_cast<int16_t>(hi)));
-}
-
 // A binary16 at p as f32 (F16C: exact, as convert::f16_to_f32).
 inline float f16_at(const uint8_t* p) {
   uint16_t h;
@@ -101,15 +96,16 @@ struct Q4K {
 
 struct Q6K {
   __m256i code[8];
-  __m256i scale[8];  // pair_scales of chunk c
-  __m256i sc16;      // the sixteen scales as int16 (against bsums)
+  __m256i scb;   // the sixteen int8 scales in both 128-bit halves
+  __m256i sc16;  // the sixteen scales as int16 (against bsums)
   float d;
 
   void load_block(const uint8_t* b) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
     d = f16_at(b + 208);
-    sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    for (int c = 0; c < 8; ++c) scale[c] = pair_scales(sc[2 * c], sc[2 * c + 1]);
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    sc16 = _mm256_cvtepi8_epi16(s8);
+    scb = _mm256_broadcastsi128_si256(s8);
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {  // chunks 4h .. 4h + 3 (gguf_kquants.h): high bits to bits 4-5
       const __m256i ql0 = load(b + 64 * h), ql1 = load(b + 64 * h + 32), qh = load(b + 128 + 32 * h);
@@ -124,9 +120,15 @@ struct Q6K {
 
   float dot(const int8_t* q, float dx, const int16_t* bsums, float acc) const {
     __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale[c]));
+      // Scale 2c in the int16 lanes of the low half, 2c + 1 in the high half: the byte
+      // shuffled into each lane's high byte, then sign-extended by the arithmetic shift.
+      const __m256i idx = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * c) << 8 | 0x80)),
+                                            _mm_set1_epi16(static_cast<int16_t>((2 * c + 1) << 8 | 0x80)));
+      const __m256i scale = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, idx), 8);
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale));
     }
     // sum_g sc_g (dot_g(code) - 32 bsums_g): the offset's lanes times 32 off the sum.
     s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(load(bsums), sc16), 5));
