@@ -35,8 +35,8 @@ struct Weights {
   int64_t oc, k;
   std::vector<uint8_t> bytes;
   std::vector<double> values;  // [oc, k] what the bytes represent
-  std::vector<double> plus;    // [oc, k] q4_K: d sc nibble; q6_K: the value (|w| bounds)
-  std::vector<double> minus;   // [oc, k] q4_K: dmin m; q6_K: 0
+  std::vector<double> plus;    // [oc, k] q4_K, q5_K: d sc code; q6_K: the value (|w| bounds)
+  std::vector<double> minus;   // [oc, k] q4_K, q5_K: dmin m; q6_K: 0
   int64_t row_bytes() const { return static_cast<int64_t>(bytes.size()) / oc; }
 };
 
@@ -45,7 +45,7 @@ struct Weights {
 Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
   Weights w{t, oc, k, {}, {}, {}, {}};
-  const int64_t bb = t == DType::q4_k ? kQ4_KBlockBytes : kQ6_KBlockBytes;
+  const int64_t bb = dtype_block_bytes(t);
   w.bytes.resize(static_cast<size_t>(oc * k / kSuper * bb));
   for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
   w.values.resize(static_cast<size_t>(oc * k)), w.plus.resize(w.values.size()), w.minus.resize(w.values.size());
@@ -54,14 +54,16 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
     double* v = &w.values[blk * kSuper];
     double* p = &w.plus[blk * kSuper];
     double* n = &w.minus[blk * kSuper];
-    if (t == DType::q4_k) {
+    if (t == DType::q4_k || t == DType::q5_k) {  // q5_K: fifth bits at 16, nibbles at 48
       const uint16_t dh = random_scale(rng), mh = random_scale(rng);
       std::memcpy(b, &dh, 2), std::memcpy(b + 2, &mh, 2);
+      const bool q5 = t == DType::q5_k;
       for (int c = 0; c < 8; ++c) {
         int sc, m;
         convert::kquant_detail::scale_min_k4(b + 4, c, sc, m);
         for (int l = 0; l < 32; ++l) {
-          const int nib = (b[16 + 32 * (c / 2) + l] >> (4 * (c % 2))) & 15;
+          const int nib = ((b[(q5 ? 48 : 16) + 32 * (c / 2) + l] >> (4 * (c % 2))) & 15) +
+                          (q5 && (b[16 + l] >> c & 1) ? 16 : 0);
           p[32 * c + l] = f16_value(dh) * sc * nib, n[32 * c + l] = f16_value(mh) * m;
           v[32 * c + l] = p[32 * c + l] - n[32 * c + l];
         }
@@ -171,7 +173,7 @@ TEST(LinearKQ, Q8KRoundingFollowsItsDefinition) {
 // (only float rounding apart), and against the exact activations within the Q8_K bound.
 TEST(LinearKQ, ScalarMatchesDoubleOfTheRoundedActivations) {
   uint32_t seed = 300;
-  for (DType t : {DType::q4_k, DType::q6_k})
+  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t k : {256, 768, 2048, 4096}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " k " + std::to_string(k));
       const int64_t m = 3, oc = 9;
@@ -203,7 +205,7 @@ TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
 #else
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 500;
-  for (DType t : {DType::q4_k, DType::q6_k})
+  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t k : {256, 512, 2048, 4096})
       for (int64_t m : {1, 2, 4, 5, 9})
         for (int64_t oc : {1, 7, 37}) {
@@ -261,7 +263,7 @@ std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threa
 // (301 outputs: uneven pieces taken at run time); without it, the f32 reference.
 TEST(LinearKQ, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
-  for (DType t : {DType::q4_k, DType::q6_k})
+  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t m : {1, 3}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m));
       const int64_t oc = 301, k = 512;

@@ -18,20 +18,26 @@ using convert::kquant_detail::scale_min_k4;
 
 constexpr int64_t kQ4KScales = 4;   // byte offset of q4_K's 12 scale bytes (after d, dmin)
 constexpr int64_t kQ4KCodes = 16;   // byte offset of q4_K's 128 nibble bytes
+constexpr int64_t kQ5KHigh = 16;    // byte offset of q5_K's 32 bytes of fifth bits
+constexpr int64_t kQ5KCodes = 48;   // byte offset of q5_K's 128 nibble bytes
 constexpr int64_t kQ6KHigh = 128;   // byte offset of q6_K's 64 bytes of 2-bit highs
 constexpr int64_t kQ6KScales = 192; // byte offset of q6_K's 16 int8 scales
 constexpr int64_t kQ6KD = 208;      // byte offset of q6_K's f16 d
 
-// One q4_K super-block against one Q8_K super-block: acc advanced as linear_kq.h says.
-float q4_k_block(const uint8_t* b, const int8_t* q, float dx, const int16_t* bsums, float acc) {
+// One q4_K (qh = nullptr) or q5_K super-block against one Q8_K super-block: acc advanced as
+// linear_kq.h says. qs: the 128 nibble bytes; qh: q5_K's 32 bytes of fifth bits.
+float q4_5_k_block(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, const int8_t* q, float dx,
+                   const int16_t* bsums, float acc) {
   int32_t s = 0, mins = 0;
   for (int c = 0; c < 8; ++c) {
     int sc, m;
     scale_min_k4(b + kQ4KScales, c, sc, m);
-    const uint8_t* qs = b + kQ4KCodes + 32 * (c / 2);
     const int shift = 4 * (c % 2);
     int32_t t = 0;
-    for (int l = 0; l < 32; ++l) t += ((qs[l] >> shift) & 15) * int32_t{q[32 * c + l]};
+    for (int l = 0; l < 32; ++l) {
+      const int code = ((qs[32 * (c / 2) + l] >> shift) & 15) | (qh ? ((qh[l] >> c) & 1) << 4 : 0);
+      t += code * int32_t{q[32 * c + l]};
+    }
     s += sc * t;
     mins += m * (int32_t{bsums[2 * c]} + bsums[2 * c + 1]);
   }
@@ -62,7 +68,7 @@ float q6_k_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
 
 }  // namespace
 
-bool supported(DType wt) { return wt == DType::q4_k || wt == DType::q6_k; }
+bool supported(DType wt) { return wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k; }
 
 void quantize_row_q8k(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsums) {
   for (int64_t b = 0; b < n / kSuper; ++b) {
@@ -93,7 +99,7 @@ namespace scalar {
 
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
   const int64_t blocks = g.x.k / kSuper;
-  const int64_t block_bytes = g.wt == DType::q4_k ? kQ4_KBlockBytes : kQ6_KBlockBytes;
+  const int64_t block_bytes = dtype_block_bytes(g.wt);
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = g.w + o * g.w_row_bytes;
     for (int64_t m = 0; m < g.x.m; ++m) {
@@ -103,8 +109,11 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
       float acc = 0;
       for (int64_t i = 0; i < blocks; ++i) {
         const uint8_t* b = row + i * block_bytes;
-        acc = g.wt == DType::q4_k ? q4_k_block(b, xq + i * kSuper, xd[i], xs + i * (kSuper / kGroup), acc)
-                                  : q6_k_block(b, xq + i * kSuper, xd[i], acc);
+        const int8_t* q = xq + i * kSuper;
+        const int16_t* bs = xs + i * (kSuper / kGroup);
+        if (g.wt == DType::q4_k) acc = q4_5_k_block(b, b + kQ4KCodes, nullptr, q, xd[i], bs, acc);
+        else if (g.wt == DType::q5_k) acc = q4_5_k_block(b, b + kQ5KCodes, b + kQ5KHigh, q, xd[i], bs, acc);
+        else acc = q6_k_block(b, q, xd[i], acc);
       }
       g.y[m * g.ldy + o] = acc;
     }

@@ -1,4 +1,4 @@
-// Fast fully_connected for K-quant weight rows (q4_K, q6_K): 8-bit activation super-blocks
+// Fast fully_connected for K-quant weight rows (q4_K, q5_K, q6_K): 8-bit activation super-blocks
 // (Q8_K) against the weights' own codes, every super-block's dot product an exact integer.
 //
 // Activations (Q8_K, as llama.cpp rounds the inputs of its K-quant matmuls): each row is
@@ -13,10 +13,11 @@
 //   q4_K: S_i = sum_{c<8} sc[c] * sum_{l<32} nibble[32c + l] * q[32c + l]      (exact int32)
 //         M_i = sum_{c<8} m[c] * (bsums[2c] + bsums[2c + 1])                   (exact int32)
 //         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
+//   q5_K: as q4_K with code[32c + l] = nibble | fifth bit << 4 (0..31) in place of the nibble
 //   q6_K: S_i = sum_{g<16} scales[g] * sum_{l<16} (code[16g + l] - 32) * q[16g + l] (exact int32)
 //         acc = fma(d_i * dx_i, float(S_i), acc)
 // for i = 0, 1, ... in order from acc = 0, and y = acc. (|S_i| < 2^27, |M_i| < 2^21: int32
-// never overflows; float() rounds to nearest even, the same in every kernel.) Each output is
+// never overflows; q5_K: |S_i| < 2^26; float() rounds to nearest even, the same in every kernel.) Each output is
 // one float chain whose terms do not depend on how the integers were summed, so the scalar
 // and AVX2 kernels give identical bits for any tiling, activation-row grouping or thread
 // count.
@@ -47,7 +48,7 @@ struct Q8KRows {
 
 // y[r * ldy + o] = dot(activation row r, weight row o) for every r and o in [o0, o1).
 struct KQuantGemm {
-  DType wt = DType::q4_k;      // q4_k or q6_k (supported())
+  DType wt = DType::q4_k;      // q4_k, q5_k or q6_k (supported())
   const uint8_t* w = nullptr;  // [OC] rows of k / 256 GGUF super-blocks
   int64_t w_row_bytes = 0;
   Q8KRows x;

@@ -1,4 +1,4 @@
-// AVX2 kernels of linear_kq.h; bit-identical to the scalar ones there.
+// AVX2 kernels of linear_kq.h (q4_K, q5_K, q6_K); bit-identical to the scalar ones there.
 //
 // One weight row at a time, read start to end (one sequential stream). Each super-block's
 // codes are unpacked once into eight registers of 32 unsigned bytes (chunk c = values
@@ -47,7 +47,10 @@ inline float f16_at(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-struct Q4K {
+// q4_K (kFifth = false) and q5_K (true): the same scales, mins and integer sums; q5_K's
+// codes take bit c of its 32 fifth-bit bytes as bit 4.
+template <bool kFifth>
+struct Q45K {
   __m256i code[8];
   __m256i sc;    // int16 lane c of each 128-bit half: scale c
   __m128i mins;  // int16 lane c: min c (against bsums 2c and 2c + 1)
@@ -66,11 +69,25 @@ struct Q4K {
     sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(s47), static_cast<int>(s03))));
     mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m47), static_cast<int>(m03)));
     const __m256i m4 = _mm256_set1_epi8(15);
+    const uint8_t* codes = b + (kFifth ? 48 : 16);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {  // 32 bytes: chunk 2j in the low nibbles, 2j + 1 in the high
-      const __m256i qs = load(b + 16 + 32 * j);
+      const __m256i qs = load(codes + 32 * j);
       code[2 * j] = _mm256_and_si256(qs, m4);
       code[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+    }
+    if constexpr (kFifth) {
+      const __m256i qh = load(b + 16), bit4 = _mm256_set1_epi8(16);
+      // Bit c of each byte moved to bit 4 (16-bit shifts: the bits crossing between the bytes
+      // of a lane land away from bit 4 and are masked off).
+      code[0] = _mm256_or_si256(code[0], _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+      code[1] = _mm256_or_si256(code[1], _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+      code[2] = _mm256_or_si256(code[2], _mm256_and_si256(_mm256_slli_epi16(qh, 2), bit4));
+      code[3] = _mm256_or_si256(code[3], _mm256_and_si256(_mm256_slli_epi16(qh, 1), bit4));
+      code[4] = _mm256_or_si256(code[4], _mm256_and_si256(qh, bit4));
+      code[5] = _mm256_or_si256(code[5], _mm256_and_si256(_mm256_srli_epi16(qh, 1), bit4));
+      code[6] = _mm256_or_si256(code[6], _mm256_and_si256(_mm256_srli_epi16(qh, 2), bit4));
+      code[7] = _mm256_or_si256(code[7], _mm256_and_si256(_mm256_srli_epi16(qh, 3), bit4));
     }
   }
 
@@ -163,7 +180,8 @@ void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
 }  // namespace
 
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
-  if (g.wt == DType::q4_k) return gemm_t<Q4K>(g, o0, o1, kQ4_KBlockBytes);
+  if (g.wt == DType::q4_k) return gemm_t<Q45K<false>>(g, o0, o1, kQ4_KBlockBytes);
+  if (g.wt == DType::q5_k) return gemm_t<Q45K<true>>(g, o0, o1, kQ5_KBlockBytes);
   gemm_t<Q6K>(g, o0, o1, kQ6_KBlockBytes);
 }
 
