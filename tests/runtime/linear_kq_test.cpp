@@ -35,8 +35,8 @@ struct Weights {
   int64_t oc, k;
   std::vector<uint8_t> bytes;
   std::vector<double> values;  // [oc, k] what the bytes represent
-  std::vector<double> plus;    // [oc, k] q4_K, q5_K: d sc code; q6_K: the value (|w| bounds)
-  std::vector<double> minus;   // [oc, k] q4_K, q5_K: dmin m; q6_K: 0
+  std::vector<double> plus;    // [oc, k] q2_K, q4_K, q5_K: d sc code; q3_K, q6_K: the value (|w| bounds)
+  std::vector<double> minus;   // [oc, k] q2_K, q4_K, q5_K: dmin m; q3_K, q6_K: 0
   int64_t row_bytes() const { return static_cast<int64_t>(bytes.size()) / oc; }
 };
 
@@ -66,6 +66,23 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
                           (q5 && (b[16 + l] >> c & 1) ? 16 : 0);
           p[32 * c + l] = f16_value(dh) * sc * nib, n[32 * c + l] = f16_value(mh) * m;
           v[32 * c + l] = p[32 * c + l] - n[32 * c + l];
+        }
+      }
+    } else if (t == DType::q2_k || t == DType::q3_k) {
+      const uint16_t dh = random_scale(rng), mh = random_scale(rng);
+      const bool q3 = t == DType::q3_k;
+      std::memcpy(b + (q3 ? 108 : 80), &dh, 2);
+      if (!q3) std::memcpy(b + 82, &mh, 2);
+      for (int i = 0; i < kSuper; ++i) {  // chunk c = i / 32, l = i % 32, 16-value group i / 16
+        const int c = i / 32, l = i % 32;
+        const int low = (b[(q3 ? 32 : 16) + 32 * (c / 4) + l] >> (2 * (c % 4))) & 3;
+        if (q3) {
+          const int code = low - ((b[l] >> c & 1) ? 0 : 4);
+          const int sc = convert::kquant_detail::scale_q3_k(b + 96, i / 16) - 32;
+          v[i] = p[i] = f16_value(dh) * sc * code, n[i] = 0;
+        } else {
+          p[i] = f16_value(dh) * (b[i / 16] & 15) * low, n[i] = f16_value(mh) * (b[i / 16] >> 4);
+          v[i] = p[i] - n[i];
         }
       }
     } else {
@@ -173,7 +190,7 @@ TEST(LinearKQ, Q8KRoundingFollowsItsDefinition) {
 // (only float rounding apart), and against the exact activations within the Q8_K bound.
 TEST(LinearKQ, ScalarMatchesDoubleOfTheRoundedActivations) {
   uint32_t seed = 300;
-  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t k : {256, 768, 2048, 4096}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " k " + std::to_string(k));
       const int64_t m = 3, oc = 9;
@@ -205,7 +222,7 @@ TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
 #else
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 500;
-  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t k : {256, 512, 2048, 4096})
       for (int64_t m : {1, 2, 4, 5, 9})
         for (int64_t oc : {1, 7, 37}) {
@@ -263,7 +280,7 @@ std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threa
 // (301 outputs: uneven pieces taken at run time); without it, the f32 reference.
 TEST(LinearKQ, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
-  for (DType t : {DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t m : {1, 3}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m));
       const int64_t oc = 301, k = 512;

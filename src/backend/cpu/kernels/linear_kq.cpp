@@ -15,7 +15,13 @@ namespace {
 
 using convert::kquant_detail::f16_at;
 using convert::kquant_detail::scale_min_k4;
+using convert::kquant_detail::scale_q3_k;
 
+constexpr int64_t kQ2KCodes = 16;   // byte offset of q2_K's 64 bytes of 2-bit codes (after 16 scales)
+constexpr int64_t kQ2KD = 80;       // byte offset of q2_K's f16 d (dmin follows)
+constexpr int64_t kQ3KCodes = 32;   // byte offset of q3_K's 2-bit codes (after the 32 hmask bytes)
+constexpr int64_t kQ3KScales = 96;  // byte offset of q3_K's 12 scale bytes
+constexpr int64_t kQ3KD = 108;      // byte offset of q3_K's f16 d
 constexpr int64_t kQ4KScales = 4;   // byte offset of q4_K's 12 scale bytes (after d, dmin)
 constexpr int64_t kQ4KCodes = 16;   // byte offset of q4_K's 128 nibble bytes
 constexpr int64_t kQ5KHigh = 16;    // byte offset of q5_K's 32 bytes of fifth bits
@@ -45,6 +51,38 @@ float q4_5_k_block(const uint8_t* b, const uint8_t* qs, const uint8_t* qh, const
   return std::fma(-(f16_at(b + 2) * dx), static_cast<float>(mins), acc);
 }
 
+// One q2_K super-block against one Q8_K super-block.
+float q2_k_block(const uint8_t* b, const int8_t* q, float dx, const int16_t* bsums, float acc) {
+  int32_t s = 0, mins = 0;
+  for (int g = 0; g < 16; ++g) {  // 16-value group g: chunk c = g / 2 (gguf_kquants.h)
+    const int c = g / 2, sc = b[g];
+    const uint8_t* qs = b + kQ2KCodes + 32 * (c / 4) + 16 * (g % 2);
+    int32_t t = 0;
+    for (int l = 0; l < 16; ++l) t += ((qs[l] >> (2 * (c % 4))) & 3) * int32_t{q[16 * g + l]};
+    s += (sc & 15) * t;
+    mins += (sc >> 4) * int32_t{bsums[g]};
+  }
+  acc = std::fma(f16_at(b + kQ2KD) * dx, static_cast<float>(s), acc);
+  return std::fma(-(f16_at(b + kQ2KD + 2) * dx), static_cast<float>(mins), acc);
+}
+
+// One q3_K super-block against one Q8_K super-block.
+float q3_k_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
+  int32_t s = 0;
+  for (int g = 0; g < 16; ++g) {
+    const int c = g / 2;
+    const int l0 = 16 * (g % 2);
+    const uint8_t* qs = b + kQ3KCodes + 32 * (c / 4);
+    int32_t t = 0;
+    for (int l = l0; l < l0 + 16; ++l) {
+      const int code = ((qs[l] >> (2 * (c % 4))) & 3) - ((b[l] >> c & 1) ? 0 : 4);
+      t += code * int32_t{q[32 * c + l]};
+    }
+    s += (scale_q3_k(b + kQ3KScales, g) - 32) * t;
+  }
+  return std::fma(f16_at(b + kQ3KD) * dx, static_cast<float>(s), acc);
+}
+
 // One q6_K super-block against one Q8_K super-block.
 float q6_k_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
   const int8_t* scales = reinterpret_cast<const int8_t*>(b + kQ6KScales);
@@ -68,7 +106,9 @@ float q6_k_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
 
 }  // namespace
 
-bool supported(DType wt) { return wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k; }
+bool supported(DType wt) {
+  return wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k;
+}
 
 void quantize_row_q8k(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsums) {
   for (int64_t b = 0; b < n / kSuper; ++b) {
@@ -113,7 +153,9 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
         const int16_t* bs = xs + i * (kSuper / kGroup);
         if (g.wt == DType::q4_k) acc = q4_5_k_block(b, b + kQ4KCodes, nullptr, q, xd[i], bs, acc);
         else if (g.wt == DType::q5_k) acc = q4_5_k_block(b, b + kQ5KCodes, b + kQ5KHigh, q, xd[i], bs, acc);
-        else acc = q6_k_block(b, q, xd[i], acc);
+        else if (g.wt == DType::q6_k) acc = q6_k_block(b, q, xd[i], acc);
+        else if (g.wt == DType::q2_k) acc = q2_k_block(b, q, xd[i], bs, acc);
+        else acc = q3_k_block(b, q, xd[i], acc);
       }
       g.y[m * g.ldy + o] = acc;
     }

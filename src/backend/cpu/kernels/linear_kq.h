@@ -1,4 +1,4 @@
-// Fast fully_connected for K-quant weight rows (q4_K, q5_K, q6_K): 8-bit activation super-blocks
+// Fast fully_connected for K-quant weight rows (q2_K ... q6_K): 8-bit activation super-blocks
 // (Q8_K) against the weights' own codes, every super-block's dot product an exact integer.
 //
 // Activations (Q8_K, as llama.cpp rounds the inputs of its K-quant matmuls): each row is
@@ -14,6 +14,11 @@
 //         M_i = sum_{c<8} m[c] * (bsums[2c] + bsums[2c + 1])                   (exact int32)
 //         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
 //   q5_K: as q4_K with code[32c + l] = nibble | fifth bit << 4 (0..31) in place of the nibble
+//   q2_K: S_i = sum_{g<16} (scales[g] & 15) * sum_{l<16} code[16g + l] * q[16g + l]   (exact int32)
+//         M_i = sum_{g<16} (scales[g] >> 4) * bsums[g]                           (exact int32)
+//         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
+//   q3_K: S_i = sum_{g<16} (scale6[g] - 32) * sum_{l<16} code[16g + l] * q[16g + l] (code in -4..3)
+//         acc = fma(d_i * dx_i, float(S_i), acc)
 //   q6_K: S_i = sum_{g<16} scales[g] * sum_{l<16} (code[16g + l] - 32) * q[16g + l] (exact int32)
 //         acc = fma(d_i * dx_i, float(S_i), acc)
 // for i = 0, 1, ... in order from acc = 0, and y = acc. (|S_i| < 2^27, |M_i| < 2^21: int32
@@ -48,7 +53,7 @@ struct Q8KRows {
 
 // y[r * ldy + o] = dot(activation row r, weight row o) for every r and o in [o0, o1).
 struct KQuantGemm {
-  DType wt = DType::q4_k;      // q4_k, q5_k or q6_k (supported())
+  DType wt = DType::q4_k;      // q2_k ... q6_k (supported())
   const uint8_t* w = nullptr;  // [OC] rows of k / 256 GGUF super-blocks
   int64_t w_row_bytes = 0;
   Q8KRows x;

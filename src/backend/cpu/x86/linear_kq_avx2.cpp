@@ -1,4 +1,4 @@
-// AVX2 kernels of linear_kq.h (q4_K, q5_K, q6_K); bit-identical to the scalar ones there.
+// AVX2 kernels of linear_kq.h (q2_K ... q6_K); bit-identical to the scalar ones there.
 //
 // One weight row at a time, read start to end (one sequential stream). Each super-block's
 // codes are unpacked once into eight registers of 32 unsigned bytes (chunk c = values
@@ -111,6 +111,85 @@ struct Q45K {
   }
 };
 
+// Scale 2c in the int16 lanes of the low half, 2c + 1 in the high half, from sixteen int8
+// scales in both 128-bit halves of scb: each byte shuffled into its lane's high byte, then
+// sign-extended by the arithmetic shift.
+inline __m256i chunk_scales(__m256i scb, int c) {
+  const __m256i idx = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * c) << 8 | 0x80)),
+                                        _mm_set1_epi16(static_cast<int16_t>((2 * c + 1) << 8 | 0x80)));
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(scb, idx), 8);
+}
+
+// q2_K and q3_K: 2-bit codes (chunk 4h + k: bits 2k of 32 bytes h); q3_K adds bit c of its
+// hmask bytes as bit 2, so code + 4 (0..7) is what maddubs takes, and the 4 comes back off as
+// 4 sum_g sc_g bsums_g.
+template <bool kQ3>
+struct Q23K {
+  __m256i code[8];
+  __m256i scb;   // the sixteen scales (q2_K: low nibbles; q3_K: 6-bit - 32) as int8, both halves
+  __m256i sc16;  // q2_K: the sixteen mins as int16; q3_K: the scales as int16
+  float d, dmin;
+
+  void load_block(const uint8_t* b) {
+    __m128i s8;
+    if constexpr (kQ3) {
+      d = f16_at(b + 108), dmin = 0;
+      int8_t sc[16];
+      for (int g = 0; g < 16; ++g) sc[g] = static_cast<int8_t>(convert::kquant_detail::scale_q3_k(b + 96, g) - 32);
+      s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+      sc16 = _mm256_cvtepi8_epi16(s8);
+    } else {
+      d = f16_at(b + 80), dmin = f16_at(b + 82);
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+      s8 = _mm_and_si128(raw, _mm_set1_epi8(15));
+      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(15)));
+    }
+    scb = _mm256_broadcastsi128_si256(s8);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const uint8_t* qs = b + (kQ3 ? 32 : 16);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = load(qs + 32 * h);
+      code[4 * h] = _mm256_and_si256(v, m3);
+      code[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+      code[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+      code[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+    }
+    if constexpr (kQ3) {
+      // Bit c of each hmask byte to bit 2 (the 16-bit shifts' crossing bits are masked off).
+      const __m256i hm = load(b), bit2 = _mm256_set1_epi8(4);
+      code[0] = _mm256_or_si256(code[0], _mm256_and_si256(_mm256_slli_epi16(hm, 2), bit2));
+      code[1] = _mm256_or_si256(code[1], _mm256_and_si256(_mm256_slli_epi16(hm, 1), bit2));
+      code[2] = _mm256_or_si256(code[2], _mm256_and_si256(hm, bit2));
+      code[3] = _mm256_or_si256(code[3], _mm256_and_si256(_mm256_srli_epi16(hm, 1), bit2));
+      code[4] = _mm256_or_si256(code[4], _mm256_and_si256(_mm256_srli_epi16(hm, 2), bit2));
+      code[5] = _mm256_or_si256(code[5], _mm256_and_si256(_mm256_srli_epi16(hm, 3), bit2));
+      code[6] = _mm256_or_si256(code[6], _mm256_and_si256(_mm256_srli_epi16(hm, 4), bit2));
+      code[7] = _mm256_or_si256(code[7], _mm256_and_si256(_mm256_srli_epi16(hm, 5), bit2));
+    }
+  }
+
+  float dot(const int8_t* q, float dx, const int16_t* bsums, float acc) const {
+    __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, chunk_scales(scb, c)));
+    }
+    const __m256i t = _mm256_madd_epi16(load(bsums), sc16);
+    if constexpr (kQ3) {
+      int32_t si, unused;
+      hsum2(_mm256_sub_epi32(s, _mm256_slli_epi32(t, 2)), s, si, unused);
+      return std::fma(d * dx, static_cast<float>(si), acc);
+    } else {
+      int32_t si, mi;
+      hsum2(s, t, si, mi);
+      acc = std::fma(d * dx, static_cast<float>(si), acc);
+      return std::fma(-(dmin * dx), static_cast<float>(mi), acc);
+    }
+  }
+};
+
 struct Q6K {
   __m256i code[8];
   __m256i scb;   // the sixteen int8 scales in both 128-bit halves
@@ -140,12 +219,7 @@ struct Q6K {
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       const __m256i p = _mm256_maddubs_epi16(code[c], load(q + 32 * c));
-      // Scale 2c in the int16 lanes of the low half, 2c + 1 in the high half: the byte
-      // shuffled into each lane's high byte, then sign-extended by the arithmetic shift.
-      const __m256i idx = _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * c) << 8 | 0x80)),
-                                            _mm_set1_epi16(static_cast<int16_t>((2 * c + 1) << 8 | 0x80)));
-      const __m256i scale = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, idx), 8);
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, chunk_scales(scb, c)));
     }
     // sum_g sc_g (dot_g(code) - 32 bsums_g): the offset's lanes times 32 off the sum.
     s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(load(bsums), sc16), 5));
@@ -182,6 +256,8 @@ void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
   if (g.wt == DType::q4_k) return gemm_t<Q45K<false>>(g, o0, o1, kQ4_KBlockBytes);
   if (g.wt == DType::q5_k) return gemm_t<Q45K<true>>(g, o0, o1, kQ5_KBlockBytes);
+  if (g.wt == DType::q2_k) return gemm_t<Q23K<false>>(g, o0, o1, kQ2_KBlockBytes);
+  if (g.wt == DType::q3_k) return gemm_t<Q23K<true>>(g, o0, o1, kQ3_KBlockBytes);
   gemm_t<Q6K>(g, o0, o1, kQ6_KBlockBytes);
 }
 
