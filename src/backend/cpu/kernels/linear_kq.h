@@ -9,23 +9,23 @@
 // bsums[g] = sum of q[16g .. 16g + 16) (sixteen int16 per super-block).
 //
 // Weights, super-block i of a row (the layouts of src/convert/gguf_kquants.h), against the
-// activation super-block (dx_i = its d, q, bsums):
-//   q4_K: S_i = sum_{c<8} sc[c] * sum_{l<32} nibble[32c + l] * q[32c + l]      (exact int32)
-//         M_i = sum_{c<8} m[c] * (bsums[2c] + bsums[2c + 1])                   (exact int32)
+// activation super-block (dx_i = its d, q, bsums); every S_i and M_i is an exact int32:
+//   q2_K: S_i = sum_{g<16} (scales[g] & 15) * sum_{l<16} code[16g + l] * q[16g + l]
+//         M_i = sum_{g<16} (scales[g] >> 4) * bsums[g]
+//         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
+//   q3_K: S_i = sum_{g<16} (scale6[g] - 32) * sum_{l<16} code[16g + l] * q[16g + l]  (code -4..3)
+//         acc = fma(d_i * dx_i, float(S_i), acc)
+//   q4_K: S_i = sum_{c<8} sc[c] * sum_{l<32} nibble[32c + l] * q[32c + l]
+//         M_i = sum_{c<8} m[c] * (bsums[2c] + bsums[2c + 1])
 //         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
 //   q5_K: as q4_K with code[32c + l] = nibble | fifth bit << 4 (0..31) in place of the nibble
-//   q2_K: S_i = sum_{g<16} (scales[g] & 15) * sum_{l<16} code[16g + l] * q[16g + l]   (exact int32)
-//         M_i = sum_{g<16} (scales[g] >> 4) * bsums[g]                           (exact int32)
-//         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
-//   q3_K: S_i = sum_{g<16} (scale6[g] - 32) * sum_{l<16} code[16g + l] * q[16g + l] (code in -4..3)
+//   q6_K: S_i = sum_{g<16} scales[g] * sum_{l<16} (code[16g + l] - 32) * q[16g + l]
 //         acc = fma(d_i * dx_i, float(S_i), acc)
-//   q6_K: S_i = sum_{g<16} scales[g] * sum_{l<16} (code[16g + l] - 32) * q[16g + l] (exact int32)
-//         acc = fma(d_i * dx_i, float(S_i), acc)
-// for i = 0, 1, ... in order from acc = 0, and y = acc. (|S_i| < 2^27, |M_i| < 2^21: int32
-// never overflows; q5_K: |S_i| < 2^26; float() rounds to nearest even, the same in every kernel.) Each output is
-// one float chain whose terms do not depend on how the integers were summed, so the scalar
-// and AVX2 kernels give identical bits for any tiling, activation-row grouping or thread
-// count.
+// for i = 0, 1, ... in order from acc = 0, and y = acc. (|S_i| < 2^27 and |M_i| < 2^21 for
+// every type, so int32 never overflows; float() rounds to nearest even, the same in every
+// kernel.) Each output is one float chain whose terms do not depend on how the integers
+// were summed, so the scalar and AVX2 kernels give identical bits for any tiling,
+// activation-row grouping or thread count.
 //
 // Error against exact f32 activations: |x - q d| <= |d| / 2 per value (half a step; the
 // f32 rounding of iscale and d adds a relative 2^-23 or so), so a dot product moves by at
