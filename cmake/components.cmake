@@ -29,12 +29,14 @@ endfunction()
 # The cpu device, always built: the reference the others are compared with.
 tessera_component(tessera_cpu DIRS src/backend/cpu DEPS tessera_runtime)
 tessera_device(tessera_cpu ${CMAKE_SOURCE_DIR}/src/backend/cpu/cpu_register.cpp)
-# exp_approx and the attention and silu kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
+# exp_approx, the attention and silu kernels and the K-quant fully_connected kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
 # contracted into an fma behind their back (each fma is written out).
 set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/attention.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/attention_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/unary_avx2.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/linear_kq.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/linear_kq_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/attention_neon.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/unary_neon.cpp
                             PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")

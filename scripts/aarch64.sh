@@ -2,7 +2,7 @@
 # Cross-builds Tessera for aarch64 (the CPU of RK3588 boards) with Debian's cross toolchain
 # into ./build-aarch64 and runs its test programs under qemu-user: core_tests and
 # convert_tests, then runtime_tests' packed-kernel and linear-kernel tests (CpuPacked*,
-# LinearQ8*: the NEON kernels against the scalar and the reference kernels). Installs what
+# LinearQ8*, LinearKQ*: the NEON kernels against the scalar and the reference kernels). Installs what
 # it needs first: g++-aarch64-linux-gnu, qemu-user and the arm64 builds of the libraries
 # (Debian multiarch, :arm64 packages). TESSERA_AARCH64_RUNTIME=0 skips runtime_tests.
 # docs/aarch64.md explains the build.
@@ -56,6 +56,6 @@ for t in core_tests convert_tests; do
   "${QEMU[@]}" "$BUILD/tests/$t" --gtest_brief=1
 done
 if [ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ]; then
-  echo "aarch64: runtime_tests (CpuPacked*:LinearQ8*:AttentionKernel*) under qemu"
-  "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter='CpuPacked*:LinearQ8*:AttentionKernel*'
+  echo "aarch64: runtime_tests (CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*) under qemu"
+  "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter='CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*'
 fi

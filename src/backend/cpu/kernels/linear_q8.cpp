@@ -2,6 +2,7 @@
 // and the cpu fully_connected kernel that chooses between them and the reference.
 #include "backend/cpu/kernels/linear_q8.h"
 #include "backend/cpu/kernels/hsum8.h"
+#include "backend/cpu/kernels/linear_kq.h"
 
 #include <atomic>
 #include <cmath>
@@ -157,7 +158,7 @@ void gemm_f16_shared(const F16Gemm&, const F16Shared&) {}  // never called: f16_
 namespace {
 
 // Which fast path a fully_connected node takes, if any.
-enum class FcPath { reference, quant, f16 };
+enum class FcPath { reference, quant, kquant, f16 };
 
 FcPath fc_path(const KernelContext& c) {
   const DType wt = c.in[1].dtype();
@@ -170,6 +171,8 @@ FcPath fc_path(const KernelContext& c) {
   if ((wt == DType::q8_0 || wt == DType::q4_0) && ic % q8::kBlock == 0 &&
       c.n.get(attr::input_rounding) == "q8_0")
     return FcPath::quant;
+  // K-quant weights under the same request: Q8_K activation super-blocks (linear_kq.h).
+  if (kq::supported(wt) && ic % kq::kSuper == 0 && c.n.get(attr::input_rounding) == "q8_0") return FcPath::kquant;
   return FcPath::reference;
 }
 
@@ -207,6 +210,7 @@ struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> s;
+  std::vector<int16_t> bsums;  // Q8_K rows (kquant path)
 };
 ActScratch& act_scratch() {
   thread_local ActScratch s;
@@ -273,6 +277,24 @@ Status fully_connected(KernelContext& c) {
     return Status::Ok();
   }
   ActScratch& s = act_scratch();
+  if (path == FcPath::kquant) {
+    const size_t nq = static_cast<size_t>(m_n * ic);
+    if (s.q.size() < nq) s.q.resize(nq);
+    if (s.d.size() < nq / kq::kSuper) s.d.resize(nq / kq::kSuper);
+    if (s.bsums.size() < nq / kq::kGroup) s.bsums.resize(nq / kq::kGroup);
+    const float* xp = x.as<float>();
+    int8_t* qp = s.q.data();
+    float* dp = s.d.data();
+    int16_t* bp16 = s.bsums.data();
+    parallel_rows(c, m_n, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m)
+        kq::quantize_row_q8k(xp + m * ic, ic, qp + m * ic, dp + m * (ic / kq::kSuper), bp16 + m * (ic / kq::kGroup));
+    }, min_rows_per_chunk(4 * ic));
+    kq::KQuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, bp16, m_n, ic}, y, oc_n};
+    parallel_rows_guided(c, oc_n, 8, min_rows_per_chunk(m_n * ic),
+                         [&](int64_t o0, int64_t o1) { kq::gemm_kquant(g, o0, o1), finish(o0, o1); });
+    return Status::Ok();
+  }
   const size_t nq = static_cast<size_t>(m_n * ic), nd = static_cast<size_t>(m_n * ic / q8::kBlock);
   if (s.q.size() < nq) s.q.resize(nq);
   if (s.d.size() < nd) s.d.resize(nd);
