@@ -9,8 +9,12 @@ import {
 requireFixtures(MODELS.mobilenet, MODELS.aidreams, MODELS.llama3);
 timeCap(100);
 const MAX_BODY = 120000;  // the mobilenet input (49152 bytes) fits as binary, not as JSON text
+// The 'slow' model decodes on the rknpu device model (about 5 tokens/s of host time here):
+// slow enough, whatever the cpu kernels' speed, that the queue below stays full while a
+// request runs and that a stream is still going when its client disconnects (its 256-token
+// context would let the cpu finish a whole generation within curl's 2 s).
 const server = await startServer([
-  '--model', `mb=${MODELS.mobilenet}`, '--model', `llm=${MODELS.aidreams}`, '--model', `slow=${MODELS.llama3}`,
+  '--model', `mb=${MODELS.mobilenet}`, '--model', `llm=${MODELS.aidreams}`, '--model', `slow=${MODELS.llama3}:rknpu`,
   '--parallel', '1', '--max-queue', '1', '--max-body', String(MAX_BODY),
 ]);
 const U = server.url;
