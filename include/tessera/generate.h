@@ -148,6 +148,10 @@ struct ChatTemplateInfo {
   bool from_file = false;                 // recognized from tokenizer.chat_template
   std::vector<std::string> stop_strings;  // texts that end the assistant's turn
   std::vector<int32_t> stop_tokens;       // those stop strings that are one token of the vocabulary
+  // Set when the template is a fallback: a file without tokenizer.chat_template (and no
+  // LanguageModelOptions::chat_template) is rendered as ChatML, as llama.cpp does; the
+  // text says so, for the caller to show.
+  std::string warning;
 };
 
 // A tensor of the file.

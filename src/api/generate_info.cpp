@@ -24,6 +24,12 @@ Status resolve_chat_template(LanguageModelShared& s) {
   } else {
     // A family name, else the file's tokenizer.chat_template (the one call of chat_template_for).
     t = gguf::chat_template_for(s.model->file(), name);
+    if (!t.ok() && name.empty() && t.status().code() == StatusCode::not_found) {
+      // No tokenizer.chat_template in the file: ChatML, as llama.cpp falls back to.
+      t = llm::ChatTemplate::by_name("chatml");
+      s.chat_info.warning = s.model->file().what() + " has no " + std::string(llm::kChatTemplateKey) +
+                            ": using ChatML (as llama.cpp does); --chat-template NAME or FILE.jinja chooses another";
+    }
     if (!t.ok()) {
       if (!name.empty()) return t.status();  // a bad name fails load
       s.chat_error = t.status();             // the file has none: only render_chat fails
@@ -32,7 +38,7 @@ Status resolve_chat_template(LanguageModelShared& s) {
   }
   s.chat = std::move(t).value();
   s.chat_info.name = s.chat->name();
-  s.chat_info.from_file = name.empty();
+  s.chat_info.from_file = name.empty() && s.chat_info.warning.empty();
   s.chat_info.stop_strings = s.chat->stop_strings();
   for (const auto& stop : s.chat_info.stop_strings)
     if (int32_t id = s.model->tokenizer().find(stop); id >= 0) s.chat_info.stop_tokens.push_back(id);

@@ -238,7 +238,8 @@ TEST(LanguageModelApi, ChatRenderingEqualsTheTemplateOfTheFile) {
   src << f.rdbuf();
   EXPECT_EQ(*from_jinja->render_chat(conv), llm::ChatTemplate::detect(src.str())->apply(low, true));
   EXPECT_EQ(from_jinja->chat_template()->name, "llama3");
-  // A bad name fails load, naming the known ones; a file without a template only fails chat.
+  // A bad name fails load, naming the known ones; a file without a template renders as
+  // ChatML (llama.cpp's fallback), with a warning.
   lo.chat_template = "nonesuch";
   auto bad = LanguageModel::load(qwen, lo);
   ASSERT_FALSE(bad.ok());
@@ -247,8 +248,13 @@ TEST(LanguageModelApi, ChatRenderingEqualsTheTemplateOfTheFile) {
   auto lm = load_or_die(plain);
   ASSERT_TRUE(lm);
   auto none = lm->render_chat(conv);
-  ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find("tokenizer.chat_template"), std::string::npos) << none.status().message();
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(*none, llm::ChatTemplate::by_name("chatml")->apply(low, true));
+  auto info = lm->chat_template();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->name, "chatml");
+  EXPECT_FALSE(info->from_file);
+  EXPECT_NE(info->warning.find("has no tokenizer.chat_template: using ChatML"), std::string::npos) << info->warning;
 }
 
 TEST(LanguageModelApi, ReusedCacheAndForksGiveTheSameTokens) {

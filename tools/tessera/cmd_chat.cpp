@@ -129,10 +129,12 @@ void add_chat_command(CLI::App& app) {
     go.cancel = &g_stop_reply;
     go.reseed = false;
     const int64_t ctx = lm->context_length();
+    if (!tmpl.warning.empty()) fmt::print(stderr, "warning: {}\n", tmpl.warning);
     if (!a->quiet) {
       print_model_summary(*lm, a->kv_type);
       fmt::print(stderr, "chat template {}{}; a reply stops at", tmpl.name,
-                 tmpl.from_file ? " (from tokenizer.chat_template)" : " (--chat-template)");
+                 tmpl.from_file ? " (from tokenizer.chat_template)"
+                 : tmpl.warning.empty() ? " (--chat-template)" : " (fallback)");
       for (const auto& s : tmpl.stop_strings) fmt::print(stderr, " {}", s);
       fmt::print(stderr, " or EOS; Ctrl-C stops a reply, twice at the prompt quits\n");
     }

@@ -114,6 +114,9 @@ void add_serve_command(CLI::App& app) {
       fmt::print(stderr, "tessera serve: loading '{}' from {} on {} ({} session{}, {} thread{} each)\n", c.name, c.path,
                  c.device, c.parallel, c.parallel == 1 ? "" : "s", c.threads, c.threads == 1 ? "" : "s");
       models.push_back(take(serve::ServedModel::load(c, metrics)));
+      if (const LanguageModel* lm = models.back()->llm())
+        if (auto t = lm->chat_template(); t.ok() && !t->warning.empty())
+          fmt::print(stderr, "tessera serve: warning: model '{}': {}\n", c.name, t->warning);
       if (stop) return;
     }
     for (const auto& t : a->chat_templates) {
