@@ -144,7 +144,8 @@ struct ChatMessage {
 
 // The chat template render_chat() writes with.
 struct ChatTemplateInfo {
-  std::string name;                       // family: llama3, chatml, llama2, phi3, gemma
+  std::string name;                       // family: llama3, chatml, llama2, phi3, gemma, or jinja
+                                          // (any other template, rendered from its source)
   bool from_file = false;                 // recognized from tokenizer.chat_template
   std::vector<std::string> stop_strings;  // texts that end the assistant's turn
   std::vector<int32_t> stop_tokens;       // those stop strings that are one token of the vocabulary

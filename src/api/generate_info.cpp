@@ -37,6 +37,12 @@ Status resolve_chat_template(LanguageModelShared& s) {
     }
   }
   s.chat = std::move(t).value();
+  {
+    // The jinja family renders bos_token / eos_token: the vocabulary's texts.
+    const gguf::Tokenizer& tok = s.model->tokenizer();
+    auto text = [&](int32_t id) { return id >= 0 && id < tok.vocab_size() ? tok.token_text(id) : std::string(); };
+    s.chat->set_special_tokens(text(tok.bos()), text(tok.eos()), tok.add_bos());
+  }
   s.chat_info.name = s.chat->name();
   s.chat_info.from_file = name.empty() && s.chat_info.warning.empty();
   s.chat_info.stop_strings = s.chat->stop_strings();
@@ -77,7 +83,7 @@ Result<std::string> LanguageModel::render_chat(std::span<const ChatMessage> mess
   std::vector<llm::ChatMessage> m;
   m.reserve(messages.size());
   for (const auto& msg : messages) m.push_back({msg.role, msg.content});
-  return s.chat->apply(m, add_assistant);
+  return s.chat->render(m, add_assistant);
 }
 
 Result<ChatTemplateInfo> LanguageModel::chat_template() const {

@@ -257,6 +257,35 @@ TEST(LanguageModelApi, ChatRenderingEqualsTheTemplateOfTheFile) {
   EXPECT_NE(info->warning.find("has no tokenizer.chat_template: using ChatML"), std::string::npos) << info->warning;
 }
 
+// A template of no native family (here DeepSeek-R1-Distill's, given as a file) renders from
+// its Jinja source with the vocabulary's BOS / EOS texts; its reply stops at the EOS text.
+TEST(LanguageModelApi, OtherTemplatesRenderThroughTheJinjaEngine) {
+  TESSERA_REQUIRE_FIXTURE(path, kQwen);
+  TESSERA_REQUIRE_FIXTURE(jinja, "templates/chat/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja");
+  LanguageModelOptions lo;
+  lo.chat_template = jinja;
+  auto lm = LanguageModel::load(path, lo);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  auto info = (*lm)->chat_template();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->name, "jinja");
+  std::vector<ChatMessage> conv = {{"user", "Tell me a story."}, {"assistant", "Once"}, {"user", "More"}};
+  auto text = (*lm)->render_chat(conv);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  std::ifstream f(jinja);
+  std::stringstream src;
+  src << f.rdbuf();
+  auto t = llm::ChatTemplate::from_jinja(src.str());
+  ASSERT_TRUE(t.ok());
+  // The Qwen2 fixture's BOS and EOS are both <|endoftext|>; its tokenizer adds no BOS.
+  t->set_special_tokens("<|endoftext|>", "<|endoftext|>", false);
+  std::vector<llm::ChatMessage> low = {{"user", "Tell me a story."}, {"assistant", "Once"}, {"user", "More"}};
+  EXPECT_EQ(*text, *t->render(low, true));
+  EXPECT_TRUE(text->starts_with("<|endoftext|>")) << *text;
+  EXPECT_NE(text->find("Tell me a story."), std::string::npos);
+  EXPECT_EQ(info->stop_strings, std::vector<std::string>{"<|endoftext|>"});
+}
+
 TEST(LanguageModelApi, ReusedCacheAndForksGiveTheSameTokens) {
   TESSERA_REQUIRE_FIXTURE(path, kQwen);
   auto lm = load_or_die(path);

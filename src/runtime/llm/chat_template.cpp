@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "runtime/llm/jinja.h"
+
 namespace tessera::llm {
 
 namespace {
@@ -108,17 +110,42 @@ Result<ChatTemplate> ChatTemplate::detect(std::string_view src) {
     if (t.family_ == Family::chatml) t.default_system_ = chatml_default_system(src);
     return t;
   }
-  const std::string head(src.substr(0, 60));
-  if (found.empty()) {
-    std::string hint;
-    if (has(src, "[INST]")) hint = " ([INST] without <<SYS>> is Mistral's format, which Tessera does not write)";
-    return error(StatusCode::unsupported, kChatTemplateKey, ": no known chat template family recognized", hint,
-                 " (the source starts '", head, "'); pass --chat-template with one of ", name_list());
-  }
-  std::string fams;
-  for (Family f : found) fams += (fams.empty() ? "" : ", ") + std::string(canonical_name(f));
-  return error(StatusCode::unsupported, kChatTemplateKey, ": the markers of several families (", fams,
-               ") appear in one template; pass --chat-template with one of ", name_list());
+  // No family's markers, or several families': rendered from the source.
+  auto t = from_jinja(src);
+  if (!t.ok())
+    return error(StatusCode::invalid_argument, kChatTemplateKey, ": ",
+                 found.empty() ? "no chat template family recognized" : "the markers of several families", ", and the "
+                 "source does not parse as Jinja (", t.status().message(), "); pass --chat-template with one of ",
+                 name_list(), " or a Jinja file");
+  return t;
+}
+
+Result<ChatTemplate> ChatTemplate::from_jinja(std::string_view source) {
+  TS_RETURN_IF_ERROR(jinja::check_syntax(source));
+  ChatTemplate t(Family::jinja, "jinja");
+  t.source_ = std::make_shared<const std::string>(source);
+  return t;
+}
+
+void ChatTemplate::set_special_tokens(std::string bos, std::string eos, bool strip_leading_bos) {
+  bos_ = std::move(bos);
+  eos_ = std::move(eos);
+  strip_leading_bos_ = strip_leading_bos;
+}
+
+Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, bool add_assistant) const {
+  if (family_ != Family::jinja) return apply(messages, add_assistant);
+  jinja::List list;
+  list.reserve(messages.size());
+  for (const auto& m : messages) list.push_back(jinja::Value(jinja::Dict{{"role", m.role}, {"content", m.content}}));
+  jinja::Value vars{jinja::Dict{}};
+  vars.set("messages", jinja::Value(std::move(list)));
+  vars.set("add_generation_prompt", jinja::Value(add_assistant));
+  vars.set("bos_token", jinja::Value(bos_));
+  vars.set("eos_token", jinja::Value(eos_));
+  TS_ASSIGN_OR_RETURN(std::string out, jinja::render(*source_, vars));
+  if (strip_leading_bos_ && !bos_.empty() && out.starts_with(bos_)) out.erase(0, bos_.size());
+  return out;
 }
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_assistant) const {
@@ -177,6 +204,9 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_
       if (add_assistant) out += "<start_of_turn>model\n";
       break;
     }
+    case Family::jinja:
+      TS_CHECK(false, "ChatTemplate::apply of the jinja family (render() renders it)");
+      break;
   }
   return out;
 }
@@ -188,6 +218,7 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
     case Family::llama2: return {"</s>"};
     case Family::phi3: return {"<|end|>"};
     case Family::gemma: return {"<end_of_turn>"};
+    case Family::jinja: return eos_.empty() ? std::vector<std::string>{} : std::vector<std::string>{eos_};
   }
   return {};
 }

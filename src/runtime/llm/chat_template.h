@@ -1,8 +1,9 @@
 // Chat templates: a conversation as the model was trained to see it.
 //
-// GGUF files carry their template as Jinja source (tokenizer.chat_template). Tessera runs
-// no Jinja engine: it recognizes the family of a template from the markers in its source
-// and writes that family's format natively. The families:
+// GGUF files carry their template as Jinja source (tokenizer.chat_template). Tessera
+// recognizes the family of a template from the markers in its source and writes that
+// family's format natively; any other template is the `jinja` family, rendered from its
+// source (runtime/llm/jinja.h; render()). The native families:
 //
 //   llama3  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>   (content trimmed)
 //           assistant opening: <|start_header_id|>assistant<|end_header_id|>\n\n
@@ -33,6 +34,7 @@
 // apply(prefix, true) when the message after the prefix is the assistant's.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,14 +55,19 @@ struct ChatMessage {
 
 class ChatTemplate {
  public:
-  enum class Family { llama3, chatml, llama2, phi3, gemma };
+  // The five families Tessera writes natively, and `jinja`: any other template, rendered
+  // from its source by the Jinja engine (runtime/llm/jinja.h) as transformers renders it.
+  enum class Family { llama3, chatml, llama2, phi3, gemma, jinja };
 
   // A family by name: llama3, chatml (alias qwen), llama2, phi3, gemma. Unknown names are an
   // error listing the names.
   static Result<ChatTemplate> by_name(std::string_view name);
   // The family of a template's Jinja source (tokenizer.chat_template), from its markers;
-  // an error naming the key when none is recognized.
+  // a source with no family's markers, or with several families', is the `jinja` family
+  // (rendered from the source); an error naming the key when it does not parse.
   static Result<ChatTemplate> detect(std::string_view jinja_source);
+  // The `jinja` family for `source` (an error with line and column when it does not parse).
+  static Result<ChatTemplate> from_jinja(std::string_view source);
   // The names by_name accepts (without aliases).
   static std::vector<std::string> names();
   // The names for a message: "llama3, chatml, llama2, phi3, gemma (qwen = chatml)".
@@ -73,9 +80,20 @@ class ChatTemplate {
 
   // The conversation as the model was trained to see it; with add_assistant, ends with the
   // opening of the assistant's turn. Roles other than system, user and assistant are
-  // written as given where the family has a role field (llama3, chatml, phi3).
+  // written as given where the family has a role field (llama3, chatml, phi3). The five
+  // native families only (the `jinja` family renders with render()).
   std::string apply(std::span<const ChatMessage> messages, bool add_assistant) const;
-  // Texts that end the assistant's turn (each a single special token of the family's vocabulary).
+  // apply() for the native families; the `jinja` family renders its source with the
+  // variables messages, add_generation_prompt (= add_assistant), bos_token and eos_token
+  // (set_special_tokens), and then drops a leading bos_token text when the tokenizer adds
+  // the first BOS itself (no sequence gets two). A template that raises (a role it does
+  // not take, say) is an error with its message.
+  Result<std::string> render(std::span<const ChatMessage> messages, bool add_assistant) const;
+  // The vocabulary's BOS and EOS texts, for the `jinja` family; strip_leading_bos: the
+  // tokenizer adds the first BOS (tokenizer.ggml.add_bos_token).
+  void set_special_tokens(std::string bos, std::string eos, bool strip_leading_bos);
+  // Texts that end the assistant's turn (each a single special token of the family's
+  // vocabulary); the `jinja` family: the EOS text.
   std::vector<std::string> stop_strings() const;
 
  private:
@@ -83,6 +101,9 @@ class ChatTemplate {
   Family family_;
   std::string name_;
   std::string default_system_;
+  std::shared_ptr<const std::string> source_;  // the jinja family's template
+  std::string bos_, eos_;
+  bool strip_leading_bos_ = false;
 };
 
 }  // namespace tessera::llm

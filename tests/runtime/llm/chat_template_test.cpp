@@ -141,16 +141,51 @@ TEST(ChatTemplate, DetectsFamiliesFromMarkers) {
   }
 }
 
-TEST(ChatTemplate, UnknownAndAmbiguousTemplatesAreRefusedNamingTheKey) {
-  for (const std::string src : {"{% for m in messages %}USER: {{ m['content'] }}{% endfor %}",
-                                "{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}",
-                                "<|im_start|> or <start_of_turn>"}) {
-    auto t = ChatTemplate::detect(src);
-    ASSERT_FALSE(t.ok()) << src;
-    const std::string msg = t.status().to_string();
-    EXPECT_NE(msg.find("tokenizer.chat_template"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("--chat-template"), std::string::npos) << msg;
+// A template of no native family (or with several families' markers) renders from its
+// source with the Jinja engine; one that does not parse is refused naming the key.
+TEST(ChatTemplate, OtherTemplatesRenderFromTheirJinjaSource) {
+  const std::vector<ChatMessage> conv = {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
+  struct Case {
+    std::string src;
+    std::string want;  // rendered with bos "<s>", eos "</s>", add_generation_prompt
+  };
+  const std::vector<Case> cases = {
+      {"{% for m in messages %}{{ m['role'] | upper }}: {{ m['content'] }}\n{% endfor %}"
+       "{% if add_generation_prompt %}ASSISTANT:{% endif %}",
+       "USER: Hi\nASSISTANT: Hello\nUSER: Bye\nASSISTANT:"},
+      // Mistral-style: BOS written by the template, EOS after each reply.
+      {"{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}[INST] {{ m['content'] }} [/INST]"
+       "{% else %}{{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}",
+       "<s>[INST] Hi [/INST]Hello</s>[INST] Bye [/INST]"},
+      {"<|im_start|>{% for m in messages %}<start_of_turn>{{ m.content }}{% endfor %}",
+       "<|im_start|><start_of_turn>Hi<start_of_turn>Hello<start_of_turn>Bye"},
+  };
+  for (const Case& c : cases) {
+    auto t = ChatTemplate::detect(c.src);
+    ASSERT_TRUE(t.ok()) << c.src << ": " << t.status().to_string();
+    EXPECT_EQ(t->name(), "jinja");
+    t->set_special_tokens("<s>", "</s>", false);
+    auto r = t->render(conv, true);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(*r, c.want);
+    EXPECT_EQ(t->stop_strings(), std::vector<std::string>{"</s>"});
+    // When the tokenizer adds the first BOS, a leading BOS text is dropped (one BOS only).
+    t->set_special_tokens("<s>", "</s>", true);
+    const std::string want = c.want.starts_with("<s>") ? c.want.substr(3) : c.want;
+    EXPECT_EQ(*t->render(conv, true), want);
   }
+  // A template that raises gives its message; one that does not parse is refused.
+  auto raises = ChatTemplate::detect("{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system') }}{% endif %}");
+  ASSERT_TRUE(raises.ok());
+  auto err = raises->render(std::vector<ChatMessage>{{"system", "x"}}, true);
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("no system"), std::string::npos) << err.status().message();
+  auto bad = ChatTemplate::detect("{% for m in messages %}USER{% endfor");
+  ASSERT_FALSE(bad.ok());
+  const std::string msg = bad.status().to_string();
+  EXPECT_NE(msg.find("tokenizer.chat_template"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not parse as Jinja"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--chat-template"), std::string::npos) << msg;
 }
 
 TEST(ChatTemplate, ChatMLDefaultSystemFromTemplate) {
