@@ -6,4 +6,5 @@
 #include "tessera/generate.h"
 #include "tessera/model.h"
 #include "tessera/session.h"
+#include "tessera/tokenizer.h"
 #include "tessera/version.h"

@@ -25,6 +25,7 @@ void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);

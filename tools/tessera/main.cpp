@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_score_command(app);
   tessera::cli::add_chat_command(app);
   tessera::cli::add_chat_template_command(app);
+  tessera::cli::add_tokenize_command(app);
   tessera::cli::add_perplexity_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
