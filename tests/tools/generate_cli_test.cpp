@@ -71,6 +71,27 @@ TEST_F(GenerateCli, RknpuRunsTheMatricesWithTheCpuTextAndModelledSpeed) {
   EXPECT_NE(err_.find("weights must be 'fp16' or 'int8', got 'int4'"), std::string::npos) << err_;
 }
 
+// gguf-synth --arch qwen2: the keys under "qwen2.", f32 q/k/v biases, tied output; the model
+// loads as qwen2 (biases, NEOX rope) and generates; another architecture is refused by name.
+TEST_F(GenerateCli, SynthQwen2) {
+  ASSERT_EQ(run("gguf-synth --arch qwen2 --tied --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 "
+                "--ctx 32 --type q8_0 " + path("q.gguf")),
+            0)
+      << err_;
+  EXPECT_NE(out_.find(": qwen2, dim 64, 2 layers, 4 heads (2 KV)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find(", tied output"), std::string::npos) << out_;
+  ASSERT_EQ(run("inspect --brief " + path("q.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("\"qwen2\""), std::string::npos) << out_;
+  EXPECT_NE(out_.find("qwen2.attention.head_count_kv"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("blk.1.attn_k.bias                f32   [32]"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("\n  output.weight"), std::string::npos) << out_;  // tied: no output matrix
+  EXPECT_NE(out_.find("\nqwen2: dim 64, 2 layers, 4 heads (2 KV, head size 16)"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + path("q.gguf") + " -p 'abc' -n 4"), 0) << err_;
+  EXPECT_NE(err_.find("arch qwen2"), std::string::npos) << err_;
+  EXPECT_NE(run("gguf-synth --arch phi3 " + path("p.gguf")), 0);
+  EXPECT_NE(err_.find("architecture 'phi3' (llama or qwen2)"), std::string::npos) << err_;
+}
+
 TEST_F(GenerateCli, SynthInspectBench) {
   ASSERT_EQ(run("gguf-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 32 --type q4_0 " +
                 path("s.gguf")),

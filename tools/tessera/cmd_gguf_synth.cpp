@@ -16,7 +16,7 @@ void add_gguf_synth_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("out", a->out, "Output .gguf file")->required();
-  cmd->add_option("--arch", a->o.arch, "Architecture (llama)");
+  cmd->add_option("--arch", a->o.arch, "Architecture: llama, or qwen2 (q/k/v biases, NEOX rope; add --tied for Qwen2.5's tied embeddings)");
   cmd->add_option("--dim", a->o.dim, "Embedding width")->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
   cmd->add_option("--layers", a->o.layers, "Transformer layers")->check(CLI::Range(int64_t{1}, int64_t{1024}));
   cmd->add_option("--heads", a->o.heads, "Attention heads")->check(CLI::Range(int64_t{1}, int64_t{1024}));
@@ -36,9 +36,9 @@ void add_gguf_synth_command(CLI::App& app) {
     a->o.max_bytes = a->max_gib << 30;
     gguf::Writer w = take(gguf::synth_llama(a->o));
     take(w.write(a->out));
-    fmt::print("wrote {}: llama, dim {}, {} layers, {} heads ({} KV), ffn {}, vocab {}, context {}, {} weights\n",
-               a->out, a->o.dim, a->o.layers, a->o.heads, a->o.kv_heads ? a->o.kv_heads : a->o.heads, a->o.ffn,
-               a->o.vocab, a->o.context, a->type);
+    fmt::print("wrote {}: {}, dim {}, {} layers, {} heads ({} KV), ffn {}, vocab {}, context {}, {} weights{}\n",
+               a->out, a->o.arch, a->o.dim, a->o.layers, a->o.heads, a->o.kv_heads ? a->o.kv_heads : a->o.heads, a->o.ffn,
+               a->o.vocab, a->o.context, a->type, a->o.tied_output ? ", tied output" : "");
   });
 }
 

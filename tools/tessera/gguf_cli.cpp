@@ -78,9 +78,9 @@ void print_gguf_summary(const std::string& path) {
   fmt::print("\n");
   auto p = gguf::llama_params(f);
   if (p.ok())
-    fmt::print("llama: dim {}, {} layers, {} heads ({} KV, head size {}), ffn {}, vocab {}, context {}, rope base {}, "
+    fmt::print("{}: dim {}, {} layers, {} heads ({} KV, head size {}), ffn {}, vocab {}, context {}, rope base {}, "
                "rms eps {}{}\n",
-               p->dim, p->layers, p->heads, p->kv_heads, p->head_dim, p->ffn, p->vocab, p->context, p->rope_base,
+               p->arch, p->dim, p->layers, p->heads, p->kv_heads, p->head_dim, p->ffn, p->vocab, p->context, p->rope_base,
                p->rms_eps, p->tied_output ? ", tied output" : "");
   else
     fmt::print("not loadable as a llama model: {}\n", p.status().to_string());

@@ -129,12 +129,15 @@ Result<int64_t> synth_weight_bytes(const SynthOptions& o) {
   TS_ASSIGN_OR_RETURN(int64_t up, matrix(o.ffn, o.dim));
   TS_ASSIGN_OR_RETURN(int64_t down, matrix(o.dim, o.ffn));
   const Size norm = Size(o.dim) * 4;
-  const Size layer = Size(sq) * 2 + Size(kvm) * 2 + Size(up) * 2 + down + norm * 2;
+  // qwen2: f32 biases of q (dim), k and v (kv rows each).
+  const Size biases = o.arch == "qwen2" ? (Size(o.dim) + kv_rows * 2) * 4 : Size(0);
+  const Size layer = Size(sq) * 2 + Size(kvm) * 2 + Size(up) * 2 + down + norm * 2 + biases;
   return (Size(embd) * (o.tied_output ? 1 : 2) + Size(o.layers) * layer + norm).get(what);
 }
 
 Result<Writer> synth_llama(const SynthOptions& o) {
-  if (o.arch != "llama") return error(StatusCode::unsupported, "gguf-synth: architecture '", o.arch, "' (only llama)");
+  if (o.arch != "llama" && o.arch != "qwen2")
+    return error(StatusCode::unsupported, "gguf-synth: architecture '", o.arch, "' (llama or qwen2)");
   const int64_t kv = o.kv_heads ? o.kv_heads : o.heads;
   if (o.dim < 1 || o.layers < 1 || o.heads < 1 || kv < 1 || o.ffn < 1 || o.context < 1)
     return error(StatusCode::invalid_argument, "gguf-synth: every size must be >= 1");
@@ -153,17 +156,19 @@ Result<Writer> synth_llama(const SynthOptions& o) {
                  o.max_bytes, " (the file is built in memory)");
   const int64_t hd = o.dim / o.heads;
   Writer w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", "tessera synthetic llama");
-  w.set_u32("llama.context_length", static_cast<uint32_t>(o.context));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(o.dim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(o.layers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(o.heads));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(kv));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(hd));
-  w.set_f32("llama.rope.freq_base", static_cast<float>(o.rope_base));
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  // Hyperparameters under the architecture's prefix, as llama.cpp writes them.
+  const std::string k = o.arch + ".";
+  w.set_string("general.architecture", o.arch);
+  w.set_string("general.name", "tessera synthetic " + o.arch);
+  w.set_u32(k + "context_length", static_cast<uint32_t>(o.context));
+  w.set_u32(k + "embedding_length", static_cast<uint32_t>(o.dim));
+  w.set_u32(k + "block_count", static_cast<uint32_t>(o.layers));
+  w.set_u32(k + "feed_forward_length", static_cast<uint32_t>(o.ffn));
+  w.set_u32(k + "attention.head_count", static_cast<uint32_t>(o.heads));
+  w.set_u32(k + "attention.head_count_kv", static_cast<uint32_t>(kv));
+  w.set_u32(k + "rope.dimension_count", static_cast<uint32_t>(hd));
+  w.set_f32(k + "rope.freq_base", static_cast<float>(o.rope_base));
+  w.set_f32(k + "attention.layer_norm_rms_epsilon", 1e-5f);
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
@@ -190,6 +195,12 @@ Result<Writer> synth_llama(const SynthOptions& o) {
     TS_ASSIGN_OR_RETURN(auto bytes, encode_values(v, DType::f32));
     return w.add_tensor(name, {o.dim}, DType::f32, std::move(bytes));
   };
+  auto vector = [&](const std::string& name, int64_t n) -> Status {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = normal(rng);
+    TS_ASSIGN_OR_RETURN(auto bytes, encode_values(v, DType::f32));
+    return w.add_tensor(name, {n}, DType::f32, std::move(bytes));
+  };
   // Like llama.cpp's quantize: the embedding table follows the matrix type.
   TS_RETURN_IF_ERROR(matrix("token_embd.weight", o.vocab, o.dim, o.type));
   for (int64_t i = 0; i < o.layers; ++i) {
@@ -198,6 +209,11 @@ Result<Writer> synth_llama(const SynthOptions& o) {
     TS_RETURN_IF_ERROR(matrix(b + "attn_q.weight", o.dim, o.dim, o.type));
     TS_RETURN_IF_ERROR(matrix(b + "attn_k.weight", kv * hd, o.dim, o.type));
     TS_RETURN_IF_ERROR(matrix(b + "attn_v.weight", kv * hd, o.dim, o.type));
+    if (o.arch == "qwen2") {  // q, k and v biases (f32, as llama.cpp's quantize keeps 1-D tensors)
+      TS_RETURN_IF_ERROR(vector(b + "attn_q.bias", o.dim));
+      TS_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv * hd));
+      TS_RETURN_IF_ERROR(vector(b + "attn_v.bias", kv * hd));
+    }
     TS_RETURN_IF_ERROR(matrix(b + "attn_output.weight", o.dim, o.dim, o.type));
     TS_RETURN_IF_ERROR(norm(b + "ffn_norm.weight"));
     TS_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", o.ffn, o.dim, o.type));

@@ -11,7 +11,7 @@
 namespace tessera::gguf {
 
 struct SynthOptions {
-  std::string arch = "llama";
+  std::string arch = "llama";  // or "qwen2": q/k/v biases (llama.cpp's qwen2 reads NEOX rope)
   int64_t dim = 768;
   int64_t layers = 12;
   int64_t heads = 12;
