@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <type_traits>
 
 #include "tessera/graph.h"
 
@@ -106,20 +107,24 @@ bool parse_number(std::string_view s, double& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+// Calls f on each alternative of an "a|b|c" list until f returns true; whether one did.
+template <class F>
+bool any_alternative(std::string_view list, F f) {
+  for (size_t pos = 0; pos <= list.size();) {
+    size_t bar = list.find('|', pos);
+    if (bar == std::string_view::npos) bar = list.size();
+    if (f(list.substr(pos, bar - pos))) return true;
+    pos = bar + 1;
+  }
+  return false;
+}
+
 // Whether `v` is among `allowed`. A malformed `allowed` in ops.def is a bug (the unit test
 // reads every line).
 bool allowed_value(const AttrValue& v, std::string_view allowed) {
   if (allowed.empty()) return true;
-  if (const auto* s = std::get_if<std::string>(&v)) {
-    size_t pos = 0;
-    while (pos <= allowed.size()) {
-      size_t bar = allowed.find('|', pos);
-      if (bar == std::string_view::npos) bar = allowed.size();
-      if (allowed.substr(pos, bar - pos) == *s) return true;
-      pos = bar + 1;
-    }
-    return false;
-  }
+  if (const auto* s = std::get_if<std::string>(&v))
+    return any_alternative(allowed, [&](std::string_view alt) { return alt == *s; });
   double x = 0;
   if (const auto* i = std::get_if<int64_t>(&v)) x = static_cast<double>(*i);
   else if (const auto* d = std::get_if<double>(&v)) x = *d;
@@ -134,16 +139,10 @@ bool allowed_value(const AttrValue& v, std::string_view allowed) {
              "malformed range '" + std::string(allowed) + "' in ops.def");
     return x >= lo && x <= hi;
   }
-  size_t pos = 0;
-  while (pos <= allowed.size()) {
-    size_t bar = allowed.find('|', pos);
-    if (bar == std::string_view::npos) bar = allowed.size();
-    TS_CHECK(parse_number(allowed.substr(pos, bar - pos), bound),
-             "malformed allowed list '" + std::string(allowed) + "' in ops.def");
-    if (x == bound) return true;
-    pos = bar + 1;
-  }
-  return false;
+  return any_alternative(allowed, [&](std::string_view alt) {
+    TS_CHECK(parse_number(alt, bound), "malformed allowed list '" + std::string(allowed) + "' in ops.def");
+    return x == bound;
+  });
 }
 
 // Brings a value to the key's type where that loses nothing (an integer for a float, an
@@ -272,28 +271,25 @@ void wrong_type(OpKind op, Id id, std::string_view node_name) {
                    (s ? a_type(s->type) : std::string("declared")) + " (the graph was not validated)");
 }
 
-Status normalize_and_check(Node& n) {
+namespace {
+// Every attribute of `n` against its op's declarations; a mutable node's values are first
+// brought to their declared types where that loses nothing (coerce).
+template <class N>
+Status check_all(N& n) {
   for (auto& [key, value] : n.attrs) {
     const Spec* sp = spec_by_name(n.op, key);
     if (!sp)
       return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": unknown attribute '", key,
                    "' (", op_name(n.op), " takes: ", takes_list(n.op), ")");
-    coerce(value, sp->type);
+    if constexpr (!std::is_const_v<N>) coerce(value, sp->type);
     TS_RETURN_IF_ERROR(check_one(n, *sp, value));
   }
   return check_required(n);
 }
+}  // namespace
 
-Status check(const Node& n) {
-  for (const auto& [key, value] : n.attrs) {
-    const Spec* sp = spec_by_name(n.op, key);
-    if (!sp)
-      return error(StatusCode::invalid_argument, "[", op_name(n.op), "] ", n.label(), ": unknown attribute '", key,
-                   "' (", op_name(n.op), " takes: ", takes_list(n.op), ")");
-    TS_RETURN_IF_ERROR(check_one(n, *sp, value));
-  }
-  return check_required(n);
-}
+Status normalize_and_check(Node& n) { return check_all(n); }
+Status check(const Node& n) { return check_all(n); }
 
 Status check_required(const Node& n) {
   for (const Spec* sp : specs_of(n.op))

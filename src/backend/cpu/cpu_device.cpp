@@ -239,20 +239,11 @@ DeviceInfo cpu_device_info() {
       threads_option(),
   };
   info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
+    // Keys and values already checked against info.options by create_device.
     int threads = 1;
     bool packed = true;
-    if (auto it = opts.find("kernels"); it != opts.end()) {
-      if (it->second != "packed" && it->second != "reference")
-        return error(StatusCode::invalid_argument, "cpu: kernels must be packed or reference, got '", it->second, "'");
-      packed = it->second == "packed";
-    }
-    if (auto it = opts.find("threads"); it != opts.end()) {
-      char* end = nullptr;
-      long v = std::strtol(it->second.c_str(), &end, 10);
-      if (!end || *end || v < 1 || v > 256)
-        return error(StatusCode::invalid_argument, "cpu: threads must be 1..256, got '", it->second, "'");
-      threads = static_cast<int>(v);
-    }
+    if (auto it = opts.find("kernels"); it != opts.end()) packed = it->second == "packed";
+    if (auto it = opts.find("threads"); it != opts.end()) threads = std::stoi(it->second);
     return std::unique_ptr<Device>(new cpu::CpuDevice(threads, packed));
   };
   return info;

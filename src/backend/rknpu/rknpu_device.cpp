@@ -340,42 +340,20 @@ DeviceInfo rknpu_device_info() {
       threads_option(),
   };
   info.create = [](const std::string&, const DeviceOptions& opts) -> Result<std::unique_ptr<Device>> {
-    rknpu::SchedulePolicy policy = rknpu::SchedulePolicy::tessera;
-    if (auto it = opts.find("schedule"); it != opts.end()) {
-      if (it->second == "mesa") policy = rknpu::SchedulePolicy::mesa;
-      else if (it->second != "tessera")
-        return error(StatusCode::invalid_argument, "rknpu: schedule must be 'tessera' or 'mesa', got '", it->second, "'");
-    }
-    rknpu::Rounding rounding = rknpu::Rounding::exact;
-    if (auto it = opts.find("rounding"); it != opts.end()) {
-      if (it->second == "fast") rounding = rknpu::Rounding::fast;
-      else if (it->second != "exact")
-        return error(StatusCode::invalid_argument, "rknpu: rounding must be 'exact' or 'fast', got '", it->second, "'");
-    }
-    int cores = rknpu::kCores;
-    if (auto it = opts.find("cores"); it != opts.end()) {
-      if (it->second == "1") cores = 1;
-      else if (it->second != "3")
-        return error(StatusCode::invalid_argument, "rknpu: cores must be 1 or 3 (a matmul segment's N split), got '",
-                     it->second, "'");
-    }
-    rknpu::WeightPolicy weights = rknpu::WeightPolicy::fp16;
-    if (auto it = opts.find("weights"); it != opts.end()) {
-      if (it->second == "int8") weights = rknpu::WeightPolicy::int8;
-      else if (it->second != "fp16")
-        return error(StatusCode::invalid_argument, "rknpu: weights must be 'fp16' or 'int8', got '", it->second, "'");
-    }
-    std::string transport = "model";
-    if (auto it = opts.find("transport"); it != opts.end()) transport = it->second;
+    // Keys and values already checked against info.options by create_device.
+    auto value = [&](const char* key, const char* fallback) {
+      auto it = opts.find(key);
+      return it != opts.end() ? it->second : std::string(fallback);
+    };
+    const auto policy = value("schedule", "tessera") == "mesa" ? rknpu::SchedulePolicy::mesa : rknpu::SchedulePolicy::tessera;
+    const auto rounding = value("rounding", "exact") == "fast" ? rknpu::Rounding::fast : rknpu::Rounding::exact;
+    const int cores = value("cores", "3") == "1" ? 1 : rknpu::kCores;
+    const auto weights = value("weights", "fp16") == "int8" ? rknpu::WeightPolicy::int8 : rknpu::WeightPolicy::fp16;
     std::unique_ptr<rknpu::Transport> t;
-    if (transport == "model") {
-      t = rknpu::make_model_transport(rknpu::kAddressSpace);
-    } else if (transport == "rocket") {
-      std::string node;
-      if (auto it = opts.find("node"); it != opts.end()) node = it->second;
-      TS_ASSIGN_OR_RETURN(t, rknpu::open_rocket_transport(node));
+    if (value("transport", "model") == "rocket") {
+      TS_ASSIGN_OR_RETURN(t, rknpu::open_rocket_transport(value("node", "")));
     } else {
-      return error(StatusCode::invalid_argument, "rknpu: transport must be 'model' or 'rocket', got '", transport, "'");
+      t = rknpu::make_model_transport(rknpu::kAddressSpace);
     }
     return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights));
   };
