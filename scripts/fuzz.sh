@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (address and undefined-behaviour sanitizers) into
 # ./build-fuzz and runs each briefly on a seed corpus: the GGUF and TFLite readers (which also
-# run small models on the cpu device), the image decoders, and the rknpu device model's
+# run small models on the cpu device), the image decoders, the chat-template Jinja engine, and the rknpu device model's
 # register-stream decoder and executor; then replays the corrupted-model corpus through them.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; a short run suits CI)
 # A crash is saved under build-fuzz/crashes/<target>/ and makes the script fail.
@@ -73,6 +73,11 @@ if [ -f fuzz/image_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   printf '\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\nIDATx\x9cc\x00\x01\x00\x00\x05\x00\x01\r\n-\xb4\x00\x00\x00\x00IEND\xaeB`\x82' \
     > "$B/corpus/image_fuzz/one_pixel.png"
   run_target image_fuzz
+fi
+
+# The chat-template Jinja engine, seeded with the real templates.
+if [ -f fuzz/jinja_fuzz.cpp ]; then
+  run_target jinja_fuzz "$SHARED"/templates/chat/*.jinja
 fi
 
 # The rknpu register streams: the target builds its own valid tasks and mutates them; the
