@@ -173,6 +173,9 @@ struct LanguageModelInfo {
   int64_t trained_context = 0;      // llama.context_length
   double rope_base = 0;
   bool tied_output = false;         // the output matrix is the token embedding
+  // What the architecture adds to llama, e.g. "q/k norms, sliding window 16 on 1 of 2
+  // layers, attention soft-cap 50, GELU FFN" (empty for llama).
+  std::string features;
   bool byte_level_bpe = false;      // tokenizer: byte-level BPE (else SentencePiece)
   int32_t bos = -1, eos = -1;
   bool add_bos = false;             // tokenize() adds BOS by default

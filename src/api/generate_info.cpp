@@ -70,6 +70,7 @@ void describe(LanguageModelShared& s) {
   i.trained_context = p.context;
   i.rope_base = p.rope_base;
   i.tied_output = p.tied_output;
+  i.features = gguf::describe_features(p);
   i.byte_level_bpe = tok.model() == gguf::Tokenizer::Model::bpe;
   i.bos = tok.bos();
   i.eos = tok.eos();

@@ -148,14 +148,17 @@ TESSERA_CONFORMANCE_CASES(layer_norm) { return norm_cases(rng, true); }
 
 // attention: grouped KV heads, f32 and f16 caches, head sizes with and without a tail of
 // D % 8, positions anywhere in the cache (rows past each position hold values that must
-// not be read: large ones, so reading them would show).
+// not be read: large ones, so reading them would show); sliding windows (variants 4-6,
+// the rows before each window hold large values too) and logit soft-capping (5-7).
 TESSERA_CONFORMANCE_CASES(attention) {
   std::vector<Case> cases;
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 8; ++variant) {
     const DType ct = variant % 2 ? DType::f16 : DType::f32;
     const int64_t Hkv = pick(rng, 1, 2), G = pick(rng, 1, 3), H = Hkv * G;
-    const int64_t D = variant == 2 ? 12 : variant == 3 ? 40 : 8 * pick(rng, 1, 4);
+    const int64_t D = variant % 4 == 2 ? 12 : variant % 4 == 3 ? 40 : 8 * pick(rng, 1, 4);
     const int64_t L = pick(rng, 4, 20), T = pick(rng, 1, 4);
+    const int64_t window = variant >= 4 && variant <= 6 ? pick(rng, 1, 4) : 0;
+    const double softcap = variant >= 5 ? 1.5 : 0.0;  // below the scores' size: the cap matters
     const double scale = 1 / std::sqrt(static_cast<double>(D));
     std::vector<int32_t> pos(T);
     for (auto& p : pos) p = static_cast<int32_t>(pick(rng, 0, L - 1));
@@ -163,9 +166,12 @@ TESSERA_CONFORMANCE_CASES(attention) {
     auto kf = uniform(rng, Hkv * L * D, -2, 2), vf = uniform(rng, Hkv * L * D, -2, 2);
     int32_t max_pos = 0;
     for (int32_t p : pos) max_pos = std::max(max_pos, p);
+    int32_t min_first = max_pos;  // rows before every window are not read either
+    for (int32_t p : pos) min_first = std::min<int32_t>(min_first, window ? std::max<int32_t>(0, p - window + 1) : 0);
     for (int64_t h = 0; h < Hkv; ++h)
-      for (int64_t j = max_pos + 1; j < L; ++j)
-        for (int64_t i = 0; i < D; ++i) kf[(h * L + j) * D + i] = 1000, vf[(h * L + j) * D + i] = 1000;
+      for (int64_t j = 0; j < L; ++j)
+        if (j > max_pos || j < min_first)
+          for (int64_t i = 0; i < D; ++i) kf[(h * L + j) * D + i] = 1000, vf[(h * L + j) * D + i] = 1000;
     auto kb = encode(ct, kf), vb = encode(ct, vf);
     auto kd = decode(ct, kb, Hkv * L * D), vd = decode(ct, vb, Hkv * L * D);
     CaseGraph cg;
@@ -173,21 +179,23 @@ TESSERA_CONFORMANCE_CASES(attention) {
     std::vector<TensorId> in = {cg.input_f32("q", {T, H, D}, q), cg.input("k", cs, ct, kb), cg.input("v", cs, ct, vb),
                                 cg.input("pos", {T}, DType::i32, bytes_of(pos))};
     Case c = cg.finish("attention q [" + std::to_string(T) + "," + std::to_string(H) + "," + std::to_string(D) +
-                           "] cache " + shape_str(cs) + " " + dtype_name(ct),
-                       OpKind::attention, in, {{"scale", scale}});
+                           "] cache " + shape_str(cs) + " " + dtype_name(ct) + " window " + std::to_string(window) +
+                           " softcap " + std::to_string(softcap),
+                       OpKind::attention, in, {{"scale", scale}, {"window", window}, {"softcap", softcap}});
     c.accum = std::max<int64_t>(L, D);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h) {
-        const int64_t kvh = h / G, n = pos[t] + 1;
+        const int64_t kvh = h / G, j0 = window ? std::max<int64_t>(0, pos[t] - window + 1) : 0, n = pos[t] + 1 - j0;
         std::vector<double> s(n);
         double mx = -1e300, smag = 0;
         for (int64_t j = 0; j < n; ++j) {
           double acc = 0, mag = 0;
           for (int64_t i = 0; i < D; ++i) {
-            const double p = q[(t * H + h) * D + i] * kd[(kvh * L + j) * D + i];
+            const double p = q[(t * H + h) * D + i] * kd[(kvh * L + j0 + j) * D + i];
             acc += p, mag += std::fabs(p);
           }
           s[j] = acc * scale;
+          if (softcap > 0) s[j] = softcap * std::tanh(s[j] / softcap);
           smag = std::max(smag, mag * scale);
           mx = std::max(mx, s[j]);
         }
@@ -196,8 +204,8 @@ TESSERA_CONFORMANCE_CASES(attention) {
         for (int64_t i = 0; i < D; ++i) {
           double o = 0, vmax = 0;
           for (int64_t j = 0; j < n; ++j) {
-            o += s[j] / sum * vd[(kvh * L + j) * D + i];
-            vmax = std::max(vmax, std::fabs(vd[(kvh * L + j) * D + i]));
+            o += s[j] / sum * vd[(kvh * L + j0 + j) * D + i];
+            vmax = std::max(vmax, std::fabs(vd[(kvh * L + j0 + j) * D + i]));
           }
           c.expected.push_back(o);
           // A score off by e moves the weights by a factor e^e: relative to the values'

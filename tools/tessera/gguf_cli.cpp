@@ -82,6 +82,7 @@ void print_gguf_summary(const std::string& path) {
                "rms eps {}{}\n",
                p->arch, p->dim, p->layers, p->heads, p->kv_heads, p->head_dim, p->ffn, p->vocab, p->context, p->rope_base,
                p->rms_eps, p->tied_output ? ", tied output" : "");
+  if (p.ok() && !gguf::describe_features(*p).empty()) fmt::print("  {}\n", gguf::describe_features(*p));
   else
     fmt::print("not loadable as a llama model: {}\n", p.status().to_string());
   fmt::print("the graph below is the 1-token decode step; the KV cache is its state\n");
@@ -117,6 +118,7 @@ void print_model_summary(const LanguageModel& lm, const std::string& kv_type) {
   fmt::print(stderr, "  arch {}, {} layers, dim {}, {} heads ({} KV, head size {}), ffn {}, rope base {}{}\n",
              p.architecture, p.layers, p.dim, p.heads, p.kv_heads, p.head_dim, p.ffn, p.rope_base,
              p.tied_output ? ", tied output" : "");
+  if (!p.features.empty()) fmt::print(stderr, "  {}\n", p.features);
   const double mparams = params / 1e6;
   fmt::print(stderr, "  {} parameters, {:.2f} MiB{}; tensors: {}\n",
              mparams >= 1000 ? fmt::format("{:.2f} B", mparams / 1e3) : fmt::format("{:.2f} M", mparams),

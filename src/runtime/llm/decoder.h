@@ -10,6 +10,9 @@
 //                             unused when every layer uses the attention op)
 //   3 kv_pos   i32 [1]        first cache row this step writes (rows kv_pos .. kv_pos+T-1)
 //   4 last     i32 [1]        index in [0, T) of the token whose logits are returned
+//   5 mask_swa f32 [T, ctx]   only when sliding_window() > 0: the mask of the sliding-window
+//                             layers, 0 where pos[t] - window < j <= pos[t] ([T, 1] and
+//                             unused when every layer uses the attention op)
 // and one output, logits f32 [1, vocab]. The KV cache is made of Role::state tensors
 // (named the same in every step graph, so step graphs of different T share them through
 // Session::create(..., share)) written with scatter_rows.
@@ -36,7 +39,10 @@ struct StepOptions {
   DType attention_cache = DType::f16;
 };
 
-enum StepInput : size_t { kInTokens = 0, kInPos = 1, kInMask = 2, kInKvPos = 3, kInLast = 4, kNumStepInputs = 5 };
+enum StepInput : size_t {
+  kInTokens = 0, kInPos = 1, kInMask = 2, kInKvPos = 3, kInLast = 4, kNumStepInputs = 5,
+  kInMaskSwa = 5,  // an extra input of models with sliding-window layers
+};
 
 class DecoderModel {
  public:
@@ -44,6 +50,8 @@ class DecoderModel {
   virtual int64_t context_length() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t layers() const = 0;
+  // Rows a sliding-window layer attends (its own included), or 0 when no layer has a window.
+  virtual int64_t sliding_window() const { return 0; }
   // A step graph for `tokens` tokens per run (1 <= tokens <= context_length()).
   virtual Result<Graph> build_step(int64_t tokens, const StepOptions& opts = {}) const = 0;
 };

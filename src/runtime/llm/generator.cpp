@@ -40,6 +40,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
   step.attention_cache = opts.kv_type;
   if (so.device != "cpu") step.attention_op_from = opts.offload_layers >= 0 ? opts.offload_layers : model.layers();
   gen->masked_ = step.attention_op_from > 0;
+  gen->window_ = model.sliding_window();
   const Session* share = nullptr;
   if (gen->batch_ > 1) {
     TS_ASSIGN_OR_RETURN(Graph g, model.build_step(gen->batch_, step));
@@ -78,6 +79,15 @@ Status Generator::run_step(Session& s, int64_t T, const int32_t* ids, int64_t st
   TS_RETURN_IF_ERROR(s.set_input(kInTokens, tokens_.data(), T * 4));
   TS_RETURN_IF_ERROR(s.set_input(kInPos, positions_.data(), T * 4));
   TS_RETURN_IF_ERROR(s.set_input(kInMask, mask_.data(), T * mask_len * 4));
+  if (window_ > 0) {
+    // The sliding-window layers' mask: the causal one without rows j <= pos[t] - window.
+    mask_swa_ = mask_;
+    if (masked_)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j <= start + t - window_; ++j)
+          mask_swa_[t * ctx_ + j] = -std::numeric_limits<float>::infinity();
+    TS_RETURN_IF_ERROR(s.set_input(kInMaskSwa, mask_swa_.data(), T * mask_len * 4));
+  }
   TS_RETURN_IF_ERROR(s.set_input(kInKvPos, &kv_pos, 4));
   TS_RETURN_IF_ERROR(s.set_input(kInLast, &last_idx, 4));
   TS_RETURN_IF_ERROR(s.run());

@@ -104,11 +104,12 @@ class Generator {
   int64_t ctx_ = 0;
   int64_t vocab_ = 0;
   int64_t pos_ = 0;
-  bool masked_ = false;
-  int64_t kv_bytes_ = 0;  // some layer attends through the [T, ctx] mask
+  bool masked_ = false;   // some layer attends through the [T, ctx] mask
+  int64_t window_ = 0;   // the model's sliding window (0: none; then no mask_swa input)
+  int64_t kv_bytes_ = 0;
   // Host copies of the step inputs, reused between steps.
   std::vector<int32_t> tokens_, positions_;
-  std::vector<float> mask_;
+  std::vector<float> mask_, mask_swa_;
   std::vector<float> logits_;  // [vocab], of the last step
 };
 

@@ -93,6 +93,7 @@ void attend_one(const Tile& tl, const Query& qy) {
       s[j + r] = (hsum8(lo[r], hi[r]) + t) * tl.scale;
     }
   }
+  if (tl.softcap > 0) cap_scores(s, rows, tl.softcap);
   // Lane maxima (lane l takes j = l mod 8), then exp_approx and lane sums.
   const float32x4_t ninf = vdupq_n_f32(-std::numeric_limits<float>::infinity());
   float32x4_t mlo = ninf, mhi = ninf;

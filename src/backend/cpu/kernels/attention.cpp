@@ -70,6 +70,9 @@ void attend_one(const Tile& tl, const Query& qy) {
     float t = 0;
     for (int64_t i = d8; i < d; ++i) t = std::fma(qy.q[i], value(tl.k, j, i), t);
     s[j] = (hsum8(acc) + t) * tl.scale;
+  }
+  if (tl.softcap > 0) cap_scores(s, rows, tl.softcap);
+  for (int64_t j = 0; j < rows; ++j) {
     float& ml = m8[j % 8];
     ml = s[j] > ml ? s[j] : ml;
   }
@@ -121,6 +124,8 @@ Status attention(KernelContext& c) {
     rows_max = std::max<int64_t>(rows_max, pp[t] + 1);
   }
   const float scale = static_cast<float>(c.n.get(attr::scale));
+  const float softcap = static_cast<float>(c.n.get(attr::softcap));
+  const int64_t window = c.n.get(attr::window);  // 0: every row up to the query's own
   const attn::Cache cache = k.dtype() == DType::f16    ? attn::Cache::f16
                             : k.dtype() == DType::q8_0 ? attn::Cache::q8_0
                                                        : attn::Cache::f32;
@@ -134,7 +139,9 @@ Status attention(KernelContext& c) {
   // per query. A decode step (one token) runs each query alone straight from the cache:
   // nothing to convert for one pass, and no buffer that grows with the context (the
   // step allocates nothing); grouped heads then read their KV head once per query.
-  const int64_t per_head = T * G, tile_q = T > 1 ? attn::kTile : 1;
+  // Under a sliding window each query starts at its own row (max(0, pos - window + 1)), so
+  // it runs alone in its tile with the tile's rows offset to that start.
+  const int64_t per_head = T * G, tile_q = T > 1 && window == 0 ? attn::kTile : 1;
   const int64_t ntile = (per_head + tile_q - 1) / tile_q;
   const uint8_t* kb = k.data;
   const uint8_t* vb = v.data;
@@ -182,10 +189,18 @@ Status attention(KernelContext& c) {
       tl.cache = tile_cache;
       tl.d = D;
       tl.scale = scale;
+      tl.softcap = softcap;
       tl.scratch = scratch.data();
       for (int64_t u = tile * tile_q; u < std::min(per_head, (tile + 1) * tile_q); ++u) {
         const int64_t t = u / G, h = kvh * G + u % G;
-        tl.query[tl.nq++] = attn::Query{qp + (t * H + h) * D, pp[t] + 1, y + (t * H + h) * D};
+        int64_t rows = pp[t] + 1;
+        if (window > 0 && rows > window) {  // tile_q is 1 here: this query alone
+          const int64_t skip = (rows - window) * attn::row_bytes(tile_cache, D);
+          tl.k += skip;
+          tl.v += skip;
+          rows = window;
+        }
+        tl.query[tl.nq++] = attn::Query{qp + (t * H + h) * D, rows, y + (t * H + h) * D};
       }
       attn::attend(tl);
     }

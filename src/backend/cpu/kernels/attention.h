@@ -4,13 +4,14 @@
 // query q attends rows 0..rows_q-1. Per query, independently of the tiling:
 //   s_j = (hsum8(acc) + t) * scale, acc[l] = fma(q[8i+l], k_j[8i+l], acc[l]) over i in
 //         order, t = fma(q[i], k_j[i], t) over the D % 8 tail in order (hsum8 as in
-//         linear_q8.h)
+//         linear_q8.h); with a soft cap c > 0 then s_j = c * tanh(s_j / c) (cap_scores)
 //   m_l = max over j = l mod 8 of s_j, as m_l = s_j > m_l ? s_j : m_l from -inf in j
 //         order; m = the same max over the lanes in the hsum8 tree
 //   p_j = ops::exp_approx(s_j - m);  sum_l = p_l + p_{l+8} + ... in order, sum = hsum8
 //   o[d] = fma(p_j, v_j[d], o[d]) over j in order from 0;  out[d] = o[d] / sum
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -45,8 +46,15 @@ struct Tile {
   Cache cache = Cache::f32;
   int64_t d = 0;                // head size
   float scale = 1.0f;
+  float softcap = 0.0f;         // > 0: scores are soft-capped (cap_scores)
   float* scratch = nullptr;     // scratch_floats(max rows) floats
 };
+
+// Logit soft-capping of n scores in place, s = c * tanh(s / c): one scalar definition that
+// every kernel level calls between its scores and its softmax (so the bits agree).
+inline void cap_scores(float* s, int64_t n, float c) {
+  for (int64_t j = 0; j < n; ++j) s[j] = c * std::tanh(s[j] / c);
+}
 
 // Scratch a tile needs: kTile score rows padded to 8 (the outputs are summed in registers).
 inline int64_t scratch_floats(int64_t rows) { return kTile * ((rows + 7) / 8 * 8); }

@@ -291,6 +291,8 @@ void attend_t(const Tile& tl) {
       else scores8<kC, false>(tl.query[q].q, d, tl.scale, raw, f32, s);
     }
   }
+  if (tl.softcap > 0)
+    for (int q = 0; q < tl.nq; ++q) cap_scores(S + q * R8, tl.query[q].rows, tl.softcap);
   float sums[kTile];
   for (int q = 0; q < tl.nq; ++q) sums[q] = softmax_row(S + q * R8, tl.query[q].rows);
 
