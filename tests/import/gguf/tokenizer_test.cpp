@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -224,6 +225,29 @@ TEST(GgufTokenizer, PreTokenizerExpressionLists) {
   // Long white-space runs stay linear: a megabyte of spaces before a letter.
   const std::string spaces(1 << 20, ' ');
   EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, spaces + "x").size(), 2u);
+}
+
+// Any text, invalid UTF-8 included, splits into non-empty words that concatenate back to it.
+TEST(GgufTokenizer, PreTokenizersCoverEveryByte) {
+  const PreTokenizer all[] = {PreTokenizer::gpt2,      PreTokenizer::llama3,         PreTokenizer::qwen2,
+                              PreTokenizer::starcoder, PreTokenizer::falcon,         PreTokenizer::deepseek_coder,
+                              PreTokenizer::deepseek_llm, PreTokenizer::gemma4};
+  const char* parts[] = {" ", "\n", "\r\n", "\t", "a", "Z", "1", "'s", "\xe3\x80\x80", "\xef\xbc\x81", "\xe6\x88\x91",
+                         "\xf0\x9f\xa6\x99", ".", "$", "\xc2\xa0", "\xe2\x96\x81", "\xd9\xa3", "\xff", "\xc3"};
+  std::mt19937 rng(33);
+  for (int it = 0; it < 2000; ++it) {
+    std::string text;
+    for (int k = static_cast<int>(rng() % 40); k > 0; --k)
+      text += rng() % 4 == 0 ? std::string(1, static_cast<char>(rng() % 256)) : parts[rng() % std::size(parts)];
+    for (PreTokenizer p : all) {
+      std::string joined;
+      for (const std::string& w : pre_tokenize(p, text)) {
+        ASSERT_FALSE(w.empty()) << static_cast<int>(p);
+        joined += w;
+      }
+      ASSERT_EQ(joined, text) << static_cast<int>(p);
+    }
+  }
 }
 
 TEST(GgufTokenizer, SpecialTokensOnlyWhenAsked) {
