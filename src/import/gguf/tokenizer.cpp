@@ -114,6 +114,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
       t.types_[i] = static_cast<TokenType>(*x);
     }
   }
+  t.ids_.reserve(n);
   for (size_t i = 0; i < n; ++i) t.ids_[t.tokens_[i]] = static_cast<int32_t>(i);
   auto id_of = [&](const char* key, int32_t fallback) -> Result<int32_t> {
     int64_t v = f.get_int_or(key, fallback);
