@@ -62,8 +62,8 @@ class Tokenizer {
   // become their ids only with parse_special.
   std::vector<int32_t> encode(const std::string& text, bool add_bos, bool parse_special = false) const;
   // The bytes one token stands for: spm (and gemma4) "▁" as ' ' and "<0xXX>" byte tokens
-  // as that byte; byte-level bpe mapped characters as their bytes; user-defined tokens as their text; control
-  // tokens (BOS, EOS) as nothing.
+  // as that byte; byte-level bpe mapped characters as their bytes; user-defined tokens as
+  // their text; control tokens (BOS, EOS) as nothing.
   std::string piece(int32_t id) const;
   // The text of a sequence: the pieces joined, without the space the encoder prepended.
   std::string decode(const std::vector<int32_t>& ids) const;
