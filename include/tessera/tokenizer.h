@@ -3,8 +3,9 @@
 //   auto tok = tessera::Tokenizer::load("model.gguf");
 //   std::vector<int32_t> ids = (*tok)->tokenize("Hello", (*tok)->add_bos());
 //
-// The same tokenizer as LanguageModel::tokenize (BPE with the pre-tokenizer that
-// tokenizer.ggml.pre names, or SentencePiece). Const methods may be called from any thread.
+// The same tokenizer as LanguageModel::tokenize (byte-level BPE with the pre-tokenizer that
+// tokenizer.ggml.pre names, SentencePiece, or Gemma 4's BPE over SentencePiece-style text).
+// Const methods may be called from any thread.
 #pragma once
 
 #include <cstdint>

@@ -71,7 +71,7 @@ void describe(LanguageModelShared& s) {
   i.rope_base = p.rope_base;
   i.tied_output = p.tied_output;
   i.features = gguf::describe_features(p);
-  i.byte_level_bpe = tok.model() == gguf::Tokenizer::Model::bpe;
+  i.byte_level_bpe = tok.byte_level();
   i.bos = tok.bos();
   i.eos = tok.eos();
   i.add_bos = tok.add_bos();

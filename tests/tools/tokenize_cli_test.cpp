@@ -15,11 +15,14 @@ namespace {
 
 class TokenizeCli : public CliTest {};
 
+// Texts each followed by the separator line (the last one, in some files, by the end of
+// the file instead).
 std::vector<std::string> split_inputs(const std::string& all) {
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> out;
-  for (size_t at = 0, k; (k = all.find(sep, at)) != std::string::npos; at = k + sep.size())
-    out.push_back(all.substr(at, k - at));
+  size_t at = 0;
+  for (size_t k; (k = all.find(sep, at)) != std::string::npos; at = k + sep.size()) out.push_back(all.substr(at, k - at));
+  if (at < all.size()) out.push_back(all.substr(at));
   return out;
 }
 
@@ -31,8 +34,9 @@ std::string as_list(const std::string& line) {
   return out + "]\n";
 }
 
-TEST_F(TokenizeCli, IdsAreLlamaCppsForEveryVectorOfTwoVocabularies) {
-  for (const std::string name : {"llama-bpe", "phi-3"}) {
+TEST_F(TokenizeCli, IdsAreLlamaCppsForEveryVectorOfEveryVocabulary) {
+  for (const std::string name : {"llama-bpe", "qwen2", "gpt-2", "phi-3", "deepseek-llm", "deepseek-coder", "falcon",
+                                 "mpt", "starcoder", "refact", "gemma-4"}) {
     SCOPED_TRACE(name);
     const std::string rel = "models/gguf/vocab/ggml-vocab-" + name + ".gguf";
     TESSERA_REQUIRE_FIXTURE(vocab, rel);
@@ -49,7 +53,7 @@ TEST_F(TokenizeCli, IdsAreLlamaCppsForEveryVectorOfTwoVocabularies) {
         f << texts[i];
       }
       ASSERT_EQ(run("tokenize " + vocab + " --ids --no-parse-special --file " + path("text")), 0) << err_;
-      EXPECT_EQ(out_, as_list(want)) << "input " << i << ": '" << texts[i] << "'";
+      EXPECT_EQ(out_, as_list(want)) << name << " input " << i << ": '" << texts[i] << "'";
     }
   }
 }

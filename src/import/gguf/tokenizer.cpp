@@ -62,20 +62,26 @@ struct BigramOrder {
 Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
   Tokenizer t;
   TS_ASSIGN_OR_RETURN(std::string model, f.get_string("tokenizer.ggml.model"));
-  if (model == "gpt2") {
+  if (model == "gpt2" || model == "gemma4") {
     t.model_ = Model::bpe;
-    auto pre_value = f.get_string("tokenizer.ggml.pre");
-    const std::string pre = pre_value.ok() ? *pre_value : "(absent)";
+    std::string pre = "gemma4";  // a gemma4 vocabulary's pre-tokenizer, whatever the key says
+    if (model == "gpt2") {
+      auto pre_value = f.get_string("tokenizer.ggml.pre");
+      pre = pre_value.ok() ? *pre_value : "(absent)";
+    }
     auto p = pre_tokenizer_from_name(pre);
     if (!p)
       return error(StatusCode::unsupported, f.what(), ": tokenizer.ggml.pre = '", pre,
                    "' is not a supported pre-tokenizer (supported: ", pre_tokenizer_names(), ")");
     t.pre_ = *p;
     t.ignore_merges_ = *p == PreTokenizer::llama3;
+    t.byte_encode_ = *p != PreTokenizer::gemma4;
+    t.escape_spaces_ = *p == PreTokenizer::gemma4;
     TS_RETURN_IF_ERROR(t.merges_.load(f));
   } else if (model != "llama") {
     return error(StatusCode::unsupported, f.what(), ": tokenizer.ggml.model = '", model,
-                 "' is not supported (supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE))");
+                 "' is not supported (supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE), "
+                 "'gemma4' (BPE over SentencePiece-style text))");
   }
   const Value* toks = f.find("tokenizer.ggml.tokens");
   if (!toks || toks->type != ValueType::array || toks->elem_type != ValueType::string || toks->arr.empty())
@@ -108,6 +114,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
       t.types_[i] = static_cast<TokenType>(*x);
     }
   }
+  t.ids_.reserve(n);
   for (size_t i = 0; i < n; ++i) t.ids_[t.tokens_[i]] = static_cast<int32_t>(i);
   auto id_of = [&](const char* key, int32_t fallback) -> Result<int32_t> {
     int64_t v = f.get_int_or(key, fallback);
@@ -122,6 +129,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const File& f) {
   // Defaults as llama.cpp's: spm adds BOS and a space prefix; bpe adds BOS for llama-bpe only.
   const bool bpe = t.model_ == Model::bpe;
   t.add_bos_ = f.get_int_or("tokenizer.ggml.add_bos_token", !bpe || t.ignore_merges_) != 0;
+  if (t.pre_ == PreTokenizer::gemma4 && bpe) t.add_bos_ = true;  // Gemma 4 always starts with BOS
   t.add_space_prefix_ = f.get_int_or("tokenizer.ggml.add_space_prefix", !bpe) != 0;
   for (size_t i = 0; i < n; ++i)
     if ((t.types_[i] == TokenType::control || t.types_[i] == TokenType::user_defined) && !t.tokens_[i].empty())
@@ -190,10 +198,12 @@ std::vector<int32_t> Tokenizer::encode(const std::string& raw, bool add_bos, boo
   return out;
 }
 
-void Tokenizer::encode_bpe(const std::string& text, std::vector<int32_t>& out) const {
+void Tokenizer::encode_bpe(const std::string& raw, std::vector<int32_t>& out) const {
+  const std::string text = escape_spaces_ ? replace_all(raw, " ", kSpace) : raw;
   for (const std::string& word : pre_tokenize(pre_, text)) {
-    const std::string mapped = bpe_map_bytes(word);
-    if (ignore_merges_) {
+    const std::string mapped = byte_encode_ ? bpe_map_bytes(word) : word;
+    // llama-bpe: a word that is a token; gemma4: a run of newlines that is a token.
+    if (ignore_merges_ || (pre_ == PreTokenizer::gemma4 && word.find_first_not_of('\n') == std::string::npos)) {
       if (auto it = ids_.find(mapped); it != ids_.end()) {
         out.push_back(it->second);
         continue;
@@ -204,8 +214,16 @@ void Tokenizer::encode_bpe(const std::string& text, std::vector<int32_t>& out) c
         out.push_back(it->second);
         continue;
       }
-      // Not a token (a vocabulary whose merges make texts it lacks): its characters.
-      for (const Utf8Char& c : utf8_chars(piece)) {
+      // Not a token (a vocabulary whose merges make texts it lacks).
+      if (!byte_encode_) {  // its bytes' <0xXX> tokens, a byte without one dropped
+        for (char c : piece) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "<0x%02X>", static_cast<uint8_t>(c));
+          if (auto b = ids_.find(buf); b != ids_.end()) out.push_back(b->second);
+        }
+        continue;
+      }
+      for (const Utf8Char& c : utf8_chars(piece)) {  // its characters
         auto ch = ids_.find(piece.substr(c.offset, c.len));
         out.push_back(ch != ids_.end() ? ch->second : unk_);
       }
@@ -285,7 +303,7 @@ std::string Tokenizer::piece(int32_t id) const {
       return s;
     }
     default:
-      return model_ == Model::bpe ? bpe_unmap(s) : replace_all(s, kSpace, " ");
+      return byte_level() ? bpe_unmap(s) : replace_all(s, kSpace, " ");
   }
 }
 

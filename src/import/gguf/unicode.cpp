@@ -14,6 +14,7 @@ struct ClassRange {
 };
 constexpr CharClass kL = CharClass::letter;
 constexpr CharClass kN = CharClass::number;
+constexpr CharClass kP = CharClass::punctuation;
 constexpr ClassRange kRanges[] = {
 #include "import/gguf/unicode_classes_table.inc"
 };

@@ -1,9 +1,13 @@
-// The tokenizers against llama.cpp's test vectors: the LLaMA spm vocabulary, and the
-// vocab/ files (Llama 3, Qwen2 and GPT-2 byte-level BPE; Phi-3 spm).
+// The tokenizers against llama.cpp's test vectors: the LLaMA spm vocabulary, and every
+// vocab/ file (byte-level BPE: Llama 3, Qwen2, GPT-2, DeepSeek LLM and Coder, Falcon, MPT,
+// StarCoder, Refact; Phi-3 spm; Gemma 4 BPE over SentencePiece-style text).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include "fixtures.h"
@@ -14,8 +18,9 @@
 namespace tessera::gguf {
 namespace {
 
-// The .inp file holds texts each followed by "\n__ggml_vocab_test__\n"; the .out file one
-// line of space-separated ids per text.
+// The .inp file holds texts each followed by "\n__ggml_vocab_test__\n" (the last one, in
+// some files, by the end of the file instead); the .out file one line of space-separated
+// ids per text.
 std::vector<std::string> split_inputs(const std::string& all) {
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> out;
@@ -26,6 +31,7 @@ std::vector<std::string> split_inputs(const std::string& all) {
     out.push_back(all.substr(at, k - at));
     at = k + sep.size();
   }
+  if (at < all.size()) out.push_back(all.substr(at));
   return out;
 }
 
@@ -107,10 +113,64 @@ void check_vocab_vectors(const std::string& name, Tokenizer::Model model) {
   EXPECT_EQ(exact, 46) << name;
 }
 
-TEST(GgufTokenizer, Llama3BpeVectors) { check_vocab_vectors("llama-bpe", Tokenizer::Model::bpe); }
-TEST(GgufTokenizer, Qwen2BpeVectors) { check_vocab_vectors("qwen2", Tokenizer::Model::bpe); }
-TEST(GgufTokenizer, Gpt2BpeVectors) { check_vocab_vectors("gpt-2", Tokenizer::Model::bpe); }
-TEST(GgufTokenizer, Phi3SpmVectors) { check_vocab_vectors("phi-3", Tokenizer::Model::spm); }
+// Every vocabulary of ../shared/models/gguf/vocab, and its tokenizer model.
+struct VocabCase {
+  const char* name;
+  Tokenizer::Model model;
+};
+const VocabCase kVocabs[] = {
+    {"llama-bpe", Tokenizer::Model::bpe},      {"qwen2", Tokenizer::Model::bpe},
+    {"gpt-2", Tokenizer::Model::bpe},          {"phi-3", Tokenizer::Model::spm},
+    {"deepseek-llm", Tokenizer::Model::bpe},   {"deepseek-coder", Tokenizer::Model::bpe},
+    {"falcon", Tokenizer::Model::bpe},         {"mpt", Tokenizer::Model::bpe},
+    {"starcoder", Tokenizer::Model::bpe},      {"refact", Tokenizer::Model::bpe},
+    {"gemma-4", Tokenizer::Model::bpe},
+};
+
+class GgufVocabVectors : public ::testing::TestWithParam<VocabCase> {};
+
+TEST_P(GgufVocabVectors, ReproducesLlamaCpp) { check_vocab_vectors(GetParam().name, GetParam().model); }
+
+INSTANTIATE_TEST_SUITE_P(AllVocabularies, GgufVocabVectors, ::testing::ValuesIn(kVocabs),
+                         [](const ::testing::TestParamInfo<VocabCase>& info) {
+                           std::string n = info.param.name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// No vocabulary of the folder is left out of the list above.
+TEST(GgufTokenizer, EveryVocabularyOfTheFolderIsChecked) {
+  TESSERA_REQUIRE_FIXTURE(dir, "models/gguf/vocab");
+  std::set<std::string> listed;
+  for (const VocabCase& v : kVocabs) listed.insert(std::string("ggml-vocab-") + v.name + ".gguf");
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (e.path().extension() != ".gguf") continue;
+    ++files;
+    EXPECT_TRUE(listed.count(f)) << f << " has no vector test";
+  }
+  EXPECT_EQ(files, static_cast<int>(std::size(kVocabs)));
+}
+
+// Gemma 4: BPE over text whose spaces are "▁", bytes not mapped, BOS always added.
+TEST(GgufTokenizer, Gemma4IsBpeOverSentencePieceText) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/vocab/ggml-vocab-gemma-4.gguf");
+  auto f = File::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_FALSE(tok->byte_level());
+  EXPECT_TRUE(tok->add_bos());
+  EXPECT_EQ(tok->bos(), 2);
+  std::vector<int32_t> ids = tok->encode("Hello world\n\n", true);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(tok->token_text(ids[1]), "Hello");
+  EXPECT_EQ(tok->token_text(ids[2]), "\xe2\x96\x81world");  // "▁world"
+  EXPECT_EQ(tok->piece(ids[2]), " world");
+  EXPECT_EQ(tok->decode(ids), "Hello world\n\n");
+}
 
 // The pre-tokenizers' word boundaries on hand-made text, as their regular expressions
 // define them (pretokenize.h).
@@ -132,7 +192,62 @@ TEST(GgufTokenizer, PreTokenizerWords) {
   // Invalid UTF-8 bytes are kept, each a character of its own.
   EXPECT_EQ(pre_tokenize(PreTokenizer::llama3, "a\xff\xfe" "b"), (V{"a", "\xff\xfe", "b"}));
   EXPECT_EQ(pre_tokenizer_from_name("llama-bpe"), PreTokenizer::llama3);
-  EXPECT_EQ(pre_tokenizer_from_name("deepseek-coder"), std::nullopt);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-coder"), PreTokenizer::deepseek_coder);
+  EXPECT_EQ(pre_tokenizer_from_name("refact"), PreTokenizer::starcoder);
+  EXPECT_EQ(pre_tokenizer_from_name("mpt"), PreTokenizer::gpt2);
+  EXPECT_EQ(pre_tokenizer_from_name("chatglm-bpe"), std::nullopt);
+}
+
+// Pre-tokenizers made of several expressions: each splits the words the one before made,
+// a word being the expression's matches and the text between them.
+TEST(GgufTokenizer, PreTokenizerExpressionLists) {
+  using V = std::vector<std::string>;
+  // StarCoder: every digit a word first, so " 3" loses its space to a word of its own.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::starcoder, "ab12 3"), (V{"ab", "1", "2", " ", "3"}));
+  // Falcon: runs of punctuation and symbols first, then GPT-2, then ASCII digits in threes.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::falcon, "x+=12345;"), (V{"x", "+=", "123", "45", ";"}));
+  EXPECT_EQ(pre_tokenize(PreTokenizer::falcon, " 1234"), (V{" ", "123", "4"}));
+  // DeepSeek Coder: newlines alone, \s?\p{L}+, \s?\p{P}+, CJK runs, single digits.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_coder, "a\n\nb, 12"),
+            (V{"a", "\n", "\n", "b", ",", " ", "1", "2"}));
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_coder, "\xe6\x88\x91\xe6\x83\xb3" "a"),  // 我想a
+            (V{"\xe6\x88\x91\xe6\x83\xb3", "a"}));
+  // DeepSeek LLM: cased letters with one white space before, then ASCII and CJK symbols
+  // (digits excluded), trailing white space, CJK runs, digit runs.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, "Hi  there!\t"), (V{"Hi", " ", " there", "!", "\t"}));
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, "v1.23"), (V{"v", "1", ".", "23"}));
+  // U+3000 (ideographic space) is white space only, though its symbol list spans it.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, "a\xe3\x80\x80" "b"), (V{"a", "\xe3\x80\x80" "b"}));
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, "\xef\xbc\x81\xe3\x80\x80\xef\xbc\x81"),  // ！U+3000！
+            (V{"\xef\xbc\x81", "\xe3\x80\x80\xef\xbc\x81"}));
+  // Gemma 4: lines and runs of newlines.
+  EXPECT_EQ(pre_tokenize(PreTokenizer::gemma4, "a\xe2\x96\x81" "b\n\nc"), (V{"a\xe2\x96\x81" "b", "\n\n", "c"}));
+  // Long white-space runs stay linear: a megabyte of spaces before a letter.
+  const std::string spaces(1 << 20, ' ');
+  EXPECT_EQ(pre_tokenize(PreTokenizer::deepseek_llm, spaces + "x").size(), 2u);
+}
+
+// Any text, invalid UTF-8 included, splits into non-empty words that concatenate back to it.
+TEST(GgufTokenizer, PreTokenizersCoverEveryByte) {
+  const PreTokenizer all[] = {PreTokenizer::gpt2,      PreTokenizer::llama3,         PreTokenizer::qwen2,
+                              PreTokenizer::starcoder, PreTokenizer::falcon,         PreTokenizer::deepseek_coder,
+                              PreTokenizer::deepseek_llm, PreTokenizer::gemma4};
+  const char* parts[] = {" ", "\n", "\r\n", "\t", "a", "Z", "1", "'s", "\xe3\x80\x80", "\xef\xbc\x81", "\xe6\x88\x91",
+                         "\xf0\x9f\xa6\x99", ".", "$", "\xc2\xa0", "\xe2\x96\x81", "\xd9\xa3", "\xff", "\xc3"};
+  std::mt19937 rng(33);
+  for (int it = 0; it < 2000; ++it) {
+    std::string text;
+    for (int k = static_cast<int>(rng() % 40); k > 0; --k)
+      text += rng() % 4 == 0 ? std::string(1, static_cast<char>(rng() % 256)) : parts[rng() % std::size(parts)];
+    for (PreTokenizer p : all) {
+      std::string joined;
+      for (const std::string& w : pre_tokenize(p, text)) {
+        ASSERT_FALSE(w.empty()) << static_cast<int>(p);
+        joined += w;
+      }
+      ASSERT_EQ(joined, text) << static_cast<int>(p);
+    }
+  }
 }
 
 TEST(GgufTokenizer, SpecialTokensOnlyWhenAsked) {
