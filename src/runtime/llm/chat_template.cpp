@@ -108,6 +108,10 @@ Result<ChatTemplate> ChatTemplate::detect(std::string_view src) {
   if (found.size() == 1) {
     ChatTemplate t(found[0], std::string(canonical_name(found[0])));
     if (t.family_ == Family::chatml) t.default_system_ = chatml_default_system(src);
+    // The file's own source formats the conversation (as transformers renders it); the
+    // family gives the stop markers, and its native format stands in where the source does
+    // not parse or raises for a conversation (render()).
+    if (jinja::check_syntax(src).ok()) t.source_ = std::make_shared<const std::string>(src);
     return t;
   }
   // No family's markers, or several families': rendered from the source.
@@ -134,7 +138,7 @@ void ChatTemplate::set_special_tokens(std::string bos, std::string eos, bool str
 }
 
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, bool add_assistant) const {
-  if (family_ != Family::jinja) return apply(messages, add_assistant);
+  if (!source_) return apply(messages, add_assistant);
   jinja::List list;
   list.reserve(messages.size());
   for (const auto& m : messages) list.push_back(jinja::Value(jinja::Dict{{"role", m.role}, {"content", m.content}}));
@@ -143,7 +147,9 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages, 
   vars.set("add_generation_prompt", jinja::Value(add_assistant));
   vars.set("bos_token", jinja::Value(bos_));
   vars.set("eos_token", jinja::Value(eos_));
-  TS_ASSIGN_OR_RETURN(std::string out, jinja::render(*source_, vars));
+  auto rendered = jinja::render(*source_, vars);
+  if (!rendered.ok() && family_ != Family::jinja) return apply(messages, add_assistant);
+  TS_ASSIGN_OR_RETURN(std::string out, std::move(rendered));
   if (strip_leading_bos_ && !bos_.empty() && out.starts_with(bos_)) out.erase(0, bos_.size());
   return out;
 }

@@ -1,9 +1,11 @@
 // Chat templates: a conversation as the model was trained to see it.
 //
-// GGUF files carry their template as Jinja source (tokenizer.chat_template). Tessera
-// recognizes the family of a template from the markers in its source and writes that
-// family's format natively; any other template is the `jinja` family, rendered from its
-// source (runtime/llm/jinja.h; render()). The native families:
+// GGUF files carry their template as Jinja source (tokenizer.chat_template), and render()
+// renders that source (runtime/llm/jinja.h). Tessera also recognizes the family of a
+// template from the markers in its source: the family gives the stop markers, and its
+// native format (apply()) stands in where the source raises; a template of no family is the
+// `jinja` family. A family chosen by name (by_name) has no source and writes its native
+// format. The native families:
 //
 //   llama3  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>   (content trimmed)
 //           assistant opening: <|start_header_id|>assistant<|end_header_id|>\n\n
@@ -83,11 +85,12 @@ class ChatTemplate {
   // written as given where the family has a role field (llama3, chatml, phi3). The five
   // native families only (the `jinja` family renders with render()).
   std::string apply(std::span<const ChatMessage> messages, bool add_assistant) const;
-  // apply() for the native families; the `jinja` family renders its source with the
-  // variables messages, add_generation_prompt (= add_assistant), bos_token and eos_token
-  // (set_special_tokens), and then drops a leading bos_token text when the tokenizer adds
-  // the first BOS itself (no sequence gets two). A template that raises (a role it does
-  // not take, say) is an error with its message.
+  // A template with a source (detect, from_jinja) renders it with the variables messages,
+  // add_generation_prompt (= add_assistant), bos_token and eos_token (set_special_tokens),
+  // and then drops a leading bos_token text when the tokenizer adds the first BOS itself (no
+  // sequence gets two). Where the source raises (a role it does not take, say), a recognized
+  // family writes its native format and the `jinja` family is an error with the message.
+  // Without a source (by_name): apply().
   Result<std::string> render(std::span<const ChatMessage> messages, bool add_assistant) const;
   // The vocabulary's BOS and EOS texts, for the `jinja` family; strip_leading_bos: the
   // tokenizer adds the first BOS (tokenizer.ggml.add_bos_token).

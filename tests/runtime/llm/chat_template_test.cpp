@@ -188,6 +188,31 @@ TEST(ChatTemplate, OtherTemplatesRenderFromTheirJinjaSource) {
   EXPECT_NE(msg.find("--chat-template"), std::string::npos) << msg;
 }
 
+// A template of a recognized family renders from its own source too (the family gives the
+// stop markers); where the source raises for a conversation (Gemma 2's refuses a system
+// turn), the family's native format stands in.
+TEST(ChatTemplate, RecognizedFamiliesRenderTheirSourceAndFallBackWhereItRaises) {
+  TESSERA_REQUIRE_FIXTURE(path, "templates/chat/google-gemma-2-2b-it.jinja");
+  const auto bytes = testing::read_file(path);
+  const std::string src(bytes.begin(), bytes.end());
+  auto t = ChatTemplate::detect(src);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->name(), "gemma");
+  EXPECT_EQ(t->stop_strings(), std::vector<std::string>{"<end_of_turn>"});
+  t->set_special_tokens("<bos>", "<eos>", true);
+  const std::vector<ChatMessage> conv = {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
+  // The source (as jinja2 renders it: roles, "model", trailing newlines), the leading
+  // <bos> dropped since the tokenizer adds it.
+  EXPECT_EQ(*t->render(conv, true),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
+            "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  t->set_special_tokens("<bos>", "<eos>", false);
+  EXPECT_TRUE(t->render(conv, true)->starts_with("<bos><start_of_turn>user"));
+  // With a system turn the source raises "System role not supported": the native format.
+  auto with_system = *t->render(kConversation, true);
+  EXPECT_EQ(with_system, named("gemma").apply(kConversation, true));
+}
+
 TEST(ChatTemplate, ChatMLDefaultSystemFromTemplate) {
   // A template that writes a system turn of its own when the conversation has none.
   const std::string src =
