@@ -92,6 +92,27 @@ TEST_F(GenerateCli, SynthQwen2) {
   EXPECT_NE(err_.find("architecture 'phi3' (llama or qwen2)"), std::string::npos) << err_;
 }
 
+// The architectures beyond llama (../shared/models/gguf/families): inspect names what each
+// adds, and generate writes llama.cpp's greedy text (refs/llamacpp-greedy.tsv: gemma2 F32,
+// "Once upon a time": 430 x5 = "e", 367 x5 = "tern"; qwen3 Q8_0's first 5 ids).
+TEST_F(GenerateCli, NewArchitecturesInspectAndGenerateLlamaCppsText) {
+  TESSERA_REQUIRE_FIXTURE(gemma2, "models/gguf/families/gemma2-256d-2L-F32.gguf");
+  TESSERA_REQUIRE_FIXTURE(qwen3, "models/gguf/families/qwen3-256d-2L-Q8_0.gguf");
+  TESSERA_REQUIRE_FIXTURE(phi3, "models/gguf/families/phi3-256d-2L-Q4_K_M.gguf");
+  ASSERT_EQ(run("inspect --brief " + phi3), 0) << err_;
+  EXPECT_NE(out_.find("\nphi3: dim 256, 2 layers, 4 heads (2 KV, head size 64)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("\n  fused q/k/v, fused gate/up, NEOX rope\n"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + gemma2 + " -p 'Once upon a time' -n 10 --kv-type f32"), 0) << err_;
+  EXPECT_EQ(out_, "Once upon a timeeeeeeternternternterntern\n");
+  EXPECT_NE(err_.find("post-attention and post-FFN norms, embeddings x 16, sliding window 16 on 1 of 2 layers, "
+                      "attention soft-cap 50, logit soft-cap 30, GELU FFN, NEOX rope"),
+            std::string::npos)
+      << err_;
+  ASSERT_EQ(run("generate " + qwen3 + " -p 'Once upon a time' -n 5"), 0) << err_;
+  EXPECT_EQ(out_, std::string("Once upon a time co\x16u patI\n"));
+  EXPECT_NE(err_.find("arch qwen3, 2 layers, dim 256, 6 heads (2 KV, head size 64)"), std::string::npos) << err_;
+}
+
 TEST_F(GenerateCli, SynthInspectBench) {
   ASSERT_EQ(run("gguf-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --ctx 32 --type q4_0 " +
                 path("s.gguf")),
