@@ -19,9 +19,10 @@ enum class Encoding : uint8_t {
   f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
   q8_0, q4_0, q4_1, q5_0, q5_1,  // GGUF blocks of 32 values: f16 scale (and min) + codes
   q2_k, q3_k, q4_k, q5_k, q6_k,  // GGUF K-quant super-blocks of 256 values
+  iq4_nl, iq4_xs,  // GGUF non-linear 4-bit codes (a 16-value table), blocks of 32 / 256
   bfp8_b, bfp4_b,  // block floats: one shared 8-bit exponent per 16 values (a face row)
 };
-constexpr int kNumEncodings = 21;
+constexpr int kNumEncodings = 23;
 
 // How elements are arranged.
 enum class Layout : uint8_t {

@@ -10,17 +10,18 @@
 
 namespace tessera {
 
-// Logical element types. q8_0 ... q6_k are GGUF block types (32 values per block for the
-// _0 / _1 types, 256 per super-block for the K-quants); their "element size" is
+// Logical element types. q8_0 ... iq4_xs are GGUF block types (32 values per block for the
+// _0 / _1 types and iq4_nl, 256 per super-block for the K-quants and iq4_xs); their "element size" is
 // fractional, so use dtype_row_bytes() for sizes. Block layouts: src/convert/gguf_blocks.h
 // and src/convert/gguf_kquants.h.
 enum class DType : uint8_t {
   f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
   q8_0, q4_0, q4_1, q5_0, q5_1,        // GGUF blocks of 32 values
   q2_k, q3_k, q4_k, q5_k, q6_k,        // GGUF K-quant super-blocks of 256 values
+  iq4_nl, iq4_xs,                      // GGUF non-linear 4-bit codes: blocks of 32, super-blocks of 256
 };
 
-constexpr int kNumDTypes = 19;
+constexpr int kNumDTypes = 21;
 constexpr int64_t kQBlock = 32;    // values per q8_0 / q4_0 / q4_1 / q5_0 / q5_1 block (GGUF)
 constexpr int64_t kQKBlock = 256;  // values per K-quant super-block (GGUF QK_K)
 constexpr int64_t kQ8_0BlockBytes = 34;  // f16 scale + 32 x int8 (GGUF block_q8_0)
@@ -33,10 +34,12 @@ constexpr int64_t kQ3_KBlockBytes = 110;  // 32 hmask, 64 bytes of 2-bit codes, 
 constexpr int64_t kQ4_KBlockBytes = 144;  // f16 d, dmin, 12 scale bytes, 128 bytes of nibbles
 constexpr int64_t kQ5_KBlockBytes = 176;  // f16 d, dmin, 12 scale bytes, 32 high-bit bytes, 128 nibbles
 constexpr int64_t kQ6_KBlockBytes = 210;  // 128 low-nibble bytes, 64 high-bit bytes, 16 int8 scales, f16 d
+constexpr int64_t kIQ4_NLBlockBytes = 18;   // f16 d + 16 bytes of 4-bit codes into a 16-value table
+constexpr int64_t kIQ4_XSBlockBytes = 136;  // f16 d, u16 high scale bits, 4 low scale bytes, 128 code bytes
 
 const char* dtype_name(DType t);
 std::optional<DType> dtype_from_name(const std::string& name);
-bool dtype_is_block(DType t);          // q8_0 ... q6_k (GGUF block types)
+bool dtype_is_block(DType t);          // q8_0 ... iq4_xs (GGUF block types)
 // Values per block (32 or 256) of a block dtype; 1 for element dtypes.
 int64_t dtype_block_values(DType t);
 // Bytes per block of a block dtype; dtype_size() for element dtypes.

@@ -30,6 +30,7 @@ using tessera::Status;
 using tessera::StatusCode;
 
 static_assert(static_cast<int>(tessera::DType::q6_k) == TESSERA_Q6_K, "tessera_dtype follows tessera::DType");
+static_assert(static_cast<int>(tessera::DType::iq4_xs) == TESSERA_IQ4_XS, "tessera_dtype follows tessera::DType");
 static_assert(static_cast<int>(tessera::DType::boolean) == TESSERA_BOOL, "tessera_dtype follows tessera::DType");
 static_assert(static_cast<int>(StatusCode::internal) == TESSERA_INTERNAL, "tessera_status follows StatusCode");
 static_assert(static_cast<int>(StatusCode::out_of_range) == TESSERA_OUT_OF_RANGE, "tessera_status follows StatusCode");

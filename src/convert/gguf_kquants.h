@@ -28,6 +28,14 @@
 //                 (low nibble for k < 2, high otherwise), two high bits
 //                 (qh[32h + l] >> 2k) & 3; value = d * scales[8h + 2k + l / 16] * (code - 32)
 //
+// The non-linear 4-bit types map each 4-bit code through one table of 16 int8 values,
+// kIQ4Values = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}:
+//   iq4_nl (18 B):  f16 d, 16 code bytes as q4_1's nibbles; value = d * kIQ4Values[code]
+//   iq4_xs (136 B): f16 d, u16 scales_h, scales_l[4], qs[128]; chunk c has the 6-bit scale
+//                   ls = ((scales_l[c / 2] >> 4 (c % 2)) & 15) | ((scales_h >> 2c) & 3) << 4 and
+//                   reads qs[16c + l] (value l: low nibble, value l + 16: high nibble);
+//                   value = (d * (ls - 32)) * kIQ4Values[code]
+//
 // The 6-bit scales of q3_K: scale i has low four bits scales[i] & 15 (i < 8) or
 // scales[i - 8] >> 4 (i >= 8), and high two bits (scales[8 + i % 4] >> 2 (i / 4)) & 3.
 // The 6-bit scale / min j of q4_K and q5_K: for j < 4, sc = scales[j] & 63 and
@@ -164,6 +172,31 @@ inline void dequant_q5_k_chunk(const uint8_t* b, int c, float* out) {
   }
 }
 
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+inline void dequant_iq4_nl_block(const uint8_t* b, float* out) {
+  const float d = kquant_detail::f16_at(b);
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * static_cast<float>(kIQ4Values[b[2 + j] & 15]);
+    out[j + 16] = d * static_cast<float>(kIQ4Values[b[2 + j] >> 4]);
+  }
+}
+
+// The 6-bit scale of chunk c of an iq4_xs super-block, minus 32 (-32..31).
+inline int iq4_xs_scale(const uint8_t* b, int c) {
+  const int scales_h = b[2] | b[3] << 8;
+  return (((b[4 + c / 2] >> 4 * (c % 2)) & 15) | ((scales_h >> 2 * c) & 3) << 4) - 32;
+}
+
+inline void dequant_iq4_xs_chunk(const uint8_t* b, int c, float* out) {
+  const float dl = kquant_detail::f16_at(b) * static_cast<float>(iq4_xs_scale(b, c));
+  const uint8_t* qs = b + 8 + 16 * c;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = dl * static_cast<float>(kIQ4Values[qs[j] & 15]);
+    out[j + 16] = dl * static_cast<float>(kIQ4Values[qs[j] >> 4]);
+  }
+}
+
 inline void dequant_q6_k_chunk(const uint8_t* b, int c, float* out) {
   const int half = c / 4, k = c % 4;
   const uint8_t* ql = b + 64 * half + 32 * (k & 1);
@@ -191,6 +224,8 @@ inline void dequant_gguf_chunk(DType t, const uint8_t* block, int c, float* out)
     case DType::q4_k: dequant_q4_k_chunk(block, c, out); break;
     case DType::q5_k: dequant_q5_k_chunk(block, c, out); break;
     case DType::q6_k: dequant_q6_k_chunk(block, c, out); break;
+    case DType::iq4_nl: dequant_iq4_nl_block(block, out); break;
+    case DType::iq4_xs: dequant_iq4_xs_chunk(block, c, out); break;
     default: break;
   }
 }

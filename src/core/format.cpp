@@ -25,7 +25,8 @@ constexpr EncodingInfo kEncodings[kNumEncodings] = {
     {Encoding::q5_0, "q5_0", 0, 0},       {Encoding::q5_1, "q5_1", 0, 0},
     {Encoding::q2_k, "q2_K", 0, 0},       {Encoding::q3_k, "q3_K", 0, 0},
     {Encoding::q4_k, "q4_K", 0, 0},       {Encoding::q5_k, "q5_K", 0, 0},
-    {Encoding::q6_k, "q6_K", 0, 0},       {Encoding::bfp8_b, "bfp8_b", 0, 64 + 1024},
+    {Encoding::q6_k, "q6_K", 0, 0},       {Encoding::iq4_nl, "iq4_nl", 0, 0},
+    {Encoding::iq4_xs, "iq4_xs", 0, 0},   {Encoding::bfp8_b, "bfp8_b", 0, 64 + 1024},
     {Encoding::bfp4_b, "bfp4_b", 0, 64 + 512},
 };
 const EncodingInfo& info(Encoding e) { return kEncodings[static_cast<int>(e)]; }
@@ -87,6 +88,8 @@ Encoding encoding_of(DType t) {
     case DType::q4_k: return Encoding::q4_k;
     case DType::q5_k: return Encoding::q5_k;
     case DType::q6_k: return Encoding::q6_k;
+    case DType::iq4_nl: return Encoding::iq4_nl;
+    case DType::iq4_xs: return Encoding::iq4_xs;
   }
   return Encoding::f32;
 }
@@ -95,12 +98,12 @@ std::optional<DType> dtype_of(Encoding e) {
   switch (e) {
     case Encoding::bfp8_b:
     case Encoding::bfp4_b: return std::nullopt;
-    default: return static_cast<DType>(static_cast<int>(e));  // same order up to q6_k
+    default: return static_cast<DType>(static_cast<int>(e));  // same order up to iq4_xs
   }
 }
 
 bool encoding_is_gguf_block(Encoding e) {
-  return static_cast<int>(e) >= static_cast<int>(Encoding::q8_0) && static_cast<int>(e) <= static_cast<int>(Encoding::q6_k);
+  return static_cast<int>(e) >= static_cast<int>(Encoding::q8_0) && static_cast<int>(e) <= static_cast<int>(Encoding::iq4_xs);
 }
 
 bool encoding_is_block(Encoding e) {
@@ -264,7 +267,7 @@ Result<Format> Format::parse(const std::string& text, Shape s) {
   auto e = encoding_from_name(enc);
   if (!e)
     return error(StatusCode::invalid_argument, "unknown encoding '", enc,
-                 "' in format '", text, "' (known: f32 f16 bf16 i8 u8 i16 i32 i64 bool q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K bfp8_b bfp4_b)");
+                 "' in format '", text, "' (known: f32 f16 bf16 i8 u8 i16 i32 i64 bool q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs bfp8_b bfp4_b)");
   auto l = layout_from_name(lay);
   if (!l)
     return error(StatusCode::invalid_argument, "unknown layout '", lay, "' in format '", text,

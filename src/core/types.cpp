@@ -29,6 +29,8 @@ constexpr DTypeInfo kDTypes[kNumDTypes] = {
     {DType::q4_k, "q4_K", 0, kQKBlock, kQ4_KBlockBytes},
     {DType::q5_k, "q5_K", 0, kQKBlock, kQ5_KBlockBytes},
     {DType::q6_k, "q6_K", 0, kQKBlock, kQ6_KBlockBytes},
+    {DType::iq4_nl, "iq4_nl", 0, kQBlock, kIQ4_NLBlockBytes},
+    {DType::iq4_xs, "iq4_xs", 0, kQKBlock, kIQ4_XSBlockBytes},
 };
 }  // namespace
 

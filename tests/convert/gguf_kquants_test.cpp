@@ -1,4 +1,4 @@
-// GGUF q4_1, q5_0, q5_1 and the K-quants q2_K ... q6_K: the decoders against a reference
+// GGUF q4_1, q5_0, q5_1, the K-quants q2_K ... q6_K and iq4_nl / iq4_xs: the decoders against a reference
 // written here in double from the published block layouts (ggml's block_* structs and
 // its dequantize_row_* loops, walked over a whole super-block the way the format
 // describes it, not chunk by chunk as the library does).
@@ -129,6 +129,20 @@ void reference_block(DType t, const uint8_t* b, std::vector<double>& y, std::vec
       for (double v : vals) put(v, 0.0);
       break;
     }
+    case DType::iq4_nl: case DType::iq4_xs: {  // block_iq4_nl {d, qs[16]}; block_iq4_xs {d, scales_h, scales_l[4], qs[128]}
+      static const int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+      const double d = f16_at(b);
+      const bool xs = t == DType::iq4_xs;
+      const int sub_blocks = xs ? 8 : 1;
+      const uint16_t scales_h = static_cast<uint16_t>(b[2] | b[3] << 8);
+      for (int ib = 0; ib < sub_blocks; ++ib) {
+        const uint8_t* qs = xs ? b + 8 + 16 * ib : b + 2;
+        int scale = 1;  // iq4_nl: d alone
+        if (xs) scale = (((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf) | (((scales_h >> (2 * ib)) & 3) << 4)) - 32;
+        for (int j = 0; j < 32; ++j) put(d * scale * kTable[j < 16 ? qs[j] & 15 : qs[j - 16] >> 4], 0.0);
+      }
+      break;
+    }
     default: FAIL() << "no reference for " << dtype_name(t);
   }
 }
@@ -141,6 +155,7 @@ std::vector<int> f16_fields(DType t) {
     case DType::q2_k: return {80, 82};
     case DType::q3_k: return {108};
     case DType::q6_k: return {208};
+    case DType::iq4_nl: case DType::iq4_xs: return {0};
     default: return {};
   }
 }
@@ -161,14 +176,15 @@ std::vector<uint8_t> random_blocks(DType t, int64_t n_blocks, uint32_t seed) {
   return bytes;
 }
 
-constexpr DType kTypes[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::q2_k,
-                            DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k};
+constexpr DType kTypes[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::q2_k,  DType::q3_k,
+                            DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_nl, DType::iq4_xs};
 
 TEST(GgufKQuants, BlockSizesAreTheFormats) {
   // sizeof(block_*) in the format: values per block and bytes.
   const std::pair<DType, std::pair<int64_t, int64_t>> sizes[] = {
       {DType::q4_1, {32, 20}},   {DType::q5_0, {32, 22}},   {DType::q5_1, {32, 24}},   {DType::q2_k, {256, 84}},
-      {DType::q3_k, {256, 110}}, {DType::q4_k, {256, 144}}, {DType::q5_k, {256, 176}}, {DType::q6_k, {256, 210}}};
+      {DType::q3_k, {256, 110}}, {DType::q4_k, {256, 144}}, {DType::q5_k, {256, 176}}, {DType::q6_k, {256, 210}},
+      {DType::iq4_nl, {32, 18}}, {DType::iq4_xs, {256, 136}}};
   for (auto [t, vb] : sizes) {
     EXPECT_TRUE(dtype_is_block(t)) << dtype_name(t);
     EXPECT_EQ(dtype_block_values(t), vb.first) << dtype_name(t);

@@ -85,6 +85,16 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
           v[i] = p[i] - n[i];
         }
       }
+    } else if (t == DType::iq4_xs) {  // d, scales_h, scales_l[4], qs[128] (gguf_kquants.h)
+      static const int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+      const uint16_t dh = random_scale(rng);
+      std::memcpy(b, &dh, 2);
+      for (int i = 0; i < kSuper; ++i) {  // sub-block c = i / 32, l = i % 32
+        const int c = i / 32, l = i % 32;
+        const int ls = ((b[4 + c / 2] >> (4 * (c % 2))) & 15) | (((b[2] | b[3] << 8) >> (2 * c)) & 3) << 4;
+        const int code = l < 16 ? b[8 + 16 * c + l] & 15 : b[8 + 16 * c + l - 16] >> 4;
+        v[i] = p[i] = f16_value(dh) * (ls - 32) * kTable[code], n[i] = 0;
+      }
     } else {
       const uint16_t dh = random_scale(rng);
       std::memcpy(b + 208, &dh, 2);
@@ -190,7 +200,7 @@ TEST(LinearKQ, Q8KRoundingFollowsItsDefinition) {
 // (only float rounding apart), and against the exact activations within the Q8_K bound.
 TEST(LinearKQ, ScalarMatchesDoubleOfTheRoundedActivations) {
   uint32_t seed = 300;
-  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (int64_t k : {256, 768, 2048, 4096}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " k " + std::to_string(k));
       const int64_t m = 3, oc = 9;
@@ -222,7 +232,7 @@ TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
 #else
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 500;
-  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (int64_t k : {256, 512, 2048, 4096})
       for (int64_t m : {1, 2, 4, 5, 9})
         for (int64_t oc : {1, 7, 37}) {
@@ -280,7 +290,7 @@ std::vector<float> run_fc(const Graph& g, const std::vector<float>& x, int threa
 // (301 outputs: uneven pieces taken at run time); without it, the f32 reference.
 TEST(LinearKQ, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
-  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (int64_t m : {1, 3}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m));
       const int64_t oc = 301, k = 512;

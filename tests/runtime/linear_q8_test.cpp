@@ -44,7 +44,7 @@ struct Weights {
   int64_t row_bytes() const { return static_cast<int64_t>(bytes.size()) / oc; }
 };
 
-// Random GGUF rows: q8_0 bytes over the whole int8 range (-128 included), q4_0 nibbles,
+// Random GGUF rows: q8_0 bytes over the whole int8 range (-128 included), q4_0 / q5_0 / iq4_nl codes,
 // f16 values in [-1, 1); block scales in [0.005, 0.05).
 Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -73,6 +73,23 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
           const int8_t q = static_cast<int8_t>(byte(rng) - 128);
           w.bytes.push_back(static_cast<uint8_t>(q));
           v[i] = d * q;
+        }
+      } else if (t == DType::q5_0) {  // d, 32 fifth bits (bit j: value j), 16 nibble bytes; code - 16
+        uint32_t qh = 0;
+        for (int i = 0; i < 4; ++i) qh |= static_cast<uint32_t>(byte(rng)) << (8 * i);
+        for (int i = 0; i < 4; ++i) w.bytes.push_back(static_cast<uint8_t>(qh >> (8 * i)));
+        for (int j = 0; j < kBlock / 2; ++j) {
+          const int lo = byte(rng) & 15, hi = byte(rng) & 15;
+          w.bytes.push_back(static_cast<uint8_t>(lo | hi << 4));
+          v[j] = d * ((lo | static_cast<int>((qh >> j) & 1) << 4) - 16);
+          v[j + kBlock / 2] = d * ((hi | static_cast<int>((qh >> (j + 16)) & 1) << 4) - 16);
+        }
+      } else if (t == DType::iq4_nl) {  // d, 16 bytes of codes into the non-linear table
+        static const int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+        for (int j = 0; j < kBlock / 2; ++j) {
+          const int lo = byte(rng) & 15, hi = byte(rng) & 15;
+          w.bytes.push_back(static_cast<uint8_t>(lo | hi << 4));
+          v[j] = d * kTable[lo], v[j + kBlock / 2] = d * kTable[hi];
         }
       } else {
         for (int j = 0; j < kBlock / 2; ++j) {
@@ -278,8 +295,9 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
 // (float accumulation over at most a few hundred terms).
 TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
   uint32_t seed = 500;
-  for (int variant = 0; variant < 4; ++variant) {
-    const DType t = variant == 0 ? DType::q8_0 : variant == 1 ? DType::q4_0 : DType::f16;
+  for (int variant = 0; variant < 6; ++variant) {
+    const DType t = variant == 0 ? DType::q8_0 : variant == 1 ? DType::q4_0 : variant == 4 ? DType::q5_0
+                    : variant == 5 ? DType::iq4_nl : DType::f16;
     const bool exact_f16 = variant == 3;  // f16 weights, f32 activations
     SCOPED_TRACE(std::string(dtype_name(t)) + (exact_f16 ? " exact activations" : ""));
     const int64_t m = 3, oc = 7, k = t == DType::f16 ? 172 : 256;
@@ -410,7 +428,7 @@ TEST(LinearQ8, RowsTakenAtRunTimeGiveTheSameBits) {
 
 TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
-  for (DType t : {DType::q8_0, DType::q4_0, DType::f16}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::iq4_nl, DType::f16}) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t m = 5, oc = 37, k = 128;
     Weights w = random_weights(t, oc, k, ++seed);

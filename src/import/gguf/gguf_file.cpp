@@ -57,7 +57,7 @@ constexpr GgmlDType kGgmlDTypes[] = {
     {kGgmlF32, DType::f32},   {kGgmlF16, DType::f16},   {kGgmlBF16, DType::bf16}, {kGgmlQ8_0, DType::q8_0},
     {kGgmlQ4_0, DType::q4_0}, {kGgmlQ4_1, DType::q4_1}, {kGgmlQ5_0, DType::q5_0}, {kGgmlQ5_1, DType::q5_1},
     {kGgmlQ2_K, DType::q2_k}, {kGgmlQ3_K, DType::q3_k}, {kGgmlQ4_K, DType::q4_k}, {kGgmlQ5_K, DType::q5_k},
-    {kGgmlQ6_K, DType::q6_k},
+    {kGgmlQ6_K, DType::q6_k}, {kGgmlIQ4_NL, DType::iq4_nl}, {kGgmlIQ4_XS, DType::iq4_xs},
 };
 }  // namespace
 

@@ -58,7 +58,8 @@ struct Value {
 // ggml_type numbers (ggml.h) of the tensor types Tessera reads, and a name for any number.
 enum GgmlType : uint32_t {
   kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ5_1 = 7, kGgmlQ8_0 = 8,
-  kGgmlQ2_K = 10, kGgmlQ3_K = 11, kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlBF16 = 30,
+  kGgmlQ2_K = 10, kGgmlQ3_K = 11, kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlIQ4_NL = 20,
+  kGgmlIQ4_XS = 23, kGgmlBF16 = 30,
 };
 // "q4_K" for 12, "type 99" for an unknown number.
 std::string ggml_type_name(uint32_t type);

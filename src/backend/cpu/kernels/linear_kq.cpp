@@ -104,10 +104,25 @@ float q6_k_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
   return std::fma(f16_at(b + kQ6KD) * dx, static_cast<float>(s), acc);
 }
 
+// One iq4_xs super-block against one Q8_K super-block.
+float iq4_xs_block(const uint8_t* b, const int8_t* q, float dx, float acc) {
+  int32_t s = 0;
+  for (int c = 0; c < 8; ++c) {
+    const uint8_t* qs = b + 8 + 16 * c;
+    int32_t t = 0;
+    for (int l = 0; l < 16; ++l)
+      t += convert::kIQ4Values[qs[l] & 15] * int32_t{q[32 * c + l]} +
+           convert::kIQ4Values[qs[l] >> 4] * int32_t{q[32 * c + 16 + l]};
+    s += convert::iq4_xs_scale(b, c) * t;
+  }
+  return std::fma(f16_at(b) * dx, static_cast<float>(s), acc);
+}
+
 }  // namespace
 
 bool supported(DType wt) {
-  return wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k;
+  return wt == DType::q2_k || wt == DType::q3_k || wt == DType::q4_k || wt == DType::q5_k || wt == DType::q6_k ||
+         wt == DType::iq4_xs;
 }
 
 void quantize_row_q8k(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsums) {
@@ -155,6 +170,7 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
         else if (g.wt == DType::q5_k) acc = q4_5_k_block(b, b + kQ5KCodes, b + kQ5KHigh, q, xd[i], bs, acc);
         else if (g.wt == DType::q6_k) acc = q6_k_block(b, q, xd[i], acc);
         else if (g.wt == DType::q2_k) acc = q2_k_block(b, q, xd[i], bs, acc);
+        else if (g.wt == DType::iq4_xs) acc = iq4_xs_block(b, q, xd[i], acc);
         else acc = q3_k_block(b, q, xd[i], acc);
       }
       g.y[m * g.ldy + o] = acc;

@@ -1,4 +1,4 @@
-// Fast fully_connected for K-quant weight rows (q2_K ... q6_K): 8-bit activation super-blocks
+// Fast fully_connected for K-quant weight rows (q2_K ... q6_K, iq4_xs): 8-bit activation super-blocks
 // (Q8_K) against the weights' own codes, every super-block's dot product an exact integer.
 //
 // Activations (Q8_K, as llama.cpp rounds the inputs of its K-quant matmuls): each row is
@@ -20,6 +20,8 @@
 //         acc = fma(d_i * dx_i, float(S_i), acc); acc = fma(-(dmin_i * dx_i), float(M_i), acc)
 //   q5_K: as q4_K with code[32c + l] = nibble | fifth bit << 4 (0..31) in place of the nibble
 //   q6_K: S_i = sum_{g<16} scales[g] * sum_{l<16} (code[16g + l] - 32) * q[16g + l]
+//         acc = fma(d_i * dx_i, float(S_i), acc)
+//   iq4_xs: S_i = sum_{c<8} (ls[c] - 32) * sum_{l<32} kIQ4Values[code[32c + l]] * q[32c + l]
 //         acc = fma(d_i * dx_i, float(S_i), acc)
 // for i = 0, 1, ... in order from acc = 0, and y = acc. (|S_i| < 2^27 and |M_i| < 2^21 for
 // every type, so int32 never overflows; float() rounds to nearest even, the same in every

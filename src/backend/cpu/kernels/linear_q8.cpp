@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_util.h"
+#include "convert/gguf_kquants.h"
 #include "convert/simd.h"
 
 namespace tessera::cpu {
@@ -29,6 +30,11 @@ float weight_block(DType wt, const uint8_t* row, int64_t b, int8_t* out) {
   std::memcpy(&dh, blk, 2);
   if (wt == DType::q8_0) {
     std::memcpy(out, blk + 2, kBlock);
+  } else if (wt == DType::iq4_nl) {
+    for (int j = 0; j < kBlock / 2; ++j) {
+      out[j] = convert::kIQ4Values[blk[2 + j] & 15];
+      out[j + kBlock / 2] = convert::kIQ4Values[blk[2 + j] >> 4];
+    }
   } else if (wt == DType::q5_0) {
     // d, 32 high bits (bit j: value j), 16 bytes of low nibbles (j and j + 16); q - 16.
     uint32_t qh;
@@ -131,7 +137,7 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
 }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
   // q5_0 (a fallback type of K-quant files, for rows K-quants cannot hold) has the scalar kernel only.
-  convert::use_avx2() && g.wt != DType::q5_0 ? avx2::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
+  convert::use_avx2() && g.wt != DType::q5_0 && g.wt != DType::iq4_nl ? avx2::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
 }
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_avx2() ? avx2::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
@@ -147,7 +153,7 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
   convert::use_neon() ? neon::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
 }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
-  convert::use_neon() && g.wt != DType::q5_0 ? neon::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
+  convert::use_neon() && g.wt != DType::q5_0 && g.wt != DType::iq4_nl ? neon::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
 }
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_neon() ? neon::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
@@ -177,7 +183,7 @@ FcPath fc_path(const KernelContext& c) {
   if (wt == DType::f16) return FcPath::f16;
   // 8-bit activations change the result (within the bound of linear_q8.h), so a graph asks
   // for them per node: attribute input_rounding = "q8_0".
-  if ((wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q5_0) && ic % q8::kBlock == 0 &&
+  if ((wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q5_0 || wt == DType::iq4_nl) && ic % q8::kBlock == 0 &&
       c.n.get(attr::input_rounding) == "q8_0")
     return FcPath::quant;
   // K-quant weights under the same request: Q8_K activation super-blocks (linear_kq.h).

@@ -1,7 +1,7 @@
 // Fast fully_connected for LLM weights: 8-bit activation blocks against Q8_0 / Q4_0 rows,
 // and f32 activations against F16 rows.
 //
-// Quantized weights (q8_0, q4_0, q5_0): each activation row is rounded once to 8-bit blocks of
+// Quantized weights (q8_0, q4_0, q5_0, iq4_nl): each activation row is rounded once to 8-bit blocks of
 // 32 as llama.cpp rounds matmul inputs (amax = max |x| over the block, d = amax / 127
 // rounded to binary16 as its q8_0 blocks store it, q = round-half-even(x * (127 / amax)),
 // q = 0 when amax = 0), then every block's dot product is an exact integer. The float
@@ -57,7 +57,7 @@ struct ActRows {
 
 // y[m * ldy + o] = dot(activation row m, weight row o) for every m and o in [o0, o1).
 struct QuantGemm {
-  DType wt = DType::q8_0;      // q8_0, q4_0 or q5_0 (q5_0: the scalar kernel at every level)
+  DType wt = DType::q8_0;      // q8_0, q4_0, q5_0 or iq4_nl (the last two: the scalar kernel at every level)
   const uint8_t* w = nullptr;  // [OC] rows of k / 32 GGUF blocks
   int64_t w_row_bytes = 0;
   ActRows x;

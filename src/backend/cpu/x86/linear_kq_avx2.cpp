@@ -1,4 +1,4 @@
-// AVX2 kernels of linear_kq.h (q2_K ... q6_K); bit-identical to the scalar ones there.
+// AVX2 kernels of linear_kq.h (q2_K ... q6_K, iq4_xs); bit-identical to the scalar ones there.
 //
 // One weight row at a time, read start to end (one sequential stream). Each super-block's
 // codes are unpacked once into eight registers of 32 unsigned bytes (chunk c = values
@@ -229,6 +229,45 @@ struct Q6K {
   }
 };
 
+// iq4_xs: each chunk's sixteen code bytes split into 32 nibbles (low nibbles: values 0-15,
+// high: 16-31), mapped through the table by a byte shuffle to signed weights; maddubs takes
+// |w| against the activations with w's sign (the table has no 0, and |w|, |q| <= 127 keep
+// the int16 pairs below 2^15), madd by the signed scales ls - 32.
+struct IQ4XS {
+  __m256i absw[8], w[8];
+  __m256i sc;  // int16 lane c of each 128-bit half: ls_c - 32
+  float d;
+
+  void load_block(const uint8_t* b) {
+    d = f16_at(b);
+    alignas(16) int16_t s[8];
+    for (int c = 0; c < 8; ++c) s[c] = static_cast<int16_t>(convert::iq4_xs_scale(b, c));
+    sc = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(s)));
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(convert::kIQ4Values)));
+    const __m128i m4 = _mm_set1_epi8(15);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * c));
+      const __m256i idx = _mm256_setr_m128i(_mm_and_si128(qs, m4), _mm_and_si128(_mm_srli_epi16(qs, 4), m4));
+      w[c] = _mm256_shuffle_epi8(table, idx);
+      absw[c] = _mm256_abs_epi8(w[c]);
+    }
+  }
+
+  float dot(const int8_t* q, float dx, const int16_t*, float acc) const {
+    __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m256i scale = _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>((2 * c + 1) << 8 | 2 * c)));
+      const __m256i p = _mm256_maddubs_epi16(absw[c], _mm256_sign_epi8(load(q + 32 * c), w[c]));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scale));
+    }
+    int32_t si, unused;
+    hsum2(s, s, si, unused);
+    return std::fma(d * dx, static_cast<float>(si), acc);
+  }
+};
+
 template <typename Block>
 void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
   const int64_t blocks = g.x.k / kSuper;
@@ -258,6 +297,7 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
   if (g.wt == DType::q5_k) return gemm_t<Q45K<true>>(g, o0, o1, kQ5_KBlockBytes);
   if (g.wt == DType::q2_k) return gemm_t<Q23K<false>>(g, o0, o1, kQ2_KBlockBytes);
   if (g.wt == DType::q3_k) return gemm_t<Q23K<true>>(g, o0, o1, kQ3_KBlockBytes);
+  if (g.wt == DType::iq4_xs) return gemm_t<IQ4XS>(g, o0, o1, kIQ4_XSBlockBytes);
   gemm_t<Q6K>(g, o0, o1, kQ6_KBlockBytes);
 }
 
