@@ -25,7 +25,6 @@ struct ExpectedFailure {
 };
 
 const ExpectedFailure kExpectedFailures[] = {
-    {"coral_split_concat", "SPLIT", "not supported"},
     {"micro_dtln_noise_suppression", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
     {"micro_micro_speech_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
     {"micro_trained_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},

@@ -62,6 +62,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_FLOOR_DIV, 2},        {T::BuiltinOperator_SQRT, 1},
     {T::BuiltinOperator_CUSTOM, 1},  // by custom code: op_builder_custom.cpp
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
+    // v2 int8, v3 int32 (SPLIT) / int16 (SPLIT_V), v4 int16 (SPLIT): the split copies bytes.
+    {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
