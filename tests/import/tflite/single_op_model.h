@@ -46,7 +46,15 @@ inline std::vector<uint8_t> int32_bytes(const std::vector<int32_t>& v) {
 // The operator's options: its union type and the table written into `fb`.
 using OptionsWriter = std::function<std::pair<::tflite::BuiltinOptions, flatbuffers::Offset<void>>(flatbuffers::FlatBufferBuilder&)>;
 
+// An operator that runs before the model's main one (for operators fed by another).
+struct OpBefore {
+  ::tflite::BuiltinOperator code;
+  int version = 1;
+  std::vector<int32_t> inputs, outputs;
+};
+
 struct SingleOpModel {
+  std::vector<OpBefore> before;  // run first, without options
   ::tflite::BuiltinOperator code = ::tflite::BuiltinOperator_ADD;
   int version = 1;
   std::vector<OpTensor> tensors;
@@ -78,11 +86,17 @@ struct SingleOpModel {
       for (int32_t i : op_inputs)
         if (i >= 0 && tensors[static_cast<size_t>(i)].data.empty()) ins.push_back(i);
     auto opts = options ? options(fb) : std::make_pair(T::BuiltinOptions_NONE, flatbuffers::Offset<void>());
-    std::vector<flatbuffers::Offset<T::Operator>> ops = {
-        T::CreateOperatorDirect(fb, 0, &op_inputs, &op_outputs, opts.first, opts.second)};
+    std::vector<flatbuffers::Offset<T::Operator>> ops;
+    std::vector<flatbuffers::Offset<T::OperatorCode>> codes;
+    auto add_code = [&](T::BuiltinOperator c, int v) {
+      const int8_t deprecated = static_cast<int8_t>(c < 127 ? c : 127);
+      codes.push_back(T::CreateOperatorCode(fb, deprecated, 0, v, c));
+      return static_cast<uint32_t>(codes.size() - 1);
+    };
+    for (const OpBefore& b : before)
+      ops.push_back(T::CreateOperatorDirect(fb, add_code(b.code, b.version), &b.inputs, &b.outputs));
+    ops.push_back(T::CreateOperatorDirect(fb, add_code(code, version), &op_inputs, &op_outputs, opts.first, opts.second));
     std::vector<flatbuffers::Offset<T::SubGraph>> sgs = {T::CreateSubGraphDirect(fb, &ts, &ins, &op_outputs, &ops)};
-    const int8_t deprecated = static_cast<int8_t>(code < 127 ? code : 127);
-    std::vector<flatbuffers::Offset<T::OperatorCode>> codes = {T::CreateOperatorCode(fb, deprecated, 0, version, code)};
     fb.Finish(T::CreateModelDirect(fb, 3, &codes, &sgs, "single op", &buffers), T::ModelIdentifier());
     return std::vector<uint8_t>(fb.GetBufferPointer(), fb.GetBufferPointer() + fb.GetSize());
   }
