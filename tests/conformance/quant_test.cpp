@@ -62,8 +62,8 @@ TESSERA_CONFORMANCE_CASES(quantize) {
     const double qmin = t == DType::u8 ? 0 : -128, qmax = t == DType::u8 ? 255 : 127;
     for (int64_t i = 0; i < num_elements(s); ++i) {
       const int64_t ch = variant == 2 ? i % s[1] : 0;
-      // TFLite: round(x / scale) in float, half away from zero, then + zero point, clamp.
-      const float r = std::round(x[i] / q.scale_at(ch));
+      // TFLite: round(x / scale) in double, half away from zero, then + zero point, clamp.
+      const double r = std::round(static_cast<double>(x[i]) / static_cast<double>(q.scale_at(ch)));
       c.expected.push_back(std::clamp(static_cast<double>(r) + static_cast<double>(q.zero_point_at(ch)), qmin, qmax));
     }
     cases.push_back(std::move(c));

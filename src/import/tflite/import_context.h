@@ -25,6 +25,8 @@ struct ImportContext {
   Result<TensorId> tensor(int32_t index, const std::string& what);
   // Values of a constant i32/i64 TFLite tensor (shape operands, axes, sizes).
   Result<std::vector<int64_t>> const_ints(int32_t index, const std::string& what);
+  // Whether graph tensor `id` is one of the subgraph's outputs.
+  bool is_model_output(TensorId id) const;
   // A fresh activation tensor (for ops the importer splits into several nodes).
   TensorId temp_tensor(const std::string& name, Shape shape, DType dtype, QuantParams q);
 };

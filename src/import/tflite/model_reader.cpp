@@ -169,6 +169,13 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   return ids[index];
 }
 
+bool ImportContext::is_model_output(TensorId id) const {
+  if (!subgraph || !subgraph->outputs()) return false;
+  for (int32_t i : *subgraph->outputs())
+    if (i >= 0 && i < num_tensors && ids[static_cast<size_t>(i)] == id) return true;
+  return false;
+}
+
 Result<std::vector<int64_t>> ImportContext::const_ints(int32_t index, const std::string& what) {
   TS_ASSIGN_OR_RETURN(TensorId id, tensor(index, what));
   const Tensor& t = graph.tensor(id);
@@ -257,15 +264,30 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that
-  // an inconsistent model is reported at the operator that is wrong.
+  // an inconsistent model is reported at the operator that is wrong. Converters leave
+  // placeholder shapes on some intermediate tensors (the interpreter recomputes them when
+  // it allocates): an intermediate tensor takes the inferred shape; a model output keeps
+  // its declared one, which must agree.
+  const size_t node_index = cx.graph.nodes().size() - 1;
   const Node& added = cx.graph.nodes().back();
   auto inferred = infer_outputs(cx.graph, added);
   if (!inferred.ok()) return inferred.status().with_context("tflite " + label);
   for (size_t i = 0; i < added.outputs.size() && i < inferred->size(); ++i) {
-    const Tensor& t = cx.graph.tensor(added.outputs[i]);
-    if (t.shape != (*inferred)[i].shape)
-      return fail("output '" + t.name + "' is declared " + shape_str(t.shape) + " but the operator produces " +
-                  shape_str((*inferred)[i].shape));
+    const TensorId id = cx.graph.nodes()[node_index].outputs[i];
+    Tensor& t = cx.graph.tensor(id);
+    const Shape& want = (*inferred)[i].shape;
+    if (t.shape == want) continue;
+    const std::string mismatch = "output '" + t.name + "' is declared " + shape_str(t.shape) +
+                                 " but the operator produces " + shape_str(want);
+    if (cx.is_model_output(id)) return fail(mismatch + " (a model output keeps its declared shape)");
+    if (t.role != Role::activation || t.data) return fail(mismatch);
+    for (size_t k = 0; k < node_index; ++k)
+      for (TensorId used : cx.graph.nodes()[k].inputs)
+        if (used == id) return fail(mismatch + ", and an earlier operator already read it");
+    if (!t.quant.empty() && t.quant.per_axis() && (t.quant.axis >= static_cast<int>(want.size()) ||
+                                                    want[static_cast<size_t>(t.quant.axis)] != static_cast<int64_t>(t.quant.scale.size())))
+      return fail(mismatch + ", which its per-axis quantization does not fit");
+    t.shape = want;
   }
   return Status::Ok();
 }

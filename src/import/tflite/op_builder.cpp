@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "convert/dtype.h"
 #include "import/tflite/import_context.h"
 
 namespace tessera::tflite {
@@ -62,6 +63,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_FLOOR_DIV, 2},        {T::BuiltinOperator_SQRT, 1},
     {T::BuiltinOperator_CUSTOM, 1},  // by custom code: op_builder_custom.cpp
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
+    // v2 int8, v3 int32 (SPLIT) / int16 (SPLIT_V), v4 int16 (SPLIT): the split copies bytes.
+    {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -319,12 +322,43 @@ Status build_quantize(OpSite& s) {
   return s.add(OpKind::requantize, {x}, {y});
 }
 
+// DEQUANTIZE of a constant f16 tensor (float16 weights): folded at import into an f32
+// constant, exactly (every f16 value is an f32), so no node runs before each convolution.
+Status fold_f16_constant(OpSite& s, TensorId x, TensorId y) {
+  Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  Tensor& yt = g.tensor(y);
+  if (yt.role != Role::activation)
+    return s.fail("output '" + yt.name + "' of a constant f16 DEQUANTIZE must be an intermediate tensor, it is " +
+                  role_name(yt.role));
+  const int64_t n = xt.elements();
+  if (!xt.data || n < 0 || xt.data->size != n * 2)  // the reader checked size == 2 * elements
+    return s.fail("constant '" + xt.name + "' has " + std::to_string(xt.data ? xt.data->size : 0) + " bytes for " +
+                  std::to_string(n) + " f16 values");
+  if (yt.shape != xt.shape && (!yt.shape.empty() || n != 1))
+    return s.fail("output '" + yt.name + "' is declared " + shape_str(yt.shape) + " but input '" + xt.name + "' is " +
+                  shape_str(xt.shape));
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);  // n * 2 bytes were in the file
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, xt.data->data + 2 * i, 2);
+    const float f = convert::f16_to_f32(h);
+    std::memcpy(bytes.data() + 4 * i, &f, 4);
+  }
+  yt.shape = xt.shape;
+  yt.quant = QuantParams{};
+  yt.role = Role::weight;
+  yt.data = ConstData::from_vector(std::move(bytes));
+  return Status::Ok();
+}
+
 Status build_dequantize(OpSite& s) {
   TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& xt = s.cx.graph.tensor(x);
   if (s.cx.graph.tensor(y).dtype != DType::f32) return s.fail("output must be f32");
+  if (xt.dtype == DType::f16 && xt.data) return fold_f16_constant(s, x, y);
   if (xt.dtype != DType::f16 && !is_quant(xt))
     return s.fail("input '" + xt.name + "' must be f16 or quantized integer");
   return s.add(OpKind::dequantize, {x}, {y});

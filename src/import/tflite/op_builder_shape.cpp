@@ -1,5 +1,6 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
-// transpose, concatenation, pack/unpack, pad, slices, gather, resizes, arg max, cast).
+// transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
+// max, cast).
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -181,6 +182,93 @@ Status build_strided_slice(OpSite& s) {
                {{"begin", begin}, {"end", end}, {"strides", strides}, {"shrink_axes", shrink}});
 }
 
+// SPLIT / SPLIT_V: output k is the slice [offset_k, offset_k + size_k) of the input along
+// `axis`, as TFLite's split kernels copy it (bytes: an output keeps the input's
+// quantization). `sizes` holds one entry per output; SPLIT_V's single -1 takes the rest.
+Status build_split_parts(OpSite& s, TensorId x, int64_t axis_value, std::vector<int64_t> sizes,
+                         const std::string& sizes_name) {
+  const Tensor xt = s.cx.graph.tensor(x);
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
+  if (rank == 0) return s.fail("input '" + xt.name + "' is a scalar: nothing to split");
+  TS_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(s, axis_value, rank));
+  const int64_t dim = xt.shape[axis];
+  if (static_cast<int64_t>(sizes.size()) != s.num_outputs())
+    return s.fail(sizes_name + " has " + std::to_string(sizes.size()) + " entries for " +
+                  std::to_string(s.num_outputs()) + " outputs");
+  int64_t known = 0;  // the sum of the explicit sizes, each in [0, dim], stopped once above dim
+  int infer = -1;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] == -1) {
+      if (infer >= 0) return s.fail(sizes_name + " has more than one -1");
+      infer = static_cast<int>(k);
+      continue;
+    }
+    if (sizes[k] < 0 || sizes[k] > dim)
+      return s.fail(sizes_name + "[" + std::to_string(k) + "] = " + std::to_string(sizes[k]) + " is outside [0, " +
+                    std::to_string(dim) + "] (dim " + std::to_string(axis) + " of input '" + xt.name + "' " +
+                    shape_str(xt.shape) + ")");
+    known += sizes[k];
+    if (known > dim) break;
+  }
+  if (known > dim || (infer < 0 && known != dim))
+    return s.fail(sizes_name + " sums to " + std::to_string(known) + (known > dim ? "+" : "") + ", dim " +
+                  std::to_string(axis) + " of input '" + xt.name + "' " + shape_str(xt.shape) + " is " +
+                  std::to_string(dim));
+  if (infer >= 0) sizes[infer] = dim - known;
+  int64_t offset = 0;
+  for (int k = 0; k < s.num_outputs(); ++k) {
+    TS_ASSIGN_OR_RETURN(TensorId y, s.output(k));
+    const Tensor& yt = s.cx.graph.tensor(y);
+    if (yt.dtype != xt.dtype || yt.quant != xt.quant)
+      return s.fail("output '" + yt.name + "' differs from input '" + xt.name +
+                    "' in dtype or quantization (the split copies the input's values)");
+    if (sizes[k] == 0) return s.fail("output '" + yt.name + "' would be empty (size 0 along the axis)");
+    std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(xt.shape.begin(), xt.shape.end());
+    begin[axis] = offset;
+    size[axis] = sizes[k];
+    offset += sizes[k];
+    TS_RETURN_IF_ERROR(s.add(OpKind::slice, {x}, {y}, {{"begin", begin}, {"size", size}}, " output " + std::to_string(k)));
+  }
+  return Status::Ok();
+}
+
+// SPLIT: inputs (axis, input); num_splits equal parts.
+Status build_split(OpSite& s) {
+  const auto* o = s.op->builtin_options_as_SplitOptions();
+  if (!o) return s.fail("SplitOptions are missing");
+  if (s.num_inputs() != 2) return s.fail("has " + std::to_string(s.num_inputs()) + " inputs, expected 2 (axis, input)");
+  if (o->num_splits() < 1 || o->num_splits() != s.num_outputs())
+    return s.fail("num_splits " + std::to_string(o->num_splits()) + " does not match its " +
+                  std::to_string(s.num_outputs()) + " outputs");
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axis, s.const_input(0));
+  if (axis.size() != 1) return s.fail("axis must be one value, got " + std::to_string(axis.size()));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(1));
+  const Tensor& xt = s.cx.graph.tensor(x);
+  TS_ASSIGN_OR_RETURN(int64_t ax, normalize_axis(s, axis[0], static_cast<int64_t>(xt.shape.size())));
+  const int64_t n = o->num_splits();
+  if (xt.shape[ax] % n != 0)
+    return s.fail("num_splits " + std::to_string(n) + " does not divide dim " + std::to_string(ax) + " (" +
+                  std::to_string(xt.shape[ax]) + ") of input '" + xt.name + "' " + shape_str(xt.shape));
+  return build_split_parts(s, x, ax, std::vector<int64_t>(static_cast<size_t>(n), xt.shape[ax] / n), "num_splits");
+}
+
+// SPLIT_V: inputs (input, size_splits, axis).
+Status build_split_v(OpSite& s) {
+  if (s.num_inputs() != 3)
+    return s.fail("has " + std::to_string(s.num_inputs()) + " inputs, expected 3 (input, size_splits, axis)");
+  if (s.num_outputs() < 1) return s.fail("has no outputs");
+  if (const auto* o = s.op->builtin_options_as_SplitVOptions())
+    if (o->num_splits() != s.num_outputs())
+      return s.fail("num_splits " + std::to_string(o->num_splits()) + " does not match its " +
+                    std::to_string(s.num_outputs()) + " outputs");
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, s.const_input(1));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axis, s.const_input(2));
+  if (axis.size() != 1) return s.fail("axis must be one value, got " + std::to_string(axis.size()));
+  const std::string name = "size_splits '" + s.cx.graph.tensor(s.cx.ids[s.op->inputs()->Get(1)]).name + "'";
+  return build_split_parts(s, x, axis[0], std::move(sizes), name);
+}
+
 Status build_gather(OpSite& s) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
@@ -259,6 +347,8 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_PAD: return build_pad(s, false);
     case T::BuiltinOperator_PADV2: return build_pad(s, true);
     case T::BuiltinOperator_SLICE: return build_slice(s);
+    case T::BuiltinOperator_SPLIT: return build_split(s);
+    case T::BuiltinOperator_SPLIT_V: return build_split_v(s);
     case T::BuiltinOperator_STRIDED_SLICE: return build_strided_slice(s);
     case T::BuiltinOperator_GATHER: return build_gather(s);
     case T::BuiltinOperator_RESIZE_BILINEAR: return build_resize(s, true);

@@ -2,7 +2,9 @@
 // quantization parameters, f16, bf16, q8_0, q4_0 -> f32).
 //
 // Affine quantization follows TFLite's reference AffineQuantize / Dequantize:
-//   q = clamp(round(x / scale) + zero_point, qmin, qmax), round half away from zero;
+//   q = clamp(round(x / scale) + zero_point, qmin, qmax), round half away from zero, the
+//   division in double (TFLite holds the scale as a double there, so that x / scale landing
+//   on a float tie such as -50.5 rounds as the exact quotient does);
 //   x = scale * (q - zero_point).
 // Per-axis parameters use the scale and zero point of the element's index along `axis`.
 #include <limits>
@@ -40,7 +42,7 @@ void quantize_loop(const float* x, T* y, int64_t n, const QuantParams& q, const 
   for (int64_t i = 0; i < n; ++i) {
     const int64_t ch = ax(i);
     // Clamped before the integer conversion so that huge or infinite inputs saturate.
-    const float r = std::clamp(std::round(x[i] / q.scale_at(ch)), -1e9f, 1e9f);
+    const double r = std::clamp(std::round(static_cast<double>(x[i]) / static_cast<double>(q.scale_at(ch))), -1e9, 1e9);
     const int64_t v = static_cast<int64_t>(r) + q.zero_point_at(ch);
     y[i] = static_cast<T>(std::clamp(v, lo, hi));
   }

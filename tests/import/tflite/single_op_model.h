@@ -1,0 +1,105 @@
+// Test helper: a .tflite model of one builtin operator, written with the flatbuffers
+// library against the project's schema (constant tensors carry their bytes; the others are
+// activations). Used by the importer tests and, through the oracle, to judge new operators.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tflite_schema_generated.h"
+
+namespace tessera::testing {
+
+struct OpTensor {
+  std::string name;
+  ::tflite::TensorType type = ::tflite::TensorType_FLOAT32;
+  std::vector<int32_t> shape;
+  std::vector<uint8_t> data;  // non-empty: a constant
+  float scale = 0;            // > 0: per-tensor quantization
+  int64_t zero_point = 0;
+};
+
+// An activation tensor, and a constant one.
+inline OpTensor activation(std::string name, ::tflite::TensorType type, std::vector<int32_t> shape) {
+  OpTensor t;
+  t.name = std::move(name);
+  t.type = type;
+  t.shape = std::move(shape);
+  return t;
+}
+inline OpTensor constant(std::string name, ::tflite::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> data) {
+  OpTensor t = activation(std::move(name), type, std::move(shape));
+  t.data = std::move(data);
+  return t;
+}
+
+inline std::vector<uint8_t> int32_bytes(const std::vector<int32_t>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// The operator's options: its union type and the table written into `fb`.
+using OptionsWriter = std::function<std::pair<::tflite::BuiltinOptions, flatbuffers::Offset<void>>(flatbuffers::FlatBufferBuilder&)>;
+
+// An operator that runs before the model's main one (for operators fed by another).
+struct OpBefore {
+  ::tflite::BuiltinOperator code;
+  int version = 1;
+  std::vector<int32_t> inputs, outputs;
+};
+
+struct SingleOpModel {
+  std::vector<OpBefore> before;  // run first, without options
+  ::tflite::BuiltinOperator code = ::tflite::BuiltinOperator_ADD;
+  int version = 1;
+  std::vector<OpTensor> tensors;
+  std::vector<int32_t> op_inputs, op_outputs;  // indices into tensors
+  std::vector<int32_t> model_inputs;           // default: the op's non-constant inputs
+  OptionsWriter options;
+
+  std::vector<uint8_t> bytes() const {
+    namespace T = ::tflite;
+    flatbuffers::FlatBufferBuilder fb;
+    std::vector<flatbuffers::Offset<T::Buffer>> buffers = {T::CreateBufferDirect(fb)};
+    std::vector<flatbuffers::Offset<T::Tensor>> ts;
+    for (const OpTensor& t : tensors) {
+      uint32_t buffer = 0;
+      if (!t.data.empty()) {
+        buffer = static_cast<uint32_t>(buffers.size());
+        buffers.push_back(T::CreateBufferDirect(fb, &t.data));
+      }
+      flatbuffers::Offset<T::QuantizationParameters> q = 0;
+      if (t.scale > 0) {
+        std::vector<float> s = {t.scale};
+        std::vector<int64_t> z = {t.zero_point};
+        q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
+      }
+      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q));
+    }
+    std::vector<int32_t> ins = model_inputs;
+    if (ins.empty())
+      for (int32_t i : op_inputs)
+        if (i >= 0 && tensors[static_cast<size_t>(i)].data.empty()) ins.push_back(i);
+    auto opts = options ? options(fb) : std::make_pair(T::BuiltinOptions_NONE, flatbuffers::Offset<void>());
+    std::vector<flatbuffers::Offset<T::Operator>> ops;
+    std::vector<flatbuffers::Offset<T::OperatorCode>> codes;
+    auto add_code = [&](T::BuiltinOperator c, int v) {
+      const int8_t deprecated = static_cast<int8_t>(c < 127 ? c : 127);
+      codes.push_back(T::CreateOperatorCode(fb, deprecated, 0, v, c));
+      return static_cast<uint32_t>(codes.size() - 1);
+    };
+    for (const OpBefore& b : before)
+      ops.push_back(T::CreateOperatorDirect(fb, add_code(b.code, b.version), &b.inputs, &b.outputs));
+    ops.push_back(T::CreateOperatorDirect(fb, add_code(code, version), &op_inputs, &op_outputs, opts.first, opts.second));
+    std::vector<flatbuffers::Offset<T::SubGraph>> sgs = {T::CreateSubGraphDirect(fb, &ts, &ins, &op_outputs, &ops)};
+    fb.Finish(T::CreateModelDirect(fb, 3, &codes, &sgs, "single op", &buffers), T::ModelIdentifier());
+    return std::vector<uint8_t>(fb.GetBufferPointer(), fb.GetBufferPointer() + fb.GetSize());
+  }
+};
+
+}  // namespace tessera::testing
