@@ -16,7 +16,9 @@ Tensor indices are the model's own (the subgraph's tensor indices, as in TFLite)
 dicts have TFLite's keys, numpy dtypes and quantization. `device=` ("cpu", "tile",
 "tile:blackhole_p150a", "rknpu") chooses where the model runs; `num_threads` is the cpu's
 thread count; delegates are not used (a warning says so). Only a model's input and output
-tensors can be read (TFLite's intermediate tensors are not kept). Wrong dtypes, shapes and
+tensors can be read (TFLite's intermediate tensors are not kept). resize_tensor_input gives an
+input a new shape; allocate_tensors() then infers every op's output shape again (an error
+names the op that cannot take it). Wrong dtypes, shapes and
 indices raise ValueError, use before allocate_tensors() RuntimeError, as TFLite does.
 """
 
@@ -226,7 +228,8 @@ class Interpreter:
         self._tensors, self._inputs, self._outputs, self._signatures = _read_tflite(content)
         self._model = None       # the Tessera session, made by allocate_tensors()
         self._values = {}        # tensor index -> array (inputs as set, outputs of the last invoke)
-        self._resized = {}       # input index -> shape asked by resize_tensor_input
+        self._resized = {}       # input index -> shape asked by resize_tensor_input, until allocate_tensors
+        self._stored_shapes = {i: list(self._tensors[i].shape) for i in self._inputs}
         self._tessera_order = None
 
     # -- details -----------------------------------------------------------------------
@@ -251,12 +254,13 @@ class Interpreter:
         uploaded). Called again after resize_tensor_input, it makes a new session."""
         if self._model is not None and not self._resized:
             return
-        shapes = {i: s for i, s in self._resized.items() if s != self._tensors[i].shape}
-        if shapes:
-            raise ValueError("Tessera plans a model for its stored input shapes: cannot resize input "
-                             + ", ".join(f"{i} from {self._tensors[i].shape} to {s}" for i, s in shapes.items()))
         self._resized = {}
-        if self._path is not None:
+        shapes = {self._tensors[i].name: self._tensors[i].shape for i in self._inputs
+                  if self._tensors[i].shape != self._stored_shapes[i]}
+        if shapes:
+            m = _tessera.Model.from_tflite_buffer_resized(self._content, shapes, self._device, self._threads,
+                                                          self._options)
+        elif self._path is not None:
             m = _tessera.Model(self._path, self._device, self._threads, self._options)
         else:
             m = _tessera.Model.from_tflite_buffer(self._content, self._device, self._threads, self._options)
@@ -268,6 +272,8 @@ class Interpreter:
                 raise RuntimeError(f"tessera sees {len(infos)} tensors where the model lists {len(indices)}")
             order.append([names.get(t["name"], indices[k]) for k, t in enumerate(infos)])
         self._tessera_order = order
+        for i, t in zip(order[1], m.outputs):  # output shapes follow resized inputs
+            self._tensors[i].shape = list(t["shape"])
         self._model = m
         self._values = {}
         for i in self._inputs:
@@ -337,21 +343,23 @@ class Interpreter:
         return lambda: self.get_tensor(tensor_index)
 
     def resize_tensor_input(self, input_index: int, tensor_size, strict: bool = False) -> None:
-        """Records a new shape for an input; allocate_tensors() applies it. Tessera plans
-        models for their stored shapes, so only those are accepted there."""
+        """Gives an input a new shape; allocate_tensors() then prepares the model for it (every
+        op's output shape inferred again; a shape an op cannot take is an error there)."""
         d = self._desc(input_index)
         if d.index not in self._inputs:
             raise ValueError(f"Tensor {d.index} is not an input of the model")
         shape = [int(s) for s in np.asarray(tensor_size).reshape(-1)]
+        if any(s < 1 for s in shape):
+            raise ValueError(f"Cannot resize input {d.index} to {shape}: dims must be >= 1")
         if strict:
             sig = d.shape_signature
             if len(shape) != len(sig) or any(s != -1 and s != n for s, n in zip(sig, shape)):
                 raise ValueError(f"ResizeInputTensorStrict only allows mutating unknown dimensions identified "
                                  f"by -1 (input {d.index}: signature {sig}, asked {shape}).")
-        if shape != d.shape or self._model is None:
-            self._resized[d.index] = shape
         if shape != d.shape:
-            self._model = None
+            d.shape = shape
+            self._resized[d.index] = shape
+            self._model = None  # invoke needs allocate_tensors() again, as in TFLite
 
     def reset_all_variables(self) -> None:
         pass  # Tessera's TFLite models hold no variables between runs
