@@ -16,6 +16,7 @@ PACKAGES=(
   wabt                                         # the TFLite oracle's wasm patch (tests/oracle)
   pybind11-dev python3-dev python3-numpy       # the Python package (python/, -DTESSERA_BUILD_PYTHON)
   python3-pytest                               # the Python package's tests (python/tests)
+  python3-setuptools python3-wheel python3-pip python3-venv python3-build   # pip install . / wheels (setup.py)
   libcpp-httplib-dev                           # tessera serve: the HTTP server (cpp-httplib 0.11)
   nlohmann-json3-dev                           # tessera serve: JSON of the OpenAI and v2 protocols
   curl                                         # the tessera serve tests (v2 requests)

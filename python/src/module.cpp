@@ -11,9 +11,11 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "tessera/generate.h"
+#include "tessera/graph.h"
 #include "tessera/model.h"
 #include "tessera/version.h"
 
@@ -325,6 +327,35 @@ class PieceStream {
   GenerateResult result_;
 };
 
+// An image file (BMP, JPEG, PNG) decoded and resized bilinearly to width x height, as
+// `tessera classify` prepares a u8 [1,H,W,C] input: the pixels of Model::image_input for a
+// one-op model (a u8 -> u8 cast) whose input has that shape. C is 3 (RGB) or 1 (grey).
+py::array read_image(const std::string& path, int64_t width, int64_t height, int64_t channels) {
+  if (width < 1 || height < 1 || (channels != 1 && channels != 3))
+    raise(error(StatusCode::invalid_argument, "read_image: width and height must be >= 1 and channels 1 or 3, got ",
+                width, "x", height, "x", channels));
+  std::vector<uint8_t> pixels;
+  {
+    py::gil_scoped_release release;
+    Graph g;
+    Tensor in;
+    in.name = "image";
+    in.shape = {1, height, width, channels};
+    in.dtype = DType::u8;
+    in.role = Role::input;
+    TensorId x = g.add_tensor(std::move(in));
+    TensorId y = take(g.add_op(OpKind::cast, {x}, {}, "pixels", DType::u8));
+    g.tensor(y).role = Role::output;
+    g.inputs = {x};
+    g.outputs = {y};
+    auto model = take(Model::from_graph(std::move(g), "image"));
+    pixels = take(model->image_input(path, 0));
+  }
+  py::array_t<uint8_t> a({height, width, channels});
+  std::memcpy(a.mutable_data(), pixels.data(), pixels.size());
+  return a;
+}
+
 GenerateOptions generate_options(int64_t max_tokens, float temperature, int top_k, float top_p, float repeat_penalty,
                                  int repeat_last_n, uint64_t seed, std::vector<std::string> stop = {}) {
   GenerateOptions o;
@@ -380,10 +411,65 @@ PYBIND11_MODULE(_tessera, m) {
     return l;
   }, "Every built-in device and preset, as dicts");
 
+  m.def("read_image", &read_image, py::arg("path"), py::arg("width"), py::arg("height"), py::arg("channels") = 3,
+        "An image file (BMP, JPEG, PNG) as uint8 [height, width, channels], resized bilinearly as "
+        "`tessera classify` does");
+
   py::class_<PyModel>(m, "Model", "A model prepared on one device (see tessera.load)")
       .def(py::init<const std::string&, const std::string&, std::optional<int>,
                     const std::map<std::string, std::string>&>(),
            py::arg("path"), py::arg("device") = "cpu", py::arg("threads") = py::none(),
+           py::arg("options") = std::map<std::string, std::string>{})
+      .def_static("from_tflite_buffer", [](const py::bytes& content, const std::string& device,
+                                          std::optional<int> threads,
+                                          const std::map<std::string, std::string>& options) {
+             // The model's bytes, copied once: the Model keeps them (ConstData's owner).
+             std::string_view view = content;
+             std::vector<uint8_t> bytes(view.begin(), view.end());
+             SessionOptions so = session_options(device, threads, options);
+             std::shared_ptr<const Model> model;
+             {
+               py::gil_scoped_release release;
+               model = take(Model::from_tflite_buffer(ConstData::from_vector(std::move(bytes))));
+             }
+             return std::make_unique<PyModel>(std::move(model), std::move(so));
+           }, py::arg("content"), py::arg("device") = "cpu", py::arg("threads") = py::none(),
+           py::arg("options") = std::map<std::string, std::string>{},
+           "A .tflite model held in memory (bytes), prepared on `device`")
+      .def_static("from_tflite_buffer_resized", [](const py::bytes& content,
+                                                  const std::map<std::string, std::vector<int64_t>>& shapes,
+                                                  const std::string& device, std::optional<int> threads,
+                                                  const std::map<std::string, std::string>& options) {
+             // The model with new shapes for the named inputs: every node's outputs inferred
+             // again in order (Graph's shape inference), so a shape the ops cannot take is an
+             // error naming the op.
+             std::string_view view = content;
+             std::vector<uint8_t> bytes(view.begin(), view.end());
+             SessionOptions so = session_options(device, threads, options);
+             std::shared_ptr<const Model> model;
+             {
+               py::gil_scoped_release release;
+               auto base = take(Model::from_tflite_buffer(ConstData::from_vector(std::move(bytes))));
+               Graph g = base->graph();
+               for (const auto& [name, shape] : shapes) {
+                 size_t i = take(base->input_index(name));
+                 for (int64_t d : shape)
+                   if (d < 1) raise(error(StatusCode::invalid_argument, "input '", name, "': dims must be >= 1, got ",
+                                          shape_str(shape)));
+                 g.tensor(g.inputs[i]).shape = shape;
+               }
+               for (const Node& n : g.nodes()) {
+                 auto inferred = infer_outputs(g, n);
+                 if (!inferred.ok())
+                   raise(error(inferred.status().code(), "the resized inputs do not fit ", n.label(), ": ",
+                               inferred.status().message()));
+                 for (size_t k = 0; k < n.outputs.size() && k < inferred->size(); ++k)
+                   if (n.outputs[k] != kNoTensor) g.tensor(n.outputs[k]).shape = (*inferred)[k].shape;
+               }
+               model = take(Model::from_graph(std::move(g), base->name()));
+             }
+             return std::make_unique<PyModel>(std::move(model), std::move(so));
+           }, py::arg("content"), py::arg("shapes"), py::arg("device") = "cpu", py::arg("threads") = py::none(),
            py::arg("options") = std::map<std::string, std::string>{})
       .def_property_readonly("device", &PyModel::device)
       .def_property_readonly("inputs", [](const PyModel& p) { return p.infos(true); })

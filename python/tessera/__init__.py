@@ -7,6 +7,9 @@
     for piece in tessera.generate("aidreams260K.gguf", "Once upon a time", max_tokens=20):
         print(piece, end="")
 
+TensorFlow Lite's Python API: tessera.tflite.Interpreter (tflite_runtime.interpreter's
+Interpreter with a device= keyword) and tessera.image.Image (PIL's open/resize for its examples).
+
 Errors raise tessera.Error (a RuntimeError) whose message is Tessera's and whose `code` is
 the status name ("invalid_argument", "not_found", "unsupported", "out_of_range", ...).
 
