@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Tessera against llama.cpp's llama-bench on stories110M-shaped llama models (dim 768,
-# 12 layers, 12 heads, FFN 2048, vocab 32000; random weights from `tessera gguf-synth`),
+# Tessera against llama.cpp's llama-bench on llama models of real shapes (by default
+# stories110M's: dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000; random weights from
+# `tessera gguf-synth`, quantized by llama.cpp's llama-quantize for the types it alone writes),
 # the same GGUF file for both, alternating runs, printing tokens/s and ratios. Not part of CI.
 #
 #   scripts/bench_llm_peer.sh                      # Q4_0, Q8_0, F16 x 1 and 2 threads, pp512 / tg128
 #   TYPES=q4_0 THREADS=1 ROUNDS=5 DEPTH=1000 scripts/bench_llm_peer.sh
+#   SHAPE=tinyllama TYPES="Q4_K_M Q8_0 IQ4_XS" PP=64 TG=16 scripts/bench_llm_peer.sh
+#   SHAPE=qwen25 TYPES=Q4_K_M scripts/bench_llm_peer.sh
 #
 # Environment: LLAMA_BENCH (default /work/peers/llama.cpp/build/bin/llama-bench; build it as
-# ../shared/tools/peers/README.md says), TESSERA (default build/tessera), MODELS (where the
-# synthetic files go, default build/llm-bench), TYPES, THREADS, ROUNDS (alternations, default 3),
-# PP (512), TG (128), DEPTH (0: llama-bench -d / tessera --depth). Run as root so every timed
-# process gets `chrt -f 1` (the machines are shared).
+# ../shared/tools/peers/README.md says), LLAMA_QUANTIZE (default: llama-quantize beside
+# llama-bench), TESSERA (default build/tessera), MODELS (where the synthetic files go, default
+# build/llm-bench), SHAPE (stories110M, default; tinyllama = TinyLlama-1.1B: dim 2048, 22 layers,
+# 32 heads, 4 KV heads, FFN 5632, vocab 32000; qwen25 = Qwen2.5-0.5B: qwen2, dim 896, 24 layers,
+# 14 heads, 2 KV heads, FFN 4864, vocab 151936, tied), TYPES (lower case: what gguf-synth
+# writes, q4_0 q8_0 f16; upper case: a llama-quantize type made from gguf-synth's F16 file,
+# Q4_K_M, Q6_K, IQ4_XS, ...), THREADS, ROUNDS (alternations, default 3), PP (512), TG (128),
+# DEPTH (0: llama-bench -d / tessera --depth). Run as root so every timed process gets
+# `chrt -f 1` (the machines are shared).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tessera=${TESSERA:-$root/build/tessera}
 llama_bench=${LLAMA_BENCH:-/work/peers/llama.cpp/build/bin/llama-bench}
+llama_quantize=${LLAMA_QUANTIZE:-$(dirname "$llama_bench")/llama-quantize}
+shape=${SHAPE:-stories110M}
+case "$shape" in
+  stories110M) synth="--arch llama --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 4096" ;;
+  tinyllama) synth="--arch llama --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --ctx 2048" ;;
+  qwen25) synth="--arch qwen2 --tied --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --vocab 151936 --ctx 2048" ;;
+  *) echo "unknown SHAPE '$shape' (stories110M, tinyllama, qwen25)" >&2; exit 2 ;;
+esac
 models=${MODELS:-$root/build/llm-bench}
 types=${TYPES:-"q4_0 q8_0 f16"}
 threads=${THREADS:-"1 2"}
@@ -60,10 +76,17 @@ echo "pp $pp, tg $tg, depth $depth, $rounds alternating rounds; medians in token
 echo "| weights | threads | pp llama.cpp | pp Tessera | ratio | tg llama.cpp | tg Tessera | ratio |"
 echo "|---|---|---|---|---|---|---|---|"
 for type in $types; do
-  model="$models/stories110M-$type.gguf"
+  model="$models/$shape-$type.gguf"
   if [ ! -f "$model" ]; then
-    "$tessera" gguf-synth --arch llama --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 4096 \
-      --type "$type" --seed 1 "$model" >/dev/null
+    if [ "$type" = "${type,,}" ]; then  # a type gguf-synth writes
+      # shellcheck disable=SC2086
+      "$tessera" gguf-synth $synth --type "$type" --seed 1 "$model" >/dev/null
+    else                               # a llama-quantize type, from the F16 file
+      f16="$models/$shape-f16.gguf"
+      # shellcheck disable=SC2086
+      [ -f "$f16" ] || "$tessera" gguf-synth $synth --type f16 --seed 1 "$f16" >/dev/null
+      "$llama_quantize" "$f16" "$model" "$type" >/dev/null 2>&1 || { echo "llama-quantize $type failed" >&2; exit 1; }
+    fi
   fi
   for t in $threads; do
     lp=() lg=() tp=() tgv=()
