@@ -32,11 +32,6 @@ const ExpectedFailure kExpectedFailures[] = {
     {"micro_keyword_scrambled", "SVDF", "not supported"},
     // Dynamic-range quantization: float activations, int8 weights.
     {"yolov8n_int8", "CONV_2D", "hybrid (float input, integer weights) is not supported"},
-    // Known gap: the int8 SOFTMAX of the DFL head (op 240) differs by one step in 9 of its
-    // 537,600 values on this input (the interpreter's optimized kernel normalises through a
-    // float exp table; Tessera's follows the gemmlowp reference), which moves one value of
-    // the dequantized output by one step (0.004).
-    {"yolov8n_integer_quant", "SOFTMAX", "", false},
 };
 
 const ExpectedFailure* expected_failure(const std::string& model) {
