@@ -716,6 +716,11 @@ Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int m
 }
 
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts) {
+  // Hybrid nodes (a float input with int8 weights, TFLite's dynamic-range quantization)
+  // quantize their input per run: the cpu runs them.
+  if ((n.op == OpKind::conv2d || n.op == OpKind::depthwise_conv2d || n.op == OpKind::fully_connected) &&
+      n.inputs.size() > 1 && g.tensor(n.inputs[0]).dtype == DType::f32 && g.tensor(n.inputs[1]).dtype == DType::i8)
+    return error(StatusCode::unsupported, "hybrid ", op_name(n.op), " (float input, int8 weights) runs on the cpu");
   Result<NpuOp> r = [&]() -> Result<NpuOp> {
     switch (n.op) {
       case OpKind::conv2d:

@@ -97,14 +97,42 @@ Result<std::string> activation(OpSite& s, T::ActivationFunctionType a) {
   return name;
 }
 
+// Hybrid (dynamic-range) weights: a float input with int8 weights, zero points 0, one scale
+// or one per output channel (along `channel_axis`), a float bias and output.
+Status check_hybrid_weights(OpSite& s, TensorId w, TensorId bias, TensorId y, int channel_axis) {
+  const Graph& g = s.cx.graph;
+  const Tensor& wt = g.tensor(w);
+  if (wt.dtype != DType::i8 || !is_quant(wt))
+    return s.fail(std::string("hybrid weights (float input) must be int8 with quantization parameters; filter '") +
+                  wt.name + "' is " + dtype_name(wt.dtype) + (is_quant(wt) ? "" : " without them"));
+  if (!wt.data) return s.fail("hybrid filter '" + wt.name + "' must be constant");
+  for (int64_t z : wt.quant.zero_point)
+    if (z != 0) return s.fail("hybrid filter '" + wt.name + "' has a non-zero zero point");
+  const int64_t channels = wt.shape[static_cast<size_t>(channel_axis)];
+  if (wt.quant.per_axis()) {
+    if (wt.quant.axis != channel_axis)
+      return s.fail("filter '" + wt.name + "' is quantized along axis " + std::to_string(wt.quant.axis) +
+                    ", expected the output-channel axis " + std::to_string(channel_axis));
+    if (static_cast<int64_t>(wt.quant.scale.size()) != channels)
+      return s.fail("filter '" + wt.name + "' has " + std::to_string(wt.quant.scale.size()) + " scales for " +
+                    std::to_string(channels) + " output channels");
+  }
+  for (float sc : wt.quant.scale)
+    if (!(sc > 0) || !std::isfinite(sc)) return s.fail("filter '" + wt.name + "' has scale " + std::to_string(sc));
+  if (bias != kNoTensor && g.tensor(bias).dtype != DType::f32)
+    return s.fail("bias '" + g.tensor(bias).name + "' must be f32 for a float input");
+  if (g.tensor(y).dtype != DType::f32) return s.fail("output '" + g.tensor(y).name + "' must be f32 for a float input");
+  return Status::Ok();
+}
+
 // Conv / depthwise / FC weights: quantized activations need quantized weights and an i32
-// bias; float activations with integer weights are TFLite's "hybrid" mode (not supported).
-Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, int channel_axis) {
+// bias; float activations take float weights, or int8 ones (TFLite's "hybrid" mode).
+Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, int channel_axis) {
   const Graph& g = s.cx.graph;
   const Tensor& xt = g.tensor(x);
   const Tensor& wt = g.tensor(w);
   if (xt.dtype == DType::f32) {
-    if (wt.dtype != DType::f32) return s.fail("hybrid (float input, integer weights) is not supported");
+    if (wt.dtype != DType::f32) return check_hybrid_weights(s, w, bias, y, channel_axis);
     return Status::Ok();
   }
   if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
@@ -188,7 +216,15 @@ Status build_conv(OpSite& s, bool depthwise) {
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& wt = s.cx.graph.tensor(w);
   if (wt.shape.size() != 4) return s.fail("filter '" + wt.name + "' must be rank 4, got " + shape_str(wt.shape));
-  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, depthwise ? 3 : 0));
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, depthwise ? 3 : 0));
+  const Tensor& xt0 = s.cx.graph.tensor(x);
+  if (xt0.dtype == DType::f32 && wt.dtype != DType::f32) {
+    // TFLite's hybrid depthwise kernel takes one filter scale per output channel only.
+    if (depthwise && static_cast<int64_t>(wt.quant.scale.size()) != wt.shape[3])
+      return s.fail("hybrid filter '" + wt.name + "' needs one scale per output channel, as TFLite's kernel does");
+    if (!depthwise && xt0.shape.size() == 4 && xt0.shape[3] != wt.shape[3])
+      return s.fail("grouped convolution is not supported with hybrid weights (filter '" + wt.name + "')");
+  }
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
   const double taps = static_cast<double>(wt.shape[1]) * static_cast<double>(wt.shape[2]);
   TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, depthwise ? taps : taps * static_cast<double>(wt.shape[3])));
@@ -240,7 +276,13 @@ Status build_fully_connected(OpSite& s) {
   }
   const Tensor& wt = s.cx.graph.tensor(w);
   if (wt.shape.size() != 2) return s.fail("weights '" + wt.name + "' must be rank 2, got " + shape_str(wt.shape));
-  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, 0));
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, 0));
+  // FullyConnectedOptions.asymmetric_quantize_inputs (field 3, vtable offset 10) is newer
+  // than the schema the project compiles.
+  constexpr flatbuffers::voffset_t kAsymmetricQuantizeInputs = 10;
+  if (o && reinterpret_cast<const flatbuffers::Table*>(o)->GetField<uint8_t>(kAsymmetricQuantizeInputs, 0) != 0 && s.cx.graph.tensor(x).dtype == DType::f32 &&
+      wt.dtype != DType::f32)
+    return s.fail("asymmetric_quantize_inputs (hybrid weights '" + wt.name + "') is not supported");
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
   TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, static_cast<double>(wt.shape[1])));
   return s.add(OpKind::fully_connected, {x, w, b}, {y}, a);

@@ -21,6 +21,8 @@ struct OpTensor {
   std::vector<uint8_t> data;  // non-empty: a constant
   float scale = 0;            // > 0: per-tensor quantization
   int64_t zero_point = 0;
+  std::vector<float> scales;  // non-empty: per-channel quantization (zero points 0)
+  int32_t quantized_dimension = 0;
 };
 
 // An activation tensor, and a constant one.
@@ -74,7 +76,11 @@ struct SingleOpModel {
         buffers.push_back(T::CreateBufferDirect(fb, &t.data));
       }
       flatbuffers::Offset<T::QuantizationParameters> q = 0;
-      if (t.scale > 0) {
+      if (!t.scales.empty()) {
+        std::vector<int64_t> z(t.scales.size(), 0);
+        q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &t.scales, &z, T::QuantizationDetails_NONE, 0,
+                                                  t.quantized_dimension);
+      } else if (t.scale > 0) {
         std::vector<float> s = {t.scale};
         std::vector<int64_t> z = {t.zero_point};
         q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);

@@ -8,6 +8,7 @@
 // for any thread count.
 #include <limits>
 
+#include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
 
 namespace tessera::cpu {
@@ -16,6 +17,7 @@ namespace {
 
 // x [N,H,W,C], w [OC,KH,KW,IC], bias [OC] -> y [N,OH,OW,OC]; groups = C / IC.
 Status conv2d(KernelContext& c) {
+  if (hybrid_weights(c)) return hybrid_conv2d(c);
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
   const Shape &xs = c.in[0].shape(), &ws = c.in[1].shape(), &ys = c.out[0].shape();
   const Window win = window_of(c.n, ws[1], ws[2]);
@@ -61,6 +63,7 @@ Status conv2d(KernelContext& c) {
 // x [N,H,W,C], w [1,KH,KW,C*M], bias [C*M] -> y [N,OH,OW,C*M]; output channel oc reads
 // input channel oc / M.
 Status depthwise_conv2d(KernelContext& c) {
+  if (hybrid_weights(c)) return hybrid_depthwise_conv2d(c);
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
   const Shape &xs = c.in[0].shape(), &ws = c.in[1].shape(), &ys = c.out[0].shape();
   const Window win = window_of(c.n, ws[1], ws[2]);

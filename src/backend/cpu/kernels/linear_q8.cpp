@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
 #include "convert/gguf_kquants.h"
 #include "convert/simd.h"
@@ -256,6 +257,7 @@ struct F16SharedScratch {
 
 // y [M, OC] = act(x [M, IC] * w[OC, IC]^T + bias [OC]), through the fast kernels.
 Status fully_connected(KernelContext& c) {
+  if (hybrid_weights(c)) return hybrid_fully_connected(c);
   const FcPath path = fc_path(c);
   if (path == FcPath::reference) return fully_connected_reference(c);
   const TensorRef &x = c.in[0], &w = c.in[1];

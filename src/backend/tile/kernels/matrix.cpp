@@ -223,7 +223,16 @@ ConvGeom conv_geom(const Graph& g, const Node& n) {
           n.get(attr::dilation_w), n.get(attr::pad_top), n.get(attr::pad_left)};
 }
 
+// Hybrid nodes (a float input with int8 weights, TFLite's dynamic-range quantization)
+// quantize their input per run: the cpu runs them.
+std::string hybrid_check(const Graph& g, const Node& n) {
+  if (n.inputs.size() > 1 && g.tensor(n.inputs[0]).dtype == DType::f32 && g.tensor(n.inputs[1]).dtype == DType::i8)
+    return "hybrid (float input, int8 weights) runs on the cpu";
+  return "";
+}
+
 std::string conv_check(const Graph& g, const Node& n) {
+  if (std::string h = hybrid_check(g, n); !h.empty()) return h;
   if (g.tensor(n.inputs[0]).shape.size() != 4 || g.tensor(n.inputs[1]).shape.size() != 4)
     return "convolutions need rank-4 NHWC input and weights";
   return check_activation(n);
@@ -336,7 +345,10 @@ KernelWork dw_work(const Graph& g, const Node& n) {
 
 void add_matrix_kernels(std::vector<TileKernel>& k) {
   k.push_back({OpKind::matmul, 0, 0, matmul_check, matmul, matmul_work});
-  k.push_back({OpKind::fully_connected, 0, 1u << 1, [](const Graph&, const Node& n) { return check_activation(n); },
+  k.push_back({OpKind::fully_connected, 0, 1u << 1, [](const Graph& g, const Node& n) {
+                 std::string h = hybrid_check(g, n);
+                 return h.empty() ? check_activation(n) : h;
+               },
                fully_connected, fc_work});
   k.push_back({OpKind::conv2d, 0, 0, conv_check, conv2d, conv_work});
   k.push_back({OpKind::depthwise_conv2d, 0, 0, conv_check, depthwise_conv2d, dw_work});

@@ -1,0 +1,18 @@
+// Hybrid (dynamic-range quantized) conv2d, depthwise_conv2d and fully_connected: f32
+// activations with int8 weights (per-tensor or per-output-channel scales, zero points 0),
+// computed the way the TFLite interpreter's builtin kernels do (hybrid.cpp).
+#pragma once
+
+#include "backend/cpu/kernel.h"
+
+namespace tessera::cpu {
+
+// True when the node's input 0 is f32 and its weights (input 1) are int8 with
+// quantization parameters: the plain kernels hand such nodes to the functions below.
+bool hybrid_weights(const KernelContext& c);
+
+Status hybrid_conv2d(KernelContext& c);
+Status hybrid_depthwise_conv2d(KernelContext& c);
+Status hybrid_fully_connected(KernelContext& c);
+
+}  // namespace tessera::cpu

@@ -1,0 +1,97 @@
+// Quantized SOFTMAX (int8 and uint8), single-operator models with seeded inputs, against
+// the TFLite interpreter: every output byte must be identical. The cases cover input scales
+// from coarse (most exponentials underflow to 0) to fine (all close to 1), betas other than
+// 1, row lengths from 1 to past 256, and inputs that are constant along a row.
+#include <gtest/gtest.h>
+
+#include "import/tflite/single_op_model.h"
+#include "oracle/oracle.h"
+
+namespace tessera::oracle {
+namespace {
+
+namespace T = ::tflite;
+using testing::OpTensor;
+using testing::SingleOpModel;
+
+struct SoftmaxCase {
+  std::string name;
+  T::TensorType type;
+  std::vector<int32_t> shape;
+  float scale;
+  int64_t zero_point;
+  float beta;
+  bool constant_rows = false;  // every value of a row the same
+};
+
+SingleOpModel softmax_model(const SoftmaxCase& c) {
+  SingleOpModel m;
+  m.code = T::BuiltinOperator_SOFTMAX;
+  m.version = c.type == T::TensorType_INT8 ? 2 : 1;
+  OpTensor x = testing::activation("x", c.type, c.shape);
+  x.scale = c.scale;
+  x.zero_point = c.zero_point;
+  OpTensor y = testing::activation("y", c.type, c.shape);
+  y.scale = 1.0f / 256;
+  y.zero_point = c.type == T::TensorType_INT8 ? -128 : 0;
+  m.tensors = {x, y};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  const float beta = c.beta;
+  m.options = [beta](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_SoftmaxOptions, T::CreateSoftmaxOptions(fb, beta).Union());
+  };
+  return m;
+}
+
+TEST(TfliteOracle, QuantizedSoftmaxMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  const T::TensorType i8 = T::TensorType_INT8, u8 = T::TensorType_UINT8;
+  const std::vector<SoftmaxCase> cases = {
+      {"i8_dfl_16", i8, {1, 4, 300, 16}, 0.1076f, -12, 1.0f},
+      {"i8_fine_10", i8, {3, 10}, 0.01f, 5, 1.0f},
+      {"i8_coarse_64", i8, {2, 64}, 0.5f, -128, 1.0f},
+      {"i8_beta_half_257", i8, {2, 257}, 0.0625f, 0, 0.5f},
+      {"i8_beta_3_row_1", i8, {5, 1}, 0.2f, 10, 3.0f},
+      {"i8_long_1000", i8, {1, 1000}, 0.03125f, -30, 1.0f},
+      {"i8_constant_rows", i8, {4, 33}, 0.1f, 0, 1.0f, true},
+      {"u8_dfl_16", u8, {1, 4, 300, 16}, 0.1076f, 128, 1.0f},
+      {"u8_fine_7", u8, {6, 7}, 0.003921569f, 0, 1.0f},
+      {"u8_coarse_100", u8, {2, 100}, 0.75f, 200, 1.0f},
+      {"u8_beta_2_31", u8, {3, 31}, 0.05f, 100, 2.0f},
+      {"u8_beta_tenth_500", u8, {1, 500}, 0.25f, 17, 0.1f},
+      {"u8_constant_rows", u8, {3, 12}, 0.1f, 128, 1.0f, true},
+  };
+  TempDir dir("softmax");
+  std::vector<Job> jobs;
+  std::vector<std::vector<uint8_t>> models;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const SoftmaxCase& c = cases[i];
+    models.push_back(softmax_model(c).bytes());
+    const fs::path file = dir.path / (c.name + ".tflite");
+    write_bytes(file, models.back());
+    int64_t n = 1;
+    for (int32_t d : c.shape) n *= d;
+    std::vector<uint8_t> in = random_bytes(static_cast<size_t>(n), 500 + static_cast<uint32_t>(i));
+    if (c.constant_rows) {
+      const int64_t len = c.shape.back();
+      for (int64_t k = 0; k < n; ++k) in[static_cast<size_t>(k)] = in[static_cast<size_t>(k / len * len)];
+    }
+    jobs.push_back(Job{c.name, file.string(), {in}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    ASSERT_EQ(outs->size(), 1u);
+    ASSERT_EQ((*outs)[0].size(), jobs[i].outputs[0].size());
+    int64_t differ = 0;
+    for (size_t k = 0; k < (*outs)[0].size(); ++k) differ += (*outs)[0][k] != jobs[i].outputs[0][k];
+    EXPECT_EQ(differ, 0) << differ << " of " << (*outs)[0].size() << " bytes differ";
+    std::printf("[oracle] softmax %-18s %zu bytes identical\n", cases[i].name.c_str(), (*outs)[0].size());
+  }
+}
+
+}  // namespace
+}  // namespace tessera::oracle
