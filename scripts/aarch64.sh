@@ -5,6 +5,10 @@
 # LinearQ8*, LinearKQ*: the NEON kernels against the scalar and the reference kernels). Installs what
 # it needs first: g++-aarch64-linux-gnu, qemu-user and the arm64 builds of the libraries
 # (Debian multiarch, :arm64 packages). TESSERA_AARCH64_RUNTIME=0 skips runtime_tests.
+# Then makes the arm64 Debian package (cpack -G DEB: build-aarch64/packages/
+# tessera_<version>_arm64.deb), checks its architecture and that every library its CLI needs
+# comes from a package it depends on, unpacks it into a scratch root and runs its
+# `tessera demo` under qemu (TESSERA_AARCH64_PACKAGE=0 skips that).
 # docs/aarch64.md explains the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,4 +62,34 @@ done
 if [ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ]; then
   echo "aarch64: runtime_tests (CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*) under qemu"
   "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter='CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*'
+fi
+
+# The arm64 Debian package (cmake/package.cmake), from this build: its CLI's demo under qemu.
+if [ "${TESSERA_AARCH64_PACKAGE:-1}" != 0 ]; then
+  cmake --build "$BUILD" -j2 --target tessera tessera_c tessera_cli
+  version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$BUILD/CPackConfig.cmake")
+  deb="$BUILD/packages/tessera_${version}_arm64.deb"
+  rm -f "$deb"
+  (cd "$BUILD" && cpack -G DEB) > "$BUILD/cpack.log" 2>&1 || { cat "$BUILD/cpack.log"; echo "aarch64: cpack -G DEB failed" >&2; exit 1; }
+  [ -f "$deb" ] || { cat "$BUILD/cpack.log"; echo "aarch64: cpack did not write $deb" >&2; exit 1; }
+  arch=$(dpkg-deb -f "$deb" Architecture)
+  depends=$(dpkg-deb -f "$deb" Depends)
+  [ "$arch" = arm64 ] || { echo "aarch64: $deb has Architecture: $arch" >&2; exit 1; }
+  pkgroot="$(mktemp -d)"
+  trap 'rm -rf "$pkgroot"' EXIT
+  dpkg-deb -x "$deb" "$pkgroot"
+  cli="$pkgroot/usr/bin/tessera"
+  aarch64-linux-gnu-readelf -h "$cli" | grep -q 'Machine:.*AArch64' || { echo "aarch64: $cli is not an aarch64 program" >&2; exit 1; }
+  # Every shared library the CLI needs comes from an arm64 package named in Depends.
+  for so in $(aarch64-linux-gnu-readelf -d "$cli" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    owners=$(dpkg -S "*aarch64-linux-gnu/$so" 2>/dev/null | grep ':arm64:' | cut -d: -f1 | sort -u || true)
+    [ -n "$owners" ] || { echo "aarch64: no arm64 package has $so" >&2; exit 1; }
+    found=0
+    for o in $owners; do echo ", $depends," | grep -q ", $o[ ,(]" && found=1; done
+    [ "$found" = 1 ] || { echo "aarch64: $so ($owners) is not in Depends: $depends" >&2; exit 1; }
+  done
+  echo "aarch64: $deb: Architecture: $arch; Depends: $depends"
+  echo "aarch64: the packaged tessera demo under qemu"
+  "${QEMU[@]}" "$cli" demo > "$pkgroot/demo.txt" 2>&1 || { cat "$pkgroot/demo.txt"; echo "aarch64: the packaged tessera demo failed" >&2; exit 1; }
+  grep "All devices agree with the cpu" "$pkgroot/demo.txt" || { cat "$pkgroot/demo.txt"; echo "aarch64: the packaged demo disagrees" >&2; exit 1; }
 fi

@@ -6,6 +6,9 @@
 # the shared models, checking the results against the tessera CLI.
 # TESSERA_BUILD_DIR picks the build folder (default ./build); fixtures come from
 # TESSERA_SHARED_DIR (default ../shared), without which only the builds are checked.
+# TESSERA_EXAMPLES_PREFIX=P uses a package already installed in P instead (e.g. the Debian
+# package unpacked into a scratch root, P=ROOT/usr: tests/package/deb_test.sh), and its CLI,
+# P/bin/tessera, as the reference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${TESSERA_BUILD_DIR:-build}"
@@ -15,14 +18,22 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "examples: FAILED: $*" >&2; exit 1; }
 
-targets=(tessera tessera_c tessera_cli)
-if cmake --build "$B" --target help | grep -q tessera_python; then targets+=(tessera_python); fi
-cmake --build "$B" -j2 --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
-cmake --install "$B" --prefix "$tmp/prefix" >/dev/null
-[ -f "$tmp/prefix/lib/cmake/Tessera/TesseraConfig.cmake" ] || fail "no TesseraConfig.cmake installed"
-[ -f "$tmp/prefix/lib/pkgconfig/tessera.pc" ] || fail "no tessera.pc installed"
+if [ -n "${TESSERA_EXAMPLES_PREFIX:-}" ]; then
+  prefix="$(cd "$TESSERA_EXAMPLES_PREFIX" && pwd)"
+  CLI="$prefix/bin/tessera"
+  [ -x "$CLI" ] || fail "no $CLI"
+else
+  targets=(tessera tessera_c tessera_cli)
+  if cmake --build "$B" --target help | grep -q tessera_python; then targets+=(tessera_python); fi
+  cmake --build "$B" -j2 --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
+  prefix="$tmp/prefix"
+  cmake --install "$B" --prefix "$prefix" >/dev/null
+  CLI="$B/tessera"
+fi
+[ -f "$prefix/lib/cmake/Tessera/TesseraConfig.cmake" ] || fail "no TesseraConfig.cmake installed"
+[ -f "$prefix/lib/pkgconfig/tessera.pc" ] || fail "no tessera.pc installed"
 # Public headers must not reach into the source tree.
-if grep -rn '#include "\(core\|ops\|runtime\|import\|backend\|convert\|passes\)/' "$tmp/prefix/include/tessera"; then
+if grep -rn '#include "\(core\|ops\|runtime\|import\|backend\|convert\|passes\)/' "$prefix/include/tessera"; then
   fail "an installed header includes a src/ path"
 fi
 
@@ -44,14 +55,14 @@ open(out + "/readme.c", "w").write(block("C", "c"))
 open(out + "/readme.py", "w").write(block("Python", "python"))
 PYEOF
 
-cmake -S examples -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+cmake -S examples -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DTESSERA_README_SNIPPETS="$tmp/snippets" >/dev/null
 cmake --build "$tmp/build" -j2 >/dev/null
 # The C example again, with nothing but pkg-config and the C compiler driver.
-PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --exists tessera || fail "pkg-config does not find tessera"
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --exists tessera || fail "pkg-config does not find tessera"
 # shellcheck disable=SC2046
-cc -std=c11 -o "$tmp/classify_pc" examples/c/classify.c $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs tessera)
-echo "examples: built against the installed package in $tmp/prefix (CMake and pkg-config)"
+cc -std=c11 -o "$tmp/classify_pc" examples/c/classify.c $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs tessera)
+echo "examples: built against the installed package in $prefix (CMake and pkg-config)"
 
 if [ ! -d "$SHARED/models" ]; then
   if [ "${TESSERA_REQUIRE_FIXTURES:-0}" = 1 ]; then fail "fixtures $SHARED are absent"; fi
@@ -62,7 +73,6 @@ MNV2="$SHARED/models/tflite/mobilenet_v2_1.0_224_quant.tflite"
 IMG="$SHARED/images/grace_hopper.bmp"
 LABELS="$SHARED/labels/imagenet_labels.txt"
 LLM="$SHARED/models/gguf/aidreams260K.gguf"
-CLI="$B/tessera"
 
 # C++ classify: the same top class and score as `tessera classify`.
 "$tmp/build/classify" "$MNV2" "$IMG" "$LABELS" > "$tmp/classify.txt"
@@ -92,7 +102,7 @@ if [ "$SHARED" -ef ../shared ]; then
   grep -q "military uniform" "$tmp/readme_cpp.txt" || fail "the README's C++ snippet printed: $(cat "$tmp/readme_cpp.txt")"
   "$tmp/build/readme_c" > "$tmp/readme_c.txt" || fail "the README's C snippet"
   grep -q "^653 " "$tmp/readme_c.txt" || fail "the README's C snippet printed: $(cat "$tmp/readme_c.txt")"
-  pyinit=$(ls "$tmp"/prefix/lib/python3*/*-packages/tessera/__init__.py 2>/dev/null | head -1 || true)
+  pyinit=$(ls "$prefix"/lib/python3*/*-packages/tessera/__init__.py 2>/dev/null | head -1 || true)
   if [ -n "$pyinit" ]; then
     pydir=$(dirname "$(dirname "$pyinit")")
     PYTHONPATH="$pydir" "$PY" -c 'import tessera, sys; assert tessera.__file__.startswith(sys.argv[1]), tessera.__file__' "$pydir" \

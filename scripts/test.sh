@@ -4,8 +4,10 @@
 # read from ../shared; with TESSERA_REQUIRE_FIXTURES=1 a missing fixture fails instead of
 # skipping. TESSERA_FUZZ_SECONDS sets the fuzzing time per target (0 skips fuzzing); the
 # thread tests also run in a ThreadSanitizer build (scripts/tsan.sh; TESSERA_TSAN=0 skips),
-# an aarch64 cross-build runs its tests under qemu (scripts/aarch64.sh; TESSERA_AARCH64=0
-# skips), and the examples are built against the installed package (scripts/examples.sh).
+# an aarch64 cross-build runs its tests under qemu and its Debian package's demo
+# (scripts/aarch64.sh; TESSERA_AARCH64=0 skips), CTest runs among the rest the serve tests
+# (one behind nginx, label nginx) and the amd64 Debian package's test (label package), and
+# the examples are built against the installed package (scripts/examples.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${TESSERA_FUZZ_SECONDS:-20}"
