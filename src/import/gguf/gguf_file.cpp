@@ -119,6 +119,39 @@ std::string Value::to_string(size_t max_items) const {
 
 namespace {
 
+// Byte offsets of the binary16 scale fields (d, and the min / dmin where the type has one)
+// in a block of each GGUF block type (src/convert/gguf_blocks.h, gguf_kquants.h).
+std::vector<int> scale_fields(DType t) {
+  switch (t) {
+    case DType::q8_0: case DType::q4_0: case DType::q5_0: case DType::iq4_nl: case DType::iq4_xs: return {0};
+    case DType::q4_1: case DType::q5_1: case DType::q4_k: case DType::q5_k: return {0, 2};
+    case DType::q2_k: return {80, 82};
+    case DType::q3_k: return {108};
+    case DType::q6_k: return {208};
+    default: return {};
+  }
+}
+
+// Every block's scales are finite: an infinite or NaN scale (a corrupted file) would turn
+// every product with that block into NaN, so it is refused at open, naming the tensor.
+Status check_block_scales(const TensorInfo& t, const std::string& what) {
+  const std::vector<int> fields = scale_fields(t.dtype);
+  if (fields.empty()) return Status::Ok();
+  const int64_t bb = dtype_block_bytes(t.dtype), blocks = t.bytes / bb;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int off : fields) {
+      uint16_t h;
+      std::memcpy(&h, t.data.data + b * bb + off, 2);
+      if ((h & 0x7c00) == 0x7c00) {
+        std::ostringstream hex;
+        hex << std::hex << h;
+        return error(StatusCode::invalid_argument, what, ": tensor '", t.name, "' (", dtype_name(t.dtype), ") block ",
+                     b, " has a non-finite scale (binary16 0x", hex.str(), " at byte ", off, " of the block)");
+      }
+    }
+  return Status::Ok();
+}
+
 // A bounds-checked little-endian reader over the file bytes.
 class Cursor {
  public:
@@ -333,6 +366,7 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
     t.data.data = bytes.data + f.data_offset_ + static_cast<int64_t>(t.offset);
     t.data.size = t.bytes;
     t.data.owner = bytes.owner;
+    TS_RETURN_IF_ERROR(check_block_scales(t, what));
   }
   return f;
 }

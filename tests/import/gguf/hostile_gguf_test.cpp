@@ -4,6 +4,8 @@
 // and gguf-synth's size budget, checked before anything is allocated.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "fixtures.h"
 #include "hostile_models.h"
 #include "import/gguf/gguf_file.h"
@@ -14,6 +16,33 @@ namespace tessera::gguf {
 namespace {
 
 namespace hostile = testing::hostile;
+
+// A block scale set to infinity or NaN (binary16 exponent all ones) in a q8_0 and a q4_0
+// tensor: refused at open, naming the tensor and the block.
+TEST(HostileGguf, NonFiniteBlockScalesAreRefusedNamingTheTensor) {
+  TESSERA_REQUIRE_FIXTURE(path, "models/gguf/aidreams260K-Q4_0.gguf");
+  const hostile::Bytes file = testing::read_file(path);
+  auto f = File::parse(ConstData::from_vector(file), "ok");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  int checked = 0;
+  for (const TensorInfo& t : f->tensors()) {
+    if (t.dtype != DType::q8_0 && t.dtype != DType::q4_0) continue;
+    if (t.bytes < 4 * dtype_block_bytes(t.dtype)) continue;
+    const int64_t at = f->data_offset() + static_cast<int64_t>(t.offset) + 3 * dtype_block_bytes(t.dtype);  // block 3's d
+    for (uint16_t bad : {uint16_t{0x7c00}, uint16_t{0xfe00}}) {
+      hostile::Bytes edited = file;
+      std::memcpy(&edited[static_cast<size_t>(at)], &bad, 2);
+      auto e = File::parse(ConstData::from_vector(edited), "'edited.gguf'");
+      ASSERT_FALSE(e.ok()) << t.name;
+      EXPECT_NE(e.status().message().find("tensor '" + t.name + "' (" + dtype_name(t.dtype) +
+                                          ") block 3 has a non-finite scale"),
+                std::string::npos)
+          << e.status().message();
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+}
 
 TEST(HostileGguf, DimsThatWrapAreRefusedNamingTheTensor) {
   TESSERA_REQUIRE_FIXTURE(path, "models/gguf/aidreams260K-Q4_0.gguf");
