@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "vision.h"
 #include "serve/api_error.h"
 #include "serve/http_server.h"  // tools/tessera/serve
 #include "serve/model_pool.h"
@@ -26,6 +27,7 @@ void add_serve_command(CLI::App& app) {
     int64_t batch = 32;
     size_t max_queue = 16;
     std::vector<std::string> chat_templates;
+    std::vector<std::string> labels;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--model,-m", a->models,
@@ -50,6 +52,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", a->chat_templates,
                   "GGUF chat template, NAME for every model or MODEL=NAME (llama3, chatml, llama2, phi3, gemma; "
                   "default: detected from the file)");
+  cmd->add_option("--labels", a->labels,
+                  "Class names of a tensor model, NAME=FILE (one a line, as `tessera classify --labels`), "
+                  "given in its v2 metadata and shown by the web page (repeatable)");
   cmd->callback([a] {
     // SIGINT and SIGTERM are taken by one thread (sigwait), blocked everywhere else: the
     // threads started from here on inherit the mask. A client that disconnects must not
@@ -125,6 +130,30 @@ void add_serve_command(CLI::App& app) {
       bool found = false;
       for (auto& m : models) found = found || m->name() == t.substr(0, eq);
       if (!found) take(error(StatusCode::invalid_argument, "--chat-template '", t, "': no model named '", t.substr(0, eq), "'"));
+    }
+    for (const auto& spec : a->labels) {
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        take(error(StatusCode::invalid_argument, "--labels expects NAME=FILE, got '", spec, "'"));
+      const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+      bool found = false;
+      for (auto& m : models) found = found || m->name() == name;
+      if (!found) take(error(StatusCode::invalid_argument, "--labels '", spec, "': no model named '", name, "'"));
+      // As `tessera classify` and `tessera detect` read them: a classifier's file with one line
+      // more than its classes starts with the background class; a detector's classes (SSD
+      // post-processing) never include it, so a leading "???" or "background" line is skipped.
+      const serve::ServedModel* model = nullptr;
+      for (auto& m : models)
+        if (m->name() == name) model = m.get();
+      if (model->is_llm()) take(error(StatusCode::invalid_argument, "--labels '", spec, "': '", name, "' is a GGUF model"));
+      int64_t classes = 0;
+      if (model->outputs().size() == 1 && !model->outputs()[0].shape.empty()) classes = model->outputs()[0].shape.back();
+      Labels file = take(Labels::load(path, classes));
+      std::vector<std::string> lines;
+      for (size_t i = 0; i < file.size(); ++i) lines.push_back(file[static_cast<int64_t>(i)]);
+      if (model->outputs().size() == 4 && !lines.empty() && (lines[0] == "???" || lines[0] == "background"))
+        lines.erase(lines.begin());
+      a->server.labels[name] = std::move(lines);
     }
     take(serve_http(models, metrics, a->server, stop));
     for (auto& m : models) m->stop();

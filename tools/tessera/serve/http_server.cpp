@@ -19,6 +19,9 @@
 #include "serve/openai.h"
 #include "serve/tensor_json.h"
 
+// The page served at GET / (tools/tessera/serve/web/index.html, embedded by cmake/embed_file.cmake).
+std::string_view tessera_serve_web_page();
+
 namespace tessera::cli {
 
 namespace {
@@ -236,8 +239,9 @@ httplib::Server::Handler wrap(Server& s, std::string endpoint, Handler h) {
   };
 }
 
-json v2_model_metadata(const ServedModel& m) {
+json v2_model_metadata(const ServedModel& m, const ServerOptions& opts) {
   json j = {{"name", m.name()}, {"versions", {"1"}}, {"parameters", {{"device", m.config().device}}}};
+  if (auto it = opts.labels.find(m.name()); it != opts.labels.end()) j["parameters"]["labels"] = it->second;
   if (m.is_llm()) {
     j["platform"] = "tessera_gguf";
     j["inputs"] = json::array({{{"name", serve::kV2TextInput}, {"datatype", "BYTES"}, {"shape", {1}}}});
@@ -314,6 +318,16 @@ void v2_infer(Server& s, const httplib::Request& req, httplib::Response& res, st
 }
 
 void add_routes(httplib::Server& svr, Server& s) {
+  // The web page: chat with a GGUF model, run a TFLite classifier or detector on a photo.
+  for (const char* path : {"/", "/index.html"})
+    svr.Get(path, wrap(s, "web", [](auto&, auto& res, auto&, auto&) {
+      const std::string_view page = tessera_serve_web_page();
+      res.status = 200;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob: data:");
+      res.set_content(std::string(page), "text/html; charset=utf-8");
+    }));
   svr.Get("/health", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
     send_json(res, 200, {{"status", "ok"}});
   }));
@@ -331,7 +345,7 @@ void add_routes(httplib::Server& svr, Server& s) {
     svr.Get(model, wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
       ServedModel& m = s.find(req.matches[1]);
       label = m.name();
-      send_json(res, 200, v2_model_metadata(m));
+      send_json(res, 200, v2_model_metadata(m, s.opts));
     }));
     svr.Get(model + "/ready", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
       label = s.find(req.matches[1]).name();

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct ServerOptions {
   int port = 8080;                          // 0: any free port (printed)
   size_t max_body_bytes = size_t{16} << 20; // larger bodies get 413
   std::string port_file;                    // when set, the bound port is written there
+  // Class names of tensor models (--labels NAME=FILE, one a line): given in the model's v2
+  // metadata as parameters.labels, for the web page and other clients.
+  std::map<std::string, std::vector<std::string>> labels;
 };
 
 // Listens and serves `models` until SIGINT or SIGTERM (blocked in every thread by the
