@@ -58,7 +58,7 @@ function decodePng(buf) {
 
 const server = await startServer([
   '-m', `llm=${MODELS.aidreams}`, '-m', `ssd=${SSD}`, '-m', `cls=${MODELS.mobilenet}`,
-  '--chat-template', 'llm=chatml', '--labels', `ssd=${SHARED}/labels/coco_labels.txt`,
+  '--chat-template', 'llm=llama2', '--labels', `ssd=${SHARED}/labels/coco_labels.txt`,
   '--labels', `cls=${SHARED}/labels/imagenet_labels.txt`, '--parallel', '1',
 ]);
 const page_ = curl([`${server.url}/`]);
@@ -91,12 +91,13 @@ try {
     model: 'llm', messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 24, temperature: 0,
   })]);
   assert.equal(api.status, 200);
-  assert.ok(reply.length > 0, 'a chat reply appears');
+  assert.ok(reply.trim().length > 0, 'a visible chat reply appears');
   assert.equal(reply, api.json.choices[0].message.content);
   console.log(`chat: ${JSON.stringify(reply.slice(0, 60))}`);
 
   // The detector: the page's request, replayed to the API, gives the boxes the page lists.
   await page.selectOption('#vision-model', 'ssd');
+  await page.fill('#threshold', '0.3');
   const [inferReq] = await Promise.all([
     page.waitForRequest((r) => r.url().endsWith('/v2/models/ssd/infer')),
     page.setInputFiles('#image', PHOTO),
@@ -108,8 +109,8 @@ try {
   const [boxes, classes, scores, count] = v2.json.outputs.map((o) => o.data);
   const expected = [];
   for (let i = 0; i < count[0]; ++i)
-    if (scores[i] >= 0.5) expected.push({ i, cls: classes[i], score: scores[i], box: boxes.slice(4 * i, 4 * i + 4) });
-  assert.ok(expected.length > 0, 'the API finds boxes of score >= 0.5 in table.jpg');
+    if (scores[i] >= 0.3) expected.push({ i, cls: classes[i], score: scores[i], box: boxes.slice(4 * i, 4 * i + 4) });
+  assert.ok(expected.length > 0, 'the API finds boxes of score >= 0.3 in table.jpg');
   const listed = await page.$$eval('#detections tr[data-index]', (rows) => rows.map((r) => ({
     i: Number(r.dataset.index), cls: Number(r.dataset.cls), score: Number(r.dataset.score), box: JSON.parse(r.dataset.box),
   })));
