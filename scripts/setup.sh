@@ -20,6 +20,7 @@ PACKAGES=(
   libcpp-httplib-dev                           # tessera serve: the HTTP server (cpp-httplib 0.11)
   nlohmann-json3-dev                           # tessera serve: JSON of the OpenAI and v2 protocols
   curl                                         # the tessera serve tests (v2 requests)
+  chromium                                     # the web page test of tessera serve, headless (tests/serve/client/web_test.mjs)
   nginx                                        # the scale-out test: tessera serve behind nginx (tests/serve/client/nginx_test.mjs)
   python3-jinja2                               # the judge of chat-template rendering (tests/jinja)
 )
