@@ -24,7 +24,7 @@ if [ -n "${TESSERA_EXAMPLES_PREFIX:-}" ]; then
   [ -x "$CLI" ] || fail "no $CLI"
 else
   targets=(tessera tessera_c tessera_cli)
-  if cmake --build "$B" --target help | grep -q tessera_python; then targets+=(tessera_python); fi
+  if cmake --build "$B" --target help | grep tessera_python >/dev/null; then targets+=(tessera_python); fi
   cmake --build "$B" -j2 --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
   prefix="$tmp/prefix"
   cmake --install "$B" --prefix "$prefix" >/dev/null
