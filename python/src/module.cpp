@@ -83,6 +83,13 @@ py::dict tensor_info_dict(const TensorInfo& t) {
   return d;
 }
 
+// A Python bytes object copied once into graph constants: the Model keeps the copy alive
+// (ConstData's owner), whatever happens to the Python object.
+ConstData copied_bytes(const py::bytes& content) {
+  std::string_view view = content;
+  return ConstData::from_vector(std::vector<uint8_t>(view.begin(), view.end()));
+}
+
 SessionOptions session_options(const std::string& device, std::optional<int> threads,
                                const std::map<std::string, std::string>& options) {
   SessionOptions so;
@@ -423,14 +430,12 @@ PYBIND11_MODULE(_tessera, m) {
       .def_static("from_tflite_buffer", [](const py::bytes& content, const std::string& device,
                                           std::optional<int> threads,
                                           const std::map<std::string, std::string>& options) {
-             // The model's bytes, copied once: the Model keeps them (ConstData's owner).
-             std::string_view view = content;
-             std::vector<uint8_t> bytes(view.begin(), view.end());
+             ConstData bytes = copied_bytes(content);
              SessionOptions so = session_options(device, threads, options);
              std::shared_ptr<const Model> model;
              {
                py::gil_scoped_release release;
-               model = take(Model::from_tflite_buffer(ConstData::from_vector(std::move(bytes))));
+               model = take(Model::from_tflite_buffer(std::move(bytes)));
              }
              return std::make_unique<PyModel>(std::move(model), std::move(so));
            }, py::arg("content"), py::arg("device") = "cpu", py::arg("threads") = py::none(),
@@ -443,13 +448,12 @@ PYBIND11_MODULE(_tessera, m) {
              // The model with new shapes for the named inputs: every node's outputs inferred
              // again in order (Graph's shape inference), so a shape the ops cannot take is an
              // error naming the op.
-             std::string_view view = content;
-             std::vector<uint8_t> bytes(view.begin(), view.end());
+             ConstData bytes = copied_bytes(content);
              SessionOptions so = session_options(device, threads, options);
              std::shared_ptr<const Model> model;
              {
                py::gil_scoped_release release;
-               auto base = take(Model::from_tflite_buffer(ConstData::from_vector(std::move(bytes))));
+               auto base = take(Model::from_tflite_buffer(std::move(bytes)));
                Graph g = base->graph();
                for (const auto& [name, shape] : shapes) {
                  size_t i = take(base->input_index(name));
