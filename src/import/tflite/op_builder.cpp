@@ -125,6 +125,54 @@ Status check_hybrid_weights(OpSite& s, TensorId w, TensorId bias, TensorId y, in
   return Status::Ok();
 }
 
+// TFLite's 16x8 quantization: int16 activations with zero point 0, int8 weights with zero
+// points 0 (per-tensor or along the output-channel axis), an int64 (or int32) bias, an int16
+// output. The int64 accumulator's rescale takes |acc| < 2^47 (common.h): refuse depths and
+// biases that could pass it.
+Status check_16x8_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, int channel_axis) {
+  const Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  const Tensor& wt = g.tensor(w);
+  const Tensor& yt = g.tensor(y);
+  if (yt.dtype != DType::i16 || !is_quant(yt))
+    return s.fail("int16 input '" + xt.name + "' needs an int16 output with quantization parameters, '" + yt.name +
+                  "' is " + dtype_name(yt.dtype));
+  for (const Tensor* t : {&xt, &yt})
+    if (t->quant.per_axis() || t->quant.zero_point_at(0) != 0)
+      return s.fail("int16 tensor '" + t->name + "' must have one scale and zero point 0 (TFLite's 16x8 form)");
+  if (wt.dtype != DType::i8 || !is_quant(wt))
+    return s.fail("filter '" + wt.name + "' of an int16 input must be i8 with quantization parameters, got " +
+                  dtype_name(wt.dtype));
+  for (int64_t z : wt.quant.zero_point)
+    if (z != 0) return s.fail("filter '" + wt.name + "' of an int16 input has a non-zero zero point");
+  if (wt.quant.per_axis() && wt.quant.axis != channel_axis)
+    return s.fail("filter '" + wt.name + "' is quantized along axis " + std::to_string(wt.quant.axis) +
+                  ", expected the output-channel axis " + std::to_string(channel_axis));
+  double bias_max = 0;
+  if (bias != kNoTensor) {
+    const Tensor& bt = g.tensor(bias);
+    if (bt.dtype != DType::i64 && bt.dtype != DType::i32)
+      return s.fail("bias '" + bt.name + "' of an int16 input must be i64 or i32, got " + dtype_name(bt.dtype));
+    if (!bt.data) return s.fail("the bias of a quantized operator must be constant, '" + bt.name + "' is not");
+    const int64_t width = bt.dtype == DType::i64 ? 8 : 4;
+    for (int64_t i = 0; i + width <= bt.data->size; i += width) {
+      int64_t v = 0;
+      if (width == 8) std::memcpy(&v, bt.data->data + i, 8);
+      else {
+        int32_t v32;
+        std::memcpy(&v32, bt.data->data + i, 4);
+        v = v32;
+      }
+      bias_max = std::max(bias_max, std::fabs(static_cast<double>(v)));
+    }
+  }
+  double depth = 1;
+  for (size_t d = 1; d < wt.shape.size(); ++d) depth *= static_cast<double>(wt.shape[d]);
+  if (!(depth * 32768.0 * 128.0 + bias_max < 140737488355328.0))  // 2^47
+    return s.fail("filter '" + wt.name + "' and its bias can exceed the 2^47 accumulator range of the 16x8 form");
+  return Status::Ok();
+}
+
 // Conv / depthwise / FC weights: quantized activations need quantized weights and an i32
 // bias; float activations take float weights, or int8 ones (TFLite's "hybrid" mode).
 Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, int channel_axis) {
@@ -136,7 +184,7 @@ Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId 
     return Status::Ok();
   }
   if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
-  if (xt.dtype == DType::i16) return s.fail("int16 activations are not supported");
+  if (xt.dtype == DType::i16) return check_16x8_weights(s, x, w, bias, y, channel_axis);
   if (!is_quant(wt) || (wt.dtype != DType::u8 && wt.dtype != DType::i8))
     return s.fail("filter '" + wt.name + "' must be u8/i8 with quantization parameters");
   if (wt.quant.per_axis()) {
@@ -162,6 +210,7 @@ Status check_accumulator_range(OpSite& s, TensorId x, TensorId w, TensorId bias,
   const Tensor& wt = g.tensor(w);
   const Tensor& yt = g.tensor(y);
   if (!is_quant(xt) || !is_quant(wt) || !is_quant(yt)) return Status::Ok();
+  if (xt.dtype == DType::i16) return Status::Ok();  // int64 accumulators: check_16x8_weights
   double bias_max = 0;
   if (bias != kNoTensor) {
     const Tensor& bt = g.tensor(bias);
@@ -306,6 +355,31 @@ Status build_pool(OpSite& s, OpKind kind) {
   return s.add(kind, {x}, {y}, a);
 }
 
+// int16 ADD / SUB (TFLite's 16x8 quantization): symmetric operands, and the general-scale
+// kernel; TFLite takes a shift-only kernel instead when pot_scale_int16 is set (its default)
+// and every scale is a power of two, which Tessera does not implement.
+Status check_int16_add(OpSite& s, OpKind kind, std::initializer_list<TensorId> ids) {
+  const Graph& g = s.cx.graph;
+  if (kind != OpKind::add && kind != OpKind::sub) return Status::Ok();  // the kernels report the rest
+  bool pot_option = true;
+  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
+  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
+  bool all_pot = true;
+  for (TensorId id : ids) {
+    const Tensor& t = g.tensor(id);
+    if (t.dtype != DType::i16 || !is_quant(t) || t.quant.per_axis())
+      return s.fail("int16 operand '" + t.name + "' needs an int16 output and operands with one scale each");
+    if (t.quant.zero_point_at(0) != 0)
+      return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
+                    ", TFLite's 16x8 quantization requires 0");
+    int e;
+    all_pot = all_pot && std::frexp(static_cast<double>(t.quant.scale[0]), &e) == 0.5;
+  }
+  if (pot_option && all_pot)
+    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
+  return Status::Ok();
+}
+
 Status build_binary(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
   TS_ASSIGN_OR_RETURN(TensorId a0, s.input(0));
@@ -321,6 +395,7 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
+  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);
@@ -357,10 +432,20 @@ Status build_quantize(OpSite& s) {
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& xt = s.cx.graph.tensor(x);
   const Tensor& yt = s.cx.graph.tensor(y);
-  if (!is_quant(yt)) return s.fail("output '" + yt.name + "' must be an integer tensor with quantization parameters");
+  // Integer inputs requantize; int32 (with quantization parameters) only to or from int16,
+  // as TFLite's int16 pipelines use it.
+  auto quantized = [](const Tensor& t) { return is_quant(t) || (t.dtype == DType::i32 && !t.quant.empty()); };
+  if (!quantized(yt)) return s.fail("output '" + yt.name + "' must be an integer tensor with quantization parameters");
   if (yt.quant.per_axis()) return s.fail("per-axis output quantization is not supported");
-  if (xt.dtype == DType::f32) return s.add(OpKind::quantize, {x}, {y});
-  if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (xt.dtype == DType::f32) {
+    if (yt.dtype == DType::i32) return s.fail("float input to an int32 output '" + yt.name + "' is not supported");
+    return s.add(OpKind::quantize, {x}, {y});
+  }
+  if (!quantized(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (xt.quant.per_axis()) return s.fail("per-axis input quantization is not supported");
+  if ((xt.dtype == DType::i32 || yt.dtype == DType::i32) && xt.dtype != DType::i16 && yt.dtype != DType::i16)
+    return s.fail(std::string("requantizing ") + dtype_name(xt.dtype) + " to " + dtype_name(yt.dtype) +
+                  " is not supported (int32 only to or from int16)");
   return s.add(OpKind::requantize, {x}, {y});
 }
 

@@ -41,4 +41,10 @@ Result<std::unique_ptr<PreparedKernel>> prepare_packed_depthwise(const Graph& g,
 Result<std::unique_ptr<PreparedKernel>> prepare_packed_fully_connected(const Graph& g, const Node& n);
 Status run_packed_conv(KernelContext& c);
 
+// TFLite's 16x8 form (int16 activations, int8 weights, int64 or int32 bias; the reference
+// kernels, quant_conv16.cpp).
+Status conv2d_16x8(KernelContext& c);
+Status depthwise_conv2d_16x8(KernelContext& c);
+Status fully_connected_16x8(KernelContext& c);
+
 }  // namespace tessera::cpu
