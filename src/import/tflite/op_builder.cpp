@@ -65,6 +65,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
     // v2 int8, v3 int32 (SPLIT) / int16 (SPLIT_V), v4 int16 (SPLIT): the split copies bytes.
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
+    // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
+    {T::BuiltinOperator_TRANSPOSE_CONV, 4},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -304,6 +306,71 @@ Status build_conv(OpSite& s, bool depthwise) {
   return s.add(depthwise ? OpKind::depthwise_conv2d : OpKind::conv2d, {x, w, b}, {y}, a);
 }
 
+// TRANSPOSE_CONV: inputs output_shape (i32 [4]), filter [OC,KH,KW,IC], input [N,H,W,IC],
+// bias (optional). TFLite pads as the forward convolution of the output would
+// (ComputePaddingHeightWidth on the output size). An output_shape computed at run time
+// (a model input) runs at the output tensor's declared shape and is checked at each run.
+Status build_transpose_conv(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(3, 4, 1));
+  TS_ASSIGN_OR_RETURN(TensorId w, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(2));
+  TensorId b = kNoTensor;
+  if (s.has_input(3)) {
+    TS_ASSIGN_OR_RETURN(b, s.input(3));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(TensorId shape_in, s.input(0));
+  const auto* o = s.op->builtin_options_as_TransposeConvOptions();
+  if (!o) return s.fail("TransposeConvOptions are missing");
+  const Graph& g = s.cx.graph;
+  const Tensor& wt = g.tensor(w);
+  const Tensor& xt = g.tensor(x);
+  const Tensor& st = g.tensor(shape_in);
+  if (wt.shape.size() != 4) return s.fail("filter '" + wt.name + "' must be rank 4 [OC,KH,KW,IC], got " + shape_str(wt.shape));
+  if (xt.shape.size() != 4) return s.fail("input '" + xt.name + "' must be rank 4 NHWC, got " + shape_str(xt.shape));
+  if (st.dtype != DType::i32 || st.shape != Shape{4})
+    return s.fail("output shape '" + st.name + "' must be i32 [4], got " + dtype_name(st.dtype) + " " + shape_str(st.shape));
+  Shape out;
+  TensorId runtime_shape = kNoTensor;
+  if (st.data) {
+    TS_ASSIGN_OR_RETURN(std::vector<int64_t> v, s.const_input(0));
+    out = Shape(v.begin(), v.end());
+  } else {
+    out = g.tensor(y).shape;  // checked against the input at every run
+    runtime_shape = shape_in;
+  }
+  if (out.size() != 4 || *std::min_element(out.begin(), out.end()) < 1)
+    return s.fail("output shape " + shape_str(out) + " must be 4 positive sizes");
+  if (out[0] != xt.shape[0] || out[3] != wt.shape[0] || wt.shape[3] != xt.shape[3])
+    return s.fail("output shape " + shape_str(out) + " disagrees with input '" + xt.name + "' " + shape_str(xt.shape) +
+                  " and filter '" + wt.name + "' " + shape_str(wt.shape) +
+                  " (batch must match the input's, channels the filter's first dimension)");
+  const int64_t sh = o->stride_h(), sw = o->stride_w();
+  if (sh < 1 || sw < 1) return s.fail("strides must be >= 1");
+  if (o->padding() != T::Padding_SAME && o->padding() != T::Padding_VALID) return s.fail("unknown padding mode");
+  // The forward convolution of the output must give the input's size back.
+  auto forward = [&](int64_t size, int64_t k, int64_t stride) {
+    return o->padding() == T::Padding_SAME ? (size + stride - 1) / stride : (size - k + stride) / stride;
+  };
+  if (forward(out[1], wt.shape[1], sh) != xt.shape[1] || forward(out[2], wt.shape[2], sw) != xt.shape[2])
+    return s.fail("output shape " + shape_str(out) + " disagrees with input " + shape_str(xt.shape) + ", filter " +
+                  shape_str(wt.shape) + ", strides " + std::to_string(sh) + "x" + std::to_string(sw) + " and " +
+                  (o->padding() == T::Padding_SAME ? "SAME" : "VALID") + " padding");
+  int64_t pt, pb, pl, pr;
+  same_or_valid_padding(o->padding(), out[1], wt.shape[1], sh, 1, &pt, &pb);
+  same_or_valid_padding(o->padding(), out[2], wt.shape[2], sw, 1, &pl, &pr);
+  if (xt.dtype == DType::f32 && wt.dtype != DType::f32)
+    return s.fail("hybrid weights (float input, " + std::string(dtype_name(wt.dtype)) + " filter '" + wt.name + "') are not supported");
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, 0));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, static_cast<double>(wt.shape[1] * wt.shape[2] * wt.shape[3])));
+  AttrMap a{{"stride_h", sh}, {"stride_w", sw}, {"pad_top", pt}, {"pad_left", pl}, {"out_h", out[1]}, {"out_w", out[2]}};
+  TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+  std::vector<TensorId> ins{x, w, b};
+  if (runtime_shape != kNoTensor) ins.push_back(runtime_shape);
+  return s.add(OpKind::transpose_conv2d, ins, {y}, a);
+}
+
 Status build_fully_connected(OpSite& s) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 3, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
@@ -531,6 +598,7 @@ Status build_operator(OpSite& s) {
     }
     case T::BuiltinOperator_MEAN: return build_mean(s);
     case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
+    case T::BuiltinOperator_TRANSPOSE_CONV: return build_transpose_conv(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
     default: return build_shape_operator(s);

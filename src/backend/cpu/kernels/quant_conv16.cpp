@@ -15,19 +15,6 @@
 
 namespace tessera::cpu {
 
-namespace {
-
-struct Quant16 {
-  std::vector<q::Multiplier> mult;  // per output channel
-  q::Range range{};
-  const int64_t* bias64 = nullptr;  // [OC] or null
-  const int32_t* bias32 = nullptr;  // [OC] or null
-  int64_t bias(int64_t o) const { return bias64 ? bias64[o] : bias32 ? bias32[o] : 0; }
-  int16_t requantize(int64_t acc, int64_t o) const {
-    return static_cast<int16_t>(q::clamp(q::multiply_int64(acc + bias(o), mult[o]), range.lo, range.hi));
-  }
-};
-
 Result<Quant16> quant16(const KernelContext& c, int64_t oc, bool float_product) {
   const Tensor &x = *c.in[0].t, &w = *c.in[1].t, &y = *c.out[0].t;
   if (x.dtype != DType::i16 || y.dtype != DType::i16 || w.dtype != DType::i8 || x.quant.empty() || y.quant.empty() ||
@@ -67,8 +54,6 @@ Result<Quant16> quant16(const KernelContext& c, int64_t oc, bool float_product) 
   }
   return p;
 }
-
-}  // namespace
 
 Status conv2d_16x8(KernelContext& c) {
   const Shape& xs = c.in[0].shape();
