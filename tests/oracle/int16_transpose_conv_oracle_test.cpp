@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <optional>
 
 #include "import/tflite/single_op_model.h"
 #include "oracle/oracle.h"
@@ -58,7 +60,8 @@ std::vector<uint8_t> random_activation(Form f, int64_t n, uint32_t seed) {
 struct Weights {
   OpTensor w, bias;
 };
-Weights weights(Form f, std::vector<int32_t> shape, int channel_axis, bool per_channel, uint32_t seed) {
+Weights weights(Form f, std::vector<int32_t> shape, int channel_axis, bool per_channel, uint32_t seed,
+                bool int32_bias_for_i16 = false) {
   const int32_t oc = shape[static_cast<size_t>(channel_axis)];
   const int64_t n = count(shape);
   Weights r;
@@ -87,7 +90,7 @@ Weights weights(Form f, std::vector<int32_t> shape, int channel_axis, bool per_c
     b64[k] = static_cast<int64_t>(v) * 37;                                      // int16x8 biases are wide
     b32[k] = v / 8;
   }
-  r.bias = f == Form::i16 ? testing::constant("b", T::TensorType_INT64, {oc}, bytes_of(b64))
+  r.bias = f == Form::i16 && !int32_bias_for_i16 ? testing::constant("b", T::TensorType_INT64, {oc}, bytes_of(b64))
                           : testing::constant("b", T::TensorType_INT32, {oc}, bytes_of(b32));
   return r;
 }
@@ -103,6 +106,10 @@ struct Check {
   SingleOpModel model;
   std::vector<std::vector<uint8_t>> inputs;
   bool is_float = false;
+  // When set, the interpreter runs this model instead and `post` turns its output into the
+  // expected one (a fused activation the oracle's TFLite build predates: see below).
+  std::optional<SingleOpModel> oracle_model;
+  std::function<void(std::vector<uint8_t>&)> post;
 };
 
 void run_checks(std::vector<Check>& checks, const char* what) {
@@ -113,10 +120,12 @@ void run_checks(std::vector<Check>& checks, const char* what) {
   for (const Check& c : checks) {
     models.push_back(c.model.bytes());
     const fs::path file = dir.path / (c.name + ".tflite");
-    write_bytes(file, models.back());
+    write_bytes(file, c.oracle_model ? c.oracle_model->bytes() : models.back());
     jobs.push_back(Job{c.name, file.string(), c.inputs, {}});
   }
   ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < checks.size(); ++i)
+    if (checks[i].post) checks[i].post(jobs[i].outputs[0]);
   for (size_t i = 0; i < checks.size(); ++i) {
     SCOPED_TRACE(checks[i].name);
     auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
@@ -135,7 +144,11 @@ void run_checks(std::vector<Check>& checks, const char* what) {
       for (size_t k = 0; k < a.size(); ++k)
         differ += !(std::fabs(static_cast<double>(a[k]) - b[k]) <= 1e-5 * std::max({std::fabs(static_cast<double>(a[k])), std::fabs(static_cast<double>(b[k])), m}));
     } else {
-      for (size_t k = 0; k < got.size(); ++k) differ += got[k] != want[k];
+      std::string first;  // the first differing bytes, for the failure message
+      for (size_t k = 0; k < got.size(); ++k)
+        if (got[k] != want[k] && ++differ <= 6)
+          first += " @" + std::to_string(k) + ":" + std::to_string(got[k]) + "/" + std::to_string(want[k]);
+      if (differ) ADD_FAILURE() << checks[i].name << ": first differing bytes (Tessera/interpreter)" << first;
     }
     EXPECT_EQ(differ, 0) << checks[i].name << ": " << differ << " of " << got.size() << (checks[i].is_float ? " bytes (as floats)" : " bytes") << " differ";
     // A comparison that cannot fail is no test: the interpreter's output must not be constant.
@@ -192,6 +205,38 @@ Check transpose_check(const TransposeCase& c, Form f, bool per_channel, bool run
     ch.inputs.push_back(testing::int32_bytes(out));
   }
   ch.inputs.push_back(random_activation(f, count(c.x_shape), seed + 2));
+  if (c.act == T::ActivationFunctionType_RELU) {
+    // The oracle's interpreter takes TRANSPOSE_CONV up to version 3, before the fused
+    // activation (version 4): it runs the model without it, and ReLU, which TFLite applies
+    // as a clamp of the requantized output at the output's zero point (at 0 for floats),
+    // is applied to its output here.
+    ch.oracle_model = m;
+    ch.oracle_model->version = 3;
+    ch.oracle_model->options = [cc](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_TransposeConvOptions,
+                            T::CreateTransposeConvOptions(fb, cc.padding, cc.stride, cc.stride).Union());
+    };
+    const OpTensor y = m.tensors.back();
+    ch.post = [f, y](std::vector<uint8_t>& out) {
+      for (size_t k = 0; k < out.size(); k += f == Form::f32 ? 4 : f == Form::i16 ? 2 : 1) {
+        if (f == Form::f32) {
+          float v;
+          std::memcpy(&v, &out[k], 4);
+          v = std::max(v, 0.0f);
+          std::memcpy(&out[k], &v, 4);
+        } else if (f == Form::u8) {
+          out[k] = static_cast<uint8_t>(std::max<int>(out[k], static_cast<int>(y.zero_point)));
+        } else if (f == Form::i8) {
+          out[k] = static_cast<uint8_t>(std::max<int>(static_cast<int8_t>(out[k]), static_cast<int>(y.zero_point)));
+        } else {
+          int16_t v;
+          std::memcpy(&v, &out[k], 2);
+          v = std::max<int16_t>(v, 0);
+          std::memcpy(&out[k], &v, 2);
+        }
+      }
+    };
+  }
   return ch;
 }
 
@@ -215,6 +260,10 @@ TEST(TfliteOracle, TransposeConvMatchesTheInterpreter) {
   }
   checks.push_back(transpose_check(cases[1], Form::i8, false, false, seed += 10));
   checks.push_back(transpose_check(cases[1], Form::i16, true, true, seed += 10));  // output_shape fed at run time
+  Check i32_bias = transpose_check(cases[0], Form::i16, true, false, seed += 10);
+  i32_bias.name += "_i32bias";
+  i32_bias.model.tensors[3] = weights(Form::i16, {cases[0].oc, 3, 3, 3}, 0, true, seed, true).bias;
+  checks.push_back(std::move(i32_bias));
   run_checks(checks, "transpose_conv");
 }
 
@@ -230,9 +279,13 @@ TEST(TfliteOracle, Int16x8ConvolutionsMatchTheInterpreter) {
     int stride;
     T::Padding padding;
     T::ActivationFunctionType act;
+    enum Bias { i64, i32, absent } bias = i64;  // TFLite's kernels take each bias type its own way
   };
   const auto none = T::ActivationFunctionType_NONE, relu = T::ActivationFunctionType_RELU;
   const std::vector<ConvCase> cases = {
+      {"conv_pc_i32bias", T::BuiltinOperator_CONV_2D, {1, 6, 6, 5}, {4, 3, 3, 5}, true, 1, T::Padding_SAME, none, ConvCase::i32},
+      {"fc_pt_i32bias", T::BuiltinOperator_FULLY_CONNECTED, {2, 48}, {7, 48}, false, 1, T::Padding_SAME, none, ConvCase::i32},
+      {"fc_pt_nobias", T::BuiltinOperator_FULLY_CONNECTED, {2, 48}, {7, 48}, false, 1, T::Padding_SAME, none, ConvCase::absent},
       {"conv_pc_same", T::BuiltinOperator_CONV_2D, {1, 7, 7, 5}, {6, 3, 3, 5}, true, 1, T::Padding_SAME, none},
       {"conv_pc_valid_s2_relu", T::BuiltinOperator_CONV_2D, {2, 9, 8, 4}, {3, 3, 3, 4}, true, 2, T::Padding_VALID, relu},
       {"conv_pt_1x1", T::BuiltinOperator_CONV_2D, {1, 5, 5, 24}, {8, 1, 1, 24}, false, 1, T::Padding_SAME, none},
@@ -246,7 +299,7 @@ TEST(TfliteOracle, Int16x8ConvolutionsMatchTheInterpreter) {
     ch.name = c.name;
     const bool dw = c.code == T::BuiltinOperator_DEPTHWISE_CONV_2D, fc = c.code == T::BuiltinOperator_FULLY_CONNECTED;
     const int axis = dw ? 3 : 0;
-    Weights w = weights(Form::i16, c.w, axis, c.per_channel, seed += 10);
+    Weights w = weights(Form::i16, c.w, axis, c.per_channel, seed += 10, c.bias == ConvCase::i32);
     std::vector<int32_t> y;
     int64_t depth = fc ? c.w[1] : (dw ? c.w[1] * c.w[2] : c.w[1] * c.w[2] * c.w[3]);
     if (fc) {
@@ -258,7 +311,7 @@ TEST(TfliteOracle, Int16x8ConvolutionsMatchTheInterpreter) {
     const float in_s = 1.0f / 2048;
     SingleOpModel& m = ch.model;
     m.tensors = {act_tensor("x", Form::i16, c.x, in_s), w.w, w.bias, act_tensor("y", Form::i16, y, output_scale(Form::i16, in_s, 0.006f, depth))};
-    m.op_inputs = {0, 1, 2};
+    m.op_inputs = {0, 1, c.bias == ConvCase::absent ? -1 : 2};
     m.op_outputs = {3};
     m.code = c.code;
     const ConvCase cc = c;
@@ -396,6 +449,29 @@ TEST(TfliteOracle, TransposeConvAndInt16RefusalsAreNamed) {
     m.code = T::BuiltinOperator_SUB;
     m.version = 3;
     expect_refused(m, {"SUB", "'a'", "zero point 3"});
+  }
+  for (const bool depthwise : {false, true}) {  // forms TFLite's own kernels refuse
+    SingleOpModel m;
+    m.tensors = {act_tensor("x", Form::i16, {1, 5, 5, 4}, 0.001f), weights(Form::i16, {depthwise ? 1 : 4, 3, 3, 4}, depthwise ? 3 : 0, true, 6, true).w,
+                 weights(Form::i16, {4, 3, 3, 4}, 0, true, 6, true).bias, act_tensor("y", Form::i16, {1, 5, 5, 4}, 0.01f)};
+    m.op_outputs = {3};
+    if (depthwise) {
+      m.op_inputs = {0, 1, 2};  // an int32 bias
+      m.code = T::BuiltinOperator_DEPTHWISE_CONV_2D;
+      m.version = 5;
+      m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+        return std::make_pair(T::BuiltinOptions_DepthwiseConv2DOptions, T::CreateDepthwiseConv2DOptions(fb, T::Padding_SAME, 1, 1, 1).Union());
+      };
+      expect_refused(m, {"DEPTHWISE_CONV_2D", "i64 bias"});
+    } else {
+      m.op_inputs = {0, 1, -1};  // no bias
+      m.code = T::BuiltinOperator_CONV_2D;
+      m.version = 4;
+      m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+        return std::make_pair(T::BuiltinOptions_Conv2DOptions, T::CreateConv2DOptions(fb, T::Padding_SAME, 1, 1).Union());
+      };
+      expect_refused(m, {"CONV_2D", "needs a bias"});
+    }
   }
 }
 

@@ -150,6 +150,12 @@ Status check_16x8_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, Tens
   if (wt.quant.per_axis() && wt.quant.axis != channel_axis)
     return s.fail("filter '" + wt.name + "' is quantized along axis " + std::to_string(wt.quant.axis) +
                   ", expected the output-channel axis " + std::to_string(channel_axis));
+  // What TFLite's builtin kernels refuse for this form: CONV_2D without a bias, and
+  // DEPTHWISE_CONV_2D with other than an int64 one.
+  if (bias == kNoTensor && s.code == T::BuiltinOperator_CONV_2D)
+    return s.fail("CONV_2D with an int16 input needs a bias, as TFLite's kernel does");
+  if (s.code == T::BuiltinOperator_DEPTHWISE_CONV_2D && (bias == kNoTensor || g.tensor(bias).dtype != DType::i64))
+    return s.fail("DEPTHWISE_CONV_2D with an int16 input needs an i64 bias, as TFLite's kernel does");
   double bias_max = 0;
   if (bias != kNoTensor) {
     const Tensor& bt = g.tensor(bias);

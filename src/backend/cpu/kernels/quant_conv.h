@@ -51,8 +51,18 @@ struct Quant16 {
   const int64_t* bias64 = nullptr;  // [OC] or null
   const int32_t* bias32 = nullptr;  // [OC] or null
   int64_t bias(int64_t o) const { return bias64 ? bias64[o] : bias32 ? bias32[o] : 0; }
+  // TFLite's kernels are templated on the bias type: an int64 bias gets an int64 accumulator
+  // and the int64 rescale; an int32 bias, or none, an int32 accumulator (wrapping as
+  // TFLite's does) and the 32-bit double-rounding rescale.
   int16_t requantize(int64_t acc, int64_t o) const {
-    return static_cast<int16_t>(q::clamp(q::multiply_int64(acc + bias(o), mult[o]), range.lo, range.hi));
+    int32_t v;
+    if (bias64) {
+      v = q::multiply_int64(acc + bias64[o], mult[o]);
+    } else {
+      const uint32_t wrapped = static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias32 ? bias32[o] : 0);
+      v = q::multiply(static_cast<int32_t>(wrapped), mult[o]);
+    }
+    return static_cast<int16_t>(q::clamp(v, range.lo, range.hi));
   }
 };
 Result<Quant16> quant16(const KernelContext& c, int64_t oc, bool float_product);
