@@ -50,7 +50,12 @@ seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"
   [ -d "$shared/models/tflite" ] || { echo "fuzz: $shared/models/tflite is absent; empty corpus" >&2; return; }
-  for m in "$shared"/models/tflite/*.tflite; do
+  # The corpus models (LSTM, SVDF, SPLIT, hybrid, float16 ...) and one SEANet case of each
+  # int16x8 operator (CONV_2D, TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, PAD, QUANTIZE, ...).
+  local m seanet=()
+  for m in "$shared"/models/tflite/corpus/seanet/*0.tflite; do [ -f "$m" ] && seanet+=("$m"); done
+  for m in "$shared"/models/tflite/*.tflite "$shared"/models/tflite/corpus/*.tflite "${seanet[@]}"; do
+    [ -f "$m" ] || continue
     local name
     name=$(basename "$m" .tflite)
     if [ "$(stat -c %s "$m")" -le 400000 ]; then cp "$m" "$dir/$name"; else head -c 65536 "$m" > "$dir/$name.head"; fi
@@ -109,7 +114,7 @@ replay_corpus() {
 if [ -f fuzz/hostile_corpus.cpp ] && [ "$MODELS" = 1 ] && [ "${TESSERA_CORPUS_REPLAY:-1}" != 0 ]; then
   cmake --build "$B" -j2 --target hostile_corpus tflite_fuzz gguf_fuzz
   mkdir -p "$B/hostile" "$B/crashes/tflite_fuzz" "$B/crashes/gguf_fuzz"
-  for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant; do
+  for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant corpus/seanet/transpose_conv0 corpus/seanet/conv0; do
     replay_corpus tflite_fuzz "$SHARED/models/tflite/$m.tflite"
   done
   for m in aidreams260K-Q4_0 aidreams260K-Q8_0 aidreams260K; do
