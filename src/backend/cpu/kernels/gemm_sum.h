@@ -57,10 +57,17 @@ class GemmSum {
       enter(k);
       if (k < peeled_end_) {
         const int64_t end = std::min(k0 + n, peeled_end_) - k0;
-        for (; i < end; ++i) {
-          const float p = x[i] * w[i];
-          if (((k0 + i - start_) & 1) != 0) odd_ += p;
-          else even_ += p;
+        if (((k0 + i - start_) & 1) != 0) {  // an odd term first, then even / odd pairs
+          odd_ += x[i] * w[i];
+          ++i;
+        }
+        for (; i + 1 < end; i += 2) {
+          even_ += x[i] * w[i];
+          odd_ += x[i + 1] * w[i + 1];
+        }
+        if (i < end) {
+          even_ += x[i] * w[i];
+          ++i;
         }
       } else {
         if (!in_rest_) {
