@@ -120,7 +120,6 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (!dt.ok()) return dt.status().with_context(where);
   t.dtype = *dt;
   if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
-  if (ft->is_variable()) return error(StatusCode::unsupported, where, ": variable tensors are not supported");
   Size elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
@@ -156,6 +155,12 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (constant) q = read_quant(ft->quantization(), t, true);
   if (!q.ok()) return q.status().with_context(where);
   t.quant = *q;
+  if (ft->is_variable()) {
+    // A variable tensor (an LSTM's state) keeps its values between runs and starts at
+    // real 0, as the interpreter resets it; an initial value in the file is not supported.
+    if (constant) return error(StatusCode::unsupported, where, ": a variable tensor with initial data is not supported");
+    t.role = Role::state;
+  }
   if (constant) {
     auto need = t.host_bytes();
     if (!need.ok()) return need.status().with_context(where);

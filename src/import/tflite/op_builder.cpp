@@ -65,6 +65,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
     // v2 int8, v3 int32 (SPLIT) / int16 (SPLIT_V), v4 int16 (SPLIT): the split copies bytes.
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
+    // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
+    {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -418,6 +420,8 @@ int max_supported_version(T::BuiltinOperator code) {
 Status build_shape_operator(OpSite& s);
 // Implemented in op_builder_custom.cpp.
 Status build_custom_operator(OpSite& s);
+// Implemented in op_builder_rnn.cpp.
+Status build_unidirectional_sequence_lstm(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -448,6 +452,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
+    case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);
     default: return build_shape_operator(s);
   }
 }
