@@ -45,12 +45,17 @@ if [ -f fuzz/gguf_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
 fi
 
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
-# (the flatbuffer's tables come first; the fuzzer mutates from there).
+# (the flatbuffer's tables come first; the fuzzer mutates from there), with the corpus's
+# LSTM models (UNIDIRECTIONAL_SEQUENCE_LSTM with variable state tensors). Single-operator
+# LSTM seeds (f32, and i8 CIFG) are in fuzz/regressions/tflite_fuzz/, made with
+# tests/import/tflite/lstm_model.h.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"
   [ -d "$shared/models/tflite" ] || { echo "fuzz: $shared/models/tflite is absent; empty corpus" >&2; return; }
-  for m in "$shared"/models/tflite/*.tflite; do
+  for m in "$shared"/models/tflite/*.tflite "$shared"/models/tflite/corpus/micro_*lstm*.tflite \
+           "$shared"/models/tflite/corpus/micro_dtln_noise_suppression.tflite; do
+    [ -f "$m" ] || continue
     local name
     name=$(basename "$m" .tflite)
     if [ "$(stat -c %s "$m")" -le 400000 ]; then cp "$m" "$dir/$name"; else head -c 65536 "$m" > "$dir/$name.head"; fi

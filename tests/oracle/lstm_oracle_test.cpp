@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "import/tflite/lstm_model.h"
 #include "oracle/oracle.h"
@@ -89,8 +90,14 @@ TEST(TfliteOracle, UnidirectionalSequenceLstmMatchesTheInterpreter) {
     ASSERT_EQ(outs->size(), 1u);
     const std::string diff = compare(c, (*outs)[0], jobs[i].outputs[0]);
     EXPECT_EQ(diff, "");
-    std::printf("[oracle] lstm %-30s %s\n", c.name.c_str(),
-                diff.empty() ? (c.integer ? "identical" : "within 1e-5") : diff.c_str());
+    // The cases must exercise the arithmetic: many distinct output values, not saturated gates.
+    const size_t width = c.integer ? 1 : 4;
+    std::set<std::vector<uint8_t>> distinct;
+    for (size_t k = 0; k + width <= (*outs)[0].size(); k += width)
+      distinct.insert(std::vector<uint8_t>((*outs)[0].begin() + k, (*outs)[0].begin() + k + width));
+    EXPECT_GE(distinct.size(), std::min<size_t>(10, (*outs)[0].size() / width / 2));
+    std::printf("[oracle] lstm %-30s %s (%zu distinct values)\n", c.name.c_str(),
+                diff.empty() ? (c.integer ? "identical" : "within 1e-5") : diff.c_str(), distinct.size());
   }
 }
 

@@ -264,8 +264,10 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   n.attrs = std::move(attrs);
-  for (TensorId o : n.outputs)
+  for (TensorId o : n.outputs) {
     if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
+    if (cx.graph.tensor(o).role == Role::state) return fail("writes variable tensor '" + cx.graph.tensor(o).name + "'");
+  }
   TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that
@@ -350,8 +352,8 @@ Status import_model(ImportContext& cx) {
   for (size_t i = 0; i < sg->outputs()->size(); ++i) {
     TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->outputs()->Get(i), "model output " + std::to_string(i)));
     Tensor& t = cx.graph.tensor(id);
-    if (t.role == Role::input || t.role == Role::weight)
-      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input or constant");
+    if (t.role == Role::input || t.role == Role::weight || t.role == Role::state)
+      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input, constant or variable");
     t.role = Role::output;
     cx.graph.outputs.push_back(id);
   }

@@ -7,8 +7,11 @@
 // tests/oracle/lstm_oracle_test.cpp.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "import/tflite/lstm_model.h"
 #include "import/tflite/tflite_importer.h"
+#include "tessera/device.h"
 #include "tessera/session.h"
 
 namespace tessera {
@@ -43,6 +46,7 @@ void expect_refused(const SingleOpModel& m, const std::vector<std::string>& phra
   EXPECT_TRUE(msg.find("lstm") != std::string::npos || msg.find("UNIDIRECTIONAL_SEQUENCE_LSTM") != std::string::npos)
       << msg;
   for (const std::string& p : phrases) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
+  std::printf("[refused] %s\n", msg.c_str());
 }
 
 TEST(TfliteLstm, BecomesOneLstmNodeWhoseStateOutputsUpdateTheVariableTensors) {
@@ -150,6 +154,11 @@ TEST(TfliteLstm, DevicesWithoutAnLstmKernelFallBackToTheCpu) {
       so.device = device;
       auto s = Session::create(std::move(*g), so);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
+      const Plan& plan = (*s)->plan();
+      for (size_t i = 0; i < plan.graph.nodes().size(); ++i)
+        if (plan.graph.nodes()[i].op == OpKind::lstm)
+          EXPECT_EQ(plan.devices[static_cast<size_t>(plan.nodes[i].device)]->name(), "cpu");
+      EXPECT_EQ(plan.devices[0]->name().rfind(device, 0), 0u);  // the preferred device is the one asked for
       std::vector<uint8_t> in = x;
       if (!c.integer)  // finite floats in [-1, 1)
         in = testing::float_bytes(testing::random_floats(n / 4, 11));

@@ -169,14 +169,25 @@ struct IntegerLstm : PreparedKernel {
   int16_t cell_clip = 0;       // 0: none
 };
 
+// int32 arithmetic as the interpreter does it, wrapping instead of overflowing (only
+// absurd sizes or biases get there; real models stay far inside int32).
+int32_t wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
+
 // Row sums of an int8 [rows, cols] matrix times `scalar`, added to `out` (TFLite's
 // MatrixScalarMultiplyAccumulate).
 void add_row_sums(const int8_t* m, int64_t rows, int64_t cols, int32_t scalar, std::vector<int32_t>& out) {
   for (int64_t r = 0; r < rows; ++r) {
-    int32_t s = 0;
+    int64_t s = 0;
     for (int64_t k = 0; k < cols; ++k) s += m[r * cols + k];
-    out[static_cast<size_t>(r)] += s * scalar;
+    out[static_cast<size_t>(r)] = wrap32(out[static_cast<size_t>(r)] + int64_t{wrap32(s)} * scalar);
   }
+}
+
+// A positive finite real multiplier as TFLite's QuantizeMultiplier makes it; 0 stays 0.
+Result<q::Multiplier> multiplier(const Node& n, float real, const std::string& what) {
+  if (!std::isfinite(real) || real < 0)
+    return kernel_error(n, "the " + what + " rescaling factor " + std::to_string(real) + " is not a finite positive number");
+  return q::quantize_multiplier(real);
 }
 
 Result<IntegerLstm> integer_params(const Graph& g, const Node& n) {
@@ -226,8 +237,8 @@ Result<IntegerLstm> integer_params(const Graph& g, const Node& n) {
     IntegerLstm::GateParams& gp = p.gate[k];
     const float eff_x = w->quant.scale[0] * x_scale / kGateScale;
     const float eff_h = r->quant.scale[0] * h_scale / kGateScale;
-    gp.m_x = q::quantize_multiplier(eff_x);
-    gp.m_h = q::quantize_multiplier(eff_h);
+    TS_ASSIGN_OR_RETURN(gp.m_x, multiplier(n, eff_x, "input-to-gate"));
+    TS_ASSIGN_OR_RETURN(gp.m_h, multiplier(n, eff_h, "recurrent-to-gate"));
     gp.bias_x.assign(static_cast<size_t>(d.cells), 0);
     gp.bias_h.assign(static_cast<size_t>(d.cells), 0);
     std::memcpy(gp.bias_x.data(), bd, static_cast<size_t>(d.cells) * 4);
@@ -236,7 +247,7 @@ Result<IntegerLstm> integer_params(const Graph& g, const Node& n) {
   }
   const float hidden_scale = static_cast<float>(n.find(attr::hidden_scale).value_or(h_scale));
   const float eff_hidden = static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15));
-  p.m_hidden = q::quantize_multiplier(eff_hidden);
+  TS_ASSIGN_OR_RETURN(p.m_hidden, multiplier(n, eff_hidden, "hidden"));
   p.hidden_zero_point = static_cast<int32_t>(n.get(attr::hidden_zero_point));
   return p;
 }
@@ -252,10 +263,10 @@ int16_t sat16(int32_t v) { return static_cast<int16_t>(std::min(std::max(v, -327
 void accumulate(const int8_t* v, const int8_t* m, const int32_t* bias, const q::Multiplier& mult, int64_t rows,
                 int64_t cols, int16_t* gate) {
   for (int64_t j = 0; j < rows; ++j) {
-    int32_t acc = bias[j];
+    int64_t acc = bias[j];
     const int8_t* row = m + j * cols;
     for (int64_t k = 0; k < cols; ++k) acc += int32_t{v[k]} * row[k];
-    gate[j] = sat16(q::multiply(acc, mult) + gate[j]);
+    gate[j] = sat16(wrap32(int64_t{q::multiply(wrap32(acc), mult)} + gate[j]));
   }
 }
 
@@ -299,8 +310,8 @@ Status lstm_integer(KernelContext& c) {
         if (p.cell_clip > 0) v = std::min<int16_t>(std::max<int16_t>(v, static_cast<int16_t>(-p.cell_clip)), p.cell_clip);
         cell[j] = v;
         const int32_t prod = int32_t{gate[kOutput][j]} * fx16::tanh(v, cell_bits);
-        const int32_t code = q::multiply(prod, p.m_hidden) - p.hidden_zero_point;
-        h_new[static_cast<size_t>(j)] = static_cast<int8_t>(std::min(std::max(code, -128), 127));
+        const int64_t code = int64_t{q::multiply(prod, p.m_hidden)} - p.hidden_zero_point;
+        h_new[static_cast<size_t>(j)] = static_cast<int8_t>(std::min<int64_t>(std::max<int64_t>(code, -128), 127));
       }
       std::memcpy(h, h_new.data(), static_cast<size_t>(C));
       std::memcpy(y + d.row(b, t) * C, h, static_cast<size_t>(C));
