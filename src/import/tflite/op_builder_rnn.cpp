@@ -9,6 +9,7 @@
 // or without the input gate; peephole, projection, layer norm, the hybrid form (f32 x with
 // i8 weights) and int16 activations are refused, naming the operator and the tensor.
 #include <cmath>
+#include <cstring>
 
 #include "import/tflite/import_context.h"
 #include "ops/lstm_inputs.h"
@@ -43,6 +44,11 @@ Status refuse_present(OpSite& s, int first, int last, const std::string& what) {
   return Status::Ok();
 }
 
+bool o_time_major(OpSite& s) {
+  const auto* o = s.op->builtin_options_as_UnidirectionalSequenceLSTMOptions();
+  return o && o->time_major();
+}
+
 Result<std::string> lstm_activation(OpSite& s, T::ActivationFunctionType a, bool integer) {
   switch (a) {
     case T::ActivationFunctionType_TANH: return std::string("tanh");
@@ -67,13 +73,21 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
   Graph& g = s.cx.graph;
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(kInput));
   TS_ASSIGN_OR_RETURN(TensorId w_out, s.input(kInputWeights + 3));
-  const Tensor &xt = g.tensor(x), &wt = g.tensor(w_out);
-  if (xt.dtype == DType::f32 && wt.dtype != DType::f32)
-    return s.fail("hybrid LSTM (f32 input '" + xt.name + "' with " + dtype_name(wt.dtype) + " weights '" + wt.name +
-                  "') is not supported");
-  if (xt.dtype != DType::f32 && xt.dtype != DType::i8)
-    return s.fail("input '" + xt.name + "' is " + dtype_name(xt.dtype) + ": only f32 and int8 (8x8_16) LSTMs are supported");
-  const bool integer = xt.dtype == DType::i8;
+  {
+    // References into the graph's tensors last only until the next tensor is created.
+    const Tensor &xt = g.tensor(x), &wt = g.tensor(w_out);
+    if (xt.dtype == DType::f32 && wt.dtype != DType::f32)
+      return s.fail("hybrid LSTM (f32 input '" + xt.name + "' with " + dtype_name(wt.dtype) + " weights '" + wt.name +
+                    "') is not supported");
+    if (xt.dtype != DType::f32 && xt.dtype != DType::i8)
+      return s.fail("input '" + xt.name + "' is " + dtype_name(xt.dtype) + ": only f32 and int8 (8x8_16) LSTMs are supported");
+    if (xt.shape.size() != 3)
+      return s.fail("input 0 '" + xt.name + "' " + shape_str(xt.shape) +
+                    " must have rank 3 ([batch, time, features], or [time, batch, features] when time-major)");
+  }
+  const bool integer = g.tensor(x).dtype == DType::i8;
+  const int64_t batch = g.tensor(x).shape[o_time_major(s) ? 1 : 0];
+  const int64_t cells = g.tensor(w_out).shape.empty() ? 0 : g.tensor(w_out).shape[0];
 
   std::vector<TensorId> ins(lstm::kNumInputs, kNoTensor);
   ins[lstm::kX] = x;
@@ -95,6 +109,11 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
     if (st.role != Role::state)
       return s.fail(std::string("the ") + what + " (input " + std::to_string(idx) + " '" + st.name +
                     "') must be a variable tensor");
+    // Batch rows x cells values (TFLite accepts any shape of that size).
+    if (st.elements() != batch * cells)
+      return s.fail(std::string("the ") + what + " (input " + std::to_string(idx) + " '" + st.name + "') " +
+                    shape_str(st.shape) + " must hold batch " + std::to_string(batch) + " x " + std::to_string(cells) +
+                    " cells = " + std::to_string(batch * cells) + " values");
   }
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
 
@@ -120,8 +139,11 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
     const auto* hq = ht ? ht->quantization() : nullptr;
     if (!hq || !hq->scale() || hq->scale()->size() != 1 || !hq->zero_point() || hq->zero_point()->size() != 1)
       return s.fail("intermediate tensor " + std::to_string(hi) + " (hidden) needs one scale and zero point");
-    const float hs = hq->scale()->Get(0);
-    const int64_t hz = hq->zero_point()->Get(0);
+    // Copied out: the verifier does not align the 8-byte zero points (model_reader.cpp).
+    float hs;
+    int64_t hz;
+    std::memcpy(&hs, hq->scale()->Data(), sizeof hs);
+    std::memcpy(&hz, hq->zero_point()->Data(), sizeof hz);
     if (!(hs > 0.0f) || !std::isfinite(hs) || hz < -128 || hz > 127)
       return s.fail("intermediate tensor " + std::to_string(hi) + " (hidden) has scale " + std::to_string(hs) +
                     " and zero point " + std::to_string(hz) + "; needs a positive scale and an int8 zero point");
@@ -135,8 +157,17 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
       if (g.tensor(id).quant.scale.size() != 1)
         return s.fail("tensor '" + g.tensor(id).name + "' needs one quantization scale and zero point (per-tensor)");
     if (g.tensor(y).quant.scale.size() != 1) return s.fail("output '" + g.tensor(y).name + "' needs per-tensor quantization");
+    // The cell state's scale must be a power of two 2^-15 .. 2^-9 (the interpreter's
+    // CheckedLog2, and the integer bits its tanh handles); its zero point 0.
+    const Tensor& cs = g.tensor(ins[lstm::kCell]);
+    const float log2 = std::log(cs.quant.scale[0]) * (1.0f / std::log(2.0f));
+    if (!(std::fabs(log2 - std::round(log2)) < 1e-3f) || std::round(log2) < -15 || std::round(log2) > -9 ||
+        cs.quant.zero_point[0] != 0)
+      return s.fail("the cell state (input 19 '" + cs.name + "') has scale " + std::to_string(cs.quant.scale[0]) +
+                    " and zero point " + std::to_string(cs.quant.zero_point[0]) +
+                    "; the integer LSTM needs a power of two 2^-15 .. 2^-9 and zero point 0");
   }
-  const Tensor &h = g.tensor(ins[lstm::kHidden]), &c = g.tensor(ins[lstm::kCell]);
+  const Tensor h = g.tensor(ins[lstm::kHidden]), c = g.tensor(ins[lstm::kCell]);  // copies: tensors are added below
   const std::string base = g.tensor(y).name;
   const TensorId h2 = s.cx.temp_tensor(base + "/hidden_state", h.shape, h.dtype, h.quant);
   const TensorId c2 = s.cx.temp_tensor(base + "/cell_state", c.shape, c.dtype, c.quant);

@@ -80,14 +80,14 @@ TEST(TfliteLstm, AnInputThatIsNotRank3IsRefusedNamingTheTensor) {
   SingleOpModel m = lstm_model(kFloat, kFloat.steps);
   m.tensors[input_tensor(m, 0)].shape = {kFloat.batch * kFloat.steps, kFloat.features};
   m.tensors[static_cast<size_t>(m.op_outputs[0])].shape = {kFloat.batch * kFloat.steps, kFloat.cells};
-  expect_refused(m, {"'x'", "rank 3"});
+  expect_refused(m, {"input 0 'x' [6,4]", "rank 3"});
 }
 
 TEST(TfliteLstm, ARecurrentStateOfTheWrongSizeIsRefusedNamingTheTensor) {
   for (int k : {18, 19}) {
     SingleOpModel m = lstm_model(kInt8, kInt8.steps);
     m.tensors[input_tensor(m, k)].shape = {kInt8.batch, kInt8.cells + 1};
-    expect_refused(m, {k == 18 ? "'hidden_state'" : "'cell_state'", "must hold batch 1 x 3 cells"});
+    expect_refused(m, {k == 18 ? "(input 18 'hidden_state')" : "(input 19 'cell_state')", "must hold batch 1 x 3 cells"});
   }
 }
 
@@ -136,7 +136,7 @@ TEST(TfliteLstm, TheIntegerFormNeedsItsIntermediatesAndAPowerOfTwoCellScale) {
   expect_refused(m, {"5 intermediate tensors"});
   SingleOpModel m2 = lstm_model(kInt8, kInt8.steps);
   m2.tensors[input_tensor(m2, 19)].scale = 0.0003f;
-  expect_refused(m2, {"cell state 'cell_state'", "not a power of two"});
+  expect_refused(m2, {"cell state (input 19 'cell_state') has scale 0.000300", "power of two"});
 }
 
 // Devices without an lstm kernel (tile, rknpu) run it on the cpu: the same bytes.

@@ -120,8 +120,9 @@ Status lstm_f32(KernelContext& c) {
   float* y = c.out[0].as<float>();
   float* hs = c.out[1].as<float>();
   float* cs = c.out[2].as<float>();
-  std::vector<float> gate[4];
-  for (auto& v : gate) v.resize(static_cast<size_t>(C));
+  thread_local std::vector<float> gate[4];  // [C] each; grows once, so runs allocate nothing
+  for (auto& v : gate)
+    if (v.size() < static_cast<size_t>(C)) v.resize(static_cast<size_t>(C));
   for (int64_t b = 0; b < d.batch; ++b) {
     float* h = hs + b * C;
     float* cell = cs + b * C;
@@ -184,61 +185,66 @@ void add_row_sums(const int8_t* m, int64_t rows, int64_t cols, int32_t scalar, s
 }
 
 // A positive finite real multiplier as TFLite's QuantizeMultiplier makes it; 0 stays 0.
-Result<q::Multiplier> multiplier(const Node& n, float real, const std::string& what) {
+Result<q::Multiplier> multiplier(float real, const std::string& what) {
   if (!std::isfinite(real) || real < 0)
-    return kernel_error(n, "the " + what + " rescaling factor " + std::to_string(real) + " is not a finite positive number");
+    return error(StatusCode::unsupported, "the " + what + " rescaling factor " + std::to_string(real) + " is not a finite positive number");
   return q::quantize_multiplier(real);
 }
 
-Result<IntegerLstm> integer_params(const Graph& g, const Node& n) {
+// The parameters' errors name the tensor; the caller adds the node.
+Status fail(const std::string& msg) { return error(StatusCode::unsupported, msg); }
+
+// Fills `p` (reusing its vectors' storage, so that the unprepared path allocates nothing
+// once warm).
+Status integer_params(const Graph& g, const Node& n, IntegerLstm& p) {
   const Dims d = dims_of(g, n);
   auto per_tensor = [&](size_t k) -> Result<const Tensor*> {
     const Tensor& t = g.tensor(n.inputs[k]);
     if (t.quant.scale.size() != 1)
-      return kernel_error(n, "input " + std::to_string(k) + " '" + t.name + "' needs one quantization scale (per-tensor)");
+      return fail("input " + std::to_string(k) + " '" + t.name + "' needs one quantization scale (per-tensor)");
     return &t;
   };
   auto constant = [&](size_t k) -> Result<const uint8_t*> {
     const Tensor& t = g.tensor(n.inputs[k]);
-    if (!t.data) return kernel_error(n, "input " + std::to_string(k) + " '" + t.name + "' must be a constant");
+    if (!t.data) return fail("input " + std::to_string(k) + " '" + t.name + "' must be a constant");
     return t.data->data;
   };
   TS_ASSIGN_OR_RETURN(const Tensor* x, per_tensor(kX));
   TS_ASSIGN_OR_RETURN(const Tensor* h, per_tensor(kH));
   TS_ASSIGN_OR_RETURN(const Tensor* cst, per_tensor(kC));
   const Tensor& y = g.tensor(n.outputs[0]);
-  if (y.quant.scale.size() != 1) return kernel_error(n, "output '" + y.name + "' needs one quantization scale");
-  if (cst->quant.zero_point[0] != 0)
-    return kernel_error(n, "cell state '" + cst->name + "' must have zero point 0");
-  IntegerLstm p;
+  if (y.quant.scale.size() != 1) return fail("output '" + y.name + "' needs one quantization scale");
+  if (cst->quant.zero_point_at(0) != 0)
+    return fail("cell state '" + cst->name + "' must have zero point 0");
+  p.cell_clip = 0;
   // TFLite's CheckedLog2: the cell state's scale must be a power of two.
   const float c_scale = cst->quant.scale[0];
   const float log2 = std::log(c_scale) * (1.0f / std::log(2.0f));
   const float rounded = std::round(log2);
   if (!(std::fabs(log2 - rounded) < 1e-3f))
-    return kernel_error(n, "cell state '" + cst->name + "' scale " + std::to_string(c_scale) + " is not a power of two");
+    return fail("cell state '" + cst->name + "' scale " + std::to_string(c_scale) + " is not a power of two");
   p.cell_shift = static_cast<int>(rounded);
   // tanh(c) reads c as Q(15 + cell_shift); the interpreter handles 0..6 integer bits.
   if (15 + p.cell_shift < 0 || 15 + p.cell_shift > 6)
-    return kernel_error(n, "cell state '" + cst->name + "' scale 2^" + std::to_string(p.cell_shift) +
+    return fail("cell state '" + cst->name + "' scale 2^" + std::to_string(p.cell_shift) +
                                " is outside 2^-15 .. 2^-9, which the integer LSTM supports");
   const float clip = static_cast<float>(n.get(attr::cell_clip));
   if (clip > 0.0f) p.cell_clip = static_cast<int16_t>(std::min(std::max(clip / c_scale, -32768.0f), 32767.0f));
   const float x_scale = x->quant.scale[0], h_scale = h->quant.scale[0];
-  const int32_t x_zp = static_cast<int32_t>(x->quant.zero_point[0]), h_zp = static_cast<int32_t>(h->quant.zero_point[0]);
+  const int32_t x_zp = static_cast<int32_t>(x->quant.zero_point_at(0)), h_zp = static_cast<int32_t>(h->quant.zero_point_at(0));
   for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
     TS_ASSIGN_OR_RETURN(const Tensor* w, per_tensor(weights(k)));
     TS_ASSIGN_OR_RETURN(const Tensor* r, per_tensor(recurrent(k)));
     TS_ASSIGN_OR_RETURN(const uint8_t* wd, constant(weights(k)));
     TS_ASSIGN_OR_RETURN(const uint8_t* rd, constant(recurrent(k)));
     TS_ASSIGN_OR_RETURN(const uint8_t* bd, constant(bias(k)));
-    if (w->quant.zero_point[0] != 0 || r->quant.zero_point[0] != 0)
-      return kernel_error(n, "weights '" + w->name + "' and '" + r->name + "' must have zero point 0");
+    if (w->quant.zero_point_at(0) != 0 || r->quant.zero_point_at(0) != 0)
+      return fail("weights '" + w->name + "' and '" + r->name + "' must have zero point 0");
     IntegerLstm::GateParams& gp = p.gate[k];
     const float eff_x = w->quant.scale[0] * x_scale / kGateScale;
     const float eff_h = r->quant.scale[0] * h_scale / kGateScale;
-    TS_ASSIGN_OR_RETURN(gp.m_x, multiplier(n, eff_x, "input-to-gate"));
-    TS_ASSIGN_OR_RETURN(gp.m_h, multiplier(n, eff_h, "recurrent-to-gate"));
+    TS_ASSIGN_OR_RETURN(gp.m_x, multiplier(eff_x, "input-to-gate"));
+    TS_ASSIGN_OR_RETURN(gp.m_h, multiplier(eff_h, "recurrent-to-gate"));
     gp.bias_x.assign(static_cast<size_t>(d.cells), 0);
     gp.bias_h.assign(static_cast<size_t>(d.cells), 0);
     std::memcpy(gp.bias_x.data(), bd, static_cast<size_t>(d.cells) * 4);
@@ -247,14 +253,15 @@ Result<IntegerLstm> integer_params(const Graph& g, const Node& n) {
   }
   const float hidden_scale = static_cast<float>(n.find(attr::hidden_scale).value_or(h_scale));
   const float eff_hidden = static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15));
-  TS_ASSIGN_OR_RETURN(p.m_hidden, multiplier(n, eff_hidden, "hidden"));
+  TS_ASSIGN_OR_RETURN(p.m_hidden, multiplier(eff_hidden, "hidden"));
   p.hidden_zero_point = static_cast<int32_t>(n.get(attr::hidden_zero_point));
-  return p;
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<PreparedKernel>> prepare_lstm_integer(const Graph& g, const Node& n) {
-  TS_ASSIGN_OR_RETURN(IntegerLstm p, integer_params(g, n));
-  return std::unique_ptr<PreparedKernel>(std::make_unique<IntegerLstm>(std::move(p)));
+  auto p = std::make_unique<IntegerLstm>();
+  TS_RETURN_IF_ERROR(integer_params(g, n, *p));
+  return std::unique_ptr<PreparedKernel>(std::move(p));
 }
 
 int16_t sat16(int32_t v) { return static_cast<int16_t>(std::min(std::max(v, -32768), 32767)); }
@@ -272,9 +279,10 @@ void accumulate(const int8_t* v, const int8_t* m, const int32_t* bias, const q::
 
 Status lstm_integer(KernelContext& c) {
   const Dims d = dims_of(c.g, c.n);
-  IntegerLstm made;
+  thread_local IntegerLstm made;  // the unprepared path (no packed kernels): rebuilt per run
   if (!c.prepared) {
-    TS_ASSIGN_OR_RETURN(made, integer_params(c.g, c.n));
+    Status st = integer_params(c.g, c.n, made);
+    if (!st.ok()) return kernel_error(c.n, st.message());
   }
   const IntegerLstm& p = c.prepared ? static_cast<const IntegerLstm&>(*c.prepared) : made;
   TS_RETURN_IF_ERROR(state_in_place(c));
@@ -283,9 +291,11 @@ Status lstm_integer(KernelContext& c) {
   int8_t* y = c.out[0].as<int8_t>();
   int8_t* hs = c.out[1].as<int8_t>();
   int16_t* cs = c.out[2].as<int16_t>();
-  std::vector<int16_t> gate[4];
-  for (auto& v : gate) v.resize(static_cast<size_t>(C));
-  std::vector<int8_t> h_new(static_cast<size_t>(C));
+  thread_local std::vector<int16_t> gate[4];  // [C] each, Q0.15 after the activations
+  thread_local std::vector<int8_t> h_new;     // [C]
+  for (auto& v : gate)
+    if (v.size() < static_cast<size_t>(C)) v.resize(static_cast<size_t>(C));
+  if (h_new.size() < static_cast<size_t>(C)) h_new.resize(static_cast<size_t>(C));
   const int cell_bits = 15 + p.cell_shift;  // integer bits of c as a Q(n).(15-n) value
   for (int64_t b = 0; b < d.batch; ++b) {
     int8_t* h = hs + b * C;
