@@ -139,26 +139,28 @@ TEST(TfliteLstm, TheIntegerFormNeedsItsIntermediatesAndAPowerOfTwoCellScale) {
   expect_refused(m2, {"cell state (input 19 'cell_state') has scale 0.000300", "power of two"});
 }
 
-// Devices without an lstm kernel (tile, rknpu) run it on the cpu: the same bytes.
+// Devices without an lstm kernel (tile, rknpu) run it on the cpu: the same bytes. So does
+// the cpu's reference mode, where the integer parameters are not prepared but made per run.
 TEST(TfliteLstm, DevicesWithoutAnLstmKernelFallBackToTheCpu) {
   for (const LstmCase& c : {kFloat, kInt8}) {
     const SingleOpModel m = lstm_model(c, c.steps);
     const size_t n = static_cast<size_t>(c.batch * c.steps * c.features) * (c.integer ? 1 : 4);
     const std::vector<uint8_t> x = testing::seeded_bytes(n, 11);
     std::vector<uint8_t> want;
-    for (const char* device : {"cpu", "tile", "rknpu"}) {
+    for (const char* device : {"cpu", "tile", "rknpu", "cpu reference"}) {
       SCOPED_TRACE(std::string(c.name) + " on " + device);
       auto g = load(m);
       ASSERT_TRUE(g.ok()) << g.status().to_string();
       SessionOptions so;
-      so.device = device;
+      so.device = std::string(device).substr(0, std::string(device).find(' '));
+      if (std::string(device) == "cpu reference") so.device_options["kernels"] = "reference";
       auto s = Session::create(std::move(*g), so);
       ASSERT_TRUE(s.ok()) << s.status().to_string();
       const Plan& plan = (*s)->plan();
       for (size_t i = 0; i < plan.graph.nodes().size(); ++i)
         if (plan.graph.nodes()[i].op == OpKind::lstm)
           EXPECT_EQ(plan.devices[static_cast<size_t>(plan.nodes[i].device)]->name(), "cpu");
-      EXPECT_EQ(plan.devices[0]->name().rfind(device, 0), 0u);  // the preferred device is the one asked for
+      EXPECT_EQ(plan.devices[0]->name().rfind(so.device, 0), 0u);  // the preferred device is the one asked for
       std::vector<uint8_t> in = x;
       if (!c.integer)  // finite floats in [-1, 1)
         in = testing::float_bytes(testing::random_floats(n / 4, 11));
