@@ -45,16 +45,18 @@ if [ -f fuzz/gguf_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
 fi
 
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
-# (the flatbuffer's tables come first; the fuzzer mutates from there), with the corpus's
-# LSTM models (UNIDIRECTIONAL_SEQUENCE_LSTM with variable state tensors). Single-operator
-# LSTM seeds (f32, and i8 CIFG) are in fuzz/regressions/tflite_fuzz/, made with
-# tests/import/tflite/lstm_model.h.
+# (the flatbuffer's tables come first; the fuzzer mutates from there). Single-operator
+# UNIDIRECTIONAL_SEQUENCE_LSTM seeds (f32, and i8 CIFG, made with
+# tests/import/tflite/lstm_model.h) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"
   [ -d "$shared/models/tflite" ] || { echo "fuzz: $shared/models/tflite is absent; empty corpus" >&2; return; }
-  for m in "$shared"/models/tflite/*.tflite "$shared"/models/tflite/corpus/micro_*lstm*.tflite \
-           "$shared"/models/tflite/corpus/micro_dtln_noise_suppression.tflite; do
+  # The corpus models (LSTM, SVDF, SPLIT, hybrid, float16 ...) and one SEANet case of each
+  # int16x8 operator (CONV_2D, TRANSPOSE_CONV, ADD, SUB, LEAKY_RELU, PAD, QUANTIZE, ...).
+  local m seanet=()
+  for m in "$shared"/models/tflite/corpus/seanet/*0.tflite; do [ -f "$m" ] && seanet+=("$m"); done
+  for m in "$shared"/models/tflite/*.tflite "$shared"/models/tflite/corpus/*.tflite "${seanet[@]}"; do
     [ -f "$m" ] || continue
     local name
     name=$(basename "$m" .tflite)
@@ -114,7 +116,7 @@ replay_corpus() {
 if [ -f fuzz/hostile_corpus.cpp ] && [ "$MODELS" = 1 ] && [ "${TESSERA_CORPUS_REPLAY:-1}" != 0 ]; then
   cmake --build "$B" -j2 --target hostile_corpus tflite_fuzz gguf_fuzz
   mkdir -p "$B/hostile" "$B/crashes/tflite_fuzz" "$B/crashes/gguf_fuzz"
-  for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant; do
+  for m in hello_world_int8 person_detect mobilenet_v1_0.25_128_quant corpus/seanet/transpose_conv0 corpus/seanet/conv0; do
     replay_corpus tflite_fuzz "$SHARED/models/tflite/$m.tflite"
   done
   for m in aidreams260K-Q4_0 aidreams260K-Q8_0 aidreams260K; do

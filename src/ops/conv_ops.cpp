@@ -62,6 +62,35 @@ InferResult infer_depthwise_conv2d(const Graph& g, const Node& n) {
   return one(s, x.dtype);
 }
 
+InferResult infer_transpose_conv2d(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  const Tensor& w = in(g, n, 1);
+  if (x.shape.size() != 4) return fail(n, "input '" + x.name + "' must be NHWC rank 4, got " + shape_str(x.shape));
+  if (w.shape.size() != 4) return fail(n, "filter '" + w.name + "' must be [OC,KH,KW,IC], got " + shape_str(w.shape));
+  if (w.shape[3] != x.shape[3])
+    return fail(n, "input channels " + std::to_string(x.shape[3]) + " do not match filter " + shape_str(w.shape));
+  if (has_in(n, 2) && num_elements(in(g, n, 2).shape) != w.shape[0])
+    return fail(n, "bias '" + in(g, n, 2).name + "' has " + std::to_string(num_elements(in(g, n, 2).shape)) +
+                       " values for " + std::to_string(w.shape[0]) + " output channels");
+  if (has_in(n, 3)) {
+    const Tensor& os = in(g, n, 3);
+    if (os.dtype != DType::i32 || num_elements(os.shape) != 4)
+      return fail(n, "output shape '" + os.name + "' must be i32 [4], got " + dtype_name(os.dtype) + " " + shape_str(os.shape));
+  }
+  const int64_t oh = n.get(attr::out_h), ow = n.get(attr::out_w);
+  const int64_t sh = n.get(attr::stride_h), sw = n.get(attr::stride_w);
+  const int64_t pt = n.get(attr::pad_top), pl = n.get(attr::pad_left);
+  // The full (uncropped) output spans (H - 1) * stride + KH rows; a forward convolution of
+  // the output with these strides must give the input back, so the cropped output may pass
+  // that by at most stride - 1 rows (which only the bias reaches).
+  const int64_t full_h = (x.shape[1] - 1) * sh + w.shape[1], full_w = (x.shape[2] - 1) * sw + w.shape[2];
+  if (pt + oh > full_h + sh - 1 || pl + ow > full_w + sw - 1)
+    return fail(n, "output " + std::to_string(oh) + "x" + std::to_string(ow) + " with padding " + std::to_string(pt) +
+                       "," + std::to_string(pl) + " does not fit input " + shape_str(x.shape) + ", filter " +
+                       shape_str(w.shape) + " and strides " + std::to_string(sh) + "," + std::to_string(sw));
+  return one(Shape{x.shape[0], oh, ow, w.shape[0]}, x.dtype);
+}
+
 InferResult infer_fully_connected(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   const Tensor& w = in(g, n, 1);

@@ -89,9 +89,23 @@ inline int32_t multiply_single_round(int32_t x, const Multiplier& m) {
   return multiply_single_round(x, m.multiplier, m.shift);
 }
 
-// The value range of a quantized dtype.
-inline int32_t qmin(DType t) { return t == DType::u8 ? 0 : t == DType::i8 ? -128 : -32768; }
-inline int32_t qmax(DType t) { return t == DType::u8 ? 255 : t == DType::i8 ? 127 : 32767; }
+// The value range of a quantized dtype (u8, i8, i16; i32 for TFLite's int32 QUANTIZE).
+inline int32_t qmin(DType t) {
+  switch (t) {
+    case DType::u8: return 0;
+    case DType::i8: return -128;
+    case DType::i32: return std::numeric_limits<int32_t>::min();
+    default: return -32768;
+  }
+}
+inline int32_t qmax(DType t) {
+  switch (t) {
+    case DType::u8: return 255;
+    case DType::i8: return 127;
+    case DType::i32: return std::numeric_limits<int32_t>::max();
+    default: return 32767;
+  }
+}
 
 // Quantized clamp range of a fused activation on an output with (scale, zero_point),
 // as TFLite's CalculateActivationRangeQuantized.
@@ -113,11 +127,12 @@ inline Range activation_range(const std::string& act, DType t, float scale, int3
   return {lo, hi};
 }
 
-// Loads element i of a u8 / i8 / i16 buffer as int32.
+// Loads element i of a u8 / i8 / i16 / i32 buffer as int32.
 inline int32_t load(const uint8_t* p, DType t, int64_t i) {
   switch (t) {
     case DType::u8: return p[i];
     case DType::i8: return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::i32: return reinterpret_cast<const int32_t*>(p)[i];
     default: return reinterpret_cast<const int16_t*>(p)[i];
   }
 }
@@ -126,30 +141,48 @@ inline void store(uint8_t* p, DType t, int64_t i, int32_t v) {
   switch (t) {
     case DType::u8: p[i] = static_cast<uint8_t>(v); break;
     case DType::i8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
+    case DType::i32: reinterpret_cast<int32_t*>(p)[i] = v; break;
     default: reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v); break;
   }
 }
 inline int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return std::min(std::max(v, lo), hi); }
 
-// TFLite's quantized ADD / SUB of 8-bit operands (add.cc, sub.cc): both operands, less
-// their zero points, are shifted left by 20 and rescaled to units of twice the larger input
-// scale with Q31 multipliers, summed (or subtracted) and rescaled to the output, which
-// adds its zero point. The caller clamps to the activation range.
+// TFLite's quantized ADD / SUB (add.cc, sub.cc, general scales): both operands, less their
+// zero points, are shifted left (by 20 for 8-bit operands, 15 for int16 ones) and rescaled
+// to units of twice the larger input scale with Q31 multipliers, summed (or subtracted) and
+// rescaled to the output, which adds its zero point. The caller clamps to the activation
+// range.
 struct AddRescale {
-  static constexpr int kLeftShift = 20;  // add.cc: left_shift for uint8 / int8
+  static constexpr int kLeftShift = 20;       // add.cc: left_shift for uint8 / int8
+  static constexpr int kLeftShiftInt16 = 15;  // add.cc / sub.cc: left_shift for int16
   Multiplier m1, m2, mo;
   int32_t z1 = 0, z2 = 0, zo = 0;
+  int left_shift = kLeftShift;
 };
-inline AddRescale add_rescale(float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo) {
+inline AddRescale add_rescale(float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo,
+                              int left_shift = AddRescale::kLeftShift) {
   const double twice_max = static_cast<double>(2 * std::max(s1, s2));
   return {quantize_multiplier(s1 / twice_max), quantize_multiplier(s2 / twice_max),
-          quantize_multiplier(twice_max / static_cast<double>((1 << AddRescale::kLeftShift) * so)), z1, z2, zo};
+          quantize_multiplier(twice_max / static_cast<double>((1 << left_shift) * so)), z1, z2, zo, left_shift};
 }
 inline int32_t add_codes(const AddRescale& p, int32_t a, int32_t b, bool subtract = false) {
-  const int32_t v1 = multiply((a - p.z1) * (1 << AddRescale::kLeftShift), p.m1);
-  const int32_t v2 = multiply((b - p.z2) * (1 << AddRescale::kLeftShift), p.m2);
+  const int32_t v1 = multiply((a - p.z1) * (1 << p.left_shift), p.m1);
+  const int32_t v2 = multiply((b - p.z2) * (1 << p.left_shift), p.m2);
   return multiply(subtract ? v1 - v2 : v1 + v2, p.mo) + p.zo;
 }
+
+// TFLite MultiplyByQuantizedMultiplier for an int64 accumulator (common.h, the int16x8
+// convolutions): the Q31 multiplier is first rounded to Q15, then x * m15 is shifted right
+// by 15 - shift with one rounding (half up). x must lie in [-2^47, 2^47).
+inline int32_t multiply_int64(int64_t x, int32_t multiplier, int shift) {
+  const int32_t reduced = multiplier < 0x7FFF0000 ? (multiplier + (1 << 15)) >> 16 : 0x7FFF;
+  const int total_shift = 15 - shift;
+  const int64_t round = int64_t{1} << (total_shift - 1);
+  const int64_t r = (x * reduced + round) >> total_shift;
+  return static_cast<int32_t>(std::clamp<int64_t>(r, std::numeric_limits<int32_t>::min(),
+                                                  std::numeric_limits<int32_t>::max()));
+}
+inline int32_t multiply_int64(int64_t x, const Multiplier& m) { return multiply_int64(x, m.multiplier, m.shift); }
 
 // ---- gemmlowp fixed point (int32 raw values with a number of integer bits) ----
 namespace fp {

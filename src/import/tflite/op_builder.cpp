@@ -65,6 +65,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GATHER_ND, 3},        {T::BuiltinOperator_EXPAND_DIMS, 1},
     // v2 int8, v3 int32 (SPLIT) / int16 (SPLIT_V), v4 int16 (SPLIT): the split copies bytes.
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
+    // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
+    {T::BuiltinOperator_TRANSPOSE_CONV, 4},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
 };
@@ -127,6 +129,60 @@ Status check_hybrid_weights(OpSite& s, TensorId w, TensorId bias, TensorId y, in
   return Status::Ok();
 }
 
+// TFLite's 16x8 quantization: int16 activations with zero point 0, int8 weights with zero
+// points 0 (per-tensor or along the output-channel axis), an int64 (or int32) bias, an int16
+// output. The int64 accumulator's rescale takes |acc| < 2^47 (common.h): refuse depths and
+// biases that could pass it.
+Status check_16x8_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, int channel_axis) {
+  const Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  const Tensor& wt = g.tensor(w);
+  const Tensor& yt = g.tensor(y);
+  if (yt.dtype != DType::i16 || !is_quant(yt))
+    return s.fail("int16 input '" + xt.name + "' needs an int16 output with quantization parameters, '" + yt.name +
+                  "' is " + dtype_name(yt.dtype));
+  for (const Tensor* t : {&xt, &yt})
+    if (t->quant.per_axis() || t->quant.zero_point_at(0) != 0)
+      return s.fail("int16 tensor '" + t->name + "' must have one scale and zero point 0 (TFLite's 16x8 form)");
+  if (wt.dtype != DType::i8 || !is_quant(wt))
+    return s.fail("filter '" + wt.name + "' of an int16 input must be i8 with quantization parameters, got " +
+                  dtype_name(wt.dtype));
+  for (int64_t z : wt.quant.zero_point)
+    if (z != 0) return s.fail("filter '" + wt.name + "' of an int16 input has a non-zero zero point");
+  if (wt.quant.per_axis() && wt.quant.axis != channel_axis)
+    return s.fail("filter '" + wt.name + "' is quantized along axis " + std::to_string(wt.quant.axis) +
+                  ", expected the output-channel axis " + std::to_string(channel_axis));
+  // What TFLite's builtin kernels refuse for this form: CONV_2D without a bias, and
+  // DEPTHWISE_CONV_2D with other than an int64 one.
+  if (bias == kNoTensor && s.code == T::BuiltinOperator_CONV_2D)
+    return s.fail("CONV_2D with an int16 input needs a bias, as TFLite's kernel does");
+  if (s.code == T::BuiltinOperator_DEPTHWISE_CONV_2D && (bias == kNoTensor || g.tensor(bias).dtype != DType::i64))
+    return s.fail("DEPTHWISE_CONV_2D with an int16 input needs an i64 bias, as TFLite's kernel does");
+  double bias_max = 0;
+  if (bias != kNoTensor) {
+    const Tensor& bt = g.tensor(bias);
+    if (bt.dtype != DType::i64 && bt.dtype != DType::i32)
+      return s.fail("bias '" + bt.name + "' of an int16 input must be i64 or i32, got " + dtype_name(bt.dtype));
+    if (!bt.data) return s.fail("the bias of a quantized operator must be constant, '" + bt.name + "' is not");
+    const int64_t width = bt.dtype == DType::i64 ? 8 : 4;
+    for (int64_t i = 0; i + width <= bt.data->size; i += width) {
+      int64_t v = 0;
+      if (width == 8) std::memcpy(&v, bt.data->data + i, 8);
+      else {
+        int32_t v32;
+        std::memcpy(&v32, bt.data->data + i, 4);
+        v = v32;
+      }
+      bias_max = std::max(bias_max, std::fabs(static_cast<double>(v)));
+    }
+  }
+  double depth = 1;
+  for (size_t d = 1; d < wt.shape.size(); ++d) depth *= static_cast<double>(wt.shape[d]);
+  if (!(depth * 32768.0 * 128.0 + bias_max < 140737488355328.0))  // 2^47
+    return s.fail("filter '" + wt.name + "' and its bias can exceed the 2^47 accumulator range of the 16x8 form");
+  return Status::Ok();
+}
+
 // Conv / depthwise / FC weights: quantized activations need quantized weights and an i32
 // bias; float activations take float weights, or int8 ones (TFLite's "hybrid" mode).
 Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId y, int channel_axis) {
@@ -138,7 +194,7 @@ Status check_weights(OpSite& s, TensorId x, TensorId w, TensorId bias, TensorId 
     return Status::Ok();
   }
   if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
-  if (xt.dtype == DType::i16) return s.fail("int16 activations are not supported");
+  if (xt.dtype == DType::i16) return check_16x8_weights(s, x, w, bias, y, channel_axis);
   if (!is_quant(wt) || (wt.dtype != DType::u8 && wt.dtype != DType::i8))
     return s.fail("filter '" + wt.name + "' must be u8/i8 with quantization parameters");
   if (wt.quant.per_axis()) {
@@ -164,6 +220,7 @@ Status check_accumulator_range(OpSite& s, TensorId x, TensorId w, TensorId bias,
   const Tensor& wt = g.tensor(w);
   const Tensor& yt = g.tensor(y);
   if (!is_quant(xt) || !is_quant(wt) || !is_quant(yt)) return Status::Ok();
+  if (xt.dtype == DType::i16) return Status::Ok();  // int64 accumulators: check_16x8_weights
   double bias_max = 0;
   if (bias != kNoTensor) {
     const Tensor& bt = g.tensor(bias);
@@ -257,6 +314,71 @@ Status build_conv(OpSite& s, bool depthwise) {
   return s.add(depthwise ? OpKind::depthwise_conv2d : OpKind::conv2d, {x, w, b}, {y}, a);
 }
 
+// TRANSPOSE_CONV: inputs output_shape (i32 [4]), filter [OC,KH,KW,IC], input [N,H,W,IC],
+// bias (optional). TFLite pads as the forward convolution of the output would
+// (ComputePaddingHeightWidth on the output size). An output_shape computed at run time
+// (a model input) runs at the output tensor's declared shape and is checked at each run.
+Status build_transpose_conv(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(3, 4, 1));
+  TS_ASSIGN_OR_RETURN(TensorId w, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(2));
+  TensorId b = kNoTensor;
+  if (s.has_input(3)) {
+    TS_ASSIGN_OR_RETURN(b, s.input(3));
+  }
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(TensorId shape_in, s.input(0));
+  const auto* o = s.op->builtin_options_as_TransposeConvOptions();
+  if (!o) return s.fail("TransposeConvOptions are missing");
+  const Graph& g = s.cx.graph;
+  const Tensor& wt = g.tensor(w);
+  const Tensor& xt = g.tensor(x);
+  const Tensor& st = g.tensor(shape_in);
+  if (wt.shape.size() != 4) return s.fail("filter '" + wt.name + "' must be rank 4 [OC,KH,KW,IC], got " + shape_str(wt.shape));
+  if (xt.shape.size() != 4) return s.fail("input '" + xt.name + "' must be rank 4 NHWC, got " + shape_str(xt.shape));
+  if (st.dtype != DType::i32 || st.shape != Shape{4})
+    return s.fail("output shape '" + st.name + "' must be i32 [4], got " + dtype_name(st.dtype) + " " + shape_str(st.shape));
+  Shape out;
+  TensorId runtime_shape = kNoTensor;
+  if (st.data) {
+    TS_ASSIGN_OR_RETURN(std::vector<int64_t> v, s.const_input(0));
+    out = Shape(v.begin(), v.end());
+  } else {
+    out = g.tensor(y).shape;  // checked against the input at every run
+    runtime_shape = shape_in;
+  }
+  if (out.size() != 4 || *std::min_element(out.begin(), out.end()) < 1)
+    return s.fail("output shape " + shape_str(out) + " must be 4 positive sizes");
+  if (out[0] != xt.shape[0] || out[3] != wt.shape[0] || wt.shape[3] != xt.shape[3])
+    return s.fail("output shape " + shape_str(out) + " disagrees with input '" + xt.name + "' " + shape_str(xt.shape) +
+                  " and filter '" + wt.name + "' " + shape_str(wt.shape) +
+                  " (batch must match the input's, channels the filter's first dimension)");
+  const int64_t sh = o->stride_h(), sw = o->stride_w();
+  if (sh < 1 || sw < 1) return s.fail("strides must be >= 1");
+  if (o->padding() != T::Padding_SAME && o->padding() != T::Padding_VALID) return s.fail("unknown padding mode");
+  // The forward convolution of the output must give the input's size back.
+  auto forward = [&](int64_t size, int64_t k, int64_t stride) {
+    return o->padding() == T::Padding_SAME ? (size + stride - 1) / stride : (size - k + stride) / stride;
+  };
+  if (forward(out[1], wt.shape[1], sh) != xt.shape[1] || forward(out[2], wt.shape[2], sw) != xt.shape[2])
+    return s.fail("output shape " + shape_str(out) + " disagrees with input " + shape_str(xt.shape) + ", filter " +
+                  shape_str(wt.shape) + ", strides " + std::to_string(sh) + "x" + std::to_string(sw) + " and " +
+                  (o->padding() == T::Padding_SAME ? "SAME" : "VALID") + " padding");
+  int64_t pt, pb, pl, pr;
+  same_or_valid_padding(o->padding(), out[1], wt.shape[1], sh, 1, &pt, &pb);
+  same_or_valid_padding(o->padding(), out[2], wt.shape[2], sw, 1, &pl, &pr);
+  if (xt.dtype == DType::f32 && wt.dtype != DType::f32)
+    return s.fail("hybrid weights (float input, " + std::string(dtype_name(wt.dtype)) + " filter '" + wt.name + "') are not supported");
+  TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, 0));
+  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, static_cast<double>(wt.shape[1] * wt.shape[2] * wt.shape[3])));
+  AttrMap a{{"stride_h", sh}, {"stride_w", sw}, {"pad_top", pt}, {"pad_left", pl}, {"out_h", out[1]}, {"out_w", out[2]}};
+  TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
+  std::vector<TensorId> ins{x, w, b};
+  if (runtime_shape != kNoTensor) ins.push_back(runtime_shape);
+  return s.add(OpKind::transpose_conv2d, ins, {y}, a);
+}
+
 Status build_fully_connected(OpSite& s) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 3, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
@@ -308,6 +430,31 @@ Status build_pool(OpSite& s, OpKind kind) {
   return s.add(kind, {x}, {y}, a);
 }
 
+// int16 ADD / SUB (TFLite's 16x8 quantization): symmetric operands, and the general-scale
+// kernel; TFLite takes a shift-only kernel instead when pot_scale_int16 is set (its default)
+// and every scale is a power of two, which Tessera does not implement.
+Status check_int16_add(OpSite& s, OpKind kind, std::initializer_list<TensorId> ids) {
+  const Graph& g = s.cx.graph;
+  if (kind != OpKind::add && kind != OpKind::sub) return Status::Ok();  // the kernels report the rest
+  bool pot_option = true;
+  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
+  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
+  bool all_pot = true;
+  for (TensorId id : ids) {
+    const Tensor& t = g.tensor(id);
+    if (t.dtype != DType::i16 || !is_quant(t) || t.quant.per_axis())
+      return s.fail("int16 operand '" + t.name + "' needs an int16 output and operands with one scale each");
+    if (t.quant.zero_point_at(0) != 0)
+      return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
+                    ", TFLite's 16x8 quantization requires 0");
+    int e;
+    all_pot = all_pot && std::frexp(static_cast<double>(t.quant.scale[0]), &e) == 0.5;
+  }
+  if (pot_option && all_pot)
+    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
+  return Status::Ok();
+}
+
 Status build_binary(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
   TS_ASSIGN_OR_RETURN(TensorId a0, s.input(0));
@@ -323,6 +470,7 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
+  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);
@@ -359,10 +507,20 @@ Status build_quantize(OpSite& s) {
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& xt = s.cx.graph.tensor(x);
   const Tensor& yt = s.cx.graph.tensor(y);
-  if (!is_quant(yt)) return s.fail("output '" + yt.name + "' must be an integer tensor with quantization parameters");
+  // Integer inputs requantize; int32 (with quantization parameters) only to or from int16,
+  // as TFLite's int16 pipelines use it.
+  auto quantized = [](const Tensor& t) { return is_quant(t) || (t.dtype == DType::i32 && !t.quant.empty()); };
+  if (!quantized(yt)) return s.fail("output '" + yt.name + "' must be an integer tensor with quantization parameters");
   if (yt.quant.per_axis()) return s.fail("per-axis output quantization is not supported");
-  if (xt.dtype == DType::f32) return s.add(OpKind::quantize, {x}, {y});
-  if (!is_quant(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (xt.dtype == DType::f32) {
+    if (yt.dtype == DType::i32) return s.fail("float input to an int32 output '" + yt.name + "' is not supported");
+    return s.add(OpKind::quantize, {x}, {y});
+  }
+  if (!quantized(xt)) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (xt.quant.per_axis()) return s.fail("per-axis input quantization is not supported");
+  if ((xt.dtype == DType::i32 || yt.dtype == DType::i32) && xt.dtype != DType::i16 && yt.dtype != DType::i16)
+    return s.fail(std::string("requantizing ") + dtype_name(xt.dtype) + " to " + dtype_name(yt.dtype) +
+                  " is not supported (int32 only to or from int16)");
   return s.add(OpKind::requantize, {x}, {y});
 }
 
@@ -450,6 +608,7 @@ Status build_operator(OpSite& s) {
     }
     case T::BuiltinOperator_MEAN: return build_mean(s);
     case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
+    case T::BuiltinOperator_TRANSPOSE_CONV: return build_transpose_conv(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
     case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);

@@ -92,6 +92,7 @@ std::vector<int16_t> centred_input(const KernelContext& c, int32_t zp) {
 }
 
 Status conv2d(KernelContext& c) {
+  if (c.in[0].dtype() == DType::i16) return conv2d_16x8(c);
   if (c.prepared) return run_packed_conv(c);
   const Shape& xs = c.in[0].shape();
   const Shape& ws = c.in[1].shape();
@@ -140,6 +141,7 @@ Status conv2d(KernelContext& c) {
 }
 
 Status depthwise_conv2d(KernelContext& c) {
+  if (c.in[0].dtype() == DType::i16) return depthwise_conv2d_16x8(c);
   if (c.prepared) return run_packed_conv(c);
   const Shape& xs = c.in[0].shape();
   const Shape& ws = c.in[1].shape();
@@ -189,6 +191,7 @@ Status depthwise_conv2d(KernelContext& c) {
 }
 
 Status fully_connected(KernelContext& c) {
+  if (c.in[0].dtype() == DType::i16) return fully_connected_16x8(c);
   if (c.prepared) return run_packed_conv(c);
   const Shape& ws = c.in[1].shape();
   const int64_t OC = ws[0], IC = ws[1];

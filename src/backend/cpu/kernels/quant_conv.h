@@ -41,4 +41,33 @@ Result<std::unique_ptr<PreparedKernel>> prepare_packed_depthwise(const Graph& g,
 Result<std::unique_ptr<PreparedKernel>> prepare_packed_fully_connected(const Graph& g, const Node& n);
 Status run_packed_conv(KernelContext& c);
 
+// TFLite's 16x8 form (int16 activations, int8 weights, int64 or int32 bias; the reference
+// kernels, quant_conv16.cpp). Quant16 holds a node's multipliers, clamp range and bias;
+// quant16 checks the operands (filter in 1 with `oc` output channels, bias in 2) and makes
+// it; `float_product` as for conv_quant.
+struct Quant16 {
+  std::vector<q::Multiplier> mult;  // per output channel
+  q::Range range{};
+  const int64_t* bias64 = nullptr;  // [OC] or null
+  const int32_t* bias32 = nullptr;  // [OC] or null
+  int64_t bias(int64_t o) const { return bias64 ? bias64[o] : bias32 ? bias32[o] : 0; }
+  // TFLite's kernels are templated on the bias type: an int64 bias gets an int64 accumulator
+  // and the int64 rescale; an int32 bias, or none, an int32 accumulator (wrapping as
+  // TFLite's does) and the 32-bit double-rounding rescale.
+  int16_t requantize(int64_t acc, int64_t o) const {
+    int32_t v;
+    if (bias64) {
+      v = q::multiply_int64(acc + bias64[o], mult[o]);
+    } else {
+      const uint32_t wrapped = static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias32 ? bias32[o] : 0);
+      v = q::multiply(static_cast<int32_t>(wrapped), mult[o]);
+    }
+    return static_cast<int16_t>(q::clamp(v, range.lo, range.hi));
+  }
+};
+Result<Quant16> quant16(const KernelContext& c, int64_t oc, bool float_product);
+Status conv2d_16x8(KernelContext& c);
+Status depthwise_conv2d_16x8(KernelContext& c);
+Status fully_connected_16x8(KernelContext& c);
+
 }  // namespace tessera::cpu

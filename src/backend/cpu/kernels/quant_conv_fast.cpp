@@ -635,13 +635,19 @@ Status run_depthwise(KernelContext& c, const PackedConv& pc) {
 
 }  // namespace
 
+// The 16x8 form (int16 input) runs the reference kernels of quant_conv16.cpp.
+static bool int16_input(const Graph& g, const Node& n) { return g.tensor(n.inputs[0]).dtype == DType::i16; }
+
 Result<std::unique_ptr<PreparedKernel>> prepare_packed_conv2d(const Graph& g, const Node& n) {
+  if (int16_input(g, n)) return std::unique_ptr<PreparedKernel>();
   return prepare_gemm(g, n, false);
 }
 Result<std::unique_ptr<PreparedKernel>> prepare_packed_fully_connected(const Graph& g, const Node& n) {
+  if (int16_input(g, n)) return std::unique_ptr<PreparedKernel>();
   return prepare_gemm(g, n, true);
 }
 Result<std::unique_ptr<PreparedKernel>> prepare_packed_depthwise(const Graph& g, const Node& n) {
+  if (int16_input(g, n)) return std::unique_ptr<PreparedKernel>();
   return prepare_depthwise(g, n);
 }
 

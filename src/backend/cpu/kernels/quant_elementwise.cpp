@@ -53,8 +53,9 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
   }
 }
 
-Status check_binary(const KernelContext& c) {
-  for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]}) TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t));
+Status check_binary(const KernelContext& c, bool allow_i16 = false) {
+  for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]})
+    TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t, allow_i16));
   if (c.in[0].dtype() != c.out[0].dtype() || c.in[1].dtype() != c.out[0].dtype())
     return kernel_error(c.n, "inputs and output must have the same dtype");
   return Status::Ok();
@@ -112,15 +113,17 @@ Result<std::unique_ptr<PreparedKernel>> pair_table(const Graph& g, const Node& n
   return std::unique_ptr<PreparedKernel>(std::move(t));
 }
 
-// ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands).
+// ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands, 15 for int16 ones,
+// whose zero points are 0; the importer refuses the power-of-two-scale int16 form).
 struct AddParams {
   q::AddRescale p;
   q::Range r;
 };
 AddParams add_params(const Node& n, const Tensor& x0, const Tensor& x1, const Tensor& y) {
   const int32_t zo = static_cast<int32_t>(y.quant.zero_point_at(0));
+  const int shift = y.dtype == DType::i16 ? q::AddRescale::kLeftShiftInt16 : q::AddRescale::kLeftShift;
   return {q::add_rescale(x0.quant.scale[0], static_cast<int32_t>(x0.quant.zero_point_at(0)), x1.quant.scale[0],
-                         static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0], zo),
+                         static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0], zo, shift),
           q::activation_range(n.get(attr::activation), y.dtype, y.quant.scale[0], zo)};
 }
 
@@ -154,12 +157,15 @@ Result<std::unique_ptr<PreparedKernel>> prepare_add(const Graph& g, const Node& 
 Result<std::unique_ptr<PreparedKernel>> prepare_sub(const Graph& g, const Node& n) { return prepare_add_sub(g, n, true); }
 
 Status add_sub(KernelContext& c, bool subtract) {
-  TS_RETURN_IF_ERROR(check_binary(c));
+  TS_RETURN_IF_ERROR(check_binary(c, true));
   if (c.prepared) return run_pair_table(c);
-  const q::AddRescale p = q::add_rescale(scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.in[1]), zp_of(c.in[1]),
-                                         scale_of(c.out[0]), zp_of(c.out[0]));
   const DType t = c.out[0].dtype();
-  const q::Range r = q::activation_range(c.n.get(attr::activation), t, scale_of(c.out[0]), zp_of(c.out[0]));
+  if (t == DType::i16)
+    for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]})
+      if (zp_of(*r) != 0) return kernel_error(c.n, "int16 tensor '" + r->t->name + "' has a non-zero zero point");
+  const AddParams ap = add_params(c.n, *c.in[0].t, *c.in[1].t, *c.out[0].t);
+  const q::AddRescale& p = ap.p;
+  const q::Range& r = ap.r;
   const uint8_t *a = c.in[0].data, *b = c.in[1].data;
   uint8_t* y = c.out[0].data;
   for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
@@ -223,9 +229,9 @@ Status max_min(KernelContext& c, bool is_max) {
 Status maximum(KernelContext& c) { return max_min(c, true); }
 Status minimum(KernelContext& c) { return max_min(c, false); }
 
-Status check_unary(const KernelContext& c) {
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+Status check_unary(const KernelContext& c, bool allow_i16 = false) {
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, allow_i16));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, allow_i16));
   if (c.in[0].dtype() != c.out[0].dtype()) return kernel_error(c.n, "input and output must have the same dtype");
   return Status::Ok();
 }
@@ -249,9 +255,10 @@ Status relu_x(KernelContext& c, float lo, float hi) {
 Status relu(KernelContext& c) { return relu_x(c, 0.0f, std::numeric_limits<float>::infinity()); }
 Status relu6(KernelContext& c) { return relu_x(c, 0.0f, 6.0f); }
 
-// LEAKY_RELU (activations.cc LeakyReluPrepare: alpha multiplier in float).
+// LEAKY_RELU (activations.cc LeakyReluPrepare: alpha multiplier in float; the same
+// arithmetic for int16, leaky_relu.cc QuantizeLeakyRelu<int16_t>).
 Status leaky_relu(KernelContext& c) {
-  TS_RETURN_IF_ERROR(check_unary(c));
+  TS_RETURN_IF_ERROR(check_unary(c, true));
   const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
   const float alpha = static_cast<float>(c.n.get(attr::alpha));
   const q::Multiplier ma = q::quantize_multiplier(static_cast<double>(si * alpha / so));

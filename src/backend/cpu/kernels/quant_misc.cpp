@@ -144,16 +144,20 @@ Status resize_bilinear(KernelContext& c) {
   return Status::Ok();
 }
 
-// REQUANTIZE (TFLite quantize.cc for integer input: multiplier in_s / out_s in double).
+// REQUANTIZE (TFLite quantize.cc for integer input: multiplier in_s / out_s in double; the
+// int16 <-> int32 forms as TensorFlow Lite Micro's quantize kernel, whose results TFLite's
+// Requantize shares).
 Status requantize(KernelContext& c) {
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, true));
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, true));
+  for (const TensorRef* r : {&c.in[0], &c.out[0]}) {
+    if (r->dtype() == DType::i32 && !r->t->quant.empty() && !r->t->quant.per_axis()) continue;
+    TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t, true));
+  }
   const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
   const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si) / static_cast<double>(so));
   const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
   const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
   const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
-  if (ti != DType::i16) {  // 8-bit input: the 256 possible results first, then a lookup
+  if (ti == DType::u8 || ti == DType::i8) {  // 8-bit input: the 256 possible results first, then a lookup
     int32_t table[256];
     for (int v = 0; v < 256; ++v) {
       const int32_t code = ti == DType::u8 ? v : static_cast<int8_t>(v);
@@ -183,6 +187,7 @@ void register_quant_misc_kernels(KernelTable& t) {
   t.add(OpKind::concat, KernelKind::quant, concat);
   t.add(OpKind::resize_bilinear, KernelKind::quant, resize_bilinear);
   t.add(OpKind::requantize, KernelKind::quant, requantize);
+  t.add(OpKind::requantize, KernelKind::plain, requantize);  // int32 input (not a quantized dtype)
 }
 
 }  // namespace tessera::cpu
