@@ -26,15 +26,6 @@ struct ExpectedFailure {
 
 const ExpectedFailure kExpectedFailures[] = {
     {"micro_keyword_scrambled", "SVDF", "not supported"},
-    // Known gap: dynamic-range quantization (float activations, int8 weights) runs, and the
-    // hybrid operators match the interpreter on their own (tests/oracle/hybrid_oracle_test.cpp),
-    // but the first hybrid CONV_2D (op 5) quantizes its float input to int8 codes on the fly,
-    // and that input is not the interpreter's bit for bit: the float CONV_2D at op 1 (27
-    // products per output) differs from the interpreter's in the last bits on about half its
-    // outputs (its GEMM adds the products in another order; no simple order tried matches),
-    // and where a code rounds the other way the difference is a whole weight step. (The float
-    // LOGISTIC of the SiLUs between them is the interpreter's bit for bit.)
-    {"yolov8n_int8", "CONV_2D", "", false},
 };
 
 const ExpectedFailure* expected_failure(const std::string& model) {
