@@ -34,6 +34,9 @@ std::optional<OpKind> op_from_name(const std::string& name);
 int op_min_inputs(OpKind k);
 int op_max_inputs(OpKind k);
 const char* op_summary(OpKind k);
+// The input whose storage output `output` of op `k` shares: ops that update a state tensor
+// in place (scatter_rows out 0 -> in 0; lstm out 1, 2 -> in 10, 11). -1 for other outputs.
+int op_aliased_input(OpKind k, size_t output);
 
 using TensorId = int32_t;
 constexpr TensorId kNoTensor = -1;

@@ -21,10 +21,12 @@ Status choose_formats(PassContext& c) {
   }
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
-    if (n.op == OpKind::scatter_rows) {
-      TensorPlacement& out = p.tensors[n.outputs[0]];
-      out.alias = n.inputs[0];
-      out.device = p.tensors[n.inputs[0]].device;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int src = op_aliased_input(n.op, k);
+      if (src < 0 || static_cast<size_t>(src) >= n.inputs.size() || n.inputs[src] == kNoTensor) continue;
+      TensorPlacement& out = p.tensors[n.outputs[k]];
+      out.alias = n.inputs[src];
+      out.device = p.tensors[n.inputs[src]].device;
     }
   }
   // Constants read by nodes of more than one device.

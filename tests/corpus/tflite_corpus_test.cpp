@@ -25,10 +25,6 @@ struct ExpectedFailure {
 };
 
 const ExpectedFailure kExpectedFailures[] = {
-    {"micro_dtln_noise_suppression", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
-    {"micro_micro_speech_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
-    {"micro_trained_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
-    {"micro_trained_lstm_int8", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
     {"micro_keyword_scrambled", "SVDF", "not supported"},
 };
 

@@ -120,7 +120,6 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (!dt.ok()) return dt.status().with_context(where);
   t.dtype = *dt;
   if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
-  if (ft->is_variable()) return error(StatusCode::unsupported, where, ": variable tensors are not supported");
   Size elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
@@ -156,6 +155,12 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (constant) q = read_quant(ft->quantization(), t, true);
   if (!q.ok()) return q.status().with_context(where);
   t.quant = *q;
+  if (ft->is_variable()) {
+    // A variable tensor (an LSTM's state) keeps its values between runs and starts at
+    // real 0, as the interpreter resets it; an initial value in the file is not supported.
+    if (constant) return error(StatusCode::unsupported, where, ": a variable tensor with initial data is not supported");
+    t.role = Role::state;
+  }
   if (constant) {
     auto need = t.host_bytes();
     if (!need.ok()) return need.status().with_context(where);
@@ -259,8 +264,10 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   n.attrs = std::move(attrs);
-  for (TensorId o : n.outputs)
+  for (TensorId o : n.outputs) {
     if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
+    if (cx.graph.tensor(o).role == Role::state) return fail("writes variable tensor '" + cx.graph.tensor(o).name + "'");
+  }
   TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that
@@ -345,8 +352,8 @@ Status import_model(ImportContext& cx) {
   for (size_t i = 0; i < sg->outputs()->size(); ++i) {
     TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->outputs()->Get(i), "model output " + std::to_string(i)));
     Tensor& t = cx.graph.tensor(id);
-    if (t.role == Role::input || t.role == Role::weight)
-      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input or constant");
+    if (t.role == Role::input || t.role == Role::weight || t.role == Role::state)
+      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input, constant or variable");
     t.role = Role::output;
     cx.graph.outputs.push_back(id);
   }

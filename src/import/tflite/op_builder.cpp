@@ -67,6 +67,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
     // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
     {T::BuiltinOperator_TRANSPOSE_CONV, 4},
+    // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
+    {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -576,6 +578,8 @@ int max_supported_version(T::BuiltinOperator code) {
 Status build_shape_operator(OpSite& s);
 // Implemented in op_builder_custom.cpp.
 Status build_custom_operator(OpSite& s);
+// Implemented in op_builder_rnn.cpp.
+Status build_unidirectional_sequence_lstm(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -607,6 +611,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_TRANSPOSE_CONV: return build_transpose_conv(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
+    case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);
     default: return build_shape_operator(s);
   }
 }
