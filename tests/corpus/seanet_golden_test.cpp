@@ -79,7 +79,8 @@ std::vector<SeanetCase> seanet_cases(const fs::path& dir) {
   return out;
 }
 
-TEST(SeanetInt16, EveryCaseGivesItsGoldenOutput) {
+// Runs every case on `device` and checks its golden output; returns the per-family summary.
+void run_seanet(const std::string& device) {
   TESSERA_REQUIRE_FIXTURE(dir, "models/tflite/corpus/seanet");
   const std::vector<SeanetCase> cases = seanet_cases(dir);
   ASSERT_EQ(cases.size(), 127u) << "the SEANet folder holds 127 cases";
@@ -99,7 +100,7 @@ TEST(SeanetInt16, EveryCaseGivesItsGoldenOutput) {
     }
     auto golden = read_csv(c.golden);
     ASSERT_TRUE(golden.ok()) << golden.status().to_string();
-    auto outs = run_tessera(testing::read_file(c.model.string()), inputs, "cpu");
+    auto outs = run_tessera(testing::read_file(c.model.string()), inputs, device);
     ++by_op[family].second;
     if (!outs.ok()) {
       ADD_FAILURE() << c.name << ": " << outs.status().to_string();
@@ -113,7 +114,19 @@ TEST(SeanetInt16, EveryCaseGivesItsGoldenOutput) {
     EXPECT_EQ(differ, 0) << c.name << ": " << differ << " of " << got.size() << " bytes differ from the golden output";
     by_op[family].first += differ == 0;
   }
-  for (const auto& [family, n] : by_op) std::printf("[seanet] %-16s %d of %d cases match\n", family.c_str(), n.first, n.second);
+  for (const auto& [family, n] : by_op)
+    std::printf("[seanet] %-6s %-16s %d of %d cases match\n", device.c_str(), family.c_str(), n.first, n.second);
+}
+
+TEST(SeanetInt16, EveryCaseGivesItsGoldenOutput) { run_seanet("cpu"); }
+
+// The NPU devices run what they can of these int16x8 operators and hand the rest to the cpu
+// (planner fallback); either way the golden outputs must come out unchanged.
+TEST(SeanetInt16, TheNpuDevicesGiveTheGoldenOutputsToo) {
+  for (const std::string device : {"tile", "rknpu"}) {
+    SCOPED_TRACE(device);
+    run_seanet(device);
+  }
 }
 
 }  // namespace

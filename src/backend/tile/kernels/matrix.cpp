@@ -181,10 +181,11 @@ KernelWork matmul_work(const Graph& g, const Node& n) {
 // ---- fully_connected: x [..., IC] x w [OC, IC]^T + bias [OC] ----
 
 Status fully_connected(KernelContext& c) {
-  const int64_t ic = c.in(0).shape.back();
+  // x is rows of IC values (keep_dims 0 flattens e.g. [1, 50, 80] into [1, 4000] rows).
+  if (c.in(1).shape.size() != 2 || c.in(1).shape[1] == 0 || num_elements(c.in(0).shape) % c.in(1).shape[1] != 0)
+    return tile_kernel_error(c.n, "weight " + shape_str(c.in(1).shape) + " does not take rows of input " + shape_str(c.in(0).shape));
+  const int64_t ic = c.in(1).shape[1];
   const int64_t oc = c.in(1).shape[0];
-  if (c.in(1).shape.size() != 2 || c.in(1).shape[1] != ic)
-    return tile_kernel_error(c.n, "weight must be [OC, " + std::to_string(ic) + "], got " + shape_str(c.in(1).shape));
   const bool integer = integer_path(c);
   TS_ASSIGN_OR_RETURN(std::vector<float> x, load_operand(c, integer, 0));
   TS_ASSIGN_OR_RETURN(std::vector<float> w, load_operand(c, integer, 1));
