@@ -153,4 +153,9 @@ struct InferredOutput {
 };
 Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n);
 
+// The input whose storage output `k` of `n` updates in place (a Role::state tensor that
+// persists across runs): scatter_rows' output 0 is its input 0, svdf's output 1 its input
+// 3. -1 for every other output. Such nodes always run, and their state stays on their device.
+int state_input_updated_by(const Node& n, size_t k);
+
 }  // namespace tessera

@@ -39,6 +39,12 @@ Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n)
   return kOps[static_cast<int>(n.op)].infer(g, n);
 }
 
+int state_input_updated_by(const Node& n, size_t k) {
+  if (n.op == OpKind::scatter_rows && k == 0) return 0;
+  if (n.op == OpKind::svdf && k == 1) return 3;
+  return -1;
+}
+
 namespace ops {
 
 const Tensor& in(const Graph& g, const Node& n, size_t i) { return g.tensor(n.inputs[i]); }

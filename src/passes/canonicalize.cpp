@@ -13,7 +13,8 @@ Status canonicalize(PassContext& c) {
   std::vector<bool> keep(g.nodes().size(), false);
   for (int i = static_cast<int>(g.nodes().size()) - 1; i >= 0; --i) {
     const Node& n = g.nodes()[i];
-    bool used = n.op == OpKind::scatter_rows;  // updates state: always kept
+    bool used = false;
+    for (size_t k = 0; k < n.outputs.size(); ++k) used = used || state_input_updated_by(n, k) >= 0;  // updates state: always kept
     for (TensorId o : n.outputs) used = used || needed[o];
     if (!used) continue;
     keep[i] = true;

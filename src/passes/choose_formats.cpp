@@ -21,10 +21,12 @@ Status choose_formats(PassContext& c) {
   }
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
-    if (n.op == OpKind::scatter_rows) {
-      TensorPlacement& out = p.tensors[n.outputs[0]];
-      out.alias = n.inputs[0];
-      out.device = p.tensors[n.inputs[0]].device;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int s = state_input_updated_by(n, k);
+      if (s < 0) continue;
+      TensorPlacement& out = p.tensors[n.outputs[k]];
+      out.alias = n.inputs[static_cast<size_t>(s)];
+      out.device = p.tensors[out.alias].device;
     }
   }
   // Constants read by nodes of more than one device.

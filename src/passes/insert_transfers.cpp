@@ -22,8 +22,9 @@ Status insert_transfers(PassContext& c) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       TensorId src = n.inputs[k];
       if (src == kNoTensor || p.tensors[src].device == dev) continue;
-      if (n.op == OpKind::scatter_rows && k == 0)
-        return error(StatusCode::internal, "scatter_rows state '", g.tensor(src).name, "' is on another device");
+      for (size_t o = 0; o < n.outputs.size(); ++o)
+        if (state_input_updated_by(n, o) == static_cast<int>(k))
+          return error(StatusCode::internal, op_name(n.op), " state '", g.tensor(src).name, "' is on another device");
       auto key = std::make_pair(src, dev);
       auto it = copies.find(key);
       if (it == copies.end()) {

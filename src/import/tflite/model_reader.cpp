@@ -120,7 +120,10 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (!dt.ok()) return dt.status().with_context(where);
   t.dtype = *dt;
   if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
-  if (ft->is_variable()) return error(StatusCode::unsupported, where, ": variable tensors are not supported");
+  // A variable tensor (SVDF's activation state) persists across Invoke calls and starts at
+  // zero (the interpreter resets variables when it allocates, ignoring any buffer): a
+  // Role::state tensor, which a session clears once and keeps across runs.
+  const bool variable = ft->is_variable();
   Size elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
@@ -152,7 +155,7 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
     data = b->data()->data();
     size = b->data()->size();
   }
-  bool constant = data != nullptr;
+  bool constant = data != nullptr && !variable;
   if (constant) q = read_quant(ft->quantization(), t, true);
   if (!q.ok()) return q.status().with_context(where);
   t.quant = *q;
@@ -165,6 +168,7 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
     t.role = Role::weight;
     t.data = ConstData{data, static_cast<int64_t>(size), file.owner};
   }
+  if (variable) t.role = Role::state;
   ids[index] = graph.add_tensor(std::move(t));
   return ids[index];
 }
@@ -261,6 +265,8 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   n.attrs = std::move(attrs);
   for (TensorId o : n.outputs)
     if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
+    else if (cx.graph.tensor(o).role == Role::state)
+      return fail("writes variable tensor '" + cx.graph.tensor(o).name + "' (only SVDF updates its state)");
   TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that
@@ -310,6 +316,8 @@ Status import_model(ImportContext& cx) {
     TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->inputs()->Get(i), "model input " + std::to_string(i)));
     Tensor& t = cx.graph.tensor(id);
     if (t.role == Role::weight) continue;  // a constant listed as an input: keep it constant
+    if (t.role == Role::state)
+      return error(StatusCode::unsupported, "model input ", i, " '", t.name, "' is a variable tensor");
     t.role = Role::input;
     cx.graph.inputs.push_back(id);
   }
@@ -345,8 +353,8 @@ Status import_model(ImportContext& cx) {
   for (size_t i = 0; i < sg->outputs()->size(); ++i) {
     TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->outputs()->Get(i), "model output " + std::to_string(i)));
     Tensor& t = cx.graph.tensor(id);
-    if (t.role == Role::input || t.role == Role::weight)
-      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input or constant");
+    if (t.role == Role::input || t.role == Role::weight || t.role == Role::state)
+      return error(StatusCode::unsupported, "model output ", i, " '", t.name, "' is a model input, constant or variable");
     t.role = Role::output;
     cx.graph.outputs.push_back(id);
   }

@@ -23,6 +23,7 @@ struct OpTensor {
   int64_t zero_point = 0;
   std::vector<float> scales;  // non-empty: per-channel quantization (zero points 0)
   int32_t quantized_dimension = 0;
+  bool variable = false;      // a variable tensor (SVDF's state): kept across Invoke calls
 };
 
 // An activation tensor, and a constant one.
@@ -85,12 +86,13 @@ struct SingleOpModel {
         std::vector<int64_t> z = {t.zero_point};
         q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
       }
-      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q));
+      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable));
     }
     std::vector<int32_t> ins = model_inputs;
     if (ins.empty())
       for (int32_t i : op_inputs)
-        if (i >= 0 && tensors[static_cast<size_t>(i)].data.empty()) ins.push_back(i);
+        if (i >= 0 && tensors[static_cast<size_t>(i)].data.empty() && !tensors[static_cast<size_t>(i)].variable)
+          ins.push_back(i);
     auto opts = options ? options(fb) : std::make_pair(T::BuiltinOptions_NONE, flatbuffers::Offset<void>());
     std::vector<flatbuffers::Offset<T::Operator>> ops;
     std::vector<flatbuffers::Offset<T::OperatorCode>> codes;
