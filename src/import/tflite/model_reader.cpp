@@ -236,6 +236,9 @@ Status OpSite::check_rescale(const Node& n) const {
   // reference arithmetic, which assumes sane scales). Codes differ by at most 255 (65,025
   // for a product), so a ratio up to 2^14 cannot overflow; real models stay far below 1,000.
   constexpr double kMaxRescale = 16384;
+  // Softmax works in float from a table of exponentials: no integer rescaling (and an i16
+  // output's scale is 1/65536, far below any input's).
+  if (n.op == OpKind::softmax) return Status::Ok();
   auto quantized = [](const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); };
   for (TensorId o : n.outputs) {
     const Tensor& out = cx.graph.tensor(o);
