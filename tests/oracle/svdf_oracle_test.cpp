@@ -9,113 +9,17 @@
 #include <cstring>
 #include <random>
 
-#include "import/tflite/single_op_model.h"
+#include "import/tflite/svdf_model.h"
 #include "oracle/oracle.h"
 
 namespace tessera::oracle {
 namespace {
 
 namespace T = ::tflite;
-using testing::OpTensor;
-using testing::SingleOpModel;
-
-struct SvdfCase {
-  std::string name;
-  bool integer;
-  int batch, input, units, rank, memory;
-  bool bias = true;
-  T::ActivationFunctionType act = T::ActivationFunctionType_NONE;
-  float state_gain = 1;  // integer: > 1 pushes the feature sums into int16 saturation
-  float out_gain = 1;    // integer: > 1 spreads (and saturates) the int8 outputs
-};
+using testing::SvdfBuilt;
+using testing::SvdfCase;
 
 constexpr int kInvokes = 6;  // enough for the memory of the short cases to fill and roll over
-
-template <typename V>
-std::vector<uint8_t> bytes_of(const std::vector<V>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(V));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// The model, and the seeded inputs of every invoke (invoke-major).
-struct Built {
-  std::vector<uint8_t> model;
-  std::vector<std::vector<uint8_t>> inputs;
-};
-
-Built svdf_model(const SvdfCase& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  auto uniform_in = [&](float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); };
-  const int filters = c.units * c.rank;
-  SingleOpModel m;
-  m.code = T::BuiltinOperator_SVDF;
-  m.version = c.integer ? 3 : 1;
-  Built b;
-  if (!c.integer) {
-    auto floats = [&](size_t n) {
-      std::vector<float> v(n);
-      for (auto& x : v) x = uni(rng);
-      return v;
-    };
-    OpTensor x = testing::activation("x", T::TensorType_FLOAT32, {c.batch, c.input});
-    OpTensor wf = testing::constant("weights_feature", T::TensorType_FLOAT32, {filters, c.input},
-                                    bytes_of(floats(static_cast<size_t>(filters * c.input))));
-    OpTensor wt = testing::constant("weights_time", T::TensorType_FLOAT32, {filters, c.memory},
-                                    bytes_of(floats(static_cast<size_t>(filters * c.memory))));
-    OpTensor bias = testing::constant("bias", T::TensorType_FLOAT32, {c.units}, bytes_of(floats(static_cast<size_t>(c.units))));
-    OpTensor st = testing::activation("state", T::TensorType_FLOAT32, {c.batch, filters * c.memory});
-    st.variable = true;
-    OpTensor y = testing::activation("y", T::TensorType_FLOAT32, {c.batch, c.units});
-    m.tensors = {x, wf, wt, bias, st, y};
-    for (int n = 0; n < kInvokes; ++n) b.inputs.push_back(bytes_of(floats(static_cast<size_t>(c.batch * c.input))));
-  } else {
-    // Scales chosen so that the feature sums use much of the int16 state (and sometimes
-    // saturate it) and the outputs spread over the int8 range.
-    const float x_scale = uniform_in(0.005f, 0.1f), wf_scale = uniform_in(0.002f, 0.02f);
-    const float state_scale =
-        x_scale * wf_scale * uniform_in(2.0f, 40.0f) * std::sqrt(static_cast<float>(c.input)) / c.state_gain;
-    const float wt_scale = uniform_in(1e-5f, 1e-4f);
-    const double typical = 12000.0 * 16000.0 * std::sqrt(static_cast<double>(c.memory * c.rank));
-    const float y_scale =
-        static_cast<float>(state_scale * wt_scale * typical / 60.0 * uniform_in(0.5f, 2.0f) / c.out_gain);
-    std::vector<int8_t> wf(static_cast<size_t>(filters * c.input));
-    for (auto& v : wf) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-    std::vector<int16_t> wt(static_cast<size_t>(filters * c.memory));
-    for (auto& v : wt) v = static_cast<int16_t>(static_cast<int>(rng() % 65535) - 32767);
-    std::vector<int32_t> bias(static_cast<size_t>(c.units));
-    for (auto& v : bias) v = static_cast<int32_t>(uni(rng) * 3e8);
-    OpTensor x = testing::activation("x", T::TensorType_INT8, {c.batch, c.input});
-    x.scale = x_scale;
-    x.zero_point = static_cast<int64_t>(rng() % 41) - 20;
-    OpTensor wft = testing::constant("weights_feature", T::TensorType_INT8, {filters, c.input}, bytes_of(wf));
-    wft.scale = wf_scale;
-    OpTensor wtt = testing::constant("weights_time", T::TensorType_INT16, {filters, c.memory}, bytes_of(wt));
-    wtt.scale = wt_scale;
-    OpTensor bt = testing::constant("bias", T::TensorType_INT32, {c.units}, bytes_of(bias));
-    bt.scale = state_scale * wt_scale;
-    OpTensor st = testing::activation("state", T::TensorType_INT16, {c.batch, filters * c.memory});
-    st.scale = state_scale;
-    st.variable = true;
-    OpTensor y = testing::activation("y", T::TensorType_INT8, {c.batch, c.units});
-    y.scale = y_scale;
-    y.zero_point = static_cast<int64_t>(rng() % 21) - 10;
-    m.tensors = {x, wft, wtt, bt, st, y};
-    for (int n = 0; n < kInvokes; ++n)
-      b.inputs.push_back(random_bytes(static_cast<size_t>(c.batch * c.input), seed * 31 + static_cast<uint32_t>(n)));
-  }
-  m.op_inputs = {0, 1, 2, c.bias ? 3 : -1, 4};
-  m.op_outputs = {5};
-  m.model_inputs = {0};
-  const int rank = c.rank;
-  const T::ActivationFunctionType act = c.act;
-  m.options = [rank, act](flatbuffers::FlatBufferBuilder& fb) {
-    return std::make_pair(T::BuiltinOptions_SVDFOptions, T::CreateSVDFOptions(fb, rank, act).Union());
-  };
-  b.model = m.bytes();
-  return b;
-}
 
 // |a - b| <= 1e-5 max(|a|, |b|, m), m the largest magnitude of the interpreter's output.
 int64_t float_differences(const std::vector<uint8_t>& ours, const std::vector<uint8_t>& theirs, double* worst) {
@@ -140,9 +44,9 @@ void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
   TESSERA_REQUIRE_ORACLE(script);
   TempDir dir(cases.front().integer ? "svdf_i8" : "svdf_f32");
   std::vector<Job> jobs;
-  std::vector<Built> built;
+  std::vector<SvdfBuilt> built;
   for (size_t i = 0; i < cases.size(); ++i) {
-    built.push_back(svdf_model(cases[i], seed0 + static_cast<uint32_t>(i)));
+    built.push_back(testing::svdf_model(cases[i], seed0 + static_cast<uint32_t>(i), kInvokes));
     const fs::path file = dir.path / (cases[i].name + ".tflite");
     write_bytes(file, built.back().model);
     jobs.push_back(Job{cases[i].name, file.string(), built.back().inputs, {}});
