@@ -29,7 +29,6 @@ const ExpectedFailure kExpectedFailures[] = {
     {"micro_micro_speech_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
     {"micro_trained_lstm", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
     {"micro_trained_lstm_int8", "UNIDIRECTIONAL_SEQUENCE_LSTM", "not supported"},
-    {"micro_keyword_scrambled", "SVDF", "not supported"},
     // Known gap: dynamic-range quantization (float activations, int8 weights) runs, and the
     // hybrid operators match the interpreter on their own (tests/oracle/hybrid_oracle_test.cpp),
     // but the first hybrid CONV_2D (op 5) quantizes its float input to int8 on the fly, so
