@@ -36,7 +36,6 @@ Status check_integer_svdf(const Graph& g, const Node& n) {
 InferResult infer_svdf(const Graph& g, const Node& n) {
   for (size_t k : {0, 1, 2, 3})
     if (!has_in(n, k)) return fail(n, "input " + std::to_string(k) + " is required (only the bias, input 4, is optional)");
-  if (n.outputs.size() != 2) return fail(n, "needs two outputs (y and the updated state)");
   const Tensor &x = in(g, n, 0), &wf = in(g, n, 1), &wt = in(g, n, 2), &st = in(g, n, 3);
   if (x.shape.size() != 2) return fail(n, "input '" + x.name + "' must be [batch, input_size], got " + shape_str(x.shape));
   if (wf.shape.size() != 2)

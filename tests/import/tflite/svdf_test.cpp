@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "import/tflite/svdf_model.h"
 #include "import/tflite/tflite_importer.h"
@@ -246,6 +249,39 @@ TEST(Svdf, Int16SoftmaxOutputNeedsTflitesParameters) {
   EXPECT_NE(e.find("i16 output 'y'"), std::string::npos) << e;
   e = load_error(model(0, 1.0f / 256, T::TensorType_UINT8));
   EXPECT_NE(e.find("a i8 input needs an output of the same dtype (or i16 for i8), output 'y' is u8"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The fuzz seeds with the new operators (fuzz/regressions/tflite_fuzz/, which scripts/fuzz.sh
+// copies into the tflite_fuzz corpus): small f32 and integer SVDF models,
+// written by the helpers above. Each must import and run; the committed bytes must
+// be what the helpers write (TESSERA_WRITE_FUZZ_SEEDS=1 rewrites them).
+TEST(Svdf, FuzzSeedsAreTheSingleOperatorModels) {
+  const std::filesystem::path dir = std::filesystem::path(TESSERA_TESTS_DIR) / ".." / "fuzz" / "regressions" / "tflite_fuzz";
+  const std::vector<std::pair<std::string, SvdfBuilt>> seeds = {
+      {"svdf_f32.tflite", testing::svdf_model({"f32", false, 1, 4, 2, 2, 3}, 5, 1)},
+      {"svdf_i8.tflite", testing::svdf_model({"i8", true, 1, 4, 2, 1, 3, true, T::ActivationFunctionType_RELU}, 6, 1)},
+  };
+  const bool write = std::getenv("TESSERA_WRITE_FUZZ_SEEDS") != nullptr;
+  for (const auto& [name, built] : seeds) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t>& bytes = built.model;
+    const std::filesystem::path p = dir / name;
+    if (write) {
+      std::ofstream f(p, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    ASSERT_TRUE(std::filesystem::exists(p)) << p << " is missing (TESSERA_WRITE_FUZZ_SEEDS=1 writes it)";
+    std::ifstream f(p, std::ios::binary);
+    const std::vector<uint8_t> on_disk((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(on_disk, bytes) << p << " differs from the model the helper writes";
+    EXPECT_EQ(run_stream(bytes, built.inputs).size(), 1u);
+  }
 }
 
 }  // namespace

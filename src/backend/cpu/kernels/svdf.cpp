@@ -72,7 +72,17 @@ S* shift_state(const KernelContext& c, const Dims& d) {
   return st;
 }
 
+// The node must carry its updated state as output 1 (ops.def); a graph built without it
+// would drop the state update.
+Status check_outputs(const KernelContext& c) {
+  if (c.out.size() != 2 || c.in.size() < 4 || !c.in[3])
+    return kernel_error(c.n, "needs the state as input 3 and the updated state as output 1, got " +
+                                 std::to_string(c.in.size()) + " inputs and " + std::to_string(c.out.size()) + " outputs");
+  return Status::Ok();
+}
+
 Status svdf_f32(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_outputs(c));
   const Dims d = dims_of(c);
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
   const float* x = c.in[0].as<float>();
@@ -110,6 +120,7 @@ inline int32_t wrap_add(int32_t a, int32_t b) {
 }
 
 Status svdf_i8(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_outputs(c));
   const Dims d = dims_of(c);
   SvdfScales made;
   if (!c.prepared) made = svdf_scales(c.g, c.n);
