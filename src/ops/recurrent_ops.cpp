@@ -62,7 +62,16 @@ InferResult infer_svdf(const Graph& g, const Node& n) {
   if (st.shape != Shape{batch, filters * memory})
     return fail(n, "state '" + st.name + "' must be [" + std::to_string(batch) + ", " + std::to_string(filters * memory) +
                        "] (batch, filters * memory_size), got " + shape_str(st.shape));
-  if (x.dtype == DType::f32) {
+  if (x.dtype == DType::f32 && wf.dtype == DType::i8) {
+    // Hybrid: TFLite's dynamic-range SVDF (int8 weights, float activations and state).
+    for (const Tensor* t : {&wf, &wt})
+      if (t->dtype != DType::i8 || t->quant.scale.size() != 1 || t->quant.zero_point_at(0) != 0)
+        return fail(n, "hybrid weights '" + t->name + "' must be i8 with one scale and zero point 0, got " +
+                           dtype_name(t->dtype) + " " + quant_str(t->quant));
+    if (st.dtype != DType::f32) return fail(n, "state '" + st.name + "' must be f32 for an f32 input");
+    if (has_in(n, 4) && in(g, n, 4).dtype != DType::f32)
+      return fail(n, "bias '" + in(g, n, 4).name + "' must be f32 for an f32 input");
+  } else if (x.dtype == DType::f32) {
     for (const Tensor* t : {&wf, &wt, &st})
       if (t->dtype != DType::f32) return fail(n, "'" + t->name + "' must be f32 for an f32 input, got " + dtype_name(t->dtype));
     if (has_in(n, 4) && in(g, n, 4).dtype != DType::f32)

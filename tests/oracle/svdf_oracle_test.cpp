@@ -42,7 +42,7 @@ int64_t float_differences(const std::vector<uint8_t>& ours, const std::vector<ui
 
 void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
   TESSERA_REQUIRE_ORACLE(script);
-  TempDir dir(cases.front().integer ? "svdf_i8" : "svdf_f32");
+  TempDir dir(cases.front().integer ? "svdf_i8" : cases.front().hybrid ? "svdf_hybrid" : "svdf_f32");
   std::vector<Job> jobs;
   std::vector<SvdfBuilt> built;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -57,6 +57,7 @@ void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
     auto outs = run_tessera_invokes(built[i].model, built[i].inputs, kInvokes, "cpu");
     ASSERT_TRUE(outs.ok()) << outs.status().to_string();
     ASSERT_EQ(outs->size(), static_cast<size_t>(kInvokes));
+    double worst_all = 0;
     for (int n = 0; n < kInvokes; ++n) {
       SCOPED_TRACE("invoke " + std::to_string(n));
       const auto& ours = (*outs)[static_cast<size_t>(n)];
@@ -69,6 +70,7 @@ void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
       } else {
         double worst = 0;
         EXPECT_EQ(float_differences(ours, theirs, &worst), 0) << "worst relative difference " << worst;
+        worst_all = std::max(worst_all, worst);
       }
     }
     if (cases[i].integer) {
@@ -79,8 +81,8 @@ void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
       std::printf("[oracle] svdf %-28s %d invokes x %zu bytes identical, codes %d..%d\n", cases[i].name.c_str(), kInvokes,
                   jobs[i].outputs[0].size(), lo, hi);
     } else {
-      std::printf("[oracle] svdf %-28s %d invokes x %zu bytes within 1e-5\n", cases[i].name.c_str(), kInvokes,
-                  jobs[i].outputs[0].size());
+      std::printf("[oracle] svdf %-28s %d invokes x %zu bytes within 1e-5 (largest difference %.1e of the largest value)\n",
+                  cases[i].name.c_str(), kInvokes, jobs[i].outputs[0].size(), worst_all);
     }
   }
 }
@@ -103,6 +105,22 @@ TEST(TfliteOracle, FloatSvdfMatchesTheInterpreterOverInvokes) {
                 {"b4_i4_u2_r1_m2_relu_n1", false, 4, 4, 2, 1, 2, true, kReluN1},
             },
             700);
+}
+
+// Hybrid (dynamic-range): f32 input and state, int8 weights_feature and weights_time.
+TEST(TfliteOracle, HybridSvdfMatchesTheInterpreterOverInvokes) {
+  auto h = [](SvdfCase c) {
+    c.hybrid = true;
+    return c;
+  };
+  run_cases({
+                h({"hybrid_b1_i3_u1_r1_m1", false, 1, 3, 1, 1, 1}),
+                h({"hybrid_b2_i10_u4_r1_m3", false, 2, 10, 4, 1, 3}),
+                h({"hybrid_b2_i5_u3_r2_m4_relu", false, 2, 5, 3, 2, 4, true, kRelu}),
+                h({"hybrid_b3_i20_u8_r3_m2_nobias", false, 3, 20, 8, 3, 2, false}),
+                h({"hybrid_b1_i40_u16_r2_m10_relu6", false, 1, 40, 16, 2, 10, true, kRelu6}),
+            },
+            900);
 }
 
 // The interpreter's integer SVDF requires fused activation RELU (svdf.cc refuses the others

@@ -30,9 +30,18 @@ Status build_svdf(OpSite& s) {
   const Tensor& st = g.tensor(state);
   if (st.role != Role::state)
     return s.fail("input 4 '" + st.name + "' (activation_state) must be a variable tensor");
-  if (xt.dtype == DType::f32 && wft.dtype != DType::f32)
-    return s.fail(std::string("hybrid SVDF (f32 input, ") + dtype_name(wft.dtype) + " weights_feature '" + wft.name +
-                  "') is not supported");
+  if (xt.dtype == DType::f32 && wft.dtype != DType::f32) {
+    // Hybrid (dynamic-range) SVDF: int8 weights, inputs quantized symmetrically per batch
+    // row. SVDFOptions.asymmetric_quantize_inputs (v4) is refused.
+    if (wft.dtype != DType::i8 || g.tensor(wt).dtype != DType::i8)
+      return s.fail(std::string("hybrid SVDF (f32 input) needs i8 weights_feature and weights_time, '") + wft.name +
+                    "' is " + dtype_name(wft.dtype) + " and '" + g.tensor(wt).name + "' " +
+                    dtype_name(g.tensor(wt).dtype));
+    if (o->asymmetric_quantize_inputs())
+      return s.fail("asymmetric_quantize_inputs (hybrid weights '" + wft.name + "') is not supported");
+    if (!wft.data || !g.tensor(wt).data)
+      return s.fail("hybrid weights '" + wft.name + "' and '" + g.tensor(wt).name + "' must be constant");
+  }
   if (o->rank() < 1) return s.fail("rank " + std::to_string(o->rank()) + " must be >= 1");
   bool ok = false;
   const std::string act = activation_name(o->fused_activation_function(), &ok);

@@ -3,6 +3,7 @@
 // (tests/import/tflite/svdf_test.cpp) and the oracle tests (tests/oracle/svdf_oracle_test.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -30,6 +31,7 @@ struct SvdfCase {
   ::tflite::ActivationFunctionType act = ::tflite::ActivationFunctionType_NONE;
   float state_gain = 1;  // integer: > 1 pushes the feature sums into int16 saturation
   float out_gain = 1;    // integer: > 1 spreads (and saturates) the int8 outputs
+  bool hybrid = false;   // f32 (integer false): int8 weights_feature and weights_time
 };
 
 template <typename V>
@@ -55,7 +57,7 @@ inline SvdfBuilt svdf_model(const SvdfCase& c, uint32_t seed, int invokes) {
   const int filters = c.units * c.rank;
   SingleOpModel m;
   m.code = ::tflite::BuiltinOperator_SVDF;
-  m.version = c.integer ? 3 : 1;
+  m.version = c.integer ? 3 : c.hybrid ? 2 : 1;
   SvdfBuilt b;
   if (!c.integer) {
     auto floats = [&](size_t n) {
@@ -68,12 +70,29 @@ inline SvdfBuilt svdf_model(const SvdfCase& c, uint32_t seed, int invokes) {
                                     bytes_of(floats(static_cast<size_t>(filters * c.input))));
     OpTensor wt = constant("weights_time", ::tflite::TensorType_FLOAT32, {filters, c.memory},
                                     bytes_of(floats(static_cast<size_t>(filters * c.memory))));
+    if (c.hybrid) {
+      auto codes = [&](size_t n) {
+        std::vector<int8_t> v(n);
+        for (auto& q : v) q = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+        return v;
+      };
+      wf = constant("weights_feature", ::tflite::TensorType_INT8, {filters, c.input},
+                    bytes_of(codes(static_cast<size_t>(filters * c.input))));
+      wf.scale = uniform_in(0.002f, 0.02f);
+      wt = constant("weights_time", ::tflite::TensorType_INT8, {filters, c.memory},
+                    bytes_of(codes(static_cast<size_t>(filters * c.memory))));
+      wt.scale = uniform_in(0.002f, 0.02f);
+    }
     OpTensor bias = constant("bias", ::tflite::TensorType_FLOAT32, {c.units}, bytes_of(floats(static_cast<size_t>(c.units))));
     OpTensor st = activation("state", ::tflite::TensorType_FLOAT32, {c.batch, filters * c.memory});
     st.variable = true;
     OpTensor y = activation("y", ::tflite::TensorType_FLOAT32, {c.batch, c.units});
     m.tensors = {x, wf, wt, bias, st, y};
     for (int n = 0; n < invokes; ++n) b.inputs.push_back(bytes_of(floats(static_cast<size_t>(c.batch * c.input))));
+    // Hybrid: a zero batch row in invoke 2 and an all-zero invoke 3 (TFLite skips the feature
+    // product for a zero input; a zero row quantizes with scale 1 and zero codes).
+    if (c.hybrid && invokes > 2) std::fill_n(b.inputs[2].begin(), c.input * 4, uint8_t{0});
+    if (c.hybrid && invokes > 3) std::fill(b.inputs[3].begin(), b.inputs[3].end(), uint8_t{0});
   } else {
     // Scales chosen so that the feature sums use much of the int16 state (and sometimes
     // saturate it) and the outputs spread over the int8 range.

@@ -185,14 +185,27 @@ TEST(Svdf, BadModelsAreRefusedNamingTheOperatorAndTensor) {
     EXPECT_NE(e.find("'state'"), std::string::npos) << e;
   }
   {
-    // Hybrid: an f32 input with int8 weights.
+    // Hybrid: an f32 input with int8 weights_feature, but f32 weights_time.
     SingleOpModel m = float_spec();
     m.tensors[1].type = T::TensorType_INT8;
     m.tensors[1].scale = 0.01f;
     reshape_constant(m.tensors[1], {6, 5});
     m.version = 2;
     const std::string e = load_error(m);
-    EXPECT_NE(e.find("hybrid SVDF (f32 input, i8 weights_feature 'weights_feature') is not supported"), std::string::npos) << e;
+    EXPECT_NE(e.find("hybrid SVDF (f32 input) needs i8 weights_feature and weights_time, 'weights_feature' is i8 and "
+                     "'weights_time' f32"),
+              std::string::npos)
+        << e;
+  }
+  {
+    // Hybrid with asymmetric_quantize_inputs (SVDF v4's option).
+    SingleOpModel m = testing::svdf_model({"h", false, 1, 5, 3, 2, 4, true, T::ActivationFunctionType_NONE, 1, 1, true}, 1, 1).spec;
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_SVDFOptions,
+                            T::CreateSVDFOptions(fb, 2, T::ActivationFunctionType_NONE, true).Union());
+    };
+    const std::string e = load_error(m);
+    EXPECT_NE(e.find("asymmetric_quantize_inputs (hybrid weights 'weights_feature') is not supported"), std::string::npos) << e;
   }
   {
     SingleOpModel m = int_spec();

@@ -18,9 +18,14 @@
 //     wt_scale / y_scale. The interpreter's integer kernel applies no activation.
 // Both multipliers are computed once, in float as svdf.cc's Prepare does, then
 // QuantizeMultiplier'd (prepare_svdf).
+// Hybrid (f32 x, i8 weights_feature and weights_time, f32 bias, state and y): each batch
+// row of x is quantized symmetrically (TFLite's SymmetricQuantizeFloats, hybrid.cpp);
+//  2. s[M-1] = float(sum wf * code) * (row_scale * wf_scale);
+//  3. as f32, with weights_time dequantized once (prepare_svdf_hybrid): wt * wt_scale in float.
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/quant_math.h"
 
@@ -46,6 +51,30 @@ SvdfScales svdf_scales(const Graph& g, const Node& n) {
 
 Result<std::unique_ptr<PreparedKernel>> prepare_svdf(const Graph& g, const Node& n) {
   return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfScales>(svdf_scales(g, n)));
+}
+
+// Hybrid: weights_time dequantized (TFLite does it once, into a float temporary).
+struct SvdfFloatTime : PreparedKernel {
+  std::vector<float> weights_time;  // [F, M]: wt code * wt scale, in float
+};
+
+SvdfFloatTime dequantize_time(const Tensor& wt) {
+  SvdfFloatTime p;
+  const int64_t n = wt.elements();
+  p.weights_time.resize(static_cast<size_t>(n));
+  const int8_t* q = reinterpret_cast<const int8_t*>(wt.data->data);
+  for (int64_t i = 0; i < n; ++i) p.weights_time[static_cast<size_t>(i)] = static_cast<float>(q[i]) * wt.quant.scale[0];
+  return p;
+}
+
+bool is_hybrid(const Graph& g, const Node& n) { return g.tensor(n.inputs[1]).dtype == DType::i8; }
+
+// f32 nodes: nothing to prepare; hybrid ones with constant weights_time: its float values.
+Result<std::unique_ptr<PreparedKernel>> prepare_svdf_plain(const Graph& g, const Node& n) {
+  const Tensor& wt = g.tensor(n.inputs[2]);
+  if (!is_hybrid(g, n) || !wt.data || wt.dtype != DType::i8 || wt.quant.scale.size() != 1)
+    return std::unique_ptr<PreparedKernel>();
+  return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfFloatTime>(dequantize_time(wt)));
 }
 
 struct Dims {
@@ -85,18 +114,40 @@ Status svdf_f32(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_outputs(c));
   const Dims d = dims_of(c);
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  const bool hybrid = c.in[1].dtype() == DType::i8;
   const float* x = c.in[0].as<float>();
-  const float* wf = c.in[1].as<float>();
-  const float* wt = c.in[2].as<float>();
+  SvdfFloatTime made;
+  if (hybrid && !c.prepared) {
+    if (c.in[2].dtype() != DType::i8 || c.in[2].t->quant.scale.size() != 1 || c.in[1].t->quant.scale.size() != 1)
+      return kernel_error(c.n, "hybrid weights must be i8 with one scale each");
+    made.weights_time.resize(static_cast<size_t>(c.in[2].elements()));
+    for (int64_t i = 0; i < c.in[2].elements(); ++i)
+      made.weights_time[static_cast<size_t>(i)] = static_cast<float>(c.in[2].as<int8_t>()[i]) * c.in[2].t->quant.scale[0];
+  }
+  const float* wt = !hybrid       ? c.in[2].as<float>()
+                    : c.prepared ? static_cast<const SvdfFloatTime&>(*c.prepared).weights_time.data()
+                                 : made.weights_time.data();
   const float* bias = c.in.size() > 4 && c.in[4] ? c.in[4].as<float>() : nullptr;
   float* st = shift_state<float>(c, d);
   float* y = c.out[0].as<float>();
+  std::vector<int8_t> codes(hybrid ? static_cast<size_t>(d.input) : 0);
   for (int64_t b = 0; b < d.batch; ++b) {
     float* sb = st + b * d.filters * d.memory;
-    for (int64_t f = 0; f < d.filters; ++f) {
-      float dot = 0.0f;
-      for (int64_t i = 0; i < d.input; ++i) dot += wf[f * d.input + i] * x[b * d.input + i];
-      sb[f * d.memory + d.memory - 1] = dot;
+    if (hybrid) {
+      const int8_t* wf = c.in[1].as<int8_t>();
+      const float scale = quantize_symmetric_row(x + b * d.input, d.input, codes.data()) * c.in[1].t->quant.scale[0];
+      for (int64_t f = 0; f < d.filters; ++f) {
+        int32_t dot = 0;
+        for (int64_t i = 0; i < d.input; ++i) dot += int32_t{wf[f * d.input + i]} * int32_t{codes[static_cast<size_t>(i)]};
+        sb[f * d.memory + d.memory - 1] = static_cast<float>(dot) * scale;
+      }
+    } else {
+      const float* wf = c.in[1].as<float>();
+      for (int64_t f = 0; f < d.filters; ++f) {
+        float dot = 0.0f;
+        for (int64_t i = 0; i < d.input; ++i) dot += wf[f * d.input + i] * x[b * d.input + i];
+        sb[f * d.memory + d.memory - 1] = dot;
+      }
     }
     for (int64_t u = 0; u < d.units; ++u) {
       float sum = 0.0f;
@@ -159,7 +210,7 @@ Status svdf_i8(KernelContext& c) {
 }  // namespace
 
 void register_svdf_kernels(KernelTable& t) {
-  t.add(OpKind::svdf, KernelKind::plain, svdf_f32);
+  t.add(OpKind::svdf, KernelKind::plain, svdf_f32, prepare_svdf_plain);
   t.add(OpKind::svdf, KernelKind::quant, svdf_i8, prepare_svdf);
 }
 
