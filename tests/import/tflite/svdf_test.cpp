@@ -271,7 +271,7 @@ namespace tessera {
 namespace {
 
 // The fuzz seeds with the new operators (fuzz/regressions/tflite_fuzz/, which scripts/fuzz.sh
-// copies into the tflite_fuzz corpus): small f32 and integer SVDF models,
+// copies into the tflite_fuzz corpus): small f32, integer and hybrid SVDF models,
 // written by the helpers above. Each must import and run; the committed bytes must
 // be what the helpers write (TESSERA_WRITE_FUZZ_SEEDS=1 rewrites them).
 TEST(Svdf, FuzzSeedsAreTheSingleOperatorModels) {
@@ -279,6 +279,8 @@ TEST(Svdf, FuzzSeedsAreTheSingleOperatorModels) {
   const std::vector<std::pair<std::string, SvdfBuilt>> seeds = {
       {"svdf_f32.tflite", testing::svdf_model({"f32", false, 1, 4, 2, 2, 3}, 5, 1)},
       {"svdf_i8.tflite", testing::svdf_model({"i8", true, 1, 4, 2, 1, 3, true, T::ActivationFunctionType_RELU}, 6, 1)},
+      {"svdf_hybrid.tflite",
+       testing::svdf_model({"hybrid", false, 1, 4, 2, 1, 3, true, T::ActivationFunctionType_NONE, 1, 1, true}, 7, 1)},
   };
   const bool write = std::getenv("TESSERA_WRITE_FUZZ_SEEDS") != nullptr;
   for (const auto& [name, built] : seeds) {
