@@ -22,6 +22,8 @@
 // row of x is quantized symmetrically (TFLite's SymmetricQuantizeFloats, hybrid.cpp);
 //  2. s[M-1] = float(sum wf * code) * (row_scale * wf_scale);
 //  3. as f32, with weights_time dequantized once (prepare_svdf_hybrid): wt * wt_scale in float.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -38,11 +40,14 @@ struct SvdfScales : PreparedKernel {
   q::Multiplier output;   // state_scale * wt_scale / y_scale: the time sums -> output codes
 };
 
-SvdfScales svdf_scales(const Graph& g, const Node& n) {
+Result<SvdfScales> svdf_scales(const Graph& g, const Node& n) {
   auto scale = [&](TensorId id) { return g.tensor(id).quant.scale[0]; };
   // svdf.cc multiplies and divides the float scales in float, then widens to double.
   const float s1 = scale(n.inputs[0]) * scale(n.inputs[1]) / scale(n.inputs[3]);
   const float s2 = scale(n.inputs[3]) * scale(n.inputs[2]) / scale(n.outputs[0]);
+  if (!std::isfinite(s1) || !std::isfinite(s2))
+    return kernel_error(n, "the scales give the multipliers " + std::to_string(s1) + " and " + std::to_string(s2) +
+                               ", which are not finite");
   SvdfScales s;
   s.feature = q::quantize_multiplier(static_cast<double>(s1));
   s.output = q::quantize_multiplier(static_cast<double>(s2));
@@ -50,7 +55,8 @@ SvdfScales svdf_scales(const Graph& g, const Node& n) {
 }
 
 Result<std::unique_ptr<PreparedKernel>> prepare_svdf(const Graph& g, const Node& n) {
-  return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfScales>(svdf_scales(g, n)));
+  TS_ASSIGN_OR_RETURN(SvdfScales s, svdf_scales(g, n));
+  return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfScales>(s));
 }
 
 // Hybrid: weights_time dequantized (TFLite does it once, into a float temporary).
@@ -89,6 +95,12 @@ Dims dims_of(const KernelContext& c) {
   d.rank = c.n.get(attr::rank);
   d.units = d.filters / d.rank;
   return d;
+}
+
+// Wrapping int32 addition: the interpreter's int32 sums overflow silently (two's complement
+// on every target it runs on); here without undefined behaviour.
+inline int32_t wrap_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
 }
 
 // Step 1: the state [B, F*M] moves one element left, in place in the output (out 1).
@@ -130,7 +142,9 @@ Status svdf_f32(KernelContext& c) {
   const float* bias = c.in.size() > 4 && c.in[4] ? c.in[4].as<float>() : nullptr;
   float* st = shift_state<float>(c, d);
   float* y = c.out[0].as<float>();
-  std::vector<int8_t> codes(hybrid ? static_cast<size_t>(d.input) : 0);
+  // The input row's int8 codes (hybrid): scratch that grows once, so that runs allocate nothing.
+  thread_local std::vector<int8_t> codes;
+  if (hybrid && codes.size() < static_cast<size_t>(d.input)) codes.resize(static_cast<size_t>(d.input));
   for (int64_t b = 0; b < d.batch; ++b) {
     float* sb = st + b * d.filters * d.memory;
     if (hybrid) {
@@ -138,7 +152,8 @@ Status svdf_f32(KernelContext& c) {
       const float scale = quantize_symmetric_row(x + b * d.input, d.input, codes.data()) * c.in[1].t->quant.scale[0];
       for (int64_t f = 0; f < d.filters; ++f) {
         int32_t dot = 0;
-        for (int64_t i = 0; i < d.input; ++i) dot += int32_t{wf[f * d.input + i]} * int32_t{codes[static_cast<size_t>(i)]};
+        for (int64_t i = 0; i < d.input; ++i)
+          dot = wrap_add(dot, int32_t{wf[f * d.input + i]} * int32_t{codes[static_cast<size_t>(i)]});
         sb[f * d.memory + d.memory - 1] = static_cast<float>(dot) * scale;
       }
     } else {
@@ -164,17 +179,13 @@ Status svdf_f32(KernelContext& c) {
   return Status::Ok();
 }
 
-// Wrapping int32 addition: the interpreter's int32 sums overflow silently (two's complement
-// on every target it runs on); here without undefined behaviour.
-inline int32_t wrap_add(int32_t a, int32_t b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
-}
-
 Status svdf_i8(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_outputs(c));
   const Dims d = dims_of(c);
   SvdfScales made;
-  if (!c.prepared) made = svdf_scales(c.g, c.n);
+  if (!c.prepared) {
+    TS_ASSIGN_OR_RETURN(made, svdf_scales(c.g, c.n));
+  }
   const SvdfScales& sc = c.prepared ? static_cast<const SvdfScales&>(*c.prepared) : made;
   const int32_t x_zp = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
   const int32_t y_zp = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
@@ -201,7 +212,8 @@ Status svdf_i8(KernelContext& c) {
           t = wrap_add(t, int32_t{wt[f * d.memory + m]} * int32_t{sb[f * d.memory + m]});
         acc = wrap_add(acc, t);
       }
-      y[b * d.units + u] = static_cast<int8_t>(q::clamp(q::multiply(acc, sc.output) + y_zp, -128, 127));
+      const int64_t code = int64_t{q::multiply(acc, sc.output)} + y_zp;
+      y[b * d.units + u] = static_cast<int8_t>(std::clamp<int64_t>(code, -128, 127));
     }
   }
   return Status::Ok();
