@@ -21,7 +21,7 @@
 // Hybrid (f32 x, i8 weights_feature and weights_time, f32 bias, state and y): each batch
 // row of x is quantized symmetrically (TFLite's SymmetricQuantizeFloats, hybrid.cpp);
 //  2. s[M-1] = float(sum wf * code) * (row_scale * wf_scale);
-//  3. as f32, with weights_time dequantized once (prepare_svdf_hybrid): wt * wt_scale in float.
+//  3. as f32, with weights_time dequantized once (prepare_svdf_plain): wt * wt_scale in float.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -64,12 +64,10 @@ struct SvdfFloatTime : PreparedKernel {
   std::vector<float> weights_time;  // [F, M]: wt code * wt scale, in float
 };
 
-SvdfFloatTime dequantize_time(const Tensor& wt) {
+SvdfFloatTime dequantize_time(const int8_t* codes, int64_t n, float scale) {
   SvdfFloatTime p;
-  const int64_t n = wt.elements();
   p.weights_time.resize(static_cast<size_t>(n));
-  const int8_t* q = reinterpret_cast<const int8_t*>(wt.data->data);
-  for (int64_t i = 0; i < n; ++i) p.weights_time[static_cast<size_t>(i)] = static_cast<float>(q[i]) * wt.quant.scale[0];
+  for (int64_t i = 0; i < n; ++i) p.weights_time[static_cast<size_t>(i)] = static_cast<float>(codes[i]) * scale;
   return p;
 }
 
@@ -80,7 +78,8 @@ Result<std::unique_ptr<PreparedKernel>> prepare_svdf_plain(const Graph& g, const
   const Tensor& wt = g.tensor(n.inputs[2]);
   if (!is_hybrid(g, n) || !wt.data || wt.dtype != DType::i8 || wt.quant.scale.size() != 1)
     return std::unique_ptr<PreparedKernel>();
-  return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfFloatTime>(dequantize_time(wt)));
+  return std::unique_ptr<PreparedKernel>(std::make_unique<SvdfFloatTime>(
+      dequantize_time(reinterpret_cast<const int8_t*>(wt.data->data), wt.elements(), wt.quant.scale[0])));
 }
 
 struct Dims {
@@ -132,9 +131,7 @@ Status svdf_f32(KernelContext& c) {
   if (hybrid && !c.prepared) {
     if (c.in[2].dtype() != DType::i8 || c.in[2].t->quant.scale.size() != 1 || c.in[1].t->quant.scale.size() != 1)
       return kernel_error(c.n, "hybrid weights must be i8 with one scale each");
-    made.weights_time.resize(static_cast<size_t>(c.in[2].elements()));
-    for (int64_t i = 0; i < c.in[2].elements(); ++i)
-      made.weights_time[static_cast<size_t>(i)] = static_cast<float>(c.in[2].as<int8_t>()[i]) * c.in[2].t->quant.scale[0];
+    made = dequantize_time(c.in[2].as<int8_t>(), c.in[2].elements(), c.in[2].t->quant.scale[0]);
   }
   const float* wt = !hybrid       ? c.in[2].as<float>()
                     : c.prepared ? static_cast<const SvdfFloatTime&>(*c.prepared).weights_time.data()
