@@ -67,7 +67,7 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
     // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
     {T::BuiltinOperator_TRANSPOSE_CONV, 4},
-    // v1 f32, v2 hybrid (refused by the builder), v3 int8; v4 adds asymmetric hybrid inputs.
+    // v1 f32, v2 hybrid, v3 int8; v4 adds asymmetric hybrid inputs (refused).
     {T::BuiltinOperator_SVDF, 3},
 };
 
