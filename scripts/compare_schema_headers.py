@@ -6,7 +6,7 @@
 #   flatc --cpp --no-includes -o new src/import/tflite/schema/tflite_schema.fbs
 #   flatc --cpp --no-includes -o old ../shared/schema/tflite_schema.fbs
 #   scripts/compare_schema_headers.py new/tflite_schema_generated.h old/tflite_schema_generated.h
-# (409 values: 60 field accessors, 85 vtable offsets, 264 enum/union values; 0 differences.)
+# (444 values: 74 field accessors, 101 vtable offsets, 269 enum/union values; 0 differences.)
 import re, sys
 def parse(path):
     s = open(path).read()

@@ -45,7 +45,9 @@ if [ -f fuzz/gguf_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
 fi
 
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
-# (the flatbuffer's tables come first; the fuzzer mutates from there).
+# (the flatbuffer's tables come first; the fuzzer mutates from there). Single-operator
+# UNIDIRECTIONAL_SEQUENCE_LSTM seeds (f32, and i8 CIFG, made with
+# tests/import/tflite/lstm_model.h) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"

@@ -34,6 +34,10 @@ std::optional<OpKind> op_from_name(const std::string& name);
 int op_min_inputs(OpKind k);
 int op_max_inputs(OpKind k);
 const char* op_summary(OpKind k);
+// The input whose storage output `output` of op `k` shares: ops that update a state tensor
+// in place (scatter_rows out 0 -> in 0; lstm out 1, 2 -> in 10, 11; svdf out 1 -> in 3). -1 for
+// other outputs.
+int op_aliased_input(OpKind k, size_t output);
 
 using TensorId = int32_t;
 constexpr TensorId kNoTensor = -1;
@@ -152,10 +156,5 @@ struct InferredOutput {
   DType dtype;
 };
 Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n);
-
-// The input whose storage output `k` of `n` updates in place (a Role::state tensor that
-// persists across runs): scatter_rows' output 0 is its input 0, svdf's output 1 its input
-// 3. -1 for every other output. Such nodes always run, and their state stays on their device.
-int state_input_updated_by(const Node& n, size_t k);
 
 }  // namespace tessera

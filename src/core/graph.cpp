@@ -105,6 +105,17 @@ Result<TensorId> Graph::add_op(OpKind op, std::vector<TensorId> in, AttrMap attr
   }
   tensors_[oid].shape = (*inferred)[0].shape;
   if (!out_dtype) tensors_[oid].dtype = (*inferred)[0].dtype;
+  // Outputs that update a state input in place (lstm's new state) come with the node.
+  for (size_t k = 1; k < inferred->size(); ++k) {
+    if (op_aliased_input(op, k) < 0) break;
+    const int src = op_aliased_input(op, k);
+    Tensor s;
+    s.name = tensors_[oid].name + ":" + std::to_string(k);
+    s.shape = (*inferred)[k].shape;
+    s.dtype = (*inferred)[k].dtype;
+    if (static_cast<size_t>(src) < n.inputs.size() && n.inputs[src] != kNoTensor) s.quant = tensors_[n.inputs[src]].quant;
+    n.outputs.push_back(add_tensor(s));
+  }
   nodes_.push_back(std::move(n));
   return oid;
 }

@@ -28,6 +28,13 @@ int op_min_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].min_in
 int op_max_inputs(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].max_in : -1; }
 const char* op_summary(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].summary : "unknown op"; }
 
+int op_aliased_input(OpKind k, size_t output) {
+  if (k == OpKind::scatter_rows && output == 0) return 0;
+  if (k == OpKind::lstm && (output == 1 || output == 2)) return static_cast<int>(9 + output);
+  if (k == OpKind::svdf && output == 1) return 3;
+  return -1;
+}
+
 std::optional<OpKind> op_from_name(const std::string& name) {
   for (int i = 0; i < kNumOps; ++i)
     if (name == kOps[i].name) return static_cast<OpKind>(i);
@@ -37,12 +44,6 @@ std::optional<OpKind> op_from_name(const std::string& name) {
 Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n) {
   if (static_cast<int>(n.op) >= kNumOps) return error(StatusCode::invalid_argument, "unknown op id ", int(n.op));
   return kOps[static_cast<int>(n.op)].infer(g, n);
-}
-
-int state_input_updated_by(const Node& n, size_t k) {
-  if (n.op == OpKind::scatter_rows && k == 0) return 0;
-  if (n.op == OpKind::svdf && k == 1) return 3;
-  return -1;
 }
 
 namespace ops {

@@ -13,8 +13,8 @@ Status canonicalize(PassContext& c) {
   std::vector<bool> keep(g.nodes().size(), false);
   for (int i = static_cast<int>(g.nodes().size()) - 1; i >= 0; --i) {
     const Node& n = g.nodes()[i];
-    bool used = false;
-    for (size_t k = 0; k < n.outputs.size(); ++k) used = used || state_input_updated_by(n, k) >= 0;  // updates state: always kept
+    bool used = false;  // a node that updates state is always kept
+    for (size_t k = 0; k < n.outputs.size(); ++k) used = used || op_aliased_input(n.op, k) >= 0;
     for (TensorId o : n.outputs) used = used || needed[o];
     if (!used) continue;
     keep[i] = true;

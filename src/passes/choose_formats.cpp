@@ -22,11 +22,11 @@ Status choose_formats(PassContext& c) {
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const int s = state_input_updated_by(n, k);
-      if (s < 0) continue;
+      const int src = op_aliased_input(n.op, k);
+      if (src < 0 || static_cast<size_t>(src) >= n.inputs.size() || n.inputs[src] == kNoTensor) continue;
       TensorPlacement& out = p.tensors[n.outputs[k]];
-      out.alias = n.inputs[static_cast<size_t>(s)];
-      out.device = p.tensors[out.alias].device;
+      out.alias = n.inputs[src];
+      out.device = p.tensors[n.inputs[src]].device;
     }
   }
   // Constants read by nodes of more than one device.

@@ -23,7 +23,7 @@ Status insert_transfers(PassContext& c) {
       TensorId src = n.inputs[k];
       if (src == kNoTensor || p.tensors[src].device == dev) continue;
       for (size_t o = 0; o < n.outputs.size(); ++o)
-        if (state_input_updated_by(n, o) == static_cast<int>(k))
+        if (op_aliased_input(n.op, o) == static_cast<int>(k))
           return error(StatusCode::internal, op_name(n.op), " state '", g.tensor(src).name, "' is on another device");
       auto key = std::make_pair(src, dev);
       auto it = copies.find(key);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -92,6 +93,10 @@ Status Session::prepare(const Session* share) {
       } else {
         TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
         std::vector<uint8_t> zeros(hb, 0);
+        // State starts at real 0: for a quantized 8-bit state that is its zero point's code
+        // (TFLite resets int8 variable tensors to their zero point, e.g. an LSTM's hidden state).
+        if ((t.dtype == DType::i8 || t.dtype == DType::u8) && t.quant.scale.size() == 1)
+          std::fill(zeros.begin(), zeros.end(), static_cast<uint8_t>(t.quant.zero_point_at(0)));
         TS_RETURN_IF_ERROR(dev->write(pl, Region::whole(), ConstHostView{zeros.data(), t.host_format()})
                                .with_context("clearing state '" + t.name + "'"));
       }

@@ -1,4 +1,5 @@
-// Conformance cases: conv2d, depthwise_conv2d, pools, fully_connected and matmul (float).
+// Conformance cases: conv2d, depthwise_conv2d, transpose_conv2d, pools, fully_connected and
+// matmul (float).
 #include "conformance/conformance.h"
 
 namespace tessera::conformance {
@@ -90,6 +91,60 @@ std::vector<Case> conv_cases(Rng& rng, bool depthwise) {
 
 TESSERA_CONFORMANCE_CASES(conv2d) { return conv_cases(rng, false); }
 TESSERA_CONFORMANCE_CASES(depthwise_conv2d) { return conv_cases(rng, true); }
+
+// transpose_conv2d: input pixel (iy, ix) adds x * w[oc, ky, kx, :] at output cell
+// (iy * sh - pad_top + ky, ix * sw - pad_left + kx); reference in double by that scatter.
+std::vector<Case> transpose_conv_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 4; ++variant) {
+    const int64_t N = pick(rng, 1, 2), H = pick(rng, 2, 6), W = pick(rng, 2, 6), C = pick(rng, 1, 5);
+    const int64_t KH = pick(rng, 1, 4), KW = pick(rng, 1, 4), SH = pick(rng, 1, 3), SW = pick(rng, 1, 3);
+    const int64_t OC = pick(rng, 1, 6);
+    // Output sizes and crops as TFLite's SAME (variant even) or VALID padding would give.
+    const bool same = variant % 2 == 0;
+    const int64_t OH = same ? H * SH : (H - 1) * SH + KH, OW = same ? W * SW : (W - 1) * SW + KW;
+    const int64_t PT = std::max<int64_t>((H - 1) * SH + KH - OH, 0) / 2, PL = std::max<int64_t>((W - 1) * SW + KW - OW, 0) / 2;
+    const Shape xs = {N, H, W, C}, ws = {OC, KH, KW, C};
+    auto x = uniform(rng, num_elements(xs));
+    auto w = uniform(rng, num_elements(ws));
+    auto b = uniform(rng, OC);
+    const bool with_bias = variant != 1;
+    const std::string act = kActs[variant % 4];
+    CaseGraph cg;
+    std::vector<TensorId> in = {cg.input_f32("x", xs, x), cg.weight("w", ws, DType::f32, bytes_of(w))};
+    if (with_bias) in.push_back(cg.weight("bias", {OC}, DType::f32, bytes_of(b)));
+    AttrMap attrs{{"stride_h", SH}, {"stride_w", SW}, {"pad_top", PT}, {"pad_left", PL},
+                  {"out_h", OH},    {"out_w", OW},    {"activation", act}};
+    Case c = cg.finish("transpose_conv2d x" + shape_str(xs) + " w" + shape_str(ws) + " stride " + std::to_string(SH) + "x" +
+                           std::to_string(SW) + (same ? " SAME" : " VALID") + " act " + act,
+                       OpKind::transpose_conv2d, in, attrs);
+    c.accum = KH * KW * C + 1;
+    std::vector<double> acc(static_cast<size_t>(N * OH * OW * OC), 0.0), mag(acc.size(), 0.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t iy = 0; iy < H; ++iy)
+        for (int64_t ix = 0; ix < W; ++ix)
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t oy = iy * SH - PT + ky, ox = ix * SW - PL + kx;
+              if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
+              for (int64_t oc = 0; oc < OC; ++oc)
+                for (int64_t ic = 0; ic < C; ++ic) {
+                  const double p = static_cast<double>(x[((n * H + iy) * W + ix) * C + ic]) * w[((oc * KH + ky) * KW + kx) * C + ic];
+                  acc[((n * OH + oy) * OW + ox) * OC + oc] += p;
+                  mag[((n * OH + oy) * OW + ox) * OC + oc] += std::fabs(p);
+                }
+            }
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const int64_t oc = static_cast<int64_t>(i) % OC;
+      c.expected.push_back(act_apply(acc[i] + (with_bias ? b[oc] : 0.0), act));
+      c.magnitude.push_back(mag[i] + (with_bias ? std::fabs(b[oc]) : 0.0));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TESSERA_CONFORMANCE_CASES(transpose_conv2d) { return transpose_conv_cases(rng); }
 
 std::vector<Case> pool_cases(Rng& rng, bool is_max) {
   std::vector<Case> cases;

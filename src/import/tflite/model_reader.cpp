@@ -120,10 +120,6 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
   if (!dt.ok()) return dt.status().with_context(where);
   t.dtype = *dt;
   if (ft->sparsity()) return error(StatusCode::unsupported, where, ": sparse tensors are not supported");
-  // A variable tensor (SVDF's activation state) persists across Invoke calls and starts at
-  // zero (the interpreter resets variables when it allocates, ignoring any buffer): a
-  // Role::state tensor, which a session clears once and keeps across runs.
-  const bool variable = ft->is_variable();
   Size elems = 1;
   if (ft->shape()) {
     for (int32_t d : *ft->shape()) {
@@ -155,10 +151,16 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
     data = b->data()->data();
     size = b->data()->size();
   }
-  bool constant = data != nullptr && !variable;
+  bool constant = data != nullptr;
   if (constant) q = read_quant(ft->quantization(), t, true);
   if (!q.ok()) return q.status().with_context(where);
   t.quant = *q;
+  if (ft->is_variable()) {
+    // A variable tensor (an LSTM's state) keeps its values between runs and starts at
+    // real 0, as the interpreter resets it; an initial value in the file is not supported.
+    if (constant) return error(StatusCode::unsupported, where, ": a variable tensor with initial data is not supported");
+    t.role = Role::state;
+  }
   if (constant) {
     auto need = t.host_bytes();
     if (!need.ok()) return need.status().with_context(where);
@@ -168,7 +170,6 @@ Result<TensorId> ImportContext::tensor(int32_t index, const std::string& what) {
     t.role = Role::weight;
     t.data = ConstData{data, static_cast<int64_t>(size), file.owner};
   }
-  if (variable) t.role = Role::state;
   ids[index] = graph.add_tensor(std::move(t));
   return ids[index];
 }
@@ -266,10 +267,10 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   n.attrs = std::move(attrs);
-  for (TensorId o : n.outputs)
+  for (TensorId o : n.outputs) {
     if (cx.graph.tensor(o).role == Role::weight) return fail("writes constant tensor '" + cx.graph.tensor(o).name + "'");
-    else if (cx.graph.tensor(o).role == Role::state)
-      return fail("writes variable tensor '" + cx.graph.tensor(o).name + "' (only SVDF updates its state)");
+    if (cx.graph.tensor(o).role == Role::state) return fail("writes variable tensor '" + cx.graph.tensor(o).name + "'");
+  }
   TS_RETURN_IF_ERROR(check_rescale(n));
   TS_RETURN_IF_ERROR(cx.graph.add_node(n));
   // Check the file's declared output shape against Tessera's shape inference now, so that

@@ -69,6 +69,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_TRANSPOSE_CONV, 4},
     // v1 f32, v2 hybrid, v3 int8; v4 adds asymmetric hybrid inputs (refused).
     {T::BuiltinOperator_SVDF, 3},
+    // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
+    {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -599,6 +601,8 @@ Status build_shape_operator(OpSite& s);
 Status build_custom_operator(OpSite& s);
 // Implemented in op_builder_recurrent.cpp.
 Status build_svdf(OpSite& s);
+// Implemented in op_builder_rnn.cpp.
+Status build_unidirectional_sequence_lstm(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -631,6 +635,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_TRANSPOSE_CONV: return build_transpose_conv(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
+    case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);
     default: return build_shape_operator(s);
   }
 }

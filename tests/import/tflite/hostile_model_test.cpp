@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -144,6 +145,27 @@ TEST(HostileTflite, StructuredCorruptionsOfTheSmallModelsFailCleanly) {
   for (const auto& v : small) (import_and_run(v, true) ? imported : refused)++;
   for (const auto& v : large) (import_and_run(v, false) ? imported : refused)++;
   // Both outcomes occur: the edits reach the checks, and flips in weights still import.
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(imported, 10);
+}
+
+// The same corruptions of the corpus's small LSTM models (UNIDIRECTIONAL_SEQUENCE_LSTM with
+// variable state tensors and, in the integer one, intermediate tensors), each imported and
+// run on the cpu.
+TEST(HostileTflite, StructuredCorruptionsOfTheLstmModelsFailCleanly) {
+  TESSERA_REQUIRE_FIXTURE(i8, "models/tflite/corpus/micro_trained_lstm_int8.tflite");
+  TESSERA_REQUIRE_FIXTURE(f32, "models/tflite/corpus/micro_trained_lstm.tflite");
+  std::vector<hostile::Variant> variants;
+  uint32_t seed = 31;
+  for (const std::string& path : {i8, f32}) {
+    const hostile::Bytes m = testing::read_file(path);
+    hostile::add_tflite_edits(m, 1000, variants);
+    hostile::add_truncations(m, 40, variants);
+    hostile::add_bit_flips(m, 200, seed++, variants);
+  }
+  int imported = 0, refused = 0;
+  for (const auto& v : variants) (import_and_run(v, true) ? imported : refused)++;
+  std::printf("[hostile] LSTM models: %d variants imported, %d refused\n", imported, refused);
   EXPECT_GT(refused, 100);
   EXPECT_GT(imported, 10);
 }

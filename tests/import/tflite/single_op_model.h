@@ -23,7 +23,7 @@ struct OpTensor {
   int64_t zero_point = 0;
   std::vector<float> scales;  // non-empty: per-channel quantization (zero points 0)
   int32_t quantized_dimension = 0;
-  bool variable = false;      // a variable tensor (SVDF's state): kept across Invoke calls
+  bool variable = false;      // a variable tensor (state the interpreter keeps between runs)
 };
 
 // An activation tensor, and a constant one.
@@ -62,7 +62,8 @@ struct SingleOpModel {
   int version = 1;
   std::vector<OpTensor> tensors;
   std::vector<int32_t> op_inputs, op_outputs;  // indices into tensors
-  std::vector<int32_t> model_inputs;           // default: the op's non-constant inputs
+  std::vector<int32_t> model_inputs;           // default: the op's non-constant, non-variable inputs
+  std::vector<int32_t> intermediates;          // the main operator's intermediate tensors
   OptionsWriter options;
 
   std::vector<uint8_t> bytes() const {
@@ -103,7 +104,9 @@ struct SingleOpModel {
     };
     for (const OpBefore& b : before)
       ops.push_back(T::CreateOperatorDirect(fb, add_code(b.code, b.version), &b.inputs, &b.outputs));
-    ops.push_back(T::CreateOperatorDirect(fb, add_code(code, version), &op_inputs, &op_outputs, opts.first, opts.second));
+    ops.push_back(T::CreateOperatorDirect(fb, add_code(code, version), &op_inputs, &op_outputs, opts.first, opts.second,
+                                          nullptr, T::CustomOptionsFormat_FLEXBUFFERS, nullptr,
+                                          intermediates.empty() ? nullptr : &intermediates));
     std::vector<flatbuffers::Offset<T::SubGraph>> sgs = {T::CreateSubGraphDirect(fb, &ts, &ins, &op_outputs, &ops)};
     fb.Finish(T::CreateModelDirect(fb, 3, &codes, &sgs, "single op", &buffers), T::ModelIdentifier());
     return std::vector<uint8_t>(fb.GetBufferPointer(), fb.GetBufferPointer() + fb.GetSize());

@@ -5,9 +5,11 @@
 //
 // conv2d and depthwise_conv2d split their output rows (N * OH) over the thread pool; each
 // output value is summed by one thread in a fixed tap order, so results are bit-identical
-// for any thread count.
+// for any thread count. conv2d adds its products in the order of the TFLite interpreter's
+// float GEMM (gemm_sum.h) and then the bias, so that its outputs are the interpreter's bits.
 #include <limits>
 
+#include "backend/cpu/kernels/gemm_sum.h"
 #include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
 
@@ -33,24 +35,32 @@ Status conv2d(KernelContext& c) {
   const float* w = c.in[1].as<float>();
   const float* bias = c.in.size() > 2 && c.in[2] ? c.in[2].as<float>() : nullptr;
   float* y = c.out[0].as<float>();
+  const GemmDepthBlocks depth_blocks(KH * KW * IC);
+  const int64_t pixels = xs[0] * OH * OW;  // the GEMM's columns
   auto work = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / OH, oy = r % OH;
       for (int64_t ox = 0; ox < OW; ++ox) {
         for (int64_t oc = 0; oc < OC; ++oc) {
           const int64_t c0 = (oc / oc_per_group) * IC;  // first input channel of the group
-          float acc = bias ? bias[oc] : 0.0f;
+          // The products in the filter's order (k = (ky * KW + kx) * IC + ic; padding taps
+          // are zeros), added as TFLite's GEMM adds them (gemm_sum), then the bias.
+          GemmSum sum(depth_blocks, gemm_single_column((b * OH + oy) * OW + ox, pixels));
           for (int64_t ky = 0; ky < KH; ++ky) {
             const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
-            if (iy < 0 || iy >= H) continue;
             for (int64_t kx = 0; kx < KW; ++kx) {
               const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
-              if (ix < 0 || ix >= W) continue;
+              const int64_t k0 = (ky * KW + kx) * IC;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
+                continue;  // zeros
+              }
               const float* xv = x + ((b * H + iy) * W + ix) * C + c0;
               const float* wv = w + ((oc * KH + ky) * KW + kx) * IC;
-              for (int64_t ic = 0; ic < IC; ++ic) acc += xv[ic] * wv[ic];
+              sum.add(k0, xv, wv, IC);
             }
           }
+          float acc = sum.total();
+          if (bias) acc += bias[oc];
           y[((b * OH + oy) * OW + ox) * OC + oc] = activate(acc, act);
         }
       }

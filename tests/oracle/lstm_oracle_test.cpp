@@ -1,0 +1,152 @@
+// UNIDIRECTIONAL_SEQUENCE_LSTM, single-operator models with seeded weights and inputs,
+// against the TFLite interpreter: f32 (within 1e-5 relative to the larger of the two values
+// and the output's largest magnitude) and the integer 8x8_16 form (i8 in and out, i16 cell
+// state; byte-identical), over batch, steps, features, cells, time-major and batch-major
+// layouts, with and without the input gate (CIFG), cell clipping, zero points and cell
+// scales. The state persists across runs of one session, as the interpreter keeps its
+// variable tensors between invocations: two runs of T steps must give the last T outputs
+// of one interpreter run over the 2T steps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "import/tflite/lstm_model.h"
+#include "oracle/oracle.h"
+
+namespace tessera::oracle {
+namespace {
+
+namespace T = ::tflite;
+using testing::LstmCase;
+using testing::lstm_model;
+using testing::float_bytes;
+
+std::vector<uint8_t> lstm_input(const LstmCase& c, int32_t steps, uint32_t seed) {
+  const size_t n = static_cast<size_t>(c.batch) * static_cast<size_t>(steps) * static_cast<size_t>(c.features);
+  if (c.integer) return random_bytes(n, seed);
+  return float_bytes(::tessera::testing::random_floats(n, seed));
+}
+
+// Empty when equal (bytes) or close (floats); otherwise a description of the first difference.
+std::string compare(const LstmCase& c, const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+  if (got.size() != want.size()) return "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+  if (c.integer) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != want[i])
+        return "byte " + std::to_string(i) + ": " + std::to_string(static_cast<int8_t>(got[i])) + " vs interpreter " +
+               std::to_string(static_cast<int8_t>(want[i]));
+    return "";
+  }
+  const size_t n = got.size() / 4;
+  std::vector<float> a(n), b(n);
+  std::memcpy(a.data(), got.data(), got.size());
+  std::memcpy(b.data(), want.data(), want.size());
+  double m = 0;
+  for (float v : b) m = std::max(m, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (!(d <= 1e-5 * std::max({std::fabs(static_cast<double>(a[i])), std::fabs(static_cast<double>(b[i])), m})))
+      return "value " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs interpreter " + std::to_string(b[i]);
+  }
+  return "";
+}
+
+const std::vector<LstmCase>& cases() {
+  using A = T::ActivationFunctionType;
+  static const std::vector<LstmCase> k = {
+      {"f32_b1_t5_i4_c3", false, 1, 5, 4, 3, false, false, A::ActivationFunctionType_TANH, 10.0f, 0, 0, 0, -11, 1},
+      {"f32_b3_t4_i5_c7_time_major", false, 3, 4, 5, 7, true, false, A::ActivationFunctionType_TANH, 0.0f, 0, 0, 0, -11, 2},
+      {"f32_b2_t6_i16_c12_cifg_relu", false, 2, 6, 16, 12, false, true, A::ActivationFunctionType_RELU, 2.0f, 0, 0, 0, -11, 3},
+      {"f32_b2_t3_i6_c5_relu6_tm", false, 2, 3, 6, 5, true, false, A::ActivationFunctionType_RELU6, 0.5f, 0, 0, 0, -11, 4},
+      {"f32_b1_t20_i28_c20", false, 1, 20, 28, 20, false, false, A::ActivationFunctionType_TANH, 10.0f, 0, 0, 0, -11, 5},
+      {"i8_b1_t5_i8_c6", true, 1, 5, 8, 6, false, false, A::ActivationFunctionType_TANH, 10.0f, -128, 0, 0, -11, 6},
+      {"i8_b3_t4_i5_c7_time_major", true, 3, 4, 5, 7, true, false, A::ActivationFunctionType_TANH, 0.0f, 5, -4, -4, -11, 7},
+      {"i8_b2_t6_i16_c12_cifg", true, 2, 6, 16, 12, false, true, A::ActivationFunctionType_TANH, 3.0f, 0, -1, -1, -11, 8},
+      {"i8_b1_t12_i20_c32_cell_2e-12", true, 1, 12, 20, 32, false, false, A::ActivationFunctionType_TANH, 1.0f, -20, 3, 3, -12, 9},
+      {"i8_b4_t3_i9_c4_cell_2e-10_tm", true, 4, 3, 9, 4, true, false, A::ActivationFunctionType_TANH, 0.0f, 100, 0, 0, -10, 10},
+  };
+  return k;
+}
+
+TEST(TfliteOracle, UnidirectionalSequenceLstmMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  TempDir dir("lstm");
+  std::vector<Job> jobs;
+  std::vector<std::vector<uint8_t>> models;
+  for (const LstmCase& c : cases()) {
+    models.push_back(lstm_model(c, c.steps).bytes());
+    const fs::path file = dir.path / (c.name + ".tflite");
+    write_bytes(file, models.back());
+    jobs.push_back(Job{c.name, file.string(), {lstm_input(c, c.steps, 500 + c.seed)}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < cases().size(); ++i) {
+    const LstmCase& c = cases()[i];
+    SCOPED_TRACE(c.name);
+    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    ASSERT_EQ(outs->size(), 1u);
+    const std::string diff = compare(c, (*outs)[0], jobs[i].outputs[0]);
+    EXPECT_EQ(diff, "");
+    // The cases must exercise the arithmetic: many distinct output values, not saturated gates.
+    const size_t width = c.integer ? 1 : 4;
+    std::set<std::vector<uint8_t>> distinct;
+    for (size_t k = 0; k + width <= (*outs)[0].size(); k += width)
+      distinct.insert(std::vector<uint8_t>((*outs)[0].begin() + k, (*outs)[0].begin() + k + width));
+    EXPECT_GE(distinct.size(), std::min<size_t>(10, (*outs)[0].size() / width / 2));
+    std::printf("[oracle] lstm %-30s %s (%zu distinct values)\n", c.name.c_str(),
+                diff.empty() ? (c.integer ? "identical" : "within 1e-5") : diff.c_str(), distinct.size());
+  }
+}
+
+// Two runs of one session over T steps each = the last T steps of one interpreter run over
+// 2T steps (batch 1, batch-major: the two inputs concatenate along time).
+TEST(TfliteOracle, LstmStatePersistsAcrossRunsLikeTheInterpretersVariables) {
+  TESSERA_REQUIRE_ORACLE(script);
+  TempDir dir("lstm_state");
+  std::vector<LstmCase> picked = {cases()[0], cases()[5], cases()[8]};
+  std::vector<Job> jobs;
+  for (LstmCase& c : picked) {
+    c.batch = 1;
+    c.time_major = false;
+    const fs::path file = dir.path / (c.name + "_2t.tflite");
+    write_bytes(file, lstm_model(c, 2 * c.steps).bytes());
+    std::vector<uint8_t> a = lstm_input(c, c.steps, 700 + c.seed), b = lstm_input(c, c.steps, 800 + c.seed);
+    a.insert(a.end(), b.begin(), b.end());
+    jobs.push_back(Job{c.name, file.string(), {a}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const LstmCase& c = picked[i];
+    SCOPED_TRACE(c.name);
+    const std::vector<uint8_t> model = lstm_model(c, c.steps).bytes();
+    auto owner = std::make_shared<std::vector<uint8_t>>(model);
+    auto g = tflite::load_tflite_buffer(ConstData{owner->data(), static_cast<int64_t>(owner->size()), owner});
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    SessionOptions so;
+    so.device = "cpu";
+    auto s = Session::create(std::move(*g), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const size_t half = jobs[i].inputs[0].size() / 2;
+    const std::vector<uint8_t>& all = jobs[i].outputs[0];
+    std::string diff;
+    for (size_t run = 0; run < 2; ++run) {
+      const uint8_t* x = jobs[i].inputs[0].data() + run * half;
+      ASSERT_TRUE((*s)->set_input(0, x, static_cast<int64_t>(half)).ok());
+      ASSERT_TRUE((*s)->run().ok());
+      auto o = (*s)->output(0);
+      ASSERT_TRUE(o.ok());
+      ASSERT_EQ(all.size(), 2 * o->size());
+      const auto from = all.begin() + static_cast<std::ptrdiff_t>(run * o->size());
+      const std::string d = compare(c, *o, std::vector<uint8_t>(from, from + static_cast<std::ptrdiff_t>(o->size())));
+      EXPECT_EQ(d, "") << "run " << run;
+      if (diff.empty() && !d.empty()) diff = "run " + std::to_string(run) + ": " + d;
+    }
+    std::printf("[oracle] lstm state across runs %-26s %s\n", c.name.c_str(), diff.empty() ? "matches" : diff.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace tessera::oracle
