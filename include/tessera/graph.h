@@ -35,7 +35,8 @@ int op_min_inputs(OpKind k);
 int op_max_inputs(OpKind k);
 const char* op_summary(OpKind k);
 // The input whose storage output `output` of op `k` shares: ops that update a state tensor
-// in place (scatter_rows out 0 -> in 0; lstm out 1, 2 -> in 10, 11). -1 for other outputs.
+// in place (scatter_rows out 0 -> in 0; lstm out 1, 2 -> in 10, 11; svdf out 1 -> in 3). -1 for
+// other outputs.
 int op_aliased_input(OpKind k, size_t output);
 
 using TensorId = int32_t;

@@ -31,6 +31,7 @@ const char* op_summary(OpKind k) { return known(k) ? kOps[static_cast<int>(k)].s
 int op_aliased_input(OpKind k, size_t output) {
   if (k == OpKind::scatter_rows && output == 0) return 0;
   if (k == OpKind::lstm && (output == 1 || output == 2)) return static_cast<int>(9 + output);
+  if (k == OpKind::svdf && output == 1) return 3;
   return -1;
 }
 

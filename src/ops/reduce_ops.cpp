@@ -33,6 +33,9 @@ InferResult infer_softmax(const Graph& g, const Node& n) {
     auto s = broadcast_shapes(x.shape, in(g, n, 1).shape);
     if (!s.ok() || *s != x.shape) return fail(n, "mask " + shape_str(in(g, n, 1).shape) + " does not broadcast to " + shape_str(x.shape));
   }
+  // TFLite's quantized softmax may widen an i8 input to an i16 output.
+  if (x.dtype == DType::i8 && !x.quant.empty() && n.outputs.size() == 1 && out_dtype(g, n) == DType::i16)
+    return one(x.shape, DType::i16);
   return one(x.shape, x.dtype);
 }
 

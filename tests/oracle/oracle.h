@@ -109,6 +109,74 @@ inline std::string run_batch(const std::string& script, const fs::path& dir, std
   return "";
 }
 
+// Runs every job through `invokes` Invoke calls of one interpreter each (for operators with
+// state, which persists from one Invoke to the next): tests/oracle/run_invokes.js, on the
+// oracle's interpreter (the same patched wasm as `script`, run_tflite.js, which invokes
+// once). job.inputs holds invokes x model inputs, invoke-major; job.outputs gets invokes x
+// `num_outputs` tensors, invoke-major. Returns "" or an error message.
+inline std::string run_batch_invokes(const std::string& script, const fs::path& dir, std::vector<Job>& jobs, int invokes,
+                                     int num_outputs) {
+  std::ofstream tsv(dir / "invokes.tsv");
+  for (Job& j : jobs) {
+    tsv << (dir / j.name).string() << '\t' << j.model << '\t' << invokes;
+    for (size_t k = 0; k < j.inputs.size(); ++k) {
+      const fs::path in = dir / (j.name + ".in" + std::to_string(k) + ".bin");
+      write_bytes(in, j.inputs[k]);
+      tsv << '\t' << in.string();
+    }
+    tsv << '\n';
+  }
+  tsv.close();
+  const std::string js = (fs::path(TESSERA_TESTS_DIR) / "oracle" / "run_invokes.js").string();
+  const std::string log = (dir / "invokes.log").string();
+  const std::string cmd = "node '" + js + "' '" + fs::path(script).parent_path().string() + "' '" +
+                          (dir / "invokes.tsv").string() + "' >'" + log + "' 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream f(log);
+    return "the oracle failed: " + std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  for (Job& j : jobs) {
+    j.outputs.clear();
+    for (int n = 0; n < invokes; ++n)
+      for (int k = 0; k < num_outputs; ++k) {
+        const fs::path out = dir / (j.name + "." + std::to_string(n) + "." + std::to_string(k) + ".bin");
+        if (!fs::exists(out)) return j.name + ": the oracle wrote no output " + out.filename().string();
+        j.outputs.push_back(testing::read_file(out.string()));
+      }
+  }
+  return "";
+}
+
+// Runs `model` through one Tessera Session `invokes` times (inputs and outputs as in
+// run_batch_invokes: invoke-major), so that state tensors carry from one run to the next.
+inline Result<std::vector<std::vector<uint8_t>>> run_tessera_invokes(const std::vector<uint8_t>& model,
+                                                                     const std::vector<std::vector<uint8_t>>& inputs,
+                                                                     int invokes, const std::string& device) {
+  auto owner = std::make_shared<std::vector<uint8_t>>(model);
+  ConstData cd;
+  cd.data = owner->data();
+  cd.size = static_cast<int64_t>(owner->size());
+  cd.owner = owner;
+  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(cd));
+  SessionOptions so;
+  so.device = device;
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::create(std::move(g), so));
+  const size_t per = inputs.size() / static_cast<size_t>(invokes);
+  std::vector<std::vector<uint8_t>> outs;
+  for (int n = 0; n < invokes; ++n) {
+    for (size_t k = 0; k < per; ++k) {
+      const auto& in = inputs[static_cast<size_t>(n) * per + k];
+      TS_RETURN_IF_ERROR(s->set_input(k, in.data(), static_cast<int64_t>(in.size())));
+    }
+    TS_RETURN_IF_ERROR(s->run());
+    for (size_t k = 0; k < s->graph().outputs.size(); ++k) {
+      TS_ASSIGN_OR_RETURN(std::vector<uint8_t> o, s->output(k));
+      outs.push_back(std::move(o));
+    }
+  }
+  return outs;
+}
+
 // Runs `model` (bytes of a .tflite file) through a Tessera Session on `device`.
 inline Result<std::vector<std::vector<uint8_t>>> run_tessera(const std::vector<uint8_t>& model,
                                                              const std::vector<std::vector<uint8_t>>& inputs,

@@ -237,6 +237,9 @@ Status OpSite::check_rescale(const Node& n) const {
   // reference arithmetic, which assumes sane scales). Codes differ by at most 255 (65,025
   // for a product), so a ratio up to 2^14 cannot overflow; real models stay far below 1,000.
   constexpr double kMaxRescale = 16384;
+  // Softmax works in float from a table of exponentials: no integer rescaling (and an i16
+  // output's scale is 1/65536, far below any input's).
+  if (n.op == OpKind::softmax) return Status::Ok();
   auto quantized = [](const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); };
   for (TensorId o : n.outputs) {
     const Tensor& out = cx.graph.tensor(o);
@@ -317,6 +320,8 @@ Status import_model(ImportContext& cx) {
     TS_ASSIGN_OR_RETURN(TensorId id, cx.tensor(sg->inputs()->Get(i), "model input " + std::to_string(i)));
     Tensor& t = cx.graph.tensor(id);
     if (t.role == Role::weight) continue;  // a constant listed as an input: keep it constant
+    if (t.role == Role::state)
+      return error(StatusCode::unsupported, "model input ", i, " '", t.name, "' is a variable tensor");
     t.role = Role::input;
     cx.graph.inputs.push_back(id);
   }

@@ -67,6 +67,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
     // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
     {T::BuiltinOperator_TRANSPOSE_CONV, 4},
+    // v1 f32, v2 hybrid, v3 int8; v4 adds asymmetric hybrid inputs (refused).
+    {T::BuiltinOperator_SVDF, 3},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
 };
@@ -484,9 +486,28 @@ Status build_unary(OpSite& s, OpKind kind, AttrMap a = {}) {
   return s.add(kind, {x}, {y}, std::move(a));
 }
 
+// TFLite's int8 -> int16 softmax (activations.cc SoftmaxPrepare) demands the output
+// parameters of a probability in [0, 1) spread over the int16 range.
+constexpr int64_t kSoftmaxI16ZeroPoint = -32768;
+constexpr double kSoftmaxI16Scale = 1.0 / 65536;
+
 Status build_softmax(OpSite& s) {
   const auto* o = s.op->builtin_options_as_SoftmaxOptions();
   double beta = o ? o->beta() : 1.0;
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor& xt = s.cx.graph.tensor(x);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  if (is_quant(xt) && yt.dtype != xt.dtype) {
+    if (xt.dtype != DType::i8 || yt.dtype != DType::i16)
+      return s.fail(std::string("a ") + dtype_name(xt.dtype) + " input needs an output of the same dtype (or i16 for "
+                    "i8), output '" + yt.name + "' is " + dtype_name(yt.dtype));
+    if (!is_quant(yt) || yt.quant.per_axis() || yt.quant.zero_point_at(0) != kSoftmaxI16ZeroPoint ||
+        std::fabs(yt.quant.scale[0] - kSoftmaxI16Scale) > 0.001 * kSoftmaxI16Scale)
+      return s.fail("i16 output '" + yt.name + "' must have scale 1/65536 and zero point -32768, got " +
+                    quant_str(yt.quant));
+  }
   return build_unary(s, OpKind::softmax, {{"axis", int64_t{-1}}, {"beta", beta}});
 }
 
@@ -578,6 +599,8 @@ int max_supported_version(T::BuiltinOperator code) {
 Status build_shape_operator(OpSite& s);
 // Implemented in op_builder_custom.cpp.
 Status build_custom_operator(OpSite& s);
+// Implemented in op_builder_recurrent.cpp.
+Status build_svdf(OpSite& s);
 // Implemented in op_builder_rnn.cpp.
 Status build_unidirectional_sequence_lstm(OpSite& s);
 
@@ -597,6 +620,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);
+    case T::BuiltinOperator_SVDF: return build_svdf(s);
     case T::BuiltinOperator_LOGISTIC: return build_unary(s, OpKind::logistic);
     case T::BuiltinOperator_TANH: return build_unary(s, OpKind::tanh);
     case T::BuiltinOperator_RELU: return build_unary(s, OpKind::relu);

@@ -64,6 +64,12 @@ RowQuant quantize_symmetric(const float* v, int64_t n, int8_t* q) {
   return r;
 }
 
+}  // namespace
+
+float quantize_symmetric_row(const float* v, int64_t n, int8_t* codes) { return quantize_symmetric(v, n, codes).scale; }
+
+namespace {
+
 RowQuant quantize_asymmetric(const float* v, int64_t n, int8_t* q) {
   RowQuant r;
   float mn = 0, mx = 0;

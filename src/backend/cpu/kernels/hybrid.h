@@ -15,4 +15,8 @@ Status hybrid_conv2d(KernelContext& c);
 Status hybrid_depthwise_conv2d(KernelContext& c);
 Status hybrid_fully_connected(KernelContext& c);
 
+// TFLite's SymmetricQuantizeFloats: codes roundf(v * 127 / range) clamped to [-127, 127],
+// range = max |v|; returns the scale range / 127 (1 for an all-zero vector, whose codes are 0).
+float quantize_symmetric_row(const float* v, int64_t n, int8_t* codes);
+
 }  // namespace tessera::cpu

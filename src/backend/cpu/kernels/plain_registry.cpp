@@ -15,6 +15,7 @@ void register_quant_plain_kernels(KernelTable& t);   // quant_plain.cpp
 void register_detection_kernels(KernelTable& t);     // detection.cpp (f32 and quantized inputs)
 void register_attention_kernels(KernelTable& t);     // attention.cpp
 void register_transpose_conv_kernels(KernelTable& t); // transpose_conv.cpp (f32 and quantized)
+void register_svdf_kernels(KernelTable& t);          // svdf.cpp (f32 and integer)
 void register_lstm_kernels(KernelTable& t);          // lstm.cpp (f32 and integer 8x8_16)
 
 void register_plain_kernels(KernelTable& t) {
@@ -30,6 +31,7 @@ void register_plain_kernels(KernelTable& t) {
   register_detection_kernels(t);
   register_attention_kernels(t);
   register_transpose_conv_kernels(t);
+  register_svdf_kernels(t);
   register_lstm_kernels(t);
 }
 

@@ -1,5 +1,6 @@
-// Quantized softmax (u8 / i8 in, u8 / i8 out) computed the way the TFLite interpreter's
-// builtin kernel does it for 8-bit inputs (its optimized path, not the gemmlowp reference).
+// Quantized softmax (u8 / i8 in, u8 / i8 out, or i8 in and i16 out) computed the way the
+// TFLite interpreter's builtin kernel does it for 8-bit inputs (its optimized path, not the
+// gemmlowp reference; the i16 output is the same template, Softmax<int8_t, int16_t>).
 //
 // The interpreter's arithmetic, all in float32:
 //  * once per operator: e[d] = expf(s * d) for every row-maximum difference d in 0..255,
@@ -7,7 +8,7 @@
 //  * per row: m = the largest code; sum = e[m - x] accumulated left to right over the row;
 //    inv = 1 / (sum * output_scale);
 //  * per value: p = e[m - x] * inv, then the output code is roundf(p) + zero_point for i8
-//    outputs and the truncation of p + 0.5f for u8 outputs (which ignores the zero point;
+//    and i16 outputs and the truncation of p + 0.5f for u8 outputs (which ignores the zero point;
 //    TFLite requires it to be 0), clamped to the output type's range.
 // Every step is a single float operation with a fixed order, so the codes are the same
 // bits as the interpreter's, given an expf that is correctly rounded where it matters (the
@@ -44,7 +45,10 @@ Result<std::unique_ptr<PreparedKernel>> prepare_softmax(const Graph& g, const No
 
 Status softmax(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, /*allow_i16=*/true));
+  if (c.out[0].dtype() != c.in[0].dtype() && !(c.in[0].dtype() == DType::i8 && c.out[0].dtype() == DType::i16))
+    return kernel_error(c.n, std::string("a ") + dtype_name(c.in[0].dtype()) + " input needs an output of the same dtype (or i16 for i8), got " +
+                                 dtype_name(c.out[0].dtype()));
   if (c.in.size() > 1 && c.in[1]) return kernel_error(c.n, "a mask is not supported for quantized softmax");
   const int64_t rank = static_cast<int64_t>(c.in[0].shape().size());
   const int64_t axis = c.n.get(attr::axis);
