@@ -355,7 +355,7 @@ Status hard_swish(KernelContext& c) {
   return Status::Ok();
 }
 
-// ABS (elementwise.cc AbsEvalQuantized, i8 and i16 with zero points 0): |x - zi| as is
+// ABS (elementwise.cc AbsEvalQuantized; i8, and i16 with zero points 0): |x - zi| as is
 // when the scales are equal, else rescaled by input / output scale (divided in float).
 Status abs_q(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_unary(c, true));
