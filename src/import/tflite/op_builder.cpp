@@ -71,6 +71,18 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SVDF, 3},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
+    // Math builtins (op_builder_math.cpp): v2 adds int8 (ABS, RSQRT), v3 int16 (ABS).
+    {T::BuiltinOperator_ABS, 3},              {T::BuiltinOperator_NEG, 1},
+    {T::BuiltinOperator_SQUARE, 1},           {T::BuiltinOperator_RSQRT, 2},
+    {T::BuiltinOperator_EXP, 1},              {T::BuiltinOperator_LOG, 1},
+    // v2 int8 (SQUARED_DIFFERENCE; the comparisons, whose v3 adds strings, refused by dtype).
+    {T::BuiltinOperator_SQUARED_DIFFERENCE, 2}, {T::BuiltinOperator_POW, 1},
+    {T::BuiltinOperator_EQUAL, 3},            {T::BuiltinOperator_NOT_EQUAL, 3},
+    {T::BuiltinOperator_LESS, 2},             {T::BuiltinOperator_LESS_EQUAL, 2},
+    {T::BuiltinOperator_GREATER, 2},          {T::BuiltinOperator_GREATER_EQUAL, 2},
+    // v1 takes every dtype (the interpreter's select.cc copies values); v2 only marks int8,
+    // uint8 and int16 models for newer runtimes.
+    {T::BuiltinOperator_SELECT_V2, 2},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -603,6 +615,8 @@ Status build_custom_operator(OpSite& s);
 Status build_svdf(OpSite& s);
 // Implemented in op_builder_rnn.cpp.
 Status build_unidirectional_sequence_lstm(OpSite& s);
+// Implemented in op_builder_math.cpp.
+Status build_math_operator(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -617,6 +631,21 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_DIV: return build_binary(s, OpKind::div);
     case T::BuiltinOperator_FLOOR_DIV: return build_binary(s, OpKind::floor_div);
     case T::BuiltinOperator_SQRT: return build_unary(s, OpKind::sqrt);
+    case T::BuiltinOperator_ABS:
+    case T::BuiltinOperator_NEG:
+    case T::BuiltinOperator_SQUARE:
+    case T::BuiltinOperator_RSQRT:
+    case T::BuiltinOperator_EXP:
+    case T::BuiltinOperator_LOG:
+    case T::BuiltinOperator_SQUARED_DIFFERENCE:
+    case T::BuiltinOperator_POW:
+    case T::BuiltinOperator_EQUAL:
+    case T::BuiltinOperator_NOT_EQUAL:
+    case T::BuiltinOperator_LESS:
+    case T::BuiltinOperator_LESS_EQUAL:
+    case T::BuiltinOperator_GREATER:
+    case T::BuiltinOperator_GREATER_EQUAL:
+    case T::BuiltinOperator_SELECT_V2: return build_math_operator(s);
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);
