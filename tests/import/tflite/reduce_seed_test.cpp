@@ -1,0 +1,75 @@
+// The fuzz seeds of the reduction builtins (fuzz/regressions/tflite_fuzz/reduce_*): one-op
+// SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8) and REDUCE_PROD (i16) models written by
+// single_op_model.h. The test checks each file is the model this code writes (so a seed
+// can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs.
+// Their agreement with the interpreter is tests/oracle/reduce_oracle_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "fixtures.h"
+#include "import/tflite/single_op_model.h"
+#include "import/tflite/tflite_importer.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+namespace T = ::tflite;
+namespace fs = std::filesystem;
+using testing::SingleOpModel;
+
+SingleOpModel reduce_model(T::BuiltinOperator code, int version, T::TensorType type, float scale, int64_t zp) {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", type, {2, 3, 4}), testing::constant("axes", T::TensorType_INT32, {2}, testing::int32_bytes({0, -1})),
+               testing::activation("y", type, {1, 3, 1})};
+  if (type != T::TensorType_FLOAT32)
+    for (size_t i : {0u, 2u}) {
+      m.tensors[i].scale = scale;
+      m.tensors[i].zero_point = zp;
+    }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = code;
+  m.version = version;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_ReducerOptions, T::CreateReducerOptions(fb, true).Union());
+  };
+  return m;
+}
+
+TEST(TfliteReduceSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
+  const char* env = std::getenv("TESSERA_SOURCE_DIR");
+  const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " is absent (set TESSERA_SOURCE_DIR)";
+  const bool write = std::getenv("TESSERA_WRITE_FUZZ_SEEDS") != nullptr;
+  const std::vector<std::pair<std::string, SingleOpModel>> seeds = {
+      {"reduce_sum_i8", reduce_model(T::BuiltinOperator_SUM, 2, T::TensorType_INT8, 0.05f, -3)},
+      {"reduce_max_f32", reduce_model(T::BuiltinOperator_REDUCE_MAX, 1, T::TensorType_FLOAT32, 0, 0)},
+      {"reduce_min_u8", reduce_model(T::BuiltinOperator_REDUCE_MIN, 1, T::TensorType_UINT8, 0.02f, 128)},
+      {"reduce_prod_i16", reduce_model(T::BuiltinOperator_REDUCE_PROD, 2, T::TensorType_INT16, 0.001f, 0)},
+  };
+  for (const auto& [name, m] : seeds) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> bytes = m.bytes();
+    const fs::path file = dir / name;
+    if (write) {
+      std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    std::ifstream f(file, std::ios::binary);
+    ASSERT_TRUE(f) << file << " is missing (TESSERA_WRITE_FUZZ_SEEDS=1 writes it)";
+    const std::vector<uint8_t> stored((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(stored, bytes) << file << " differs from the model this test writes";
+    auto g = tflite::load_tflite_buffer(ConstData::from_vector(stored));
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    SessionOptions so;
+    so.device = "cpu";
+    auto s = Session::create(std::move(*g), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
