@@ -1,6 +1,6 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
-// max, cast).
+// max, cast, depth_to_space / space_to_depth).
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -332,6 +332,60 @@ Status build_cast(OpSite& s) {
   return s.add(OpKind::cast, {x}, {y});
 }
 
+// DEPTH_TO_SPACE / SPACE_TO_DEPTH (NHWC, block b): a reshape to rank 6, a transpose that
+// swaps the block rows with the columns, and a reshape back, as TFLite's kernels index:
+//   DEPTH_TO_SPACE  [N, H, W, b*b*C] -> [N, H, W, b, b, C] -> [N, H, b, W, b, C] -> [N, H*b, W*b, C]
+//   SPACE_TO_DEPTH  [N, H*b, W*b, C] -> [N, H, b, W, b, C] -> [N, H, W, b, b, C] -> [N, H, W, b*b*C]
+// The movement copies codes: a quantized output must carry the input's quantization.
+Status build_depth_space(OpSite& s, bool to_space) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  int64_t b = 0;
+  if (to_space) {
+    const auto* o = s.op->builtin_options_as_DepthToSpaceOptions();
+    if (!o) return s.fail("DepthToSpaceOptions are missing");
+    b = o->block_size();
+  } else {
+    const auto* o = s.op->builtin_options_as_SpaceToDepthOptions();
+    if (!o) return s.fail("SpaceToDepthOptions are missing");
+    b = o->block_size();
+  }
+  const Tensor xt = s.cx.graph.tensor(x);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  if (b < 1 || b > 4096) return s.fail("block_size " + std::to_string(b) + " must be in [1, 4096]");
+  if (xt.shape.size() != 4) return s.fail("input '" + xt.name + "' must be rank 4 NHWC, got " + shape_str(xt.shape));
+  if (xt.dtype != DType::f32 && xt.dtype != DType::u8 && xt.dtype != DType::i8 && xt.dtype != DType::i32 &&
+      xt.dtype != DType::i64)
+    return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) +
+                  " is not supported (f32, u8, i8, i32, i64)");
+  if (yt.dtype != xt.dtype || yt.quant != xt.quant)
+    return s.fail("output '" + yt.name + "' must have the dtype and quantization of input '" + xt.name + "'");
+  const int64_t N = xt.shape[0], H = xt.shape[1], W = xt.shape[2], C = xt.shape[3];
+  Shape mid, moved, out;
+  if (to_space) {
+    if (C % (b * b) != 0)
+      return s.fail("input '" + xt.name + "' depth " + std::to_string(C) + " is not a multiple of block_size^2 = " +
+                    std::to_string(b * b));
+    mid = {N, H, W, b, b, C / (b * b)};
+    moved = {N, H, b, W, b, C / (b * b)};
+    out = {N, H * b, W * b, C / (b * b)};
+  } else {
+    if (H % b != 0 || W % b != 0)
+      return s.fail("input '" + xt.name + "' " + shape_str(xt.shape) + ": height and width must be multiples of block_size " +
+                    std::to_string(b));
+    mid = {N, H / b, b, W / b, b, C};
+    moved = {N, H / b, W / b, b, b, C};
+    out = {N, H / b, W / b, b * b * C};
+  }
+  const std::string base = xt.name + (to_space ? "/depth_to_space_" : "/space_to_depth_") + std::to_string(s.index);
+  TensorId r = s.cx.temp_tensor(base + "_blocks", mid, xt.dtype, xt.quant);
+  TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {x}, {r}, {{"shape", mid}}, " blocks"));
+  TensorId t = s.cx.temp_tensor(base + "_moved", moved, xt.dtype, xt.quant);
+  TS_RETURN_IF_ERROR(s.add(OpKind::transpose, {r}, {t}, {{"perm", std::vector<int64_t>{0, 1, 3, 2, 4, 5}}}, " move"));
+  return s.add(OpKind::reshape, {t}, {y}, {{"shape", out}});
+}
+
 }  // namespace
 
 Status build_shape_operator(OpSite& s) {
@@ -355,6 +409,8 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_RESIZE_NEAREST_NEIGHBOR: return build_resize(s, false);
     case T::BuiltinOperator_ARG_MAX: return build_arg_max(s);
     case T::BuiltinOperator_CAST: return build_cast(s);
+    case T::BuiltinOperator_DEPTH_TO_SPACE: return build_depth_space(s, true);
+    case T::BuiltinOperator_SPACE_TO_DEPTH: return build_depth_space(s, false);
     default:
       return error(StatusCode::unsupported, "tflite ", s.label, ": operator is not supported");
   }

@@ -1,8 +1,10 @@
-// The fuzz seeds of the reduction builtins (fuzz/regressions/tflite_fuzz/reduce_*): one-op
-// SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8) and REDUCE_PROD (i16) models written by
-// single_op_model.h. The test checks each file is the model this code writes (so a seed
-// can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs.
-// Their agreement with the interpreter is tests/oracle/reduce_oracle_test.cpp's.
+// The one-op fuzz seeds of the builtins added with reductions and data movement
+// (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
+// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), written by single_op_model.h. The test
+// checks each file is the model this code writes (so a seed can be regenerated:
+// TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
+// with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
+// depth_space_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -40,7 +42,27 @@ SingleOpModel reduce_model(T::BuiltinOperator code, int version, T::TensorType t
   return m;
 }
 
-TEST(TfliteReduceSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
+// x [1, 2, 2, 8] <-> y [1, 4, 4, 2], block 2.
+SingleOpModel depth_space_model(bool to_space, T::TensorType type) {
+  SingleOpModel m;
+  const std::vector<int32_t> deep = {1, 2, 2, 8}, wide = {1, 4, 4, 2};
+  m.tensors = {testing::activation("x", type, to_space ? deep : wide), testing::activation("y", type, to_space ? wide : deep)};
+  for (auto& t : m.tensors) {
+    t.scale = 0.03f;
+    t.zero_point = type == T::TensorType_UINT8 ? 128 : 1;
+  }
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = to_space ? T::BuiltinOperator_DEPTH_TO_SPACE : T::BuiltinOperator_SPACE_TO_DEPTH;
+  m.version = type == T::TensorType_INT8 ? 2 : 1;
+  m.options = [to_space](flatbuffers::FlatBufferBuilder& fb) {
+    if (to_space) return std::make_pair(T::BuiltinOptions_DepthToSpaceOptions, T::CreateDepthToSpaceOptions(fb, 2).Union());
+    return std::make_pair(T::BuiltinOptions_SpaceToDepthOptions, T::CreateSpaceToDepthOptions(fb, 2).Union());
+  };
+  return m;
+}
+
+TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
   if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " is absent (set TESSERA_SOURCE_DIR)";
@@ -50,6 +72,8 @@ TEST(TfliteReduceSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"reduce_max_f32", reduce_model(T::BuiltinOperator_REDUCE_MAX, 1, T::TensorType_FLOAT32, 0, 0)},
       {"reduce_min_u8", reduce_model(T::BuiltinOperator_REDUCE_MIN, 1, T::TensorType_UINT8, 0.02f, 128)},
       {"reduce_prod_i16", reduce_model(T::BuiltinOperator_REDUCE_PROD, 2, T::TensorType_INT16, 0.001f, 0)},
+      {"depth_to_space_u8", depth_space_model(true, T::TensorType_UINT8)},
+      {"space_to_depth_i8", depth_space_model(false, T::TensorType_INT8)},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
