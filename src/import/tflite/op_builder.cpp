@@ -75,6 +75,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_REDUCE_MIN, 3},       {T::BuiltinOperator_REDUCE_PROD, 2},
     // v1 f32 / u8, v2 int8 (the data is moved, not rescaled).
     {T::BuiltinOperator_DEPTH_TO_SPACE, 2},   {T::BuiltinOperator_SPACE_TO_DEPTH, 2},
+    // v1 f32 / u8, v2 int8 (values are copied).
+    {T::BuiltinOperator_MIRROR_PAD, 2},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }

@@ -1,6 +1,6 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
-// max, cast, depth_to_space / space_to_depth).
+// max, cast, depth_to_space / space_to_depth, mirror pad).
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -386,6 +386,71 @@ Status build_depth_space(OpSite& s, bool to_space) {
   return s.add(OpKind::reshape, {t}, {y}, {{"shape", out}});
 }
 
+// MIRROR_PAD: one `gather` per padded axis with constant indices (no new op). Index j of
+// the padded axis reads input index GetInputDimension(j) of TFLite's mirror_pad.cc, with
+// offset 1 for REFLECT (the edge is not repeated) and 0 for SYMMETRIC; a padding must be
+// at most size - offset on both sides, as TensorFlow requires.
+Status build_mirror_pad(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const auto* o = s.op->builtin_options_as_MirrorPadOptions();
+  if (!o) return s.fail("MirrorPadOptions are missing");
+  if (o->mode() != T::MirrorPadMode_REFLECT && o->mode() != T::MirrorPadMode_SYMMETRIC)
+    return s.fail("mirror mode " + std::to_string(static_cast<int>(o->mode())) + " is not REFLECT (0) or SYMMETRIC (1)");
+  const int64_t offset = o->mode() == T::MirrorPadMode_REFLECT ? 1 : 0;
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> pads, s.const_input(1));
+  const Tensor xt = s.cx.graph.tensor(x);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
+  if (static_cast<int64_t>(pads.size()) != rank * 2)
+    return s.fail("paddings have " + std::to_string(pads.size()) + " values, input '" + xt.name + "' of rank " +
+                  std::to_string(rank) + " needs " + std::to_string(rank * 2));
+  if (yt.dtype != xt.dtype || yt.quant != xt.quant)
+    return s.fail("output '" + yt.name + "' must have the dtype and quantization of input '" + xt.name + "'");
+  if (dtype_size(xt.dtype) == 0) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  TensorId cur = x;
+  Shape shape = xt.shape;
+  std::vector<int64_t> padded_axes;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t before = pads[2 * d], after = pads[2 * d + 1], n = xt.shape[d];
+    if (before < 0 || after < 0 || before > n - offset || after > n - offset)
+      return s.fail("paddings (" + std::to_string(before) + ", " + std::to_string(after) + ") of axis " + std::to_string(d) +
+                    " of input '" + xt.name + "' " + shape_str(xt.shape) + " exceed " + std::to_string(n - offset) + " (" +
+                    (offset ? "REFLECT" : "SYMMETRIC") + ")");
+    if (before || after) padded_axes.push_back(d);
+  }
+  if (padded_axes.empty()) return s.add(OpKind::reshape, {x}, {y}, {{"shape", yt.shape}});
+  for (int64_t d : padded_axes) {
+    const int64_t before = pads[2 * d], after = pads[2 * d + 1], n = xt.shape[d], len = n + before + after;
+    std::vector<uint8_t> bytes(static_cast<size_t>(len) * 4);
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t k = j;  // GetInputDimension
+      if (k < before) {
+        const int64_t original = before + offset - 1;
+        k = original - std::min(k, original - offset);
+      } else if ((k -= before) >= n) {
+        k -= n;
+        const int64_t original = n - (1 + offset);
+        k = original - std::min(k, original);
+      }
+      const int32_t v = static_cast<int32_t>(k);
+      std::memcpy(bytes.data() + 4 * j, &v, 4);
+    }
+    const std::string base = xt.name + "/mirror_pad_" + std::to_string(s.index) + "_axis" + std::to_string(d);
+    const TensorId idx = s.cx.temp_tensor(base + "_indices", Shape{len}, DType::i32, QuantParams{});
+    Tensor& it = s.cx.graph.tensor(idx);
+    it.role = Role::weight;
+    it.data = ConstData::from_vector(std::move(bytes));
+    shape[d] = len;
+    const bool last = d == padded_axes.back();
+    const TensorId out = last ? y : s.cx.temp_tensor(base, shape, xt.dtype, xt.quant);
+    TS_RETURN_IF_ERROR(s.add(OpKind::gather, {cur, idx}, {out}, {{"axis", d}}, last ? "" : " axis " + std::to_string(d)));
+    cur = out;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status build_shape_operator(OpSite& s) {
@@ -410,6 +475,7 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_ARG_MAX: return build_arg_max(s);
     case T::BuiltinOperator_CAST: return build_cast(s);
     case T::BuiltinOperator_DEPTH_TO_SPACE: return build_depth_space(s, true);
+    case T::BuiltinOperator_MIRROR_PAD: return build_mirror_pad(s);
     case T::BuiltinOperator_SPACE_TO_DEPTH: return build_depth_space(s, false);
     default:
       return error(StatusCode::unsupported, "tflite ", s.label, ": operator is not supported");

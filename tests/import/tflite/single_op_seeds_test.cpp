@@ -1,10 +1,10 @@
 // The one-op fuzz seeds of the builtins added with reductions and data movement
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
-// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), written by single_op_model.h. The test
+// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), written by single_op_model.h. The test
 // checks each file is the model this code writes (so a seed can be regenerated:
 // TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
-// depth_space_oracle_test.cpp's.
+// depth_space_oracle_test.cpp's and mirror_pad_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -62,6 +62,26 @@ SingleOpModel depth_space_model(bool to_space, T::TensorType type) {
   return m;
 }
 
+// x u8 [3, 4] padded (1, 2) and (2, 1), REFLECT.
+SingleOpModel mirror_pad_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_UINT8, {3, 4}),
+               testing::constant("paddings", T::TensorType_INT32, {2, 2}, testing::int32_bytes({1, 2, 2, 1})),
+               testing::activation("y", T::TensorType_UINT8, {6, 7})};
+  for (size_t i : {0u, 2u}) {
+    m.tensors[i].scale = 0.02f;
+    m.tensors[i].zero_point = 100;
+  }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_MIRROR_PAD;
+  m.version = 1;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_MirrorPadOptions, T::CreateMirrorPadOptions(fb, T::MirrorPadMode_REFLECT).Union());
+  };
+  return m;
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -74,6 +94,7 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"reduce_prod_i16", reduce_model(T::BuiltinOperator_REDUCE_PROD, 2, T::TensorType_INT16, 0.001f, 0)},
       {"depth_to_space_u8", depth_space_model(true, T::TensorType_UINT8)},
       {"space_to_depth_i8", depth_space_model(false, T::TensorType_INT8)},
+      {"mirror_pad_u8", mirror_pad_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
