@@ -77,6 +77,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_DEPTH_TO_SPACE, 2},   {T::BuiltinOperator_SPACE_TO_DEPTH, 2},
     // v1 f32 / u8, v2 int8 (values are copied).
     {T::BuiltinOperator_MIRROR_PAD, 2},
+    // TILE v2 int8; BROADCAST_TO v2 int8, v3 int16 (values are copied).
+    {T::BuiltinOperator_TILE, 2},             {T::BuiltinOperator_BROADCAST_TO, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }

@@ -1,6 +1,6 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
-// max, cast, depth_to_space / space_to_depth, mirror pad).
+// max, cast, depth_to_space / space_to_depth, mirror pad, tile, broadcast_to).
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -386,6 +386,37 @@ Status build_depth_space(OpSite& s, bool to_space) {
   return s.add(OpKind::reshape, {t}, {y}, {{"shape", out}});
 }
 
+// y = x gathered along each listed axis in turn, axis d at the constant indices given for
+// it (i32 weights made here); no axis: a reshape copies x. The data movement of MIRROR_PAD,
+// TILE and BROADCAST_TO, which copy values: y must carry x's dtype and quantization.
+Status gather_chain(OpSite& s, TensorId x, TensorId y, const std::vector<std::pair<int64_t, std::vector<int32_t>>>& steps,
+                    const std::string& what) {
+  const Tensor xt = s.cx.graph.tensor(x);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  if (yt.dtype != xt.dtype || yt.quant != xt.quant)
+    return s.fail("output '" + yt.name + "' must have the dtype and quantization of input '" + xt.name + "'");
+  if (dtype_size(xt.dtype) == 0) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
+  if (steps.empty()) return s.add(OpKind::reshape, {x}, {y}, {{"shape", yt.shape}});
+  TensorId cur = x;
+  Shape shape = xt.shape;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const auto& [d, index] = steps[k];
+    std::vector<uint8_t> bytes(index.size() * 4);
+    if (!bytes.empty()) std::memcpy(bytes.data(), index.data(), bytes.size());
+    const std::string base = xt.name + "/" + what + "_" + std::to_string(s.index) + "_axis" + std::to_string(d);
+    const TensorId idx = s.cx.temp_tensor(base + "_indices", Shape{static_cast<int64_t>(index.size())}, DType::i32, QuantParams{});
+    Tensor& it = s.cx.graph.tensor(idx);
+    it.role = Role::weight;
+    it.data = ConstData::from_vector(std::move(bytes));
+    shape[static_cast<size_t>(d)] = static_cast<int64_t>(index.size());
+    const bool last = k + 1 == steps.size();
+    const TensorId out = last ? y : s.cx.temp_tensor(base, shape, xt.dtype, xt.quant);
+    TS_RETURN_IF_ERROR(s.add(OpKind::gather, {cur, idx}, {out}, {{"axis", d}}, last ? "" : " axis " + std::to_string(d)));
+    cur = out;
+  }
+  return Status::Ok();
+}
+
 // MIRROR_PAD: one `gather` per padded axis with constant indices (no new op). Index j of
 // the padded axis reads input index GetInputDimension(j) of TFLite's mirror_pad.cc, with
 // offset 1 for REFLECT (the edge is not repeated) and 0 for SYMMETRIC; a padding must be
@@ -401,16 +432,10 @@ Status build_mirror_pad(OpSite& s) {
   const int64_t offset = o->mode() == T::MirrorPadMode_REFLECT ? 1 : 0;
   TS_ASSIGN_OR_RETURN(std::vector<int64_t> pads, s.const_input(1));
   const Tensor xt = s.cx.graph.tensor(x);
-  const Tensor& yt = s.cx.graph.tensor(y);
   const int64_t rank = static_cast<int64_t>(xt.shape.size());
   if (static_cast<int64_t>(pads.size()) != rank * 2)
     return s.fail("paddings have " + std::to_string(pads.size()) + " values, input '" + xt.name + "' of rank " +
                   std::to_string(rank) + " needs " + std::to_string(rank * 2));
-  if (yt.dtype != xt.dtype || yt.quant != xt.quant)
-    return s.fail("output '" + yt.name + "' must have the dtype and quantization of input '" + xt.name + "'");
-  if (dtype_size(xt.dtype) == 0) return s.fail(std::string("input dtype ") + dtype_name(xt.dtype) + " is not supported");
-  TensorId cur = x;
-  Shape shape = xt.shape;
   std::vector<int64_t> padded_axes;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t before = pads[2 * d], after = pads[2 * d + 1], n = xt.shape[d];
@@ -420,10 +445,10 @@ Status build_mirror_pad(OpSite& s) {
                     (offset ? "REFLECT" : "SYMMETRIC") + ")");
     if (before || after) padded_axes.push_back(d);
   }
-  if (padded_axes.empty()) return s.add(OpKind::reshape, {x}, {y}, {{"shape", yt.shape}});
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> steps;
   for (int64_t d : padded_axes) {
     const int64_t before = pads[2 * d], after = pads[2 * d + 1], n = xt.shape[d], len = n + before + after;
-    std::vector<uint8_t> bytes(static_cast<size_t>(len) * 4);
+    std::vector<int32_t> index(static_cast<size_t>(len));
     for (int64_t j = 0; j < len; ++j) {
       int64_t k = j;  // GetInputDimension
       if (k < before) {
@@ -434,21 +459,68 @@ Status build_mirror_pad(OpSite& s) {
         const int64_t original = n - (1 + offset);
         k = original - std::min(k, original);
       }
-      const int32_t v = static_cast<int32_t>(k);
-      std::memcpy(bytes.data() + 4 * j, &v, 4);
+      index[static_cast<size_t>(j)] = static_cast<int32_t>(k);
     }
-    const std::string base = xt.name + "/mirror_pad_" + std::to_string(s.index) + "_axis" + std::to_string(d);
-    const TensorId idx = s.cx.temp_tensor(base + "_indices", Shape{len}, DType::i32, QuantParams{});
-    Tensor& it = s.cx.graph.tensor(idx);
-    it.role = Role::weight;
-    it.data = ConstData::from_vector(std::move(bytes));
-    shape[d] = len;
-    const bool last = d == padded_axes.back();
-    const TensorId out = last ? y : s.cx.temp_tensor(base, shape, xt.dtype, xt.quant);
-    TS_RETURN_IF_ERROR(s.add(OpKind::gather, {cur, idx}, {out}, {{"axis", d}}, last ? "" : " axis " + std::to_string(d)));
-    cur = out;
+    steps.emplace_back(d, std::move(index));
   }
-  return Status::Ok();
+  return gather_chain(s, x, y, steps, "mirror_pad");
+}
+
+// TILE: one gather per repeated axis, index j reading j mod size; multiples (constant
+// int32 / int64, one per input dim) must be >= 1.
+Status build_tile(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, s.const_input(1));
+  const Tensor xt = s.cx.graph.tensor(x);
+  if (multiples.size() != xt.shape.size())
+    return s.fail("multiples have " + std::to_string(multiples.size()) + " values, input '" + xt.name + "' has rank " +
+                  std::to_string(xt.shape.size()));
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> steps;
+  for (size_t d = 0; d < multiples.size(); ++d) {
+    const int64_t m = multiples[d], n = xt.shape[d];
+    if (m < 1 || m > ((int64_t{1} << 31) - 1) / std::max<int64_t>(n, 1))
+      return s.fail("multiple " + std::to_string(m) + " of axis " + std::to_string(d) + " of input '" + xt.name +
+                    "' must be >= 1 (and the tiled size below 2^31)");
+    if (m == 1) continue;
+    std::vector<int32_t> index(static_cast<size_t>(n * m));
+    for (int64_t j = 0; j < n * m; ++j) index[static_cast<size_t>(j)] = static_cast<int32_t>(j % n);
+    steps.emplace_back(static_cast<int64_t>(d), std::move(index));
+  }
+  return gather_chain(s, x, y, steps, "tile");
+}
+
+// BROADCAST_TO: a reshape to the target rank (leading 1s), then one gather of index 0
+// repeated along each axis the target widens from 1. The target shape is constant.
+Status build_broadcast_to(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  // Version 1 is not a builtin version: the interpreter registers BROADCAST_TO from 2.
+  if (s.version < 2) return s.fail("version 1 is not a builtin version of BROADCAST_TO (they start at 2)");
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> target, s.const_input(1));
+  const Tensor xt = s.cx.graph.tensor(x);
+  if (target.size() < xt.shape.size() || target.size() > 8)
+    return s.fail("shape " + shape_str(Shape(target.begin(), target.end())) + " has a rank below input '" + xt.name + "' " +
+                  shape_str(xt.shape) + "'s or above 8");
+  const size_t lead = target.size() - xt.shape.size();
+  Shape ranked(lead, 1);
+  ranked.insert(ranked.end(), xt.shape.begin(), xt.shape.end());
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> steps;
+  for (size_t d = 0; d < target.size(); ++d) {
+    if (ranked[d] == target[d]) continue;
+    if (ranked[d] != 1 || target[d] < 1 || target[d] > (int64_t{1} << 31) - 1)
+      return s.fail("input '" + xt.name + "' " + shape_str(xt.shape) + " does not broadcast to " +
+                    shape_str(Shape(target.begin(), target.end())) + " (axis " + std::to_string(d) + ")");
+    steps.emplace_back(static_cast<int64_t>(d), std::vector<int32_t>(static_cast<size_t>(target[d]), 0));
+  }
+  TensorId src = x;
+  if (lead > 0 && !steps.empty()) {
+    src = s.cx.temp_tensor(xt.name + "/broadcast_to_" + std::to_string(s.index) + "_ranked", ranked, xt.dtype, xt.quant);
+    TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {x}, {src}, {{"shape", ranked}}, " rank"));
+  }
+  return gather_chain(s, src, y, steps, "broadcast_to");
 }
 
 }  // namespace
@@ -476,6 +548,8 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_CAST: return build_cast(s);
     case T::BuiltinOperator_DEPTH_TO_SPACE: return build_depth_space(s, true);
     case T::BuiltinOperator_MIRROR_PAD: return build_mirror_pad(s);
+    case T::BuiltinOperator_TILE: return build_tile(s);
+    case T::BuiltinOperator_BROADCAST_TO: return build_broadcast_to(s);
     case T::BuiltinOperator_SPACE_TO_DEPTH: return build_depth_space(s, false);
     default:
       return error(StatusCode::unsupported, "tflite ", s.label, ": operator is not supported");

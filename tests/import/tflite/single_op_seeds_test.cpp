@@ -1,10 +1,11 @@
 // The one-op fuzz seeds of the builtins added with reductions and data movement
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
-// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), written by single_op_model.h. The test
+// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), written by single_op_model.h. The test
 // checks each file is the model this code writes (so a seed can be regenerated:
 // TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
-// depth_space_oracle_test.cpp's and mirror_pad_oracle_test.cpp's.
+// depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
+// tile_broadcast_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -82,6 +83,34 @@ SingleOpModel mirror_pad_model() {
   return m;
 }
 
+// TILE i8 [2, 3] by (2, 1); BROADCAST_TO f32 [3, 1] to [2, 3, 4].
+SingleOpModel tile_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_INT8, {2, 3}),
+               testing::constant("multiples", T::TensorType_INT32, {2}, testing::int32_bytes({2, 1})),
+               testing::activation("y", T::TensorType_INT8, {4, 3})};
+  for (size_t i : {0u, 2u}) {
+    m.tensors[i].scale = 0.02f;
+    m.tensors[i].zero_point = -5;
+  }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_TILE;
+  m.version = 2;
+  return m;
+}
+SingleOpModel broadcast_to_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_FLOAT32, {3, 1}),
+               testing::constant("shape", T::TensorType_INT32, {3}, testing::int32_bytes({2, 3, 4})),
+               testing::activation("y", T::TensorType_FLOAT32, {2, 3, 4})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_BROADCAST_TO;
+  m.version = 2;
+  return m;
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -95,6 +124,8 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"depth_to_space_u8", depth_space_model(true, T::TensorType_UINT8)},
       {"space_to_depth_i8", depth_space_model(false, T::TensorType_INT8)},
       {"mirror_pad_u8", mirror_pad_model()},
+      {"tile_i8", tile_model()},
+      {"broadcast_to_f32", broadcast_to_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
