@@ -48,7 +48,7 @@ fi
 # (the flatbuffer's tables come first; the fuzzer mutates from there). Single-operator
 # UNIDIRECTIONAL_SEQUENCE_LSTM seeds (f32, and i8 CIFG, made with
 # tests/import/tflite/lstm_model.h) and one-op SUM / REDUCE_MAX / REDUCE_MIN / REDUCE_PROD /
-# DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO seeds
+# DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO / FILL / ZEROS_LIKE / SHAPE seeds
 # (tests/import/tflite/single_op_seeds_test.cpp writes and checks them) are in
 # fuzz/regressions/tflite_fuzz/.
 seed_tflite() {

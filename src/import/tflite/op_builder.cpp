@@ -79,6 +79,9 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_MIRROR_PAD, 2},
     // TILE v2 int8; BROADCAST_TO v2 int8, v3 int16 (values are copied).
     {T::BuiltinOperator_TILE, 2},             {T::BuiltinOperator_BROADCAST_TO, 3},
+    // f32 / i32 / i64 forms (FILL v1, ZEROS_LIKE v1); SHAPE v1 (i32 / i64 output).
+    {T::BuiltinOperator_FILL, 1},             {T::BuiltinOperator_ZEROS_LIKE, 1},
+    {T::BuiltinOperator_SHAPE, 1},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }

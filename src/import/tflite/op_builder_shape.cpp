@@ -1,6 +1,7 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
-// max, cast, depth_to_space / space_to_depth, mirror pad, tile, broadcast_to).
+// max, cast, depth_to_space / space_to_depth, mirror pad, tile, broadcast_to, fill,
+// zeros_like, shape).
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -523,6 +524,101 @@ Status build_broadcast_to(OpSite& s) {
   return gather_chain(s, src, y, steps, "broadcast_to");
 }
 
+// A constant tensor made at import (i32 indices, folded values): Role::weight, its bytes
+// owned by the graph.
+TensorId const_tensor(OpSite& s, const std::string& name, Shape shape, DType dtype, std::vector<uint8_t> bytes) {
+  const TensorId id = s.cx.temp_tensor(name, std::move(shape), dtype, QuantParams{});
+  Tensor& t = s.cx.graph.tensor(id);
+  t.role = Role::weight;
+  t.data = ConstData::from_vector(std::move(bytes));
+  return id;
+}
+
+// y = the one value of `v` repeated over y's shape: a reshape of v to y's rank in 1s, then
+// a gather of index 0 along every axis wider than 1. v may be computed at run time.
+Status fill_from(OpSite& s, TensorId v, TensorId y, const std::string& what) {
+  const Tensor vt = s.cx.graph.tensor(v);
+  const Shape out = s.cx.graph.tensor(y).shape;
+  if (vt.elements() != 1) return s.fail("value '" + vt.name + "' must hold one element, it is " + shape_str(vt.shape));
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> steps;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] < 1 || out[d] > (int64_t{1} << 31) - 1)
+      return s.fail("output '" + s.cx.graph.tensor(y).name + "' " + shape_str(out) + " has an empty or oversized dim");
+    if (out[d] > 1) steps.emplace_back(static_cast<int64_t>(d), std::vector<int32_t>(static_cast<size_t>(out[d]), 0));
+  }
+  if (steps.empty()) return s.add(OpKind::reshape, {v}, {y}, {{"shape", out}});
+  const Shape ones(out.size(), 1);
+  const TensorId r = s.cx.temp_tensor(vt.name + "/" + what + "_" + std::to_string(s.index) + "_ranked", ones, vt.dtype, vt.quant);
+  TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {v}, {r}, {{"shape", ones}}, " rank"));
+  return gather_chain(s, r, y, steps, what);
+}
+
+// FILL: dims (constant) must equal the output's declared shape; the value (input 1) may be
+// a run-time input. f32, i32, i64 (TFLite's forms the cpu runs).
+Status build_fill(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> dims, s.const_input(0));
+  TS_ASSIGN_OR_RETURN(TensorId v, s.input(1));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor& vt = s.cx.graph.tensor(v);
+  const Tensor& yt = s.cx.graph.tensor(y);
+  if (vt.dtype != DType::f32 && vt.dtype != DType::i32 && vt.dtype != DType::i64)
+    return s.fail(std::string("value '") + vt.name + "' of dtype " + dtype_name(vt.dtype) + " is not supported (f32, i32, i64)");
+  if (Shape(dims.begin(), dims.end()) != yt.shape)
+    return s.fail("dims " + shape_str(Shape(dims.begin(), dims.end())) + " differ from output '" + yt.name + "' " + shape_str(yt.shape));
+  return fill_from(s, v, y, "fill");
+}
+
+// ZEROS_LIKE: zeros of the input's shape and dtype (f32, i32, i64), from a constant zero.
+Status build_zeros_like(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Tensor xt = s.cx.graph.tensor(x);
+  if (xt.dtype != DType::f32 && xt.dtype != DType::i32 && xt.dtype != DType::i64)
+    return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) + " is not supported (f32, i32, i64)");
+  if (s.cx.graph.tensor(y).shape != xt.shape)
+    return s.fail("output '" + s.cx.graph.tensor(y).name + "' must have the shape of input '" + xt.name + "' " + shape_str(xt.shape));
+  const TensorId zero = const_tensor(s, xt.name + "/zeros_like_" + std::to_string(s.index), Shape{1}, xt.dtype,
+                                     std::vector<uint8_t>(static_cast<size_t>(dtype_size(xt.dtype)), 0));
+  return fill_from(s, zero, y, "zeros_like");
+}
+
+// SHAPE: the input's static shape, folded at import: an intermediate output becomes a
+// constant (no node); a model output is copied from one.
+Status build_shape(OpSite& s) {
+  TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
+  TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
+  TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
+  const Shape xs = s.cx.graph.tensor(x).shape;
+  Tensor& yt = s.cx.graph.tensor(y);
+  if (yt.dtype != DType::i32 && yt.dtype != DType::i64)
+    return s.fail(std::string("output '") + yt.name + "' must be i32 or i64, it is " + dtype_name(yt.dtype));
+  // The interpreter sizes the output by ShapeOptions.out_type (FLOAT32, its default, fails).
+  const auto* o = s.op->builtin_options_as_ShapeOptions();
+  const T::TensorType want = yt.dtype == DType::i32 ? T::TensorType_INT32 : T::TensorType_INT64;
+  if (!o || o->out_type() != want)
+    return s.fail("ShapeOptions.out_type " + std::string(o ? T::EnumNameTensorType(o->out_type()) : "(missing)") +
+                  " does not match output '" + yt.name + "' of dtype " + dtype_name(yt.dtype));
+  if (yt.shape != Shape{static_cast<int64_t>(xs.size())})
+    return s.fail("output '" + yt.name + "' " + shape_str(yt.shape) + " must be [" + std::to_string(xs.size()) + "]");
+  const size_t width = yt.dtype == DType::i32 ? 4 : 8;
+  std::vector<uint8_t> bytes(xs.size() * width);
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const int64_t v64 = xs[d];
+    const int32_t v32 = static_cast<int32_t>(xs[d]);
+    std::memcpy(bytes.data() + d * width, width == 4 ? static_cast<const void*>(&v32) : static_cast<const void*>(&v64), width);
+  }
+  if (yt.role == Role::activation && !s.cx.is_model_output(y)) {
+    yt.role = Role::weight;
+    yt.data = ConstData::from_vector(std::move(bytes));
+    return Status::Ok();
+  }
+  const Shape out = yt.shape;  // const_tensor adds a tensor: yt may move
+  const TensorId c = const_tensor(s, yt.name + "/shape_" + std::to_string(s.index), out, yt.dtype, std::move(bytes));
+  return s.add(OpKind::reshape, {c}, {y}, {{"shape", out}});
+}
+
 }  // namespace
 
 Status build_shape_operator(OpSite& s) {
@@ -549,6 +645,9 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_DEPTH_TO_SPACE: return build_depth_space(s, true);
     case T::BuiltinOperator_MIRROR_PAD: return build_mirror_pad(s);
     case T::BuiltinOperator_TILE: return build_tile(s);
+    case T::BuiltinOperator_FILL: return build_fill(s);
+    case T::BuiltinOperator_ZEROS_LIKE: return build_zeros_like(s);
+    case T::BuiltinOperator_SHAPE: return build_shape(s);
     case T::BuiltinOperator_BROADCAST_TO: return build_broadcast_to(s);
     case T::BuiltinOperator_SPACE_TO_DEPTH: return build_depth_space(s, false);
     default:

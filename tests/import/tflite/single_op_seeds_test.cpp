@@ -1,11 +1,12 @@
 // The one-op fuzz seeds of the builtins added with reductions and data movement
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
-// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), written by single_op_model.h. The test
+// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
+// SHAPE (i32), written by single_op_model.h. The test
 // checks each file is the model this code writes (so a seed can be regenerated:
 // TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
 // depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
-// tile_broadcast_oracle_test.cpp's.
+// tile_broadcast_oracle_test.cpp's and fill_shape_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -111,6 +112,31 @@ SingleOpModel broadcast_to_model() {
   return m;
 }
 
+// FILL f32 [2, 3] from a run-time scalar; ZEROS_LIKE i32 [4, 2]; SHAPE of f32 [2, 5, 3] as i32.
+SingleOpModel fill_model() {
+  SingleOpModel m;
+  m.tensors = {testing::constant("dims", T::TensorType_INT32, {2}, testing::int32_bytes({2, 3})),
+               testing::activation("value", T::TensorType_FLOAT32, {}), testing::activation("y", T::TensorType_FLOAT32, {2, 3})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_FILL;
+  m.version = 1;
+  return m;
+}
+SingleOpModel unary_model(T::BuiltinOperator code, T::TensorType in, std::vector<int32_t> x, std::vector<int32_t> y) {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", in, x), testing::activation("y", T::TensorType_INT32, y)};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = code;
+  m.version = 1;
+  if (code == T::BuiltinOperator_SHAPE)
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_ShapeOptions, T::CreateShapeOptions(fb, T::TensorType_INT32).Union());
+    };
+  return m;
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -126,6 +152,9 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"mirror_pad_u8", mirror_pad_model()},
       {"tile_i8", tile_model()},
       {"broadcast_to_f32", broadcast_to_model()},
+      {"fill_f32", fill_model()},
+      {"zeros_like_i32", unary_model(T::BuiltinOperator_ZEROS_LIKE, T::TensorType_INT32, {4, 2}, {4, 2})},
+      {"shape_i32", unary_model(T::BuiltinOperator_SHAPE, T::TensorType_FLOAT32, {2, 5, 3}, {3})},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
