@@ -47,7 +47,11 @@ fi
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones
 # (the flatbuffer's tables come first; the fuzzer mutates from there). Single-operator
 # UNIDIRECTIONAL_SEQUENCE_LSTM seeds (f32, and i8 CIFG, made with
-# tests/import/tflite/lstm_model.h) are in fuzz/regressions/tflite_fuzz/.
+# tests/import/tflite/lstm_model.h), the int8 ABS, RSQRT, SQUARED_DIFFERENCE, LESS and
+# SELECT_V2 seeds (tests/import/tflite/math_ops_test.cpp) and one-op SUM / REDUCE_MAX /
+# REDUCE_MIN / REDUCE_PROD / DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO /
+# FILL / ZEROS_LIKE / SHAPE seeds (tests/import/tflite/single_op_seeds_test.cpp writes and
+# checks them) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"

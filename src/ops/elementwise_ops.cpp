@@ -21,6 +21,37 @@ InferResult infer_div(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_floor_div(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_maximum(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_minimum(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_squared_difference(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_pow(const Graph& g, const Node& n) { return binary(g, n); }
+
+// Comparisons: the operands' broadcast shape, boolean.
+static InferResult compare(const Graph& g, const Node& n) {
+  InferResult r = binary(g, n);
+  if (r.ok())
+    for (auto& o : *r) o.dtype = DType::boolean;
+  return r;
+}
+InferResult infer_equal(const Graph& g, const Node& n) { return compare(g, n); }
+InferResult infer_not_equal(const Graph& g, const Node& n) { return compare(g, n); }
+InferResult infer_less(const Graph& g, const Node& n) { return compare(g, n); }
+InferResult infer_less_equal(const Graph& g, const Node& n) { return compare(g, n); }
+InferResult infer_greater(const Graph& g, const Node& n) { return compare(g, n); }
+InferResult infer_greater_equal(const Graph& g, const Node& n) { return compare(g, n); }
+
+InferResult infer_select(const Graph& g, const Node& n) {
+  const Tensor& c = in(g, n, 0);
+  if (c.dtype != DType::boolean) return fail(n, "condition '" + c.name + "' must be boolean, got " + dtype_name(c.dtype));
+  const Tensor& a = in(g, n, 1);
+  const Tensor& b = in(g, n, 2);
+  if (a.dtype != b.dtype || dtype_is_block(a.dtype))
+    return fail(n, "inputs '" + a.name + "' (" + dtype_name(a.dtype) + ") and '" + b.name + "' (" + dtype_name(b.dtype) +
+                       ") must share one elementwise dtype");
+  auto ab = broadcast_shapes(a.shape, b.shape);
+  if (!ab.ok()) return fail(n, "inputs '" + a.name + "' and '" + b.name + "': " + ab.status().message());
+  auto s = broadcast_shapes(c.shape, *ab);
+  if (!s.ok()) return fail(n, "condition '" + c.name + "': " + s.status().message());
+  return one(*s, a.dtype);
+}
 
 static InferResult unary(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
@@ -38,6 +69,10 @@ InferResult infer_gelu(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_exp(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_rsqrt(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_sqrt(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_abs(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_neg(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_square(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_log(const Graph& g, const Node& n) { return unary(g, n); }
 
 InferResult infer_cast(const Graph& g, const Node& n) { return one(in(g, n, 0).shape, out_dtype(g, n)); }
 

@@ -201,5 +201,36 @@ inline int32_t rescale(int32_t raw, int src_bits, int dst_bits) {
   if (e < 0) return rounding_divide_by_pot(raw, -e);
   return raw;
 }
+
+// TFLite GetInvSqrtQuantizedMultiplierExp with reverse_shift -1 (quantization_util.h):
+// 1 / sqrt(x) for x >= 1 as a Q31 multiplier and a left shift, by five Newton-Raphson
+// steps in Q3.28 from x = 1; x <= 1 gives (INT32_MAX, 0).
+inline Multiplier inv_sqrt_multiplier_exp(int32_t x) {
+  if (x <= 1) return {std::numeric_limits<int32_t>::max(), 0};
+  int shift = 11;
+  while (x >= (1 << 29)) {
+    x /= 4;
+    ++shift;
+  }
+  int lz = 0;  // leading zeros of x (x > 0)
+  for (uint32_t v = static_cast<uint32_t>(x); !(v & 0x80000000u); v <<= 1) ++lz;
+  const int pairs = (lz - 1) / 2 - 1;
+  shift -= pairs;
+  x <<= 2 * pairs;
+  const int32_t input = x >> 1;                          // F3
+  const int32_t half_input = rounding_divide_by_pot(input, 1);
+  const int32_t half_three = (1 << 28) + (1 << 27);      // 1.5 in F3
+  int32_t r = 1 << 28;                                   // F3 one
+  for (int i = 0; i < 5; ++i) {
+    const int32_t r3 = rescale(srdhm(srdhm(r, r), r), 9, 3);
+    r = rescale(srdhm(half_three, r) - srdhm(half_input, r3), 6, 3);
+  }
+  r = srdhm(r, 1518500250);  // sqrt(2) / 2 in F0
+  if (shift < 0) {
+    r = static_cast<int32_t>(static_cast<uint32_t>(r) << -shift);
+    shift = 0;
+  }
+  return {r, -shift};
+}
 }  // namespace fp
 }  // namespace tessera::q

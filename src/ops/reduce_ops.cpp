@@ -25,6 +25,8 @@ static InferResult reduce(const Graph& g, const Node& n) {
 InferResult infer_mean(const Graph& g, const Node& n) { return reduce(g, n); }
 InferResult infer_sum(const Graph& g, const Node& n) { return reduce(g, n); }
 InferResult infer_reduce_max(const Graph& g, const Node& n) { return reduce(g, n); }
+InferResult infer_reduce_min(const Graph& g, const Node& n) { return reduce(g, n); }
+InferResult infer_reduce_prod(const Graph& g, const Node& n) { return reduce(g, n); }
 
 InferResult infer_softmax(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);

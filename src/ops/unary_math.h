@@ -52,6 +52,10 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
     case OpKind::exp: return apply([](float x) { return std::exp(x); });
     case OpKind::rsqrt: return apply([](float x) { return 1.0f / std::sqrt(x); });
     case OpKind::sqrt: return apply([](float x) { return std::sqrt(x); });
+    case OpKind::abs: return apply([](float x) { return std::fabs(x); });
+    case OpKind::neg: return apply([](float x) { return -x; });
+    case OpKind::square: return apply([](float x) { return x * x; });
+    case OpKind::log: return apply([](float x) { return std::log(x); });
     default:
       return error(StatusCode::internal, "[", op_name(n.op), "] is not a float unary op");
   }

@@ -75,12 +75,16 @@ TESSERA_CONFORMANCE_CASES(detection_postprocess) {
       node.outputs.push_back(c.g.add_tensor(t));
     }
     std::vector<BoxD> boxes(n);
+    std::vector<double> box_mag(n * 2);  // |centre| + |half size| per box, y then x: a corner is their
+                                         // difference, which can cancel far below either
     for (int64_t i = 0; i < n; ++i) {
       const double yc = enc[i * 4] / ys * anchors[i * 4 + 2] + anchors[i * 4];
       const double xc = enc[i * 4 + 1] / xs * anchors[i * 4 + 3] + anchors[i * 4 + 1];
       const double hh = 0.5 * std::exp(enc[i * 4 + 2] / hs) * anchors[i * 4 + 2];
       const double hw = 0.5 * std::exp(enc[i * 4 + 3] / ws) * anchors[i * 4 + 3];
       boxes[i] = {yc - hh, xc - hw, yc + hh, xc + hw};
+      box_mag[i * 2] = std::fabs(yc) + std::fabs(hh);
+      box_mag[i * 2 + 1] = std::fabs(xc) + std::fabs(hw);
     }
     auto score = [&](int64_t b, int64_t cls) { return static_cast<double>(scores[b * cols + 1 + cls]); };
     std::vector<int> picked;  // box per output row
@@ -100,8 +104,10 @@ TESSERA_CONFORMANCE_CASES(detection_postprocess) {
       for (const auto& p : all) picked.push_back(p.second);
     }
     c.expected.assign(static_cast<size_t>(max_det * 4), 0.0);
+    c.magnitude.assign(static_cast<size_t>(max_det * 4), 0.0);
     for (size_t r = 0; r < picked.size(); ++r) {
       const BoxD& b = boxes[picked[r]];
+      for (int k = 0; k < 4; ++k) c.magnitude[r * 4 + k] = box_mag[picked[r] * 2 + k % 2];
       c.expected[r * 4 + 0] = b.ymin;
       c.expected[r * 4 + 1] = b.xmin;
       c.expected[r * 4 + 2] = b.ymax;

@@ -48,7 +48,7 @@ std::vector<Case> binary_cases(Rng& rng, OpKind op, BinFn f, bool nonzero_b, boo
     // One variant takes b as a weight (a constant operand, as in a bias add).
     TensorId bi = variant == 2 ? cg.weight("b", bs, DType::f32, bytes_of(b)) : cg.input_f32("b", bs, b);
     Case c = cg.finish(std::string(op_name(op)) + " " + shape_str(as) + " x " + shape_str(bs) + " act " + act, op,
-                       {ai, bi}, {{"activation", act}});
+                       {ai, bi}, fused_act ? AttrMap{{"activation", act}} : AttrMap{});
     for (int64_t i = 0; i < num_elements(out); ++i) {
       const double x = a[bcast_index(out, as, i)], y = b[bcast_index(out, bs, i)];
       double v = f(x, y);
@@ -99,6 +99,91 @@ TESSERA_CONFORMANCE_CASES(maximum) {
 }
 TESSERA_CONFORMANCE_CASES(minimum) {
   return binary_cases(rng, OpKind::minimum, [](double a, double b) { return std::min(a, b); }, false);
+}
+TESSERA_CONFORMANCE_CASES(squared_difference) {
+  return binary_cases(rng, OpKind::squared_difference, [](double a, double b) { return (a - b) * (a - b); }, false, false);
+}
+// pow: positive bases (a real power of a negative base is NaN), exponents in [-2, 2].
+TESSERA_CONFORMANCE_CASES(pow) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 3; ++variant) {
+    auto [as, bs] = variant == 0 ? std::pair<Shape, Shape>{{3, 5}, {3, 5}} : broadcast_pair(rng);
+    const Shape out = *broadcast_shapes(as, bs);
+    auto a = uniform(rng, num_elements(as), 0.1f, 3);
+    auto b = uniform(rng, num_elements(bs), -2, 2);
+    CaseGraph cg;
+    TensorId ai = cg.input_f32("a", as, a), bi = cg.input_f32("b", bs, b);
+    Case c = cg.finish("pow " + shape_str(as) + " x " + shape_str(bs), OpKind::pow, {ai, bi}, {});
+    for (int64_t i = 0; i < num_elements(out); ++i) {
+      const double x = a[bcast_index(out, as, i)], y = b[bcast_index(out, bs, i)], v = std::pow(x, y);
+      c.expected.push_back(v);
+      // Rounding a by e moves a^b by b a^b e, rounding b by e by ln(a) b a^b e.
+      c.magnitude.push_back(std::fabs(v) * (1 + std::fabs(y) + std::fabs(y * std::log(x))));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// Comparisons: small integer values in f32 (ties are common, and exact), broadcasting, and
+// one i32 case; the output is boolean.
+std::vector<Case> compare_cases(Rng& rng, OpKind op, bool (*f)(double, double)) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 3; ++variant) {
+    auto [as, bs] = variant == 0 ? std::pair<Shape, Shape>{{3, 5}, {3, 5}} : broadcast_pair(rng);
+    const Shape out = *broadcast_shapes(as, bs);
+    std::vector<float> a(static_cast<size_t>(num_elements(as))), b(static_cast<size_t>(num_elements(bs)));
+    for (auto& x : a) x = static_cast<float>(pick(rng, -2, 2)) * 0.5f;
+    for (auto& x : b) x = static_cast<float>(pick(rng, -2, 2)) * 0.5f;
+    CaseGraph cg;
+    TensorId ai = cg.input_f32("a", as, a), bi = cg.input_f32("b", bs, b);
+    Case c = cg.finish(std::string(op_name(op)) + " " + shape_str(as) + " x " + shape_str(bs), op, {ai, bi}, {}, DType::boolean);
+    for (int64_t i = 0; i < num_elements(out); ++i)
+      c.expected.push_back(f(a[bcast_index(out, as, i)], b[bcast_index(out, bs, i)]) ? 1 : 0);
+    cases.push_back(std::move(c));
+  }
+  std::vector<int32_t> a(12), b(3);
+  for (auto& x : a) x = static_cast<int32_t>(pick(rng, -3, 3));
+  for (auto& x : b) x = static_cast<int32_t>(pick(rng, -3, 3));
+  CaseGraph cg;
+  TensorId ai = cg.input("a", {4, 3}, DType::i32, bytes_of(a)), bi = cg.input("b", {3}, DType::i32, bytes_of(b));
+  Case c = cg.finish(std::string(op_name(op)) + " i32", op, {ai, bi}, {}, DType::boolean);
+  for (int i = 0; i < 12; ++i) c.expected.push_back(f(a[i], b[i % 3]) ? 1 : 0);
+  cases.push_back(std::move(c));
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(equal) { return compare_cases(rng, OpKind::equal, [](double a, double b) { return a == b; }); }
+TESSERA_CONFORMANCE_CASES(not_equal) { return compare_cases(rng, OpKind::not_equal, [](double a, double b) { return a != b; }); }
+TESSERA_CONFORMANCE_CASES(less) { return compare_cases(rng, OpKind::less, [](double a, double b) { return a < b; }); }
+TESSERA_CONFORMANCE_CASES(less_equal) { return compare_cases(rng, OpKind::less_equal, [](double a, double b) { return a <= b; }); }
+TESSERA_CONFORMANCE_CASES(greater) { return compare_cases(rng, OpKind::greater, [](double a, double b) { return a > b; }); }
+TESSERA_CONFORMANCE_CASES(greater_equal) {
+  return compare_cases(rng, OpKind::greater_equal, [](double a, double b) { return a >= b; });
+}
+
+// select: a boolean condition broadcast against two f32 operands.
+TESSERA_CONFORMANCE_CASES(select) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 3; ++variant) {
+    auto [as, bs] = variant == 0 ? std::pair<Shape, Shape>{{3, 5}, {3, 5}} : broadcast_pair(rng);
+    const Shape ab = *broadcast_shapes(as, bs);
+    const Shape cs = variant == 2 ? Shape{ab.back()} : ab;
+    std::vector<uint8_t> cond(static_cast<size_t>(num_elements(cs)));
+    for (auto& x : cond) x = static_cast<uint8_t>(pick(rng, 0, 1));
+    auto a = uniform(rng, num_elements(as), -2, 2);
+    auto b = uniform(rng, num_elements(bs), -2, 2);
+    CaseGraph cg;
+    TensorId ci = cg.input("cond", cs, DType::boolean, cond);
+    TensorId ai = cg.input_f32("a", as, a), bi = cg.input_f32("b", bs, b);
+    Case c = cg.finish("select " + shape_str(cs) + " ? " + shape_str(as) + " : " + shape_str(bs), OpKind::select, {ci, ai, bi}, {});
+    for (int64_t i = 0; i < num_elements(ab); ++i) {
+      const double v = cond[bcast_index(ab, cs, i)] ? a[bcast_index(ab, as, i)] : b[bcast_index(ab, bs, i)];
+      c.expected.push_back(v);
+      c.magnitude.push_back(std::fabs(v));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
 }
 
 // Unary ops: y = f(x) on a random shape; magnitude |y| + |x f'(x)| covers a rounded input.
@@ -155,6 +240,10 @@ TESSERA_CONFORMANCE_CASES(gelu) {
 TESSERA_CONFORMANCE_CASES(exp) { return unary_cases(rng, OpKind::exp, [](double x) { return std::exp(x); }, -4, 4); }
 TESSERA_CONFORMANCE_CASES(sqrt) { return unary_cases(rng, OpKind::sqrt, [](double x) { return std::sqrt(x); }, 0.01f, 4); }
 TESSERA_CONFORMANCE_CASES(rsqrt) { return unary_cases(rng, OpKind::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1f, 4); }
+TESSERA_CONFORMANCE_CASES(abs) { return unary_cases(rng, OpKind::abs, [](double x) { return std::fabs(x); }, -4, 4); }
+TESSERA_CONFORMANCE_CASES(neg) { return unary_cases(rng, OpKind::neg, [](double x) { return -x; }, -4, 4); }
+TESSERA_CONFORMANCE_CASES(square) { return unary_cases(rng, OpKind::square, [](double x) { return x * x; }, -4, 4); }
+TESSERA_CONFORMANCE_CASES(log) { return unary_cases(rng, OpKind::log, [](double x) { return std::log(x); }, 0.01f, 8); }
 
 // cast: f32 -> i32 (truncates), f32 -> f16, i32 -> f32, u8 -> i32.
 TESSERA_CONFORMANCE_CASES(cast) {

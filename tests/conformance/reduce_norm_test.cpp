@@ -5,7 +5,7 @@
 namespace tessera::conformance {
 namespace {
 
-enum class Red { mean, sum, max };
+enum class Red { mean, sum, max, min, prod };
 
 std::vector<Case> reduce_cases(Rng& rng, OpKind op, Red kind) {
   std::vector<Case> cases;
@@ -19,13 +19,17 @@ std::vector<Case> reduce_cases(Rng& rng, OpKind op, Red kind) {
     const bool keep = variant == 1;
     std::vector<bool> red(rank, false);
     for (int64_t a : axes) red[a < 0 ? a + rank : a] = true;
+    // Products stay near 1 in magnitude: inputs in [0.5, 1.5] with random signs.
     auto x = uniform(rng, num_elements(s), -2, 2);
+    if (kind == Red::prod)
+      for (float& v : x) v = (v < 0 ? -1.0f : 1.0f) * (0.5f + std::fabs(v) / 2);
     CaseGraph cg;
     Case c = cg.finish(std::string(op_name(op)) + " " + shape_str(s) + " axes " + shape_str(axes), op,
                        {cg.input_f32("x", s, x)}, {{"axes", axes}, {"keep_dims", int64_t{keep}}});
     // Output index of each input element: the row-major index over the kept dims.
     const int64_t n_out = out_elements(c);
-    std::vector<double> acc(n_out, kind == Red::max ? -1e300 : 0.0), mag(n_out, 0.0);
+    std::vector<double> acc(n_out, kind == Red::max ? -1e300 : kind == Red::min ? 1e300 : kind == Red::prod ? 1.0 : 0.0),
+        mag(n_out, kind == Red::prod ? 1.0 : 0.0);
     std::vector<int64_t> cnt(n_out, 0);
     for (int64_t i = 0; i < num_elements(s); ++i) {
       int64_t rem = i, o = 0, stride = 1;
@@ -37,13 +41,21 @@ std::vector<Case> reduce_cases(Rng& rng, OpKind op, Red kind) {
           stride *= s[d];
         }
       }
-      acc[o] = kind == Red::max ? std::max(acc[o], static_cast<double>(x[i])) : acc[o] + x[i];
-      mag[o] += std::fabs(x[i]);
+      switch (kind) {
+        case Red::max: acc[o] = std::max(acc[o], static_cast<double>(x[i])); break;
+        case Red::min: acc[o] = std::min(acc[o], static_cast<double>(x[i])); break;
+        case Red::prod: acc[o] *= x[i]; break;
+        default: acc[o] += x[i];
+      }
+      if (kind == Red::prod) mag[o] *= std::fabs(x[i]);
+      else mag[o] += std::fabs(x[i]);
       cnt[o]++;
     }
     for (int64_t o = 0; o < n_out; ++o) {
       c.expected.push_back(kind == Red::mean ? acc[o] / cnt[o] : acc[o]);
-      c.magnitude.push_back(kind == Red::mean ? mag[o] / cnt[o] : kind == Red::max ? std::fabs(acc[o]) : mag[o]);
+      c.magnitude.push_back(kind == Red::mean                        ? mag[o] / cnt[o]
+                            : kind == Red::max || kind == Red::min ? std::fabs(acc[o])
+                                                                   : mag[o]);
       c.accum = std::max(c.accum, cnt[o]);
     }
     cases.push_back(std::move(c));
@@ -54,6 +66,8 @@ std::vector<Case> reduce_cases(Rng& rng, OpKind op, Red kind) {
 TESSERA_CONFORMANCE_CASES(mean) { return reduce_cases(rng, OpKind::mean, Red::mean); }
 TESSERA_CONFORMANCE_CASES(sum) { return reduce_cases(rng, OpKind::sum, Red::sum); }
 TESSERA_CONFORMANCE_CASES(reduce_max) { return reduce_cases(rng, OpKind::reduce_max, Red::max); }
+TESSERA_CONFORMANCE_CASES(reduce_min) { return reduce_cases(rng, OpKind::reduce_min, Red::min); }
+TESSERA_CONFORMANCE_CASES(reduce_prod) { return reduce_cases(rng, OpKind::reduce_prod, Red::prod); }
 
 // softmax over the last axis or an inner axis, with beta, and with a causal mask [T, T]
 // broadcast over heads [H, T, T] (as attention uses it).

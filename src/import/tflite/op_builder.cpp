@@ -71,6 +71,31 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SVDF, 3},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
+    // Math builtins (op_builder_math.cpp): v2 adds int8 (ABS, RSQRT), v3 int16 (ABS).
+    {T::BuiltinOperator_ABS, 3},              {T::BuiltinOperator_NEG, 1},
+    {T::BuiltinOperator_SQUARE, 1},           {T::BuiltinOperator_RSQRT, 2},
+    {T::BuiltinOperator_EXP, 1},              {T::BuiltinOperator_LOG, 1},
+    // v2 int8 (SQUARED_DIFFERENCE; the comparisons, whose v3 adds strings, refused by dtype).
+    {T::BuiltinOperator_SQUARED_DIFFERENCE, 2}, {T::BuiltinOperator_POW, 1},
+    {T::BuiltinOperator_EQUAL, 3},            {T::BuiltinOperator_NOT_EQUAL, 3},
+    {T::BuiltinOperator_LESS, 2},             {T::BuiltinOperator_LESS_EQUAL, 2},
+    {T::BuiltinOperator_GREATER, 2},          {T::BuiltinOperator_GREATER_EQUAL, 2},
+    // v1 takes every dtype (the interpreter's select.cc copies values); v2 only marks int8,
+    // uint8 and int16 models for newer runtimes.
+    {T::BuiltinOperator_SELECT_V2, 2},
+    // v1 f32 (and u8 for the max / min), v2 int8, v3 int16 (REDUCE_MAX / REDUCE_MIN); SUM
+    // v2 int8 / uint8; REDUCE_PROD v2 int8 / int16.
+    {T::BuiltinOperator_SUM, 2},              {T::BuiltinOperator_REDUCE_MAX, 3},
+    {T::BuiltinOperator_REDUCE_MIN, 3},       {T::BuiltinOperator_REDUCE_PROD, 2},
+    // v1 f32 / u8, v2 int8 (the data is moved, not rescaled).
+    {T::BuiltinOperator_DEPTH_TO_SPACE, 2},   {T::BuiltinOperator_SPACE_TO_DEPTH, 2},
+    // v1 f32 / u8, v2 int8 (values are copied).
+    {T::BuiltinOperator_MIRROR_PAD, 2},
+    // TILE v2 int8; BROADCAST_TO v2 int8, v3 int16 (values are copied).
+    {T::BuiltinOperator_TILE, 2},             {T::BuiltinOperator_BROADCAST_TO, 3},
+    // f32 / i32 / i64 forms (FILL v1, ZEROS_LIKE v1); SHAPE v1 (i32 / i64 output).
+    {T::BuiltinOperator_FILL, 1},             {T::BuiltinOperator_ZEROS_LIKE, 1},
+    {T::BuiltinOperator_SHAPE, 1},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -511,15 +536,45 @@ Status build_softmax(OpSite& s) {
   return build_unary(s, OpKind::softmax, {{"axis", int64_t{-1}}, {"beta", beta}});
 }
 
-Status build_mean(OpSite& s) {
+// MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD: constant axes (input 1, int32) within the
+// input's rank, ReducerOptions.keep_dims. Quantized forms as TFLite's reduce.cc takes them:
+// MEAN and SUM u8 / i8; REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
+// on the output (the codes are compared); REDUCE_PROD i8 / i16.
+Status build_reduce(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   TS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, s.const_input(1));
+  const Graph& g = s.cx.graph;
+  const Tensor& xt = g.tensor(x);
+  const Tensor& yt = g.tensor(y);
   if (axes.empty()) return s.fail("no reduction axes");
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
+  for (int64_t a : axes)
+    if (a < -rank || a >= rank)
+      return s.fail("axis " + std::to_string(a) + " is outside input '" + xt.name + "' of rank " + std::to_string(rank));
+  if (xt.dtype != yt.dtype)
+    return s.fail(std::string("input '") + xt.name + "' is " + dtype_name(xt.dtype) + " but output '" + yt.name + "' is " +
+                  dtype_name(yt.dtype));
+  if (xt.dtype != DType::f32) {
+    const bool max_min = kind == OpKind::reduce_max || kind == OpKind::reduce_min;
+    const bool ok = is_quant(xt) && !xt.quant.per_axis() &&
+                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod
+                                            : xt.dtype == DType::i8 || kind != OpKind::reduce_prod);
+    if (!ok)
+      return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) +
+                    (is_quant(xt) ? "" : " without quantization parameters") +
+                    " is not supported (f32; " +
+                    (max_min ? "u8, i8 or i16" : kind == OpKind::reduce_prod ? "i8 or i16" : "u8 or i8") +
+                    " quantized per tensor)");
+    TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+    if (yt.quant.per_axis()) return s.fail("output '" + yt.name + "' has per-axis quantization");
+    if (max_min && xt.quant != yt.quant)
+      return s.fail("output '" + yt.name + "' must have the quantization of input '" + xt.name +
+                    "' (TFLite compares codes)");
+  }
   const auto* o = s.op->builtin_options_as_ReducerOptions();
-  TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
-  return s.add(OpKind::mean, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});
+  return s.add(kind, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});
 }
 
 Status build_quantize(OpSite& s) {
@@ -603,6 +658,8 @@ Status build_custom_operator(OpSite& s);
 Status build_svdf(OpSite& s);
 // Implemented in op_builder_rnn.cpp.
 Status build_unidirectional_sequence_lstm(OpSite& s);
+// Implemented in op_builder_math.cpp.
+Status build_math_operator(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -617,6 +674,21 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_DIV: return build_binary(s, OpKind::div);
     case T::BuiltinOperator_FLOOR_DIV: return build_binary(s, OpKind::floor_div);
     case T::BuiltinOperator_SQRT: return build_unary(s, OpKind::sqrt);
+    case T::BuiltinOperator_ABS:
+    case T::BuiltinOperator_NEG:
+    case T::BuiltinOperator_SQUARE:
+    case T::BuiltinOperator_RSQRT:
+    case T::BuiltinOperator_EXP:
+    case T::BuiltinOperator_LOG:
+    case T::BuiltinOperator_SQUARED_DIFFERENCE:
+    case T::BuiltinOperator_POW:
+    case T::BuiltinOperator_EQUAL:
+    case T::BuiltinOperator_NOT_EQUAL:
+    case T::BuiltinOperator_LESS:
+    case T::BuiltinOperator_LESS_EQUAL:
+    case T::BuiltinOperator_GREATER:
+    case T::BuiltinOperator_GREATER_EQUAL:
+    case T::BuiltinOperator_SELECT_V2: return build_math_operator(s);
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);
@@ -630,7 +702,11 @@ Status build_operator(OpSite& s) {
       const auto* o = s.op->builtin_options_as_LeakyReluOptions();
       return build_unary(s, OpKind::leaky_relu, {{"alpha", double{o ? o->alpha() : 0.0f}}});
     }
-    case T::BuiltinOperator_MEAN: return build_mean(s);
+    case T::BuiltinOperator_MEAN: return build_reduce(s, OpKind::mean);
+    case T::BuiltinOperator_SUM: return build_reduce(s, OpKind::sum);
+    case T::BuiltinOperator_REDUCE_MAX: return build_reduce(s, OpKind::reduce_max);
+    case T::BuiltinOperator_REDUCE_MIN: return build_reduce(s, OpKind::reduce_min);
+    case T::BuiltinOperator_REDUCE_PROD: return build_reduce(s, OpKind::reduce_prod);
     case T::BuiltinOperator_QUANTIZE: return build_quantize(s);
     case T::BuiltinOperator_TRANSPOSE_CONV: return build_transpose_conv(s);
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);

@@ -1,6 +1,6 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
-// max, cast).
+// max, cast). DEPTH_TO_SPACE, MIRROR_PAD, TILE, FILL and the like: op_builder_movement.cpp.
 // Shape operands must be constants: Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
@@ -334,6 +334,9 @@ Status build_cast(OpSite& s) {
 
 }  // namespace
 
+// Implemented in op_builder_movement.cpp.
+Status build_movement_operator(OpSite& s);
+
 Status build_shape_operator(OpSite& s) {
   switch (s.code) {
     case T::BuiltinOperator_RESHAPE:
@@ -355,8 +358,7 @@ Status build_shape_operator(OpSite& s) {
     case T::BuiltinOperator_RESIZE_NEAREST_NEIGHBOR: return build_resize(s, false);
     case T::BuiltinOperator_ARG_MAX: return build_arg_max(s);
     case T::BuiltinOperator_CAST: return build_cast(s);
-    default:
-      return error(StatusCode::unsupported, "tflite ", s.label, ": operator is not supported");
+    default: return build_movement_operator(s);
   }
 }
 

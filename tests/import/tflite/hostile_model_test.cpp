@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "fixtures.h"
@@ -166,6 +167,33 @@ TEST(HostileTflite, StructuredCorruptionsOfTheLstmModelsFailCleanly) {
   int imported = 0, refused = 0;
   for (const auto& v : variants) (import_and_run(v, true) ? imported : refused)++;
   std::printf("[hostile] LSTM models: %d variants imported, %d refused\n", imported, refused);
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(imported, 10);
+}
+
+// The same corruptions of the one-op fuzz seeds of the reductions and data-movement
+// builtins (fuzz/regressions/tflite_fuzz, written by single_op_seeds_test.cpp): SUM,
+// REDUCE_*, DEPTH_TO_SPACE, MIRROR_PAD, TILE, BROADCAST_TO, FILL, ZEROS_LIKE, SHAPE.
+TEST(HostileTflite, StructuredCorruptionsOfTheSingleOpSeedsFailCleanly) {
+  const char* env = std::getenv("TESSERA_SOURCE_DIR");
+  const std::filesystem::path dir =
+      (env ? std::filesystem::path(env) : std::filesystem::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent (set TESSERA_SOURCE_DIR)";
+  std::vector<hostile::Variant> variants;
+  uint32_t seed = 77;
+  int seeds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("unidirectional_sequence_lstm", 0) == 0) continue;  // the LSTM test's
+    const hostile::Bytes m = testing::read_file(e.path().string());
+    hostile::add_tflite_edits(m, 200, variants);
+    hostile::add_truncations(m, 10, variants);
+    hostile::add_bit_flips(m, 60, seed++, variants);
+    ++seeds;
+  }
+  ASSERT_GE(seeds, 12);
+  int imported = 0, refused = 0;
+  for (const auto& v : variants) (import_and_run(v, true) ? imported : refused)++;
+  std::printf("[hostile] %d single-op seeds: %d variants imported, %d refused\n", seeds, imported, refused);
   EXPECT_GT(refused, 100);
   EXPECT_GT(imported, 10);
 }

@@ -1,6 +1,9 @@
-// Reference kernels: elementwise binary ops (add, sub, mul, div, maximum, minimum) with
-// numpy broadcasting and a fused activation, on f32 and on i32 (integer division
-// truncates toward zero; division by zero is an error).
+// Reference kernels: elementwise binary ops (add, sub, mul, div, maximum, minimum,
+// squared_difference, pow) with numpy broadcasting and a fused activation, on f32 and on
+// i32 (integer division truncates toward zero; division by zero is an error).
+#include <cmath>
+#include <type_traits>
+
 #include "backend/cpu/kernels/kernel_util.h"
 
 namespace tessera::cpu {
@@ -84,7 +87,10 @@ Status binary(KernelContext& c) {
   if (ta != tb || ta != ty)
     return kernel_error(c.n, std::string("operands must share one dtype, got ") + dtype_name(ta) + ", " +
                                  dtype_name(tb) + " -> " + dtype_name(ty));
-  TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
+  Activation act = Activation::none;
+  if constexpr (!requires { Op::kNoActivation; }) {
+    TS_ASSIGN_OR_RETURN(act, activation_of(c.n));
+  }
   if (ta == DType::f32) return binary_loop<float>(c, [](float x0, float x1) { return Op::template apply<float>(x0, x1); }, act);
   if (ta == DType::i32) {
     if constexpr (Op::kDivides) {
@@ -124,6 +130,26 @@ struct MinOp {
   template <typename T> static T apply(T a, T b) { return std::min(a, b); }
 };
 
+// squared_difference and pow take no fused activation (kNoActivation).
+struct SquaredDifferenceOp {
+  static constexpr bool kDivides = false, kNoActivation = true;
+  template <typename T> static T apply(T a, T b) { return (a - b) * (a - b); }
+};
+// f32: std::pow, as TFLite's pow.cc (reference_ops::Pow); i32: repeated multiplication
+// (pow.cc IntegerPow; the importer takes f32 POW only).
+struct PowOp {
+  static constexpr bool kDivides = false, kNoActivation = true;
+  template <typename T> static T apply(T a, T b) {
+    if constexpr (std::is_same_v<T, float>) {
+      return std::pow(a, b);
+    } else {
+      T r = 1;
+      for (T k = 0; k < b; ++k) r *= a;
+      return r;
+    }
+  }
+};
+
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
@@ -133,6 +159,8 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add(OpKind::div, KernelKind::plain, binary<DivOp>);
   t.add(OpKind::maximum, KernelKind::plain, binary<MaxOp>);
   t.add(OpKind::minimum, KernelKind::plain, binary<MinOp>);
+  t.add(OpKind::squared_difference, KernelKind::plain, binary<SquaredDifferenceOp>);
+  t.add(OpKind::pow, KernelKind::plain, binary<PowOp>);
 }
 
 }  // namespace tessera::cpu

@@ -17,6 +17,7 @@ void register_attention_kernels(KernelTable& t);     // attention.cpp
 void register_transpose_conv_kernels(KernelTable& t); // transpose_conv.cpp (f32 and quantized)
 void register_svdf_kernels(KernelTable& t);          // svdf.cpp (f32 and integer)
 void register_lstm_kernels(KernelTable& t);          // lstm.cpp (f32 and integer 8x8_16)
+void register_compare_select_kernels(KernelTable& t); // compare_select.cpp (plain and quantized)
 
 void register_plain_kernels(KernelTable& t) {
   register_elementwise_kernels(t);
@@ -33,6 +34,7 @@ void register_plain_kernels(KernelTable& t) {
   register_transpose_conv_kernels(t);
   register_svdf_kernels(t);
   register_lstm_kernels(t);
+  register_compare_select_kernels(t);
 }
 
 }  // namespace tessera::cpu

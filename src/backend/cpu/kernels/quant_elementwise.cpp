@@ -1,5 +1,6 @@
 // TFLite-exact quantized elementwise ops: add, sub, mul, maximum, minimum (numpy
-// broadcasting) and the activations relu, relu6, leaky_relu, logistic, tanh, hard_swish.
+// broadcasting), the activations relu, relu6, leaky_relu, logistic, tanh, hard_swish, and
+// abs, rsqrt, squared_difference.
 //
 // Formulas follow TFLite's kernels (add.cc / sub.cc / mul.cc / activations.cc Prepare and
 // the reference_ops / reference_integer_ops they call); where TFLite computes a multiplier
@@ -354,6 +355,74 @@ Status hard_swish(KernelContext& c) {
   return Status::Ok();
 }
 
+// ABS (elementwise.cc AbsEvalQuantized; i8, and i16 with zero points 0): |x - zi| as is
+// when the scales are equal, else rescaled by input / output scale (divided in float).
+Status abs_q(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_unary(c, true));
+  const DType t = c.out[0].dtype();
+  if (t == DType::u8) return kernel_error(c.n, "u8 is not supported (TFLite's ABS takes i8 and i16)");
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  if (t == DType::i16 && (zi != 0 || zo != 0)) return kernel_error(c.n, "i16 tensors need zero point 0");
+  const bool rescale = si != so;
+  const q::Multiplier m = rescale ? q::quantize_multiplier(static_cast<double>(si / so)) : q::Multiplier{};
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int32_t v = std::abs(q::load(c.in[0].data, t, i) - zi);
+    q::store(c.out[0].data, t, i, q::clamp((rescale ? q::multiply(v, m) : v) + zo, q::qmin(t), q::qmax(t)));
+  }
+  return Status::Ok();
+}
+
+// RSQRT (elementwise.cc RsqrtEvalQuantized, i8): 1 / sqrt(x - zi) in fixed point
+// (GetInvSqrtQuantizedMultiplierExp), then rescaled by 1 / (sqrt(si) so); x == zi gives 127,
+// and x < zi is an error, as in TFLite.
+Status rsqrt_q(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_unary(c));
+  if (c.out[0].dtype() != DType::i8) return kernel_error(c.n, "quantized rsqrt takes i8 (TFLite's RSQRT form)");
+  constexpr int kShift = 20;  // elementwise.cc: "Shift to keep value integer."
+  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
+  const q::Multiplier m = q::quantize_multiplier(1. / (std::sqrt(si) * so));  // sqrt and product in float
+  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
+  const int8_t* x = c.in[0].as<int8_t>();
+  int8_t* y = c.out[0].as<int8_t>();
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
+    const int32_t v = x[i] - zi;
+    if (v < 0) return kernel_error(c.n, "input '" + c.in[0].t->name + "' holds a negative value; rsqrt is defined for x >= 0");
+    if (v == 0) {
+      y[i] = 127;
+      continue;
+    }
+    const q::Multiplier inv = q::fp::inv_sqrt_multiplier_exp(v);
+    const int32_t data = q::multiply(1, inv.multiplier, inv.shift + kShift);
+    y[i] = static_cast<int8_t>(q::clamp(q::multiply(data, m.multiplier, m.shift - kShift) + zo, -128, 127));
+  }
+  return Status::Ok();
+}
+
+// SQUARED_DIFFERENCE on i8 (squared_difference.cc): both operands (x - zp) << 7 rescaled to
+// the doubled larger scale, the difference squared, then scaled to the output; every
+// multiplier must be below one (TFLite's QuantizeMultiplierSmallerThanOneExp).
+Status squared_difference_q(KernelContext& c) {
+  TS_RETURN_IF_ERROR(check_binary(c));
+  if (c.out[0].dtype() != DType::i8) return kernel_error(c.n, "quantized squared_difference takes i8 (TFLite's form)");
+  constexpr int kLeftShift = 7;  // squared_difference.cc: "left_shift = 7"
+  const float s1 = scale_of(c.in[0]), s2 = scale_of(c.in[1]), so = scale_of(c.out[0]);
+  const double twice_max = static_cast<float>(2 * std::max(s1, s2));
+  const double real_out = twice_max * twice_max / ((1 << kLeftShift * 2) * static_cast<double>(so));
+  if (!(real_out < 1.0))
+    return kernel_error(c.n, "output '" + c.out[0].t->name + "' scale is too small for TFLite's integer squared difference");
+  const q::Multiplier m1 = q::quantize_multiplier(s1 / twice_max), m2 = q::quantize_multiplier(s2 / twice_max);
+  const q::Multiplier mo = q::quantize_multiplier(real_out);
+  const int32_t z1 = zp_of(c.in[0]), z2 = zp_of(c.in[1]), zo = zp_of(c.out[0]);
+  const int8_t *a = c.in[0].as<int8_t>(), *b = c.in[1].as<int8_t>();
+  int8_t* y = c.out[0].as<int8_t>();
+  for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
+    const int32_t d = q::multiply((a[ia] - z1) * (1 << kLeftShift), m1) - q::multiply((b[ib] - z2) * (1 << kLeftShift), m2);
+    y[iy] = static_cast<int8_t>(q::clamp(q::multiply(d * d, mo) + zo, -128, 127));
+  });
+  return Status::Ok();
+}
+
 }  // namespace
 
 void register_quant_elementwise_kernels(KernelTable& t) {
@@ -368,6 +437,9 @@ void register_quant_elementwise_kernels(KernelTable& t) {
   t.add(OpKind::logistic, KernelKind::quant, logistic);
   t.add(OpKind::tanh, KernelKind::quant, tanh_q);
   t.add(OpKind::hard_swish, KernelKind::quant, hard_swish);
+  t.add(OpKind::abs, KernelKind::quant, abs_q);
+  t.add(OpKind::rsqrt, KernelKind::quant, rsqrt_q);
+  t.add(OpKind::squared_difference, KernelKind::quant, squared_difference_q);
 }
 
 }  // namespace tessera::cpu

@@ -1,5 +1,6 @@
-// Reference kernels: reductions (mean, sum, reduce_max over attr axes), softmax with an
-// optional additive mask, and arg_max. Sums are accumulated in double.
+// Reference kernels: reductions (mean, sum, reduce_max, reduce_min, reduce_prod over attr
+// axes), softmax with an optional additive mask, and arg_max. Sums and products are
+// accumulated in double.
 #include <limits>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -60,7 +61,7 @@ Result<DimList> reduced_axes(const KernelContext& c) {
   return red;
 }
 
-enum class Reduce { mean, sum, max };
+enum class Reduce { mean, sum, max, min, prod };
 
 template <Reduce kind>
 Status reduce(KernelContext& c) {
@@ -69,11 +70,14 @@ Status reduce(KernelContext& c) {
   ReduceMap map(c.in[0].shape(), red);
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
-  const double init = kind == Reduce::max ? -std::numeric_limits<double>::infinity() : 0.0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double init = kind == Reduce::max ? -kInf : kind == Reduce::min ? kInf : kind == Reduce::prod ? 1.0 : 0.0;
   thread_local std::vector<double> acc;  // capacity kept: a run allocates nothing
   acc.assign(static_cast<size_t>(map.out_elements()), init);
   map.for_each([&](int64_t i, int64_t o) {
     if constexpr (kind == Reduce::max) acc[o] = std::max(acc[o], static_cast<double>(x[i]));
+    else if constexpr (kind == Reduce::min) acc[o] = std::min(acc[o], static_cast<double>(x[i]));
+    else if constexpr (kind == Reduce::prod) acc[o] *= x[i];
     else acc[o] += x[i];
   });
   for (int64_t o = 0; o < map.out_elements(); ++o)
@@ -197,6 +201,8 @@ void register_reduce_kernels(KernelTable& t) {
   t.add(OpKind::mean, KernelKind::plain, reduce<Reduce::mean>);
   t.add(OpKind::sum, KernelKind::plain, reduce<Reduce::sum>);
   t.add(OpKind::reduce_max, KernelKind::plain, reduce<Reduce::max>);
+  t.add(OpKind::reduce_min, KernelKind::plain, reduce<Reduce::min>);
+  t.add(OpKind::reduce_prod, KernelKind::plain, reduce<Reduce::prod>);
   t.add(OpKind::softmax, KernelKind::plain, softmax);
   t.add(OpKind::arg_max, KernelKind::plain, arg_max);
   t.add(OpKind::arg_max, KernelKind::quant, arg_max);  // compares codes: valid for any scale > 0

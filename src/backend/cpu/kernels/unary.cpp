@@ -1,6 +1,6 @@
 // Reference kernels: elementwise unary ops on f32 (relu, relu6, leaky_relu, logistic, tanh,
-// hard_swish, silu, gelu, exp, rsqrt). Each is the textbook formula in float, defined once
-// in ops/unary_math.h.
+// hard_swish, silu, gelu, exp, rsqrt, abs, neg, square, log). Each is the textbook formula
+// in float, defined once in ops/unary_math.h.
 #include "backend/cpu/kernels/kernel_util.h"
 #include "convert/simd.h"
 #include "ops/unary_math.h"
@@ -57,7 +57,8 @@ Status unary_op(KernelContext& c) {
 
 void register_unary_kernels(KernelTable& t) {
   for (OpKind op : {OpKind::relu, OpKind::relu6, OpKind::leaky_relu, OpKind::logistic, OpKind::tanh,
-                    OpKind::hard_swish, OpKind::silu, OpKind::gelu, OpKind::exp, OpKind::rsqrt})
+                    OpKind::hard_swish, OpKind::silu, OpKind::gelu, OpKind::exp, OpKind::rsqrt,
+                    OpKind::abs, OpKind::neg, OpKind::square, OpKind::log})
     t.add(op, KernelKind::plain, unary_op);
 }
 

@@ -1,0 +1,180 @@
+// The one-op fuzz seeds of the builtins added with reductions and data movement
+// (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
+// (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
+// SHAPE (i32), written by single_op_model.h. The test
+// checks each file is the model this code writes (so a seed can be regenerated:
+// TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
+// with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
+// depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
+// tile_broadcast_oracle_test.cpp's and fill_shape_oracle_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "fixtures.h"
+#include "import/tflite/single_op_model.h"
+#include "import/tflite/tflite_importer.h"
+#include "tessera/session.h"
+
+namespace tessera {
+namespace {
+
+namespace T = ::tflite;
+namespace fs = std::filesystem;
+using testing::SingleOpModel;
+
+SingleOpModel reduce_model(T::BuiltinOperator code, int version, T::TensorType type, float scale, int64_t zp) {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", type, {2, 3, 4}), testing::constant("axes", T::TensorType_INT32, {2}, testing::int32_bytes({0, -1})),
+               testing::activation("y", type, {1, 3, 1})};
+  if (type != T::TensorType_FLOAT32)
+    for (size_t i : {0u, 2u}) {
+      m.tensors[i].scale = scale;
+      m.tensors[i].zero_point = zp;
+    }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = code;
+  m.version = version;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_ReducerOptions, T::CreateReducerOptions(fb, true).Union());
+  };
+  return m;
+}
+
+// x [1, 2, 2, 8] <-> y [1, 4, 4, 2], block 2.
+SingleOpModel depth_space_model(bool to_space, T::TensorType type) {
+  SingleOpModel m;
+  const std::vector<int32_t> deep = {1, 2, 2, 8}, wide = {1, 4, 4, 2};
+  m.tensors = {testing::activation("x", type, to_space ? deep : wide), testing::activation("y", type, to_space ? wide : deep)};
+  for (auto& t : m.tensors) {
+    t.scale = 0.03f;
+    t.zero_point = type == T::TensorType_UINT8 ? 128 : 1;
+  }
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = to_space ? T::BuiltinOperator_DEPTH_TO_SPACE : T::BuiltinOperator_SPACE_TO_DEPTH;
+  m.version = type == T::TensorType_INT8 ? 2 : 1;
+  m.options = [to_space](flatbuffers::FlatBufferBuilder& fb) {
+    if (to_space) return std::make_pair(T::BuiltinOptions_DepthToSpaceOptions, T::CreateDepthToSpaceOptions(fb, 2).Union());
+    return std::make_pair(T::BuiltinOptions_SpaceToDepthOptions, T::CreateSpaceToDepthOptions(fb, 2).Union());
+  };
+  return m;
+}
+
+// x u8 [3, 4] padded (1, 2) and (2, 1), REFLECT.
+SingleOpModel mirror_pad_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_UINT8, {3, 4}),
+               testing::constant("paddings", T::TensorType_INT32, {2, 2}, testing::int32_bytes({1, 2, 2, 1})),
+               testing::activation("y", T::TensorType_UINT8, {6, 7})};
+  for (size_t i : {0u, 2u}) {
+    m.tensors[i].scale = 0.02f;
+    m.tensors[i].zero_point = 100;
+  }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_MIRROR_PAD;
+  m.version = 1;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_MirrorPadOptions, T::CreateMirrorPadOptions(fb, T::MirrorPadMode_REFLECT).Union());
+  };
+  return m;
+}
+
+// TILE i8 [2, 3] by (2, 1); BROADCAST_TO f32 [3, 1] to [2, 3, 4].
+SingleOpModel tile_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_INT8, {2, 3}),
+               testing::constant("multiples", T::TensorType_INT32, {2}, testing::int32_bytes({2, 1})),
+               testing::activation("y", T::TensorType_INT8, {4, 3})};
+  for (size_t i : {0u, 2u}) {
+    m.tensors[i].scale = 0.02f;
+    m.tensors[i].zero_point = -5;
+  }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_TILE;
+  m.version = 2;
+  return m;
+}
+SingleOpModel broadcast_to_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_FLOAT32, {3, 1}),
+               testing::constant("shape", T::TensorType_INT32, {3}, testing::int32_bytes({2, 3, 4})),
+               testing::activation("y", T::TensorType_FLOAT32, {2, 3, 4})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_BROADCAST_TO;
+  m.version = 2;
+  return m;
+}
+
+// FILL f32 [2, 3] from a run-time scalar; ZEROS_LIKE i32 [4, 2]; SHAPE of f32 [2, 5, 3] as i32.
+SingleOpModel fill_model() {
+  SingleOpModel m;
+  m.tensors = {testing::constant("dims", T::TensorType_INT32, {2}, testing::int32_bytes({2, 3})),
+               testing::activation("value", T::TensorType_FLOAT32, {}), testing::activation("y", T::TensorType_FLOAT32, {2, 3})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_FILL;
+  m.version = 1;
+  return m;
+}
+SingleOpModel unary_model(T::BuiltinOperator code, T::TensorType in, std::vector<int32_t> x, std::vector<int32_t> y) {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", in, x), testing::activation("y", T::TensorType_INT32, y)};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = code;
+  m.version = 1;
+  if (code == T::BuiltinOperator_SHAPE)
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_ShapeOptions, T::CreateShapeOptions(fb, T::TensorType_INT32).Union());
+    };
+  return m;
+}
+
+TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
+  const char* env = std::getenv("TESSERA_SOURCE_DIR");
+  const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " is absent (set TESSERA_SOURCE_DIR)";
+  const bool write = std::getenv("TESSERA_WRITE_FUZZ_SEEDS") != nullptr;
+  const std::vector<std::pair<std::string, SingleOpModel>> seeds = {
+      {"reduce_sum_i8", reduce_model(T::BuiltinOperator_SUM, 2, T::TensorType_INT8, 0.05f, -3)},
+      {"reduce_max_f32", reduce_model(T::BuiltinOperator_REDUCE_MAX, 1, T::TensorType_FLOAT32, 0, 0)},
+      {"reduce_min_u8", reduce_model(T::BuiltinOperator_REDUCE_MIN, 1, T::TensorType_UINT8, 0.02f, 128)},
+      {"reduce_prod_i16", reduce_model(T::BuiltinOperator_REDUCE_PROD, 2, T::TensorType_INT16, 0.001f, 0)},
+      {"depth_to_space_u8", depth_space_model(true, T::TensorType_UINT8)},
+      {"space_to_depth_i8", depth_space_model(false, T::TensorType_INT8)},
+      {"mirror_pad_u8", mirror_pad_model()},
+      {"tile_i8", tile_model()},
+      {"broadcast_to_f32", broadcast_to_model()},
+      {"fill_f32", fill_model()},
+      {"zeros_like_i32", unary_model(T::BuiltinOperator_ZEROS_LIKE, T::TensorType_INT32, {4, 2}, {4, 2})},
+      {"shape_i32", unary_model(T::BuiltinOperator_SHAPE, T::TensorType_FLOAT32, {2, 5, 3}, {3})},
+  };
+  for (const auto& [name, m] : seeds) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> bytes = m.bytes();
+    const fs::path file = dir / name;
+    if (write) {
+      std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    std::ifstream f(file, std::ios::binary);
+    ASSERT_TRUE(f) << file << " is missing (TESSERA_WRITE_FUZZ_SEEDS=1 writes it)";
+    const std::vector<uint8_t> stored((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(stored, bytes) << file << " differs from the model this test writes";
+    auto g = tflite::load_tflite_buffer(ConstData::from_vector(stored));
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    SessionOptions so;
+    so.device = "cpu";
+    auto s = Session::create(std::move(*g), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
