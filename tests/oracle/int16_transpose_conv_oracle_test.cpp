@@ -9,8 +9,7 @@
 #include <functional>
 #include <optional>
 
-#include "import/tflite/single_op_model.h"
-#include "oracle/oracle.h"
+#include "oracle/op_checks.h"
 
 namespace tessera::oracle {
 namespace {
@@ -23,18 +22,7 @@ enum class Form { f32, u8, i8, i16 };
 
 const char* form_name(Form f) { return f == Form::f32 ? "f32" : f == Form::u8 ? "u8" : f == Form::i8 ? "i8" : "i16x8"; }
 
-int64_t count(const std::vector<int32_t>& s) {
-  int64_t n = 1;
-  for (int32_t d : s) n *= d;
-  return n;
-}
-
-template <typename V>
-std::vector<uint8_t> bytes_of(const std::vector<V>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(V));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+int64_t count(const std::vector<int32_t>& s) { return element_count(s); }
 
 T::TensorType act_type(Form f) {
   return f == Form::f32 ? T::TensorType_FLOAT32 : f == Form::u8 ? T::TensorType_UINT8 : f == Form::i8 ? T::TensorType_INT8 : T::TensorType_INT16;
@@ -101,60 +89,11 @@ float output_scale(Form f, float in_s, float w_s, int64_t k) {
   return in_s * w_s * std::sqrt(static_cast<float>(k)) * (f == Form::i16 ? 170.0f : 140.0f);
 }
 
-struct Check {
-  std::string name;
-  SingleOpModel model;
-  std::vector<std::vector<uint8_t>> inputs;
-  bool is_float = false;
-  // When set, the interpreter runs this model instead and `post` turns its output into the
-  // expected one (a fused activation the oracle's TFLite build predates: see below).
-  std::optional<SingleOpModel> oracle_model;
-  std::function<void(std::vector<uint8_t>&)> post;
-};
+using Check = OpCheck;
 
 void run_checks(std::vector<Check>& checks, const char* what) {
   TESSERA_REQUIRE_ORACLE(script);
-  TempDir dir(what);
-  std::vector<Job> jobs;
-  std::vector<std::vector<uint8_t>> models;
-  for (const Check& c : checks) {
-    models.push_back(c.model.bytes());
-    const fs::path file = dir.path / (c.name + ".tflite");
-    write_bytes(file, c.oracle_model ? c.oracle_model->bytes() : models.back());
-    jobs.push_back(Job{c.name, file.string(), c.inputs, {}});
-  }
-  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
-  for (size_t i = 0; i < checks.size(); ++i)
-    if (checks[i].post) checks[i].post(jobs[i].outputs[0]);
-  for (size_t i = 0; i < checks.size(); ++i) {
-    SCOPED_TRACE(checks[i].name);
-    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
-    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
-    ASSERT_EQ(outs->size(), 1u);
-    const std::vector<uint8_t>& got = (*outs)[0];
-    const std::vector<uint8_t>& want = jobs[i].outputs[0];
-    ASSERT_EQ(got.size(), want.size());
-    int64_t differ = 0;
-    if (checks[i].is_float) {
-      std::vector<float> a(got.size() / 4), b(want.size() / 4);
-      std::memcpy(a.data(), got.data(), got.size());
-      std::memcpy(b.data(), want.data(), want.size());
-      double m = 0;
-      for (float v : b) m = std::max(m, std::fabs(static_cast<double>(v)));
-      for (size_t k = 0; k < a.size(); ++k)
-        differ += !(std::fabs(static_cast<double>(a[k]) - b[k]) <= 1e-5 * std::max({std::fabs(static_cast<double>(a[k])), std::fabs(static_cast<double>(b[k])), m}));
-    } else {
-      std::string first;  // the first differing bytes, for the failure message
-      for (size_t k = 0; k < got.size(); ++k)
-        if (got[k] != want[k] && ++differ <= 6)
-          first += " @" + std::to_string(k) + ":" + std::to_string(got[k]) + "/" + std::to_string(want[k]);
-      if (differ) ADD_FAILURE() << checks[i].name << ": first differing bytes (Tessera/interpreter)" << first;
-    }
-    EXPECT_EQ(differ, 0) << checks[i].name << ": " << differ << " of " << got.size() << (checks[i].is_float ? " bytes (as floats)" : " bytes") << " differ";
-    // A comparison that cannot fail is no test: the interpreter's output must not be constant.
-    EXPECT_NE(std::count(want.begin(), want.end(), want[0]), static_cast<std::ptrdiff_t>(want.size())) << "constant output";
-    std::printf("[oracle] %s %-40s %zu bytes %s\n", what, checks[i].name.c_str(), got.size(), differ ? "DIFFER" : "match");
-  }
+  run_op_checks(checks, what);
 }
 
 struct TransposeCase {
