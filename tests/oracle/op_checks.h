@@ -103,6 +103,24 @@ inline int run_op_checks(const std::vector<OpCheck>& checks, const char* what) {
   return matched;
 }
 
+// For jobs the oracle has run (run_batch): Tessera's cpu output of models[i] must equal the
+// interpreter's byte for byte (operators that move values), and the interpreter's output
+// must not be constant (`check_constant`).
+inline void expect_jobs_byte_exact(const std::vector<Job>& jobs, const std::vector<std::vector<uint8_t>>& models,
+                                   const char* what, bool check_constant = true) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(jobs[i].name);
+    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    ASSERT_EQ(outs->size(), 1u);
+    const std::vector<uint8_t>& want = jobs[i].outputs[0];
+    EXPECT_EQ((*outs)[0], want) << jobs[i].name << " differs";
+    if (check_constant)
+      EXPECT_NE(std::count(want.begin(), want.end(), want[0]), static_cast<std::ptrdiff_t>(want.size())) << "constant output";
+    std::printf("[oracle] %s %-44s %zu bytes %s\n", what, jobs[i].name.c_str(), want.size(), (*outs)[0] == want ? "match" : "DIFFER");
+  }
+}
+
 // Expects Tessera to refuse `m` with a message containing every phrase.
 inline void expect_refused(const testing::SingleOpModel& m, const std::vector<std::string>& phrases) {
   auto r = run_tessera(m.bytes(), {}, "cpu");

@@ -5,8 +5,7 @@
 // operator and tensor name.
 #include <gtest/gtest.h>
 
-#include "import/tflite/single_op_model.h"
-#include "oracle/oracle.h"
+#include "oracle/op_checks.h"
 
 namespace tessera::oracle {
 namespace {
@@ -85,26 +84,10 @@ TEST(TfliteOracle, TileAndBroadcastToMatchTheInterpreter) {
       jobs.push_back(Job{name, file.string(), {in}, {}});
     }
   ASSERT_EQ(run_batch(script, dir.path, jobs), "");
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    SCOPED_TRACE(jobs[i].name);
-    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
-    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
-    ASSERT_EQ(outs->size(), 1u);
-    EXPECT_EQ((*outs)[0], jobs[i].outputs[0]) << jobs[i].name << " differs";
-    const std::vector<uint8_t>& want = jobs[i].outputs[0];
-    EXPECT_NE(std::count(want.begin(), want.end(), want[0]), static_cast<std::ptrdiff_t>(want.size())) << "constant output";
-    std::printf("[oracle] tile_broadcast %-40s %zu bytes %s\n", jobs[i].name.c_str(), want.size(), (*outs)[0] == want ? "match" : "DIFFER");
-  }
+  expect_jobs_byte_exact(jobs, models, "tile_broadcast");
 }
 
 TEST(TfliteOracle, TileAndBroadcastToRefusalsAreNamed) {
-  auto expect_refused = [](const SingleOpModel& m, std::vector<std::string> phrases) {
-    std::vector<std::vector<uint8_t>> inputs;
-    auto r = run_tessera(m.bytes(), inputs, "cpu");
-    ASSERT_FALSE(r.ok());
-    const std::string msg = r.status().to_string();
-    for (const std::string& p : phrases) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  };
   {  // multiples of another rank
     SingleOpModel m = model(true, Form::f32, {2, 3}, {2, 2});
     m.tensors[1] = testing::constant("multiples", T::TensorType_INT32, {3}, testing::int32_bytes({2, 2, 1}));
