@@ -8,6 +8,7 @@
 #include "tessera/device.h"
 #include "tessera/graph.h"
 #include "tessera/plan.h"
+#include "tessera/progress.h"
 
 namespace tessera {
 
@@ -15,6 +16,9 @@ struct SessionOptions {
   std::string device = "cpu";   // preferred device spec ("cpu", "tile:blackhole_p150a", "rknpu")
   DeviceOptions device_options; // passed to create_device (threads, weights, fidelity, ...)
   PlanOptions plan;
+  // Called while create() places the weights and compiles the programs (ProgressFn: the
+  // fraction done; false cancels with StatusCode::cancelled). Optional.
+  ProgressFn progress;
 };
 
 // Devices plus the tensors that outlive one plan: weights and state, keyed by tensor name,

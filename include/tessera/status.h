@@ -22,6 +22,7 @@ enum class StatusCode {
   out_of_range,       // index, region or offset outside its bounds
   io_error,           // file system or kernel interface failure
   internal,           // a broken invariant inside Tessera (a bug)
+  cancelled,          // the caller's callback asked to stop (a load's progress callback)
 };
 
 const char* status_code_name(StatusCode code);

@@ -32,7 +32,8 @@ typedef enum tessera_status {
   TESSERA_OUT_OF_MEMORY = 4,    /* a device's capacity or largest allocation exceeded */
   TESSERA_OUT_OF_RANGE = 5,     /* an index, region or offset outside its bounds */
   TESSERA_IO_ERROR = 6,         /* file system or kernel interface failure */
-  TESSERA_INTERNAL = 7          /* a broken invariant inside Tessera (a bug) */
+  TESSERA_INTERNAL = 7,         /* a broken invariant inside Tessera (a bug) */
+  TESSERA_CANCELLED = 8         /* a callback of the caller's asked to stop (load progress) */
 } tessera_status;
 
 /* Element types, in the order of tessera::DType. */
@@ -136,6 +137,10 @@ void tessera_generate_options_init(tessera_generate_options* options);
  * nonzero to continue, 0 to stop. */
 typedef int (*tessera_piece_callback)(const char* piece, size_t size, void* user);
 
+/* Called while a model loads with the fraction done (0 to 1, never decreasing, 1 at the
+ * end); return nonzero to continue, 0 to cancel (the load then fails with TESSERA_CANCELLED). */
+typedef int (*tessera_progress_callback)(double fraction, void* user);
+
 /* `device` NULL: "cpu"; `context` 0: the file's context length (at most 4096). */
 tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out);
 /* The options of tessera_lm_load_with; tessera_lm_options_init sets the defaults. */
@@ -147,6 +152,8 @@ typedef struct tessera_lm_options {
   int64_t offload_layers;      /* >= 0: the first N layers on `device`, the rest on the cpu; -1 (default): all on `device` where supported */
   const char* kv_type;         /* KV cache of the cpu layers: "f16" (default, also for NULL), "f32" or "q8_0" */
   const char* chat_template;   /* NULL or "": the file's; else a family name or a Jinja file */
+  tessera_progress_callback progress; /* NULL (default) or called while the model loads */
+  void* progress_user;         /* passed to `progress` */
 } tessera_lm_options;
 
 void tessera_lm_options_init(tessera_lm_options* options);

@@ -487,7 +487,7 @@ PYBIND11_MODULE(_tessera, m) {
   py::class_<LanguageModel, std::shared_ptr<LanguageModel>>(m, "LanguageModel", "A GGUF llama / qwen2 model")
       .def(py::init([](const std::string& path, const std::string& device, int64_t context, int64_t batch,
                        std::optional<int> threads, const std::string& kv_type, int64_t offload_layers,
-                       const std::string& chat_template, bool mmap) {
+                       const std::string& chat_template, bool mmap, py::object progress) {
              LanguageModelOptions lo;
              lo.session = session_options(device, threads, {});
              lo.context = context;
@@ -499,12 +499,30 @@ PYBIND11_MODULE(_tessera, m) {
              else if (kv_type == "f32") lo.kv_type = DType::f32;
              else if (kv_type == "q8_0") lo.kv_type = DType::q8_0;
              else raise(error(StatusCode::invalid_argument, "kv_type takes 'f16', 'f32' or 'q8_0', got '", kv_type, "'"));
-             py::gil_scoped_release release;
-             return std::shared_ptr<LanguageModel>(take(LanguageModel::load(path, lo)));
+             // progress(fraction) is called while the file loads; returning False cancels
+             // (tessera.Error "cancelled"), an exception it raises is raised from here.
+             std::optional<py::error_already_set> raised;
+             if (!progress.is_none())
+               lo.session.progress = [&progress, &raised](double f) {
+                 py::gil_scoped_acquire gil;
+                 try {
+                   py::object r = progress(f);
+                   return r.is_none() || r.cast<bool>();
+                 } catch (py::error_already_set& e) {
+                   raised.emplace(std::move(e));
+                   return false;
+                 }
+               };
+             Result<std::unique_ptr<LanguageModel>> lm = [&] {
+               py::gil_scoped_release release;
+               return LanguageModel::load(path, lo);
+             }();
+             if (raised) throw std::move(*raised);
+             return std::shared_ptr<LanguageModel>(take(std::move(lm)));
            }),
            py::arg("path"), py::arg("device") = "cpu", py::arg("context") = 0, py::arg("batch") = 32,
            py::arg("threads") = py::none(), py::arg("kv_type") = "f16", py::arg("offload_layers") = -1,
-           py::arg("chat_template") = "", py::arg("mmap") = false)
+           py::arg("chat_template") = "", py::arg("mmap") = false, py::arg("progress") = py::none())
       .def("tokenize", &LanguageModel::tokenize, py::arg("text"), py::arg("add_bos") = true,
            py::arg("parse_special") = false)
       .def("detokenize", &LanguageModel::detokenize, py::arg("ids"))

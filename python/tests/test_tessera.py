@@ -122,6 +122,27 @@ def test_language_model_reuse_early_stop_and_tokens():
     assert "top-p" in str(e.value)
 
 
+def test_language_model_load_progress_and_cancel():
+    path = str(fixture("models/gguf/qwen2-256d-2L-Q4_K_M-embQ3_K.gguf"))
+    seen = []
+    lm = tessera.LanguageModel(path, progress=seen.append)  # None from it continues
+    assert lm.vocab_size > 0
+    assert len(seen) >= 4 and seen[-1] == 1.0 and seen == sorted(seen)
+    calls = []
+    with pytest.raises(tessera.Error) as e:
+        tessera.LanguageModel(path, progress=lambda f: calls.append(f) or len(calls) < 2)
+    assert "cancelled" in str(e.value) and len(calls) == 2
+
+    class Stop(Exception):
+        pass
+
+    def raising(f):
+        raise Stop()
+
+    with pytest.raises(Stop):  # an exception in the callback comes out of the constructor
+        tessera.LanguageModel(path, progress=raising)
+
+
 def test_language_model_options_feed_chat_and_stop():
     path = str(fixture("models/gguf/kquant/kq-llama-256d-4L-Q8_0.gguf"))  # head size 32, for q8_0
     lm = tessera.LanguageModel(path, kv_type="q8_0")

@@ -87,15 +87,20 @@ Result<std::unique_ptr<LanguageModel>> LanguageModel::load(const std::string& pa
   TS_RETURN_IF_ERROR(check_options(opts));
   auto shared = std::make_shared<LanguageModelShared>();
   shared->opts = opts;
-  TS_ASSIGN_OR_RETURN(shared->model,
-                      gguf::LlamaModel::open(path, opts.mmap ? gguf::File::Load::map : gguf::File::Load::read));
+  // Progress (opts.session.progress): reading and checking the file, then the sessions.
+  const ProgressPart progress(&opts.session.progress, 0.0, 1.0);
+  TS_ASSIGN_OR_RETURN(shared->model, gguf::LlamaModel::open(path, opts.mmap ? gguf::File::Load::map : gguf::File::Load::read,
+                                                            progress.sub(0.0, 0.7)));
   if (opts.context > 0) TS_RETURN_IF_ERROR(shared->model->set_context(opts.context));
   shared->model->set_input_rounding(opts.round_matmul_inputs);
   TS_RETURN_IF_ERROR(resolve_chat_template(*shared));
   describe(*shared);
   std::unique_ptr<LanguageModel> lm(new LanguageModel());
-  TS_ASSIGN_OR_RETURN(lm->impl_->gen, make_generator(*shared->model, opts));
+  LanguageModelOptions gen_opts = opts;
+  gen_opts.session.progress = progress.sub(0.7, 1.0).as_fn();
+  TS_ASSIGN_OR_RETURN(lm->impl_->gen, make_generator(*shared->model, gen_opts));
   lm->impl_->kv_type = opts.kv_type;
+  shared->opts.session.progress = nullptr;  // the caller's callback may not outlive load()
   lm->impl_->shared = std::move(shared);
   return lm;
 }

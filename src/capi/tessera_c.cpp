@@ -33,6 +33,7 @@ static_assert(static_cast<int>(tessera::DType::q6_k) == TESSERA_Q6_K, "tessera_d
 static_assert(static_cast<int>(tessera::DType::iq4_xs) == TESSERA_IQ4_XS, "tessera_dtype follows tessera::DType");
 static_assert(static_cast<int>(tessera::DType::boolean) == TESSERA_BOOL, "tessera_dtype follows tessera::DType");
 static_assert(static_cast<int>(StatusCode::internal) == TESSERA_INTERNAL, "tessera_status follows StatusCode");
+static_assert(static_cast<int>(StatusCode::cancelled) == TESSERA_CANCELLED, "tessera_status follows StatusCode");
 static_assert(static_cast<int>(StatusCode::out_of_range) == TESSERA_OUT_OF_RANGE, "tessera_status follows StatusCode");
 
 thread_local std::string g_last_error;
@@ -88,8 +89,9 @@ const char* tessera_version(void) { return TESSERA_VERSION_STRING; }
 const char* tessera_last_error(void) { return g_last_error.c_str(); }
 const char* tessera_status_name(tessera_status status) {
   static const char* const names[] = {"ok",           "invalid_argument", "not_found", "unsupported",
-                                      "out_of_memory", "out_of_range",     "io_error",  "internal"};
-  if (status < TESSERA_OK || status > TESSERA_INTERNAL) return "unknown";
+                                      "out_of_memory", "out_of_range",     "io_error",  "internal",
+                                      "cancelled"};
+  if (status < TESSERA_OK || status > TESSERA_CANCELLED) return "unknown";
   return names[status];
 }
 const char* tessera_dtype_name(tessera_dtype dtype) {
@@ -304,6 +306,8 @@ void tessera_lm_options_init(tessera_lm_options* options) {
   options->offload_layers = d.offload_layers;
   options->kv_type = nullptr;
   options->chat_template = nullptr;
+  options->progress = nullptr;
+  options->progress_user = nullptr;
 }
 
 tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out) {
@@ -329,6 +333,8 @@ tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* 
                       "kv_type takes \"f16\", \"f32\" or \"q8_0\", got \"" + kv + "\"");
     lo.kv_type = kv == "f16" ? tessera::DType::f16 : kv == "f32" ? tessera::DType::f32 : tessera::DType::q8_0;
     lo.chat_template = o.chat_template ? o.chat_template : "";
+    if (o.progress)
+      lo.session.progress = [cb = o.progress, user = o.progress_user](double f) { return cb(f, user) != 0; };
     auto lm = tessera::LanguageModel::load(path, lo);
     if (!lm.ok()) return fail(lm.status());
     *out = new tessera_lm{std::move(*lm)};

@@ -15,6 +15,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::out_of_range: return "out of range";
     case StatusCode::io_error: return "I/O error";
     case StatusCode::internal: return "internal error";
+    case StatusCode::cancelled: return "cancelled";
   }
   return "unknown";
 }

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Session>> Session::create(Graph g, const SessionOptions& 
   }
   TS_ASSIGN_OR_RETURN(s->plan_, plan_graph(std::move(g), s->shared_->devices, opts.plan));
   TS_RETURN_IF_ERROR(s->prepare(share));
+  s->opts_.progress = nullptr;  // the caller's callback may not outlive create()
   return s;
 }
 
@@ -70,6 +71,28 @@ Status Session::prepare(const Session* share) {
       arenas_[d].push_back(al);
     }
   }
+  // Progress (SessionOptions::progress) counts the bytes of the weights uploaded here and,
+  // for each program compiled, the bytes of the constants it packs plus a nominal 64 KiB.
+  const ProgressPart progress(&opts_.progress, 0.0, 1.0);
+  constexpr double kCompileUnit = 65536;
+  double total = 0, done = 0;
+  auto step_units = [&](const std::vector<int>& nodes) {
+    double u = kCompileUnit;
+    for (int i : nodes)
+      for (TensorId id : g.nodes()[i].inputs)
+        if (id != kNoTensor && plan_.tensors[id].in_program && g.tensor(id).role == Role::weight)
+          u += static_cast<double>(plan_.tensors[id].bytes);
+    return u;
+  };
+  if (progress.active()) {
+    for (const Tensor& t : g.tensors()) {
+      const TensorPlacement& tp = plan_.tensors[t.id];
+      if (tp.device < 0 || tp.alias != kNoTensor || tp.in_program || !tp.resident || t.role != Role::weight) continue;
+      if (!shared_->resident.count(resident_key(t, *plan_.devices[tp.device], tp.format)))
+        total += static_cast<double>(tp.bytes);
+    }
+  }
+  TS_RETURN_IF_ERROR(progress.report(0.0, "session"));
   // Placements; resident tensors are allocated (or shared) and filled.
   placements_.resize(g.tensors().size());
   for (const Tensor& t : g.tensors()) {
@@ -90,6 +113,8 @@ Status Session::prepare(const Session* share) {
       if (t.role == Role::weight) {
         TS_RETURN_IF_ERROR(dev->write(pl, Region::whole(), ConstHostView{t.data->data, t.host_format()})
                                .with_context("uploading weight '" + t.name + "'"));
+        done += static_cast<double>(tp.bytes);
+        TS_RETURN_IF_ERROR(progress.report(total > 0 ? done / total : 0.0, "uploading weight '" + t.name + "'"));
       } else {
         TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
         std::vector<uint8_t> zeros(hb, 0);
@@ -120,6 +145,9 @@ Status Session::prepare(const Session* share) {
     if (steps_.empty() || steps_.back().transfer != tr || steps_.back().device != dev) steps_.push_back({dev, {}, tr});
     steps_.back().nodes.push_back(static_cast<int>(i));
   }
+  if (progress.active())
+    for (const Step& st : steps_)
+      if (!st.transfer) total += step_units(st.nodes);
   for (const Step& st : steps_) {
     if (st.transfer) {
       // Transfers stage through one host buffer, sized here so that run() allocates nothing.
@@ -140,6 +168,10 @@ Status Session::prepare(const Session* share) {
     }
     TS_ASSIGN_OR_RETURN(auto prog, plan_.devices[st.device]->compile(seg));
     programs_.push_back(std::move(prog));
+    if (progress.active()) {
+      done += step_units(st.nodes);
+      TS_RETURN_IF_ERROR(progress.report(done / total, "compiling for " + plan_.devices[st.device]->name()));
+    }
   }
   // Each step's bindings and a profile slot per node are fixed here, so that run() only
   // executes: no maps built, no strings made, nothing allocated.
@@ -175,7 +207,7 @@ Status Session::prepare(const Session* share) {
   timings_.reserve(node_slots);
   stats_.nodes.reserve(node_slots);
   (void)share;
-  return Status::Ok();
+  return progress.report(1.0, "session");
 }
 
 std::vector<std::string> Session::program_summaries() const {

@@ -1,5 +1,6 @@
 #include "serve/model_pool.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 
@@ -30,7 +31,16 @@ std::vector<TensorSpec> specs(const Graph& g, const std::vector<TensorId>& ids) 
 
 }  // namespace
 
-Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config, Metrics& metrics) {
+Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config, Metrics& metrics,
+                                                       const ProgressFn& progress) {
+  // The first slot reads the file and places the weights (most of the time); the others
+  // share them and only compile.
+  const ProgressPart whole(&progress, 0.0, 1.0);
+  auto slot_part = [&](int k) {
+    if (k == 0) return whole.sub(0.0, 0.9);
+    const double w = 0.1 / std::max(1, config.parallel - 1);
+    return whole.sub(0.9 + w * (k - 1), 0.9 + w * k);
+  };
   std::unique_ptr<ServedModel> m(new ServedModel(config, metrics));
   const std::string what = "model '" + config.name + "' ('" + config.path + "')";
   if (config.parallel < 1) return error(StatusCode::invalid_argument, what, ": --parallel must be at least 1");
@@ -47,10 +57,12 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
     lo.context = config.ctx;
     lo.batch = config.batch;
     lo.chat_template = config.chat_template;  // a bad name or file fails here
+    lo.session.progress = slot_part(0).as_fn();
     auto lm = LanguageModel::load(config.path, lo);
     if (!lm.ok()) return lm.status().with_context(what);
     m->slots_.push_back(Slot{nullptr, std::move(lm).value()});
     for (int k = 1; k < config.parallel; ++k) {
+      lo.session.progress = slot_part(k).as_fn();
       auto fork = m->slots_[0].llm->fork(lo);
       if (!fork.ok()) return fork.status().with_context(what);
       m->slots_.push_back(Slot{nullptr, std::move(fork).value()});
@@ -69,11 +81,14 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
           return error(StatusCode::unsupported, what, ": tensor '", t.name, "': ", e.what());
         }
     for (int k = 0; k < config.parallel; ++k) {
-      auto s = Session::create(*g, opts, k == 0 ? nullptr : m->slots_[0].session.get());
+      SessionOptions so = opts;
+      so.progress = slot_part(k).as_fn();
+      auto s = Session::create(*g, so, k == 0 ? nullptr : m->slots_[0].session.get());
       if (!s.ok()) return s.status().with_context(what);
       m->slots_.push_back(Slot{std::move(s).value(), nullptr});
     }
   }
+  TS_RETURN_IF_ERROR(whole.report(1.0, what));
   for (size_t k = 0; k < m->slots_.size(); ++k) m->threads_.emplace_back([p = m.get(), k] { p->worker(k); });
   return m;
 }

@@ -52,8 +52,10 @@ using Job = std::function<void(Slot&)>;
 
 class ServedModel {
  public:
-  // Loads, plans and compiles the model and starts its slot threads.
-  static Result<std::unique_ptr<ServedModel>> load(const ModelConfig& config, Metrics& metrics);
+  // Loads, plans and compiles the model and starts its slot threads, reporting to
+  // `progress` (optional; false from it cancels) as the file is read and the sessions made.
+  static Result<std::unique_ptr<ServedModel>> load(const ModelConfig& config, Metrics& metrics,
+                                                   const ProgressFn& progress = nullptr);
   ~ServedModel();
 
   const ModelConfig& config() const { return config_; }

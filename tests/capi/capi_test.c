@@ -228,6 +228,21 @@ static int on_piece(const char* piece, size_t size, void* user) {
 }
 
 /* The tessera CLI's stdout for `generate MODEL -p PROMPT -n N` (prompt + text + newline). */
+/* Records load progress; cancels at report `stop_at` (-1: never). */
+struct progress_log {
+  int calls;
+  double last;
+  int decreased;
+  int stop_at;
+};
+static int on_progress(double fraction, void* user) {
+  struct progress_log* log = (struct progress_log*)user;
+  ++log->calls;
+  if (fraction < log->last) log->decreased = 1;
+  log->last = fraction;
+  return log->stop_at < 0 || log->calls < log->stop_at;
+}
+
 static char* cli_generate(const char* model, const char* prompt, int n) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "'%s' generate '%s' -p '%s' -n %d 2>/dev/null", cli, model, prompt, n);
@@ -323,6 +338,26 @@ static void test_generate(void) {
     tessera_lm_free(q8);
   }
   free(kq8);
+  /* Load progress: reports never decrease and end at 1; 0 from the callback cancels. */
+  {
+    struct progress_log log = {0, 0.0, 0, -1};
+    tessera_lm_options po;
+    tessera_lm_options_init(&po);
+    CHECK(po.progress == NULL && po.progress_user == NULL, "progress defaults");
+    po.progress = on_progress;
+    po.progress_user = &log;
+    tessera_lm* p = NULL;
+    CHECK_OK(tessera_lm_load_with(model, &po, &p));
+    CHECK(log.calls >= 3 && log.last == 1.0 && !log.decreased, "%d reports, last %g, decreased %d", log.calls,
+          log.last, log.decreased);
+    tessera_lm_free(p);
+    struct progress_log stop = {0, 0.0, 0, 2};
+    po.progress_user = &stop;
+    p = NULL;
+    CHECK(tessera_lm_load_with(model, &po, &p) == TESSERA_CANCELLED && p == NULL, "cancelled load");
+    CHECK(stop.calls == 2, "%d reports after cancelling", stop.calls);
+    CHECK(strcmp(tessera_status_name(TESSERA_CANCELLED), "cancelled") == 0, "%s", tessera_status_name(TESSERA_CANCELLED));
+  }
   lo.kv_type = "q4_0";
   CHECK(tessera_lm_load_with(model, &lo, &q8) == TESSERA_INVALID_ARGUMENT, "kv_type q4_0 accepted");
   CHECK(strstr(tessera_last_error(), "kv_type") != NULL, "message '%s'", tessera_last_error());

@@ -6,6 +6,7 @@
 // model_format picks the importer by magic, then extension.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -444,6 +445,46 @@ TEST(ModelFormat, MagicFirstThenTheExtension) {
   EXPECT_EQ(model_format(dir.string()).status().code(), StatusCode::invalid_argument);
   EXPECT_STREQ(model_format_name(ModelFormat::gguf), "gguf");
   std::filesystem::remove_all(dir);
+}
+
+// LanguageModelOptions::session.progress over a whole load (reading the file, checking its
+// blocks, both sessions): never decreasing, ending at 1, with reports from the file part
+// and the session part; false at any report cancels the load with StatusCode::cancelled.
+TEST(LanguageModelApi, LoadProgressRisesToOneAndFalseCancels) {
+  TESSERA_REQUIRE_FIXTURE(path, kQwen);
+  for (bool mmap : {false, true}) {
+    SCOPED_TRACE(mmap ? "mmap" : "read");
+    std::vector<double> seen;
+    LanguageModelOptions lo;
+    lo.mmap = mmap;
+    lo.session.progress = [&](double f) {
+      seen.push_back(f);
+      return true;
+    };
+    auto lm = load_or_die(path, lo);
+    ASSERT_TRUE(lm);
+    ASSERT_GE(seen.size(), 4u);
+    EXPECT_EQ(seen.back(), 1.0);
+    for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]) << "report " << i;
+    EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [](double f) { return f > 0 && f < 0.7; }));  // the file
+    EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [](double f) { return f > 0.7 && f < 1; }));  // sessions
+    const size_t reports = seen.size();
+    GenerateOptions go;
+    go.max_tokens = 2;
+    auto r = lm->generate("Once", go);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(seen.size(), reports);  // generation reports nothing: the callback was load()'s
+    // Cancelling at the first, a middle and the last report.
+    for (size_t stop_at : {size_t{1}, reports / 2, reports}) {
+      size_t calls = 0;
+      LanguageModelOptions co = lo;
+      co.session.progress = [&](double) { return ++calls < stop_at; };
+      auto c = LanguageModel::load(path, co);
+      ASSERT_FALSE(c.ok()) << "stop at " << stop_at;
+      EXPECT_EQ(c.status().code(), StatusCode::cancelled) << c.status().to_string();
+      EXPECT_EQ(calls, stop_at);
+    }
+  }
 }
 
 }  // namespace

@@ -63,5 +63,41 @@ TEST(Session, UnknownDeviceNamesTheKnownOnes) {
   EXPECT_NE(s.status().message().find("cpu"), std::string::npos) << s.status().message();
 }
 
+// SessionOptions::progress: reports that never decrease, end at exactly 1 and reach
+// every device the plan uses (tile: cpu fallback plus compile); false cancels by name.
+TEST(Session, ProgressRisesToOneAndFalseCancels) {
+  for (const char* device : {"cpu", "tile"}) {
+    SCOPED_TRACE(device);
+    std::vector<double> seen;
+    SessionOptions so;
+    so.device = device;
+    so.progress = [&](double f) {
+      seen.push_back(f);
+      return true;
+    };
+    auto s = Session::create(add_relu_graph({0.5f, -2.0f, 1.0f}), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_GE(seen.size(), 3u);
+    EXPECT_EQ(seen.front(), 0.0);
+    EXPECT_EQ(seen.back(), 1.0);
+    for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]) << "report " << i;
+    for (double f : seen) EXPECT_TRUE(f >= 0.0 && f <= 1.0) << f;
+    const size_t reports = seen.size();
+    auto x = testing::random_floats(6, 7);
+    ASSERT_TRUE((*s)->set_input(0, x.data(), 24).ok());
+    EXPECT_TRUE((*s)->run().ok());
+    EXPECT_EQ(seen.size(), reports);  // running reports nothing: the callback was create()'s
+
+    int calls = 0;
+    so.progress = [&](double) { return ++calls < 2; };
+    auto c = Session::create(add_relu_graph({0.5f, -2.0f, 1.0f}), so);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), StatusCode::cancelled);
+    EXPECT_NE(c.status().message().find("cancelled by the progress callback"), std::string::npos)
+        << c.status().message();
+    EXPECT_EQ(calls, 2);  // no report after the one that said stop
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +28,42 @@ TEST_F(GenerateCli, GreedyTextAndSpeedLine) {
   EXPECT_NE(err_.find("prompt: 13 tokens"), std::string::npos) << err_;
   EXPECT_NE(err_.find("generation: 53 tokens"), std::string::npos) << err_;
   EXPECT_NE(err_.find("tokens/s"), std::string::npos) << err_;
+}
+
+// Load progress on stderr: lines at each 20% with TESSERA_PROGRESS=1 (what a log gets),
+// nothing on a file by default, with TESSERA_PROGRESS=0 or with --quiet; the text is the same.
+TEST_F(GenerateCli, LoadProgressLines) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/gguf/qwen2-256d-2L-Q4_K_M-embQ3_K.gguf");
+  const std::string args = "generate " + model + " -p 'Once upon a time' -n 4";
+  ASSERT_EQ(run(args), 0) << err_;
+  const std::string text = out_;
+  EXPECT_EQ(err_.find("loading qwen2"), std::string::npos) << err_;
+  struct Env {  // TESSERA_PROGRESS for the commands run below, unset at the end
+    ~Env() { unsetenv("TESSERA_PROGRESS"); }
+  } env;
+  setenv("TESSERA_PROGRESS", "1", 1);
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_EQ(out_, text);
+  size_t at = 0;
+  // 0% first, then (the file is read 8 MiB at a time) steps of 20% going up, 100% last.
+  const std::string prefix = "loading qwen2-256d-2L-Q4_K_M-embQ3_K.gguf: ";
+  std::vector<int> steps;
+  std::istringstream lines(err_);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) steps.push_back(std::stoi(line.substr(prefix.size())));
+  ASSERT_GE(steps.size(), 3u) << err_;
+  EXPECT_EQ(steps.front(), 0);
+  EXPECT_EQ(steps.back(), 100);
+  for (size_t i = 1; i < steps.size(); ++i) {
+    EXPECT_GT(steps[i], steps[i - 1]) << err_;
+    EXPECT_EQ(steps[i] % 20, 0) << err_;
+  }
+  EXPECT_NE(err_.find(prefix + "100% ("), std::string::npos) << err_;
+  ASSERT_EQ(run(args + " -q"), 0) << err_;
+  EXPECT_EQ(err_.find("loading qwen2"), std::string::npos) << err_;
+  setenv("TESSERA_PROGRESS", "0", 1);
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_EQ(err_.find("loading qwen2"), std::string::npos) << err_;
 }
 
 TEST_F(GenerateCli, SeededSamplingRepeats) {

@@ -49,6 +49,15 @@ inline void take(Status s) {
 // is its 1-token decode step.
 Result<Graph> load_model(const std::string& path);
 
+// How a command shows the progress of loading `what` (a model file) on stderr, as a
+// ProgressFn: on a terminal, one line with the percentage rewritten in place; elsewhere
+// (a pipe, a log file) nothing, or a line at each 20% where `log` is set (serve) or the
+// environment has TESSERA_PROGRESS=1; TESSERA_PROGRESS=0 turns it off everywhere.
+// The last report (100%) ends the line with the seconds taken.
+ProgressFn load_progress(const std::string& what, bool log = false);
+// Ends a terminal's progress line left open by a load that failed (before its error).
+void end_progress_line();
+
 // Options shared by commands that run a model on a device.
 struct DeviceArgs {
   std::string device = "cpu";

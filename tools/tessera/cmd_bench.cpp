@@ -84,7 +84,9 @@ void add_bench_command(CLI::App& app) {
     if (is_gguf_path(a->model)) return bench_gguf(a->model, a->dev, *llm_args, cmd->count("--runs") ? a->runs : 3);
     Graph g = take(load_model(a->model));
     const Graph copy = a->streams > 1 ? g : Graph{};
-    auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
+    SessionOptions so = take(a->dev.session_options());
+    so.progress = load_progress(a->model);
+    auto session = take(Session::create(std::move(g), so));
     fill_random_inputs(*session);
     // The device model with a clock shared by sessions the session runs on, if any.
     Device* model = nullptr;

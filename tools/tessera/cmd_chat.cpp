@@ -115,6 +115,7 @@ void add_chat_command(CLI::App& app) {
     LanguageModelOptions lo = take(lm_options(a->dev, "", a->batch, a->kv_type, a->mmap));
     lo.context = a->ctx;
     lo.chat_template = a->template_name;
+    lo.session.progress = load_progress(a->model);
     auto lm = take(LanguageModel::load(a->model, lo));
     const ChatTemplateInfo tmpl = take(lm->chat_template());
     GenerateOptions go = a->go;

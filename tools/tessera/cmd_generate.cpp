@@ -43,6 +43,7 @@ void add_generate_command(CLI::App& app) {
     lo.context = a->ctx;
     GenerateOptions go = a->go;
     go.max_tokens = a->n;
+    if (!a->quiet) lo.session.progress = load_progress(a->model);
     auto lm = take(LanguageModel::load(a->model, lo));
     take(go.validate());
     if (!a->quiet) print_model_summary(*lm, a->kv_type);

@@ -62,6 +62,7 @@ void add_perplexity_command(CLI::App& app) {
     LanguageModelOptions lo = take(lm_options(a->dev, "", a->batch, kv_type));
     lo.context = a->ctx;
     lo.round_matmul_inputs = !a->exact;
+    lo.session.progress = load_progress(a->model);
     auto lm = take(LanguageModel::load(a->model, lo));
     const int64_t n_ctx = lm->context_length();
     if (n_ctx < 4) take(error(StatusCode::invalid_argument, "perplexity needs a context of at least 4 tokens"));

@@ -26,7 +26,9 @@ void add_run_command(CLI::App& app) {
     if (a->inputs.size() != g.inputs.size())
       take(error(StatusCode::invalid_argument, "the model has ", g.inputs.size(), " inputs, got ", a->inputs.size(),
                  " --input files"));
-    auto session = take(Session::create(std::move(g), take(a->dev.session_options())));
+    SessionOptions so = take(a->dev.session_options());
+    so.progress = load_progress(a->model);
+    auto session = take(Session::create(std::move(g), so));
     for (size_t i = 0; i < a->inputs.size(); ++i) {
       // Exactly the input tensor's bytes: a larger file (or an endless device) is refused
       // without reading more than one byte past the size.

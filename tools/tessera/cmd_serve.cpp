@@ -89,8 +89,10 @@ void add_serve_command(CLI::App& app) {
       }
     } join{signals};
 
+    // Every option is checked before the server starts; the models then load while it
+    // listens (serve_http), their progress on stderr, in GET /v1/models and on the page.
     serve::Metrics metrics;
-    std::vector<std::unique_ptr<serve::ServedModel>> models;
+    std::vector<ModelToServe> models;
     for (const auto& spec : a->models) {
       serve::ModelConfig c;
       try {
@@ -99,7 +101,7 @@ void add_serve_command(CLI::App& app) {
         take(error(StatusCode::invalid_argument, e.what()));
       }
       for (auto& m : models)
-        if (m->name() == c.name) take(error(StatusCode::invalid_argument, "--model: the name '", c.name, "' is given twice"));
+        if (m.config.name == c.name) take(error(StatusCode::invalid_argument, "--model: the name '", c.name, "' is given twice"));
       c.parallel = a->parallel;
       c.threads = std::max(1, a->threads / a->parallel);
       for (const auto& kv : a->device_opts) {
@@ -116,47 +118,28 @@ void add_serve_command(CLI::App& app) {
         if (eq == std::string::npos) c.chat_template = t;
         else if (t.substr(0, eq) == c.name) c.chat_template = t.substr(eq + 1);
       }
-      fmt::print(stderr, "tessera serve: loading '{}' from {} on {} ({} session{}, {} thread{} each)\n", c.name, c.path,
-                 c.device, c.parallel, c.parallel == 1 ? "" : "s", c.threads, c.threads == 1 ? "" : "s");
-      models.push_back(take(serve::ServedModel::load(c, metrics)));
-      if (const LanguageModel* lm = models.back()->llm())
-        if (auto t = lm->chat_template(); t.ok() && !t->warning.empty())
-          fmt::print(stderr, "tessera serve: warning: model '{}': {}\n", c.name, t->warning);
-      if (stop) return;
+      models.push_back({std::move(c), ""});
     }
+    auto named = [&](const std::string& name) -> ModelToServe* {
+      for (auto& m : models)
+        if (m.config.name == name) return &m;
+      return nullptr;
+    };
     for (const auto& t : a->chat_templates) {
       const auto eq = t.find('=');
       if (eq == std::string::npos) continue;
-      bool found = false;
-      for (auto& m : models) found = found || m->name() == t.substr(0, eq);
-      if (!found) take(error(StatusCode::invalid_argument, "--chat-template '", t, "': no model named '", t.substr(0, eq), "'"));
+      if (!named(t.substr(0, eq)))
+        take(error(StatusCode::invalid_argument, "--chat-template '", t, "': no model named '", t.substr(0, eq), "'"));
     }
     for (const auto& spec : a->labels) {
       const auto eq = spec.find('=');
       if (eq == std::string::npos || eq == 0)
         take(error(StatusCode::invalid_argument, "--labels expects NAME=FILE, got '", spec, "'"));
-      const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-      bool found = false;
-      for (auto& m : models) found = found || m->name() == name;
-      if (!found) take(error(StatusCode::invalid_argument, "--labels '", spec, "': no model named '", name, "'"));
-      // As `tessera classify` and `tessera detect` read them: a classifier's file with one line
-      // more than its classes starts with the background class; a detector's classes (SSD
-      // post-processing) never include it, so a leading "???" or "background" line is skipped.
-      const serve::ServedModel* model = nullptr;
-      for (auto& m : models)
-        if (m->name() == name) model = m.get();
-      if (model->is_llm()) take(error(StatusCode::invalid_argument, "--labels '", spec, "': '", name, "' is a GGUF model"));
-      int64_t classes = 0;
-      if (model->outputs().size() == 1 && !model->outputs()[0].shape.empty()) classes = model->outputs()[0].shape.back();
-      Labels file = take(Labels::load(path, classes));
-      std::vector<std::string> lines;
-      for (size_t i = 0; i < file.size(); ++i) lines.push_back(file[static_cast<int64_t>(i)]);
-      if (model->outputs().size() == 4 && !lines.empty() && (lines[0] == "???" || lines[0] == "background"))
-        lines.erase(lines.begin());
-      a->server.labels[name] = std::move(lines);
+      ModelToServe* m = named(spec.substr(0, eq));
+      if (!m) take(error(StatusCode::invalid_argument, "--labels '", spec, "': no model named '", spec.substr(0, eq), "'"));
+      m->labels_path = spec.substr(eq + 1);  // read once the model is loaded (its classes)
     }
-    take(serve_http(models, metrics, a->server, stop));
-    for (auto& m : models) m->stop();
+    take(serve_http(std::move(models), metrics, a->server, stop));
     std::fprintf(stderr, "tessera serve: stopped\n");
   });
 }

@@ -1,10 +1,69 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "cli.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/model.h"
 
 namespace tessera::cli {
+
+namespace {
+std::atomic<bool> g_progress_line_open{false};  // a live progress line without its newline
+}  // namespace
+
+void end_progress_line() {
+  if (g_progress_line_open.exchange(false)) std::fputc('\n', stderr);
+}
+
+ProgressFn load_progress(const std::string& what, bool log) {
+  const char* env = std::getenv("TESSERA_PROGRESS");
+  const std::string mode = env ? env : "";
+  if (mode == "0") return nullptr;
+  const bool live = isatty(STDERR_FILENO) && mode != "1";
+  if (!live && !log && mode != "1") return nullptr;
+  struct State {
+    std::string what;
+    bool live;
+    int shown = -1;  // percent last printed
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now(), last;
+  };
+  auto st = std::make_shared<State>();
+  st->what = std::filesystem::path(what).filename().string();
+  st->live = live;
+  return [st](double f) {
+    const int pct = static_cast<int>(std::floor(std::clamp(f, 0.0, 1.0) * 100.0));
+    const auto now = std::chrono::steady_clock::now();
+    if (pct == 100) {
+      if (st->shown == 100) return true;
+      st->shown = 100;
+      const double s = std::chrono::duration<double>(now - st->t0).count();
+      std::fprintf(stderr, "%sloading %s: 100%% (%.2f s)\n", st->live ? "\r" : "", st->what.c_str(), s);
+      g_progress_line_open = false;
+      std::fflush(stderr);
+      return true;
+    }
+    if (st->live) {
+      if (pct == st->shown || now - st->last < std::chrono::milliseconds(100)) return true;
+      std::fprintf(stderr, "\rloading %s: %d%%", st->what.c_str(), pct);
+      g_progress_line_open = true;
+    } else {
+      if (pct / 20 == st->shown / 20 && st->shown >= 0) return true;
+      std::fprintf(stderr, "loading %s: %d%%\n", st->what.c_str(), pct / 20 * 20);
+    }
+    std::fflush(stderr);
+    st->shown = pct;
+    st->last = now;
+    return true;
+  };
+}
 
 void DeviceArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--device,-d", device, "Device to run on: cpu, or NAME[:PRESET] (see `tessera devices`)");

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const tessera::cli::CommandFailed& f) {
+    tessera::cli::end_progress_line();
     std::fprintf(stderr, "tessera: error: %s\n", f.status.to_string().c_str());
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {

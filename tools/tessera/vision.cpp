@@ -19,7 +19,9 @@ VisionRun run_on_image(const std::string& model, const std::string& image_path, 
   VisionRun r;
   r.image = take(tflite::read_image(image_path));
   std::vector<uint8_t> input = take(tflite::image_to_input(r.image, g.tensor(g.inputs[0])));
-  r.session = take(Session::create(std::move(g), take(dev.session_options())));
+  SessionOptions so = take(dev.session_options());
+  so.progress = load_progress(model);
+  r.session = take(Session::create(std::move(g), so));
   take(r.session->set_input(0, input.data(), static_cast<int64_t>(input.size())));
   auto t0 = std::chrono::steady_clock::now();
   take(r.session->run());

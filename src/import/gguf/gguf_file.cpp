@@ -256,7 +256,7 @@ Result<Value> read_value(Cursor& c, ValueType type, const std::string& key, int 
 
 }  // namespace
 
-Result<File> File::parse(ConstData bytes, const std::string& what) {
+Result<File> File::parse(ConstData bytes, const std::string& what, const ProgressPart& progress) {
   File f;
   f.bytes_ = bytes;
   f.what_ = what;
@@ -341,6 +341,7 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
     return error(StatusCode::invalid_argument, what, ": data section starts at byte ", f.data_offset_,
                  " past the end of the file (", bytes.size, " bytes)");
   const int64_t data_bytes = bytes.size - std::min(f.data_offset_, bytes.size);
+  int64_t checked = 0;  // bytes of tensor data whose block scales were checked (progress)
   for (TensorInfo& t : f.tensors_) {
     auto dt = dtype_from_ggml(t.ggml_type, t.name);
     if (!dt.ok()) return dt.status().with_context(what);
@@ -367,7 +368,11 @@ Result<File> File::parse(ConstData bytes, const std::string& what) {
     t.data.size = t.bytes;
     t.data.owner = bytes.owner;
     TS_RETURN_IF_ERROR(check_block_scales(t, what));
+    checked += t.bytes;
+    if (data_bytes > 0)
+      TS_RETURN_IF_ERROR(progress.report(static_cast<double>(checked) / static_cast<double>(data_bytes), what));
   }
+  TS_RETURN_IF_ERROR(progress.report(1.0, what));
   return f;
 }
 
@@ -382,7 +387,7 @@ namespace {
 
 // The whole file into anonymous memory on 2 MiB boundaries, advised for huge pages, then
 // made read-only. The mapping's owner unmaps it.
-Result<ConstData> read_huge(int fd, const std::string& path, size_t size) {
+Result<ConstData> read_huge(int fd, const std::string& path, size_t size, const ProgressPart& progress) {
   constexpr size_t kHuge = size_t{2} << 20;
   if (size > std::numeric_limits<size_t>::max() - 2 * kHuge)
     return error(StatusCode::io_error, "gguf: '", path, "' is too large to read into memory");
@@ -394,13 +399,16 @@ Result<ConstData> read_huge(int fd, const std::string& path, size_t size) {
   auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t{kHuge - 1});
   const size_t span = (size + kHuge - 1) / kHuge * kHuge;
   madvise(a, span, MADV_HUGEPAGE);  // advice only: without it the bytes are the same
+  constexpr size_t kChunk = size_t{8} << 20;  // bytes a read between progress reports
   for (size_t done = 0; done < size;) {
-    const ssize_t r = ::pread(fd, a + done, size - done, static_cast<off_t>(done));
+    const ssize_t r = ::pread(fd, a + done, std::min(size - done, kChunk), static_cast<off_t>(done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
       return error(StatusCode::io_error, "gguf: cannot read '", path, "' at byte ", done, ": ",
                    r < 0 ? std::strerror(errno) : "the file ended early");
     done += static_cast<size_t>(r);
+    TS_RETURN_IF_ERROR(
+        progress.report(static_cast<double>(done) / static_cast<double>(size), "gguf: reading '" + path + "'"));
   }
   mprotect(a, span, PROT_READ);
   ConstData d;
@@ -412,7 +420,8 @@ Result<ConstData> read_huge(int fd, const std::string& path, size_t size) {
 
 }  // namespace
 
-Result<File> File::open(const std::string& path, Load load) {
+Result<File> File::open(const std::string& path, Load load, const ProgressPart& progress) {
+  TS_RETURN_IF_ERROR(progress.report(0.0, "gguf: '" + path + "'"));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error(StatusCode::io_error, "gguf: cannot open '", path, "': ", std::strerror(errno));
   struct stat st {};
@@ -427,10 +436,11 @@ Result<File> File::open(const std::string& path, Load load) {
   // can come and go).
   const double phys = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (st.st_size > 0 && load == Load::read && huge_pages_available() && static_cast<double>(st.st_size) <= phys / 2) {
-    auto r = read_huge(fd, path, static_cast<size_t>(st.st_size));
+    // Reading is most of the time; the check of the block scales then runs over memory.
+    auto r = read_huge(fd, path, static_cast<size_t>(st.st_size), progress.sub(0.0, 0.9));
     ::close(fd);
     if (!r.ok()) return r.status();
-    return parse(std::move(r).value(), "'" + path + "'");
+    return parse(std::move(r).value(), "'" + path + "'", progress.sub(0.9, 1.0));
   }
   if (st.st_size > 0) {
     void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
@@ -442,7 +452,7 @@ Result<File> File::open(const std::string& path, Load load) {
   } else {
     ::close(fd);
   }
-  return parse(std::move(d), "'" + path + "'");
+  return parse(std::move(d), "'" + path + "'", progress);  // the check pages the blocks in
 }
 
 const Value* File::find(const std::string& key) const {

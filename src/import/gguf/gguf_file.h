@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tessera/graph.h"
+#include "tessera/progress.h"
 
 namespace tessera::gguf {
 
@@ -89,13 +90,14 @@ class File {
            // token; with 4 KiB pages the F16 model's decode ran 15-20% slower on the
            // development VM (TLB misses, prefetchers stopping at page boundaries).
   };
-  // Brings `path` in (memory map by default) and parses it.
-  static Result<File> open(const std::string& path, Load load = Load::map);
+  // Brings `path` in (memory map by default) and parses it, reporting the bytes read and
+  // the blocks checked to `progress`.
+  static Result<File> open(const std::string& path, Load load = Load::map, const ProgressPart& progress = {});
   // Whether the kernel offers transparent huge pages to madvise() (Linux: "always" or
   // "madvise" in /sys/kernel/mm/transparent_hugepage/enabled).
   static bool huge_pages_available();
   // Parses bytes in memory; `bytes.owner` keeps them alive for the tensors' data.
-  static Result<File> parse(ConstData bytes, const std::string& what = "gguf");
+  static Result<File> parse(ConstData bytes, const std::string& what = "gguf", const ProgressPart& progress = {});
 
   uint32_t version() const { return version_; }
   int64_t alignment() const { return alignment_; }

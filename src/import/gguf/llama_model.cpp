@@ -342,8 +342,9 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(File file) {
   return std::unique_ptr<LlamaModel>(new LlamaModel(std::move(file), std::move(tok), p));
 }
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::open(const std::string& path, File::Load how) {
-  TS_ASSIGN_OR_RETURN(File f, File::open(path, how));
+Result<std::unique_ptr<LlamaModel>> LlamaModel::open(const std::string& path, File::Load how,
+                                                     const ProgressPart& progress) {
+  TS_ASSIGN_OR_RETURN(File f, File::open(path, how, progress));
   return load(std::move(f));
 }
 

@@ -91,7 +91,8 @@ class LlamaModel : public llm::DecoderModel {
   static Result<std::unique_ptr<LlamaModel>> load(File file);
   // Opens a GGUF file: read into huge pages by default (File::Load::read; a plain memory
   // map where the kernel offers none), or memory-mapped with File::Load::map.
-  static Result<std::unique_ptr<LlamaModel>> open(const std::string& path, File::Load load = File::Load::read);
+  static Result<std::unique_ptr<LlamaModel>> open(const std::string& path, File::Load load = File::Load::read,
+                                                  const ProgressPart& progress = {});
 
   const LlamaParams& params() const { return p_; }
   const File& file() const { return file_; }

@@ -23,6 +23,9 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
   gen->logits_.assign(static_cast<size_t>(gen->vocab_), 0.0f);
   gen->batch_ = std::max<int64_t>(1, std::min(opts.batch, gen->ctx_));
   SessionOptions so = opts.session;
+  // Progress: the prompt graph's session places the weights (most of the work), the decode
+  // graph's shares them.
+  const ProgressPart progress(&opts.session.progress, 0.0, 1.0);
   if (opts.offload_layers >= 0) {
     const int64_t n = opts.offload_layers, layers = model.layers();
     const bool on_cpu = so.device == "cpu";
@@ -44,6 +47,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
   const Session* share = nullptr;
   if (gen->batch_ > 1) {
     TS_ASSIGN_OR_RETURN(Graph g, model.build_step(gen->batch_, step));
+    so.progress = progress.sub(0.0, 0.9).as_fn();
     auto s = Session::create(std::move(g), so);
     if (!s.ok()) return s.status().with_context("prompt graph (" + std::to_string(gen->batch_) + " tokens)");
     gen->prompt_ = std::move(*s);
@@ -55,6 +59,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const DecoderModel& model, 
       TS_ASSIGN_OR_RETURN(int64_t b, t.host_bytes());
       gen->kv_bytes_ += b;
     }
+  so.progress = (share ? progress.sub(0.9, 1.0) : progress).as_fn();
   auto s1 = Session::create(std::move(g1), so, share);
   if (!s1.ok()) return s1.status().with_context("decode graph (1 token)");
   gen->decode_ = std::move(*s1);

@@ -52,8 +52,10 @@ process.on('unhandledRejection', (e) => {
   process.exit(1);
 });
 
-// Starts `tessera serve ARGS --port 0` and resolves once it listens: {url, port, proc, log(), exited}.
-export async function startServer(args) {
+// Starts `tessera serve ARGS --port 0` and resolves once it listens and (unless
+// `waitReady` is false) has loaded its models, /v2/health/ready answering 200:
+// {url, port, proc, log(), exited}.
+export async function startServer(args, { waitReady = true } = {}) {
   const portFile = join(TMP, `port-${servers.length}-${Date.now()}`);
   const proc = spawn(SERVE_BIN, ['serve', '--host', '127.0.0.1', '--port', '0', '--port-file', portFile, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,12 +73,25 @@ export async function startServer(args) {
       if (text.endsWith('\n')) {
         server.port = Number(text.trim());
         server.url = `http://127.0.0.1:${server.port}`;
+        if (waitReady) await waitForReady(server);
         return server;
       }
     }
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`tessera serve did not listen within 30 s:\n${log}`);
+}
+
+// Resolves once /v2/health/ready answers 200 (the models are loaded).
+export async function waitForReady(server, seconds = 60) {
+  for (let i = 0; i < seconds * 20; ++i) {
+    if (server.proc.exitCode !== null) throw new Error(`tessera serve exited ${server.proc.exitCode} while loading:\n${server.log()}`);
+    try {
+      if ((await fetch(`${server.url}/v2/health/ready`)).status === 200) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`tessera serve did not load its models within ${seconds} s:\n${server.log()}`);
 }
 
 // Sends SIGTERM (or `signal`) and resolves with the exit {code, signal}.

@@ -76,8 +76,30 @@ try {
   page.on('request', (r) => { if (!r.url().startsWith(server.url)) external.push(r.url()); });
   const consoleErrors = [];
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  // Load progress: the first answers of /v1/models are the server's own with the models
+  // turned back to "loading" (as a server still loading answers, tests/serve/client/
+  // loading_test.mjs); the page shows a bar per loading model and starts once none is left.
+  const fakeProgress = [0.25, 0.5, 0.75];
+  const shownProgress = [];
+  await page.route('**/v1/models', async (route) => {
+    const response = await route.fetch();
+    const list = await response.json();
+    const p = fakeProgress.shift();
+    if (p !== undefined)
+      for (const m of list.data) Object.assign(m.tessera, { state: m.id === 'ssd' ? 'ready' : 'loading', progress: m.id === 'ssd' ? 1 : p });
+    await route.fulfill({ response, json: list });
+  });
   await page.goto(`${server.url}/`);
+  for (const p of [0.25, 0.5, 0.75]) {
+    await page.waitForFunction((v) => document.querySelector('#loading progress')?.value === v, p, { timeout: 5000 });
+    shownProgress.push(await page.evaluate(() => [...document.querySelectorAll('#loading progress')].map(
+      (e) => `${e.dataset.model}=${e.value}`).join(',')));
+  }
+  assert.deepEqual(shownProgress, ['llm=0.25,cls=0.25', 'llm=0.5,cls=0.5', 'llm=0.75,cls=0.75']);
+  assert.match(await page.textContent('#loading'), /loading llm: 75%/);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  assert.equal(await page.isHidden('#loading'), true, 'the progress bars go once every model is loaded');
+  await page.unroute('**/v1/models');
   assert.match(await page.textContent('#status'), /3 models/);
 
   // Chat, streamed, greedy: the reply equals the API's non-streamed answer.

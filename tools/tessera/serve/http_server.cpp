@@ -15,7 +15,10 @@
 #include <random>
 #include <thread>
 
+#include "../cli.h"
+#include "../vision.h"
 #include "serve/api_error.h"
+#include "tessera/model.h"
 #include "serve/openai.h"
 #include "serve/tensor_json.h"
 
@@ -62,24 +65,51 @@ struct Generation {
   std::atomic<bool> cancel{false};  // the client has gone: stop at the next token
 };
 
+// The models being served. specs is fixed; the loader thread fills models[i] and labels[i]
+// and then raises `loaded` past i, so a reader that sees i < loaded may use them (the
+// vectors are sized once and never reallocated).
 struct Server {
-  std::vector<std::unique_ptr<ServedModel>>& models;
+  std::vector<ModelToServe> specs;
   serve::Metrics& metrics;
   ServerOptions opts;
+  std::vector<std::unique_ptr<ServedModel>> models;
+  std::vector<std::vector<std::string>> labels;
+  std::unique_ptr<std::atomic<double>[]> progress;  // of the model loading (0..1)
+  std::atomic<size_t> loaded{0};
   std::atomic<uint64_t> next_id{1};
-  std::atomic<bool> ready{false};
+  std::atomic<bool> ready{false};     // every model loaded and not draining
   std::atomic<bool> draining{false};  // a signal came: answers close their connections
 
-  ServedModel& find(const std::string& name) {
-    for (auto& m : models)
-      if (m->name() == name) return *m;
+  Server(std::vector<ModelToServe> s, serve::Metrics& m, ServerOptions o)
+      : specs(std::move(s)), metrics(m), opts(std::move(o)), models(specs.size()), labels(specs.size()),
+        progress(new std::atomic<double>[specs.size()]) {
+    for (size_t i = 0; i < specs.size(); ++i) progress[i] = 0.0;
+  }
+  // The index of the model named `name`; 404 naming the models served when there is none.
+  size_t index(const std::string& name) const {
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].config.name == name) return i;
     std::string names;
-    for (auto& m : models) names += (names.empty() ? "'" : ", '") + m->name() + "'";
+    for (const auto& sp : specs) names += (names.empty() ? "'" : ", '") + sp.config.name + "'";
     throw ApiError(404, "unknown model '" + name + "' (serving " + names + ")");
+  }
+  bool is_loaded(size_t i) const { return i < loaded.load(std::memory_order_acquire); }
+  int percent(size_t i) const { return static_cast<int>(progress[i].load() * 100.0); }
+  // The model named `name`; 503 with its progress while it loads.
+  ServedModel& find(const std::string& name) {
+    const size_t i = index(name);
+    if (!is_loaded(i))
+      throw ApiError(503, "model '" + name + "' is loading (" + std::to_string(percent(i)) +
+                              "%); retry when GET /v2/health/ready answers 200");
+    return *models[i];
+  }
+  const std::vector<std::string>* labels_of(const ServedModel& m) const {
+    const size_t i = index(m.name());
+    return is_loaded(i) && !labels[i].empty() ? &labels[i] : nullptr;
   }
   std::vector<serve::QueueGauge> gauges() const {
     std::vector<serve::QueueGauge> g;
-    for (auto& m : models) g.push_back(m->gauge());
+    for (size_t i = 0, n = loaded.load(std::memory_order_acquire); i < n; ++i) g.push_back(models[i]->gauge());
     return g;
   }
 };
@@ -239,9 +269,9 @@ httplib::Server::Handler wrap(Server& s, std::string endpoint, Handler h) {
   };
 }
 
-json v2_model_metadata(const ServedModel& m, const ServerOptions& opts) {
+json v2_model_metadata(const ServedModel& m, const Server& s) {
   json j = {{"name", m.name()}, {"versions", {"1"}}, {"parameters", {{"device", m.config().device}}}};
-  if (auto it = opts.labels.find(m.name()); it != opts.labels.end()) j["parameters"]["labels"] = it->second;
+  if (const auto* labels = s.labels_of(m)) j["parameters"]["labels"] = *labels;
   if (m.is_llm()) {
     j["platform"] = "tessera_gguf";
     j["inputs"] = json::array({{{"name", serve::kV2TextInput}, {"datatype", "BYTES"}, {"shape", {1}}}});
@@ -329,7 +359,8 @@ void add_routes(httplib::Server& svr, Server& s) {
       res.set_content(std::string(page), "text/html; charset=utf-8");
     }));
   svr.Get("/health", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
-    send_json(res, 200, {{"status", "ok"}});
+    if (s.is_loaded(s.specs.size() - 1)) return send_json(res, 200, {{"status", "ok"}});
+    send_error(res, 503, "loading models");
   }));
   svr.Get("/v2/health/live", wrap(s, "health", [&](auto&, auto& res, auto&, auto&) {
     send_json(res, 200, {{"live", true}});
@@ -345,33 +376,40 @@ void add_routes(httplib::Server& svr, Server& s) {
     svr.Get(model, wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
       ServedModel& m = s.find(req.matches[1]);
       label = m.name();
-      send_json(res, 200, v2_model_metadata(m, s.opts));
+      send_json(res, 200, v2_model_metadata(m, s));
     }));
     svr.Get(model + "/ready", wrap(s, "v2_metadata", [&](const auto& req, auto& res, auto& label, auto&) {
-      label = s.find(req.matches[1]).name();
-      send_json(res, 200, {{"name", label}, {"ready", true}});
+      const size_t i = s.index(req.matches[1]);
+      label = s.specs[i].config.name;
+      send_json(res, s.is_loaded(i) ? 200 : 503, {{"name", label}, {"ready", s.is_loaded(i)}});
     }));
     svr.Post(model + "/infer", wrap(s, "v2_infer", [&](const auto& req, auto& res, auto& label, auto& st) {
       v2_infer(s, req, res, label, st);
     }));
   }
-  auto model_entry = [](const ServedModel& m) {
-    return json{{"id", m.name()},
+  // A model still loading is listed with its state and progress (tessera.state "loading",
+  // tessera.progress 0..1) so that clients and the web page can show it.
+  auto model_entry = [&s](size_t i) {
+    const serve::ModelConfig& c = s.specs[i].config;
+    const bool loaded = s.is_loaded(i);
+    auto format = model_format(c.path);
+    const bool llm = loaded ? s.models[i]->is_llm() : format.ok() && *format == ModelFormat::gguf;
+    return json{{"id", c.name},
                 {"object", "model"},
                 {"created", 0},
                 {"owned_by", "tessera"},
-                {"tessera", {{"kind", m.is_llm() ? "llm" : "tensor"}, {"device", m.config().device},
-                             {"parallel", m.config().parallel}}}};
+                {"tessera", {{"kind", llm ? "llm" : "tensor"}, {"device", c.device}, {"parallel", c.parallel},
+                             {"state", loaded ? "ready" : "loading"}, {"progress", loaded ? 1.0 : s.progress[i].load()}}}};
   };
   svr.Get("/v1/models", wrap(s, "models", [&, model_entry](auto&, auto& res, auto&, auto&) {
     json data = json::array();
-    for (auto& m : s.models) data.push_back(model_entry(*m));
+    for (size_t i = 0; i < s.specs.size(); ++i) data.push_back(model_entry(i));
     send_json(res, 200, {{"object", "list"}, {"data", data}});
   }));
   svr.Get(R"(/v1/models/([^/]+))", wrap(s, "models", [&, model_entry](const auto& req, auto& res, auto& label, auto&) {
-    ServedModel& m = s.find(req.matches[1]);
-    label = m.name();
-    send_json(res, 200, model_entry(m));
+    const size_t i = s.index(req.matches[1]);
+    label = s.specs[i].config.name;
+    send_json(res, 200, model_entry(i));
   }));
   for (bool chat : {false, true}) {
     const std::string endpoint = chat ? "chat_completions" : "completions";
@@ -417,17 +455,72 @@ int listening_socket(int port) {
   return -1;
 }
 
+
+// Class names from --labels as `tessera classify` and `tessera detect` read them: a
+// classifier's file with one line more than its classes starts with the background class; a
+// detector's classes (SSD post-processing) never include it, so a leading "???" or
+// "background" line is skipped.
+Result<std::vector<std::string>> read_labels(const ServedModel& m, const std::string& path) {
+  const std::string what = "--labels '" + m.name() + "=" + path + "'";
+  if (m.is_llm()) return error(StatusCode::invalid_argument, what, ": '", m.name(), "' is a GGUF model");
+  int64_t classes = 0;
+  if (m.outputs().size() == 1 && !m.outputs()[0].shape.empty()) classes = m.outputs()[0].shape.back();
+  auto file = Labels::load(path, classes);
+  if (!file.ok()) return file.status().with_context(what);
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < file->size(); ++i) lines.push_back((*file)[static_cast<int64_t>(i)]);
+  if (m.outputs().size() == 4 && !lines.empty() && (lines[0] == "???" || lines[0] == "background"))
+    lines.erase(lines.begin());
+  return lines;
+}
+
+// Loads the models in order (the loader thread), logging on stderr; the first failure
+// stops the server.
+Status load_models(Server& s, std::atomic<bool>& stop_requested) {
+  for (size_t i = 0; i < s.specs.size(); ++i) {
+    const serve::ModelConfig& c = s.specs[i].config;
+    std::fprintf(stderr, "tessera serve: loading '%s' from %s on %s (%d session%s, %d thread%s each)\n", c.name.c_str(),
+                 c.path.c_str(), c.device.c_str(), c.parallel, c.parallel == 1 ? "" : "s", c.threads,
+                 c.threads == 1 ? "" : "s");
+    const ProgressFn log = load_progress(c.path, /*log=*/true);
+    const ProgressFn progress = [&](double f) {
+      s.progress[i] = f;
+      if (log) log(f);
+      return !stop_requested.load();
+    };
+    auto m = ServedModel::load(c, s.metrics, progress);
+    end_progress_line();
+    if (!m.ok()) return m.status();
+    if (const LanguageModel* lm = (*m)->llm())
+      if (auto t = lm->chat_template(); t.ok() && !t->warning.empty())
+        std::fprintf(stderr, "tessera serve: warning: model '%s': %s\n", c.name.c_str(), t->warning.c_str());
+    if (!s.specs[i].labels_path.empty()) {
+      auto lines = read_labels(**m, s.specs[i].labels_path);
+      if (!lines.ok()) {
+        (*m)->stop();
+        return lines.status();
+      }
+      s.labels[i] = std::move(*lines);
+    }
+    s.models[i] = std::move(*m);
+    s.progress[i] = 1.0;
+    s.loaded.store(i + 1, std::memory_order_release);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metrics& metrics,
-                  const ServerOptions& opts, std::atomic<bool>& stop_requested) {
-  Server s{models, metrics, opts};
+Status serve_http(std::vector<ModelToServe> models, serve::Metrics& metrics, const ServerOptions& opts,
+                  std::atomic<bool>& stop_requested) {
+  if (models.empty()) return error(StatusCode::invalid_argument, "serve: no models to serve");
+  Server s(std::move(models), metrics, opts);
   httplib::Server svr;
   // Every request waiting in a model queue holds an HTTP thread: enough threads for every
   // slot and queue place, plus a few for health, metadata and metrics, so that the queue
   // limit (503) is what bounds the backlog.
   size_t threads = 8;
-  for (auto& m : models) threads += static_cast<size_t>(m->config().parallel) + m->config().max_queue;
+  for (const auto& m : s.specs) threads += static_cast<size_t>(m.config.parallel) + m.config.max_queue;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(opts.max_body_bytes);
   svr.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
@@ -469,10 +562,25 @@ Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metr
     f << port << "\n";
     if (!f) return error(StatusCode::io_error, "serve: cannot write --port-file '", opts.port_file, "'");
   }
-  std::fprintf(stderr, "tessera serve: listening on http://%s:%d (%zu model%s)\n", opts.host.c_str(), port,
-               models.size(), models.size() == 1 ? "" : "s");
+  std::fprintf(stderr, "tessera serve: listening on http://%s:%d (%zu model%s to load)\n", opts.host.c_str(), port,
+               s.specs.size(), s.specs.size() == 1 ? "" : "s");
   std::fflush(stderr);
-  s.ready = true;
+  // The models load while the server answers: health and the model list say how far.
+  Status load_status;
+  std::thread loader([&] {
+    load_status = load_models(s, stop_requested);
+    // A signal during a load cancels it (its progress callback says stop): not an error.
+    if (load_status.code() == StatusCode::cancelled && stop_requested) load_status = Status::Ok();
+    if (!load_status.ok()) {
+      stop_requested = true;  // the watcher below stops the listener
+      return;
+    }
+    if (!stop_requested) {
+      s.ready = true;
+      std::fprintf(stderr, "tessera serve: ready: %zu model%s loaded\n", s.specs.size(), s.specs.size() == 1 ? "" : "s");
+      std::fflush(stderr);
+    }
+  });
   std::atomic<bool> listening_done{false};
   // Stops the listener when a signal has been seen. httplib's stop() would also cut the
   // streams in flight (its chunked writer ends when the server socket is invalidated), so
@@ -499,6 +607,9 @@ Status serve_http(std::vector<std::unique_ptr<ServedModel>>& models, serve::Metr
   const bool ok = svr.listen_after_bind();
   listening_done = true;
   watcher.join();
+  loader.join();  // a load in progress stops at its next progress report
+  for (size_t i = 0, n = s.loaded.load(); i < n; ++i) s.models[i]->stop();
+  if (!load_status.ok()) return load_status;
   if (!ok && !stop_requested) return error(StatusCode::io_error, "serve: the listener failed");
   return Status();
 }

@@ -19,16 +19,24 @@ struct ServerOptions {
   int port = 8080;                          // 0: any free port (printed)
   size_t max_body_bytes = size_t{16} << 20; // larger bodies get 413
   std::string port_file;                    // when set, the bound port is written there
-  // Class names of tensor models (--labels NAME=FILE, one a line): given in the model's v2
-  // metadata as parameters.labels, for the web page and other clients.
-  std::map<std::string, std::vector<std::string>> labels;
 };
 
-// Listens and serves `models` until SIGINT or SIGTERM (blocked in every thread by the
-// caller, see cmd_serve.cpp; `stop_requested` is set by the signal thread). Then it
-// stops accepting, lets in-flight requests finish and returns. Errors: the address cannot
-// be bound.
-Status serve_http(std::vector<std::unique_ptr<serve::ServedModel>>& models, serve::Metrics& metrics,
-                  const ServerOptions& opts, std::atomic<bool>& stop_requested);
+// A model to serve: its options and, for a tensor model, the file of its class names
+// (--labels NAME=FILE, one a line; "" for none), given in its v2 metadata as
+// parameters.labels for the web page and other clients.
+struct ModelToServe {
+  serve::ModelConfig config;
+  std::string labels_path;
+};
+
+// Listens, then loads `models` in order on a thread of its own and serves them until
+// SIGINT or SIGTERM (blocked in every thread by the caller, see cmd_serve.cpp;
+// `stop_requested` is set by the signal thread). While a model loads, its progress is in
+// GET /v1/models (and on the web page and stderr), requests for it get 503 naming the
+// progress, and /v2/health/ready and /health answer 503; once every model is loaded they
+// answer 200. Then it stops accepting, lets in-flight requests finish and returns.
+// Errors: the address cannot be bound, a model fails to load (the server then stops).
+Status serve_http(std::vector<ModelToServe> models, serve::Metrics& metrics, const ServerOptions& opts,
+                  std::atomic<bool>& stop_requested);
 
 }  // namespace tessera::cli
