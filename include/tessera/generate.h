@@ -182,6 +182,30 @@ struct LanguageModelInfo {
   std::vector<LanguageModelTensor> tensors;  // in file order
 };
 
+// Where the decode step's nodes run (LanguageModel::placement()), for "offloaded N/M
+// layers" as llama.cpp prints it and `inspect`'s per-layer plan.
+struct LayerPlacement {
+  int64_t layer = -1;             // -1: the nodes outside the layers (embedding, output norm and matrix)
+  int64_t nodes = 0;              // compute nodes (transfers not counted)
+  int64_t on_device = 0;          // of them, on the session's device
+  int64_t matmuls = 0;            // weight matrix products (fully_connected)
+  int64_t matmuls_on_device = 0;
+  int64_t transfers = 0;          // transfers between devices or formats
+  struct CpuOps {
+    std::string op;               // the op kind
+    int64_t count = 0;            // its nodes on the cpu
+    std::string reason;           // why (the first node's), e.g. "no NPU lowering for rms_norm"
+  };
+  std::vector<CpuOps> on_cpu;     // with another device: the ops that stayed on the cpu, in order of first use
+};
+struct LanguageModelPlacement {
+  std::string device;             // the session's device
+  int64_t layers = 0;             // the model's repeating layers
+  int64_t offloaded_layers = 0;   // layers whose every matrix product runs on the device
+  bool output_offloaded = false;  // the output matrix (logits) on the device
+  std::vector<LayerPlacement> parts;  // layer 0, 1, ..., then the nodes outside the layers (layer -1)
+};
+
 struct Agreement;
 
 class LanguageModel {
@@ -250,6 +274,8 @@ class LanguageModel {
   // the 1-token decode step.
   const Session* prompt_session() const;
   const Session& decode_session() const;
+  // Where the decode step's nodes run, per layer (the prompt step's are placed alike).
+  LanguageModelPlacement placement() const;
 
  private:
   LanguageModel();

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "api/generate_impl.h"
+#include "runtime/llm/decoder.h"
 #include "runtime/llm/stop_scanner.h"
 
 namespace tessera {
@@ -286,6 +287,60 @@ DType LanguageModel::kv_type() const { return impl_->kv_type; }
 int64_t LanguageModel::batch() const { return impl_->gen->batch(); }
 const Session* LanguageModel::prompt_session() const { return impl_->gen->prompt_session_if_any(); }
 const Session& LanguageModel::decode_session() const { return impl_->gen->decode_session(); }
+
+LanguageModelPlacement LanguageModel::placement() const {
+  const Plan& plan = decode_session().plan();
+  const Graph& g = plan.graph;
+  LanguageModelPlacement out;
+  out.device = plan.devices.empty() ? "cpu" : plan.devices[0]->name();
+  out.layers = layers();
+  out.parts.resize(static_cast<size_t>(out.layers) + 1);
+  for (int64_t l = 0; l < out.layers; ++l) out.parts[static_cast<size_t>(l)].layer = l;
+  const bool other = out.device != "cpu";
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    const int layer = llm::layer_of_node(n);
+    LayerPlacement& p = out.parts[layer >= 0 && layer < out.layers ? static_cast<size_t>(layer) : out.parts.size() - 1];
+    if (n.op == OpKind::transfer) {
+      ++p.transfers;
+      continue;
+    }
+    const NodePlacement& np = plan.nodes[i];
+    const bool on_device = other && np.device == 0;
+    ++p.nodes;
+    p.on_device += on_device;
+    if (n.op == OpKind::fully_connected) {
+      ++p.matmuls;
+      p.matmuls_on_device += on_device;
+      if (layer < 0 && on_device) out.output_offloaded = true;
+    }
+    if (!other || on_device) continue;
+    const std::string op = op_name(n.op);
+    auto it = std::find_if(p.on_cpu.begin(), p.on_cpu.end(), [&](const LayerPlacement::CpuOps& c) { return c.op == op; });
+    if (it == p.on_cpu.end()) {
+      // The preferred device's refusal ("rknpu: no NPU lowering for rms_norm"), else the
+      // planner's note (a node pinned to the cpu by offload_layers).
+      std::string reason = np.note;
+      const std::string prefix = out.device + ": ";
+      for (const std::string& r : np.rejected)
+        if (r.rfind(prefix, 0) == 0) {
+          reason = r.substr(prefix.size());
+          break;
+        }
+      if (reason.empty())
+        reason = layer >= 0 ? "offload_layers keeps this layer on the cpu"
+                            : "offload_layers: outside the layers, on the device only when every layer is";
+      p.on_cpu.push_back({op, 0, reason});
+      it = p.on_cpu.end() - 1;
+    }
+    ++it->count;
+  }
+  for (int64_t l = 0; l < out.layers; ++l) {
+    const LayerPlacement& p = out.parts[static_cast<size_t>(l)];
+    out.offloaded_layers += p.matmuls > 0 && p.matmuls_on_device == p.matmuls;
+  }
+  return out;
+}
 const LanguageModelInfo& LanguageModel::info() const { return impl_->shared->info; }
 
 }  // namespace tessera

@@ -90,6 +90,26 @@ TEST_F(GenerateCli, RknpuRunsTheMatricesWithTheCpuTextAndModelledSpeed) {
   const std::string cpu = out_;
   ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 12 --device rknpu --offload all"), 0) << err_;
   EXPECT_EQ(out_, cpu);
+  // The output matrix (vocabulary 300) stays on the cpu: the NPU's fp16 matmul needs N % 16 == 0.
+  EXPECT_NE(err_.find("offloaded 2/2 layers to rknpu (output matrix on the cpu); "), std::string::npos) << err_;
+  // --offload 1: the plan as generate makes it, per layer, with the reasons ops stay on the cpu.
+  ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 12 --device rknpu --offload 1"), 0) << err_;
+  EXPECT_EQ(out_, cpu);
+  EXPECT_NE(err_.find("offloaded 1/2 layers to rknpu (output matrix on the cpu); "), std::string::npos) << err_;
+  ASSERT_EQ(run("inspect --brief --device rknpu --offload 1 " + path("r.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("placement of the 1-token decode step on rknpu"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("offloaded 1/2 layers to rknpu (output matrix on the cpu)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("rms_norm x2: no NPU lowering for rms_norm"), std::string::npos) << out_;  // layer 0
+  EXPECT_NE(out_.find("fully_connected x7: offload_layers keeps this layer on the cpu"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("fully_connected x1: offload_layers: outside the layers, on the device only when every layer is"),
+            std::string::npos) << out_;
+  EXPECT_NE(out_.find("blk.0/ffn_down -> f32[1,128]  [npu matmul fp16 x fp16 -> fp32]"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("blk.1/ffn_down -> f32[1,128]  [npu"), std::string::npos) << out_;
+  ASSERT_EQ(run("inspect --brief --device rknpu --offload all " + path("r.gguf")), 0) << err_;
+  EXPECT_NE(out_.find("fully_connected x1: N = 300 is not a multiple of 16"), std::string::npos) << out_;
+  ASSERT_EQ(run("generate " + path("r.gguf") + " -p 'abc' -n 2"), 0) << err_;
+  EXPECT_EQ(err_.find("offloaded"), std::string::npos) << err_;  // nothing to offload on the cpu
+  EXPECT_NE(run("inspect --offload 1 ../no-such.tflite"), 0);
   ASSERT_EQ(run("bench " + path("r.gguf") + " --device rknpu --offload all -p 8 -n 2 -r 1 -t 1"), 0) << err_;
   EXPECT_NE(out_.find("pp8 (modelled, not measured): "), std::string::npos) << out_;
   EXPECT_NE(out_.find("tg2 (modelled, not measured): "), std::string::npos) << out_;

@@ -77,6 +77,10 @@ bool is_gguf_path(const std::string& path);
 // parameters, tensor types with counts, vocabulary, context used / trained, KV cache size.
 void print_model_summary(const LanguageModel& lm, const std::string& kv_type);
 void print_gguf_summary(const std::string& path);
+// "offloaded N/M layers to DEVICE ..." (generate's summary, inspect), and inspect's
+// per-layer table of where the decode step's ops run and why some stay on the cpu.
+std::string offload_line(const LanguageModelPlacement& placement);
+void print_gguf_placement(const LanguageModel& lm);
 // The help of --mmap (generate, chat, bench on a GGUF file).
 inline constexpr const char* kMmapHelp =
     "Memory-map the GGUF file (pages come in on first use, page cache shared with other processes) instead of "

@@ -5,16 +5,45 @@
 
 namespace tessera::cli {
 
+namespace {
+
+void print_session(const Session& session, bool full) {
+  fmt::print("{}", session.plan().report(full));
+  const auto programs = session.program_summaries();
+  if (!programs.empty()) {
+    fmt::print("compiled programs:\n");
+    for (const auto& line : programs) fmt::print("  {}\n", line);
+  }
+}
+
+}  // namespace
+
 void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Show a model's ops, tensors, device placement and memory plan");
   auto model = std::make_shared<std::string>();
   auto dev = std::make_shared<DeviceArgs>();
   auto brief = std::make_shared<bool>(false);
+  auto offload = std::make_shared<std::string>();
   cmd->add_option("model", *model, "Model file (.tflite or .gguf)")->required();
   cmd->add_flag("--brief", *brief, "Omit the per-tensor table");
+  cmd->add_option("--offload", *offload, "GGUF: layers on --device (N or 'all'), the rest on the cpu, as generate");
   dev->add_to(cmd);
   cmd->callback([=] {
-    if (is_gguf_path(*model)) print_gguf_summary(*model);
+    if (is_gguf_path(*model)) {
+      // The model as generate loads it (the same options): the per-layer placement, then
+      // the decode step's plan.
+      print_gguf_summary(*model);
+      LanguageModelOptions lo = take(lm_options(*dev, *offload, 32));
+      auto lm = take(LanguageModel::load(*model, lo));
+      print_gguf_placement(*lm);
+      const Graph& g = lm->decode_session().graph();
+      fmt::print("decode step: {} tensors, {} nodes, {} inputs, {} outputs\n", g.tensors().size(), g.nodes().size(),
+                 g.inputs.size(), g.outputs.size());
+      print_session(lm->decode_session(), !*brief);
+      return;
+    }
+    if (!offload->empty())
+      take(error(StatusCode::invalid_argument, "--offload applies to GGUF models; '", *model, "' is not one"));
     Graph g = take(load_model(*model));
     fmt::print("model {}: {} tensors, {} nodes, {} inputs, {} outputs\n", *model, g.tensors().size(),
                g.nodes().size(), g.inputs.size(), g.outputs.size());
@@ -28,12 +57,7 @@ void add_inspect_command(CLI::App& app) {
     }
     SessionOptions so = take(dev->session_options());
     auto session = take(Session::create(std::move(g), so));
-    fmt::print("{}", session->plan().report(!*brief));
-    const auto programs = session->program_summaries();
-    if (!programs.empty()) {
-      fmt::print("compiled programs:\n");
-      for (const auto& line : programs) fmt::print("  {}\n", line);
-    }
+    print_session(*session, !*brief);
   });
 }
 

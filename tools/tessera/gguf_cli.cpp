@@ -85,7 +85,7 @@ void print_gguf_summary(const std::string& path) {
   if (p.ok() && !gguf::describe_features(*p).empty()) fmt::print("  {}\n", gguf::describe_features(*p));
   else
     fmt::print("not loadable as a llama model: {}\n", p.status().to_string());
-  fmt::print("the graph below is the 1-token decode step; the KV cache is its state\n");
+  fmt::print("the plan below is the 1-token decode step as generate loads it; the KV cache is its state\n");
 }
 
 namespace {
@@ -129,6 +129,39 @@ void print_model_summary(const LanguageModel& lm, const std::string& kv_type) {
              p.eos);
   fmt::print(stderr, "  context {} used / {} trained, KV cache {:.2f} MiB ({} bytes, {})\n", lm.context_length(),
              p.trained_context, lm.kv_cache_bytes() / 1048576.0, lm.kv_cache_bytes(), kv_type);
+  const LanguageModelPlacement pl = lm.placement();
+  if (pl.device != "cpu")
+    fmt::print(stderr, "  {} (`tessera inspect MODEL --device {}` shows which and why)\n", offload_line(pl), pl.device);
+}
+
+std::string offload_line(const LanguageModelPlacement& pl) {
+  int64_t nodes = 0, on_device = 0;
+  for (const auto& part : pl.parts) {
+    nodes += part.nodes;
+    on_device += part.on_device;
+  }
+  return fmt::format("offloaded {}/{} layers to {} (output matrix on {}); {} of {} decode ops on {}, the rest on the cpu",
+                     pl.offloaded_layers, pl.layers, pl.device, pl.output_offloaded ? pl.device : "the cpu", on_device,
+                     nodes, pl.device);
+}
+
+void print_gguf_placement(const LanguageModel& lm) {
+  const LanguageModelPlacement pl = lm.placement();
+  fmt::print("placement of the 1-token decode step on {} (the prompt step's is alike):\n", pl.device);
+  if (pl.device == "cpu") {
+    fmt::print("  every op on the cpu\n");
+    return;
+  }
+  fmt::print("  {}\n", offload_line(pl));
+  fmt::print("  {:<8} {:>10} {:>15} {:>10}  {}\n", "layer", "ops", "matmuls", "transfers", "on the cpu (op x nodes: why)");
+  for (const auto& part : pl.parts) {
+    std::string cpu;
+    for (const auto& c : part.on_cpu)
+      cpu += fmt::format("{}{} x{}: {}", cpu.empty() ? "" : "; ", c.op, c.count, c.reason);
+    fmt::print("  {:<8} {:>10} {:>15} {:>10}  {}\n", part.layer >= 0 ? fmt::format("{}", part.layer) : "other",
+               fmt::format("{}/{}", part.on_device, part.nodes), fmt::format("{}/{}", part.matmuls_on_device, part.matmuls),
+               part.transfers, cpu.empty() ? "-" : cpu);
+  }
 }
 
 void GgufBenchArgs::add_to(CLI::App* cmd) {
