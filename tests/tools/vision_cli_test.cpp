@@ -1,7 +1,10 @@
 // The vision commands through the real `tessera` binary: classify (labels with and without
 // the background line), segment (mask PNG at the image's size, overlay), pose (CSV), run
 // on the reference inputs, and clear failures for bad arguments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include <cstdlib>
 #include <filesystem>
@@ -75,8 +78,40 @@ TEST_F(VisionCli, ClassifyOnADeviceModelSaysWhichTimeIsModelled) {
   TESSERA_REQUIRE_FIXTURE(image, "images/cat.bmp");
   ASSERT_EQ(run("classify " + model + " " + image + " --device rknpu --top 1"), 0) << err_;
   EXPECT_NE(out_.find("on rknpu, 1 thread); device time 1.126 ms (modelled, not measured"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("\nframe time "), std::string::npos) << out_;
+  EXPECT_NE(out_.find(" = rknpu 1.126 ms (modelled) + cpu ops "), std::string::npos) << out_;
   ASSERT_EQ(run("classify " + model + " " + image + " --top 1"), 0) << err_;
   EXPECT_EQ(out_.find("modelled"), std::string::npos) << out_;
+}
+
+// The whole frame on a device model: the modelled NPU time plus the cpu's share (fallback
+// ops and transfers) measured on the host, said so; frames/s from their sum, 1 core and 3
+// streams. YOLOv8n's SiLU, concatenations, slices, pools and resizes are among the cpu ops.
+TEST_F(VisionCli, BenchFrameTimeCountsTheCpuShare) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  ASSERT_EQ(run("bench " + model + " --device rknpu -r 1 --top 0"), 0) << err_;
+  const size_t at = out_.find("frame time ");
+  ASSERT_NE(at, std::string::npos) << out_;
+  const std::string line = out_.substr(at, out_.find('\n', at) - at);
+  double frame = 0, npu = 0, cpu = 0, transfers = 0, tr = 0, fps1 = 0, fps3 = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(),
+                        "frame time %lf ms = rknpu %lf ms (modelled) + cpu ops %lf ms + %lf transfers %lf ms (measured on "
+                        "this host, 1 thread; the board's Cortex-A76 cores are not modelled) -> %lf frames/s on 1 core, "
+                        "%lf frames/s as 3 streams on 3 cores",
+                        &frame, &npu, &cpu, &transfers, &tr, &fps1, &fps3),
+            7)
+      << line;
+  EXPECT_NEAR(frame, npu + cpu + tr, 0.0021) << line;
+  EXPECT_GT(npu, 1.0) << line;
+  EXPECT_GT(cpu, 0.0) << line;
+  EXPECT_GT(transfers, 0) << line;
+  EXPECT_NEAR(fps1, 1000.0 / frame, 0.051 + 1e-3 * fps1) << line;
+  EXPECT_NEAR(fps3, 3 * 1000.0 / frame, 0.051 + 1e-3 * fps3) << line;
+  // The device time line still gives the modelled NPU time alone.
+  EXPECT_NE(out_.find(fmt::format("device time (modelled, not measured): median {:.3f} ms", npu)), std::string::npos)
+      << out_;
+  ASSERT_EQ(run("bench " + model + " -r 1 --top 0"), 0) << err_;  // the cpu: nothing modelled
+  EXPECT_EQ(out_.find("frame time"), std::string::npos) << out_;
 }
 
 // bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread

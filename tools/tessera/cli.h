@@ -58,6 +58,23 @@ ProgressFn load_progress(const std::string& what, bool log = false);
 // Ends a terminal's progress line left open by a load that failed (before its error).
 void end_progress_line();
 
+// A frame on a device model (rknpu) counted whole: the device's modelled time, plus the
+// cpu's share -- the ops that fell back to the cpu and the transfers (layout conversions
+// between the device's formats and the host's) -- timed on this host, which is not the
+// board's Cortex-A76 (said so in the line). Sums over the runs given.
+struct FrameTime {
+  double device_seconds = 0;    // modelled
+  double cpu_seconds = 0;       // measured: nodes on the cpu device
+  double transfer_seconds = 0;  // measured: transfer nodes
+  int64_t transfers = 0;
+  int runs = 0;
+  void add(const RunProfile& p);
+  bool modelled() const { return device_seconds > 0; }
+  // "frame time: ... = NPU ... (modelled) + cpu ops ... + transfers ... (measured on this
+  // host) -> F frames/s on 1 core; 3 streams: ..." (per run).
+  std::string line(const std::string& device, int threads, int cores = 3) const;
+};
+
 // Options shared by commands that run a model on a device.
 struct DeviceArgs {
   std::string device = "cpu";

@@ -100,9 +100,11 @@ void add_bench_command(CLI::App& app) {
     const ModelClock before = ModelClock::read(model);
     std::vector<double> times, modelled;
     std::map<std::string, std::pair<double, double>> per_op;  // op -> (host, modelled)
+    FrameTime frame;
     for (int i = 0; i < a->runs; ++i) {
       take(session->run());
       const RunProfile& p = session->profile();
+      frame.add(p);
       times.push_back(p.host_seconds);
       modelled.push_back(p.modelled_seconds);
       for (const auto& n : p.nodes) {
@@ -118,8 +120,10 @@ void add_bench_command(CLI::App& app) {
                a->dev.threads == 1 ? "" : "s", a->runs);
     fmt::print("host latency (measured): min {:.3f} ms, median {:.3f} ms, max {:.3f} ms\n", times.front() * 1e3,
                times[times.size() / 2] * 1e3, times.back() * 1e3);
-    if (modelled.back() > 0)
+    if (modelled.back() > 0) {
       fmt::print("device time (modelled, not measured): median {:.3f} ms\n", modelled[modelled.size() / 2] * 1e3);
+      fmt::print("{}\n", frame.line(a->dev.device, a->dev.threads));
+    }
     if (model) {
       one.print(model->name() + " per core (modelled busy time, mean per run):", a->runs);
       fmt::print("{} DRAM (modelled): {:.2f} MB per run, {:.2f} GB/s\n", model->name(), one.dram_bytes / 1e6 / a->runs,

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "cli.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/model.h"
@@ -21,6 +23,33 @@ std::atomic<bool> g_progress_line_open{false};  // a live progress line without 
 
 void end_progress_line() {
   if (g_progress_line_open.exchange(false)) std::fputc('\n', stderr);
+}
+
+void FrameTime::add(const RunProfile& p) {
+  device_seconds += p.modelled_seconds;
+  for (const auto& n : p.nodes) {
+    if (n.label.rfind("transfer", 0) == 0) {
+      transfer_seconds += n.host_seconds;
+      ++transfers;
+    } else if (n.device == "cpu") {
+      cpu_seconds += n.host_seconds;
+    }
+  }
+  ++runs;
+}
+
+std::string FrameTime::line(const std::string& device, int threads, int cores) const {
+  const double r = std::max(runs, 1);
+  const double dev = device_seconds / r, cpu = cpu_seconds / r, tr = transfer_seconds / r;
+  const double frame = dev + cpu + tr;
+  // Streams: each on an NPU core of its own with its cpu share on a cpu core of its own
+  // (the RK3588 has four Cortex-A76 cores), so they do not wait for each other.
+  return fmt::format(
+      "frame time {:.3f} ms = {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms (measured on "
+      "this host, {} thread{}; the board's Cortex-A76 cores are not modelled) -> {:.1f} frames/s on 1 core, {:.1f} "
+      "frames/s as {} streams on {} cores",
+      frame * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / r, tr * 1e3, threads,
+      threads == 1 ? "" : "s", frame > 0 ? 1.0 / frame : 0.0, frame > 0 ? cores / frame : 0.0, cores, cores);
 }
 
 ProgressFn load_progress(const std::string& what, bool log) {

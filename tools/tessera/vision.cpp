@@ -34,9 +34,13 @@ std::string latency_line(const VisionRun& r, const std::string& model, const Dev
                                  std::filesystem::path(model).filename().string(), dev.device, dev.threads,
                                  dev.threads == 1 ? "" : "s");
   const double modelled = r.session->profile().modelled_seconds;
-  if (modelled > 0)
+  if (modelled > 0) {
     line += fmt::format("; device time {:.3f} ms (modelled, not measured: the host time above runs the device model)",
                         modelled * 1e3);
+    FrameTime frame;
+    frame.add(r.session->profile());
+    line += "\n" + frame.line(dev.device, dev.threads);
+  }
   return line;
 }
 
