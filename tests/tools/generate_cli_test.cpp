@@ -1,6 +1,7 @@
 // `tessera generate`, `gguf-synth`, `inspect` and `bench` on GGUF models, run as a user would.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <filesystem>
@@ -113,6 +114,22 @@ TEST_F(GenerateCli, RknpuRunsTheMatricesWithTheCpuTextAndModelledSpeed) {
   ASSERT_EQ(run("bench " + path("r.gguf") + " --device rknpu --offload all -p 8 -n 2 -r 1 -t 1"), 0) << err_;
   EXPECT_NE(out_.find("pp8 (modelled, not measured): "), std::string::npos) << out_;
   EXPECT_NE(out_.find("tg2 (modelled, not measured): "), std::string::npos) << out_;
+  // The decode step with the cpu's share (norms, RoPE, attention, transfers measured here).
+  {
+    const size_t at = out_.find("tg2 with the cpu's share: ");
+    ASSERT_NE(at, std::string::npos) << out_;
+    double rate = 0, step = 0, npu = 0, cpu = 0, transfers = 0, tr = 0;
+    ASSERT_EQ(std::sscanf(out_.c_str() + at,
+                          "tg2 with the cpu's share: %lf tokens/s = %lf ms per token: rknpu %lf ms (modelled) + cpu ops "
+                          "%lf ms + %lf transfers %lf ms",
+                          &rate, &step, &npu, &cpu, &transfers, &tr),
+              6)
+        << out_.substr(at, 300);
+    EXPECT_NEAR(step, npu + cpu + tr, 0.0021);
+    EXPECT_GT(cpu, 0.0);
+    EXPECT_GT(transfers, 0);
+    EXPECT_NEAR(rate, 1000.0 / step, 0.006 + 1e-3 * rate);
+  }
   // weights=int8: inspect says so, generate and bench run, score --agreement reports.
   ASSERT_EQ(run("inspect --brief --device rknpu --device-opt weights=int8 " + path("r.gguf")), 0) << err_;
   EXPECT_NE(out_.find("blk.1/ffn_down -> f32[1,128]  [npu matmul int8 x int8 -> int32]"), std::string::npos) << out_;

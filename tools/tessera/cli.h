@@ -73,6 +73,8 @@ struct FrameTime {
   // "frame time: ... = NPU ... (modelled) + cpu ops ... + transfers ... (measured on this
   // host) -> F frames/s on 1 core; 3 streams: ..." (per run).
   std::string line(const std::string& device, int threads, int cores = 3) const;
+  // The same per decode step: "X tokens/s = NPU ... (modelled) + cpu ops ... + transfers ...".
+  std::string token_line(const std::string& device, int threads) const;
 };
 
 // Options shared by commands that run a model on a device.

@@ -52,6 +52,17 @@ std::string FrameTime::line(const std::string& device, int threads, int cores) c
       threads == 1 ? "" : "s", frame > 0 ? 1.0 / frame : 0.0, frame > 0 ? cores / frame : 0.0, cores, cores);
 }
 
+std::string FrameTime::token_line(const std::string& device, int threads) const {
+  const double r = std::max(runs, 1);
+  const double dev = device_seconds / r, cpu = cpu_seconds / r, tr = transfer_seconds / r;
+  const double step = dev + cpu + tr;
+  return fmt::format(
+      "{:.2f} tokens/s = {:.3f} ms per token: {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms "
+      "(measured on this host, {} thread{}; the board's Cortex-A76 cores are not modelled)",
+      step > 0 ? 1.0 / step : 0.0, step * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / r, tr * 1e3,
+      threads, threads == 1 ? "" : "s");
+}
+
 ProgressFn load_progress(const std::string& what, bool log) {
   const char* env = std::getenv("TESSERA_PROGRESS");
   const std::string mode = env ? env : "";

@@ -306,24 +306,31 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
     }
     if (tg > 0) {
       std::vector<double> v, mv;
+      FrameTime per_token;  // device models: each decode step's NPU time and cpu share
       for (int r = 0; r < runs + 1; ++r) {
         to_depth();
         int32_t next = pick(rng);
         const double m0 = modelled_now();
         auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < tg; ++i) take(lm->decode(next));
+        for (int64_t i = 0; i < tg; ++i) {
+          take(lm->decode(next));
+          if (r > 0 && m0 >= 0) per_token.add(lm->decode_session().profile());
+        }
         if (r > 0) v.push_back(tg / seconds_since(t0));
         if (r > 0) mv.push_back(m0 < 0 ? -1.0 : modelled_now() - m0);
       }
       modelled_row(fmt::format("tg{}", tg), tg, mv);
+      if (per_token.modelled())
+        modelled_lines.push_back(fmt::format("tg{} with the cpu's share: {}", tg, per_token.token_line(lm->decode_session().devices()[0]->name(), threads)));
       line += fmt::format(", generation tokens/s {:.2f}", row(fmt::format("tg{}", tg) + (depth ? fmt::format(" @ d{}", depth) : ""), v));
       line += "; decode step" + where_time_goes(lm->decode_session());
     }
     summary.push_back(line);
     for (auto& l : modelled_lines) summary.push_back("  " + l);
     if (!modelled_lines.empty())
-      summary.push_back("  (modelled: the device model's time for the NPU's register streams only; the cpu's ops "
-                        "between them (norms, RoPE, attention, SiLU) and the host's conversions are not included)");
+      summary.push_back("  (modelled: the device model's time for the NPU's register streams only; the line with the "
+                        "cpu's share adds the ops between them (norms, RoPE, attention, SiLU) and the conversions, "
+                        "measured on this host)");
   }
   for (const auto& l : summary) fmt::print("{}\n", l);
 }
