@@ -102,6 +102,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GELU, 2},             {T::BuiltinOperator_LOG_SOFTMAX, 2},
     {T::BuiltinOperator_L2_NORMALIZATION, 2}, {T::BuiltinOperator_ARG_MIN, 2},
     {T::BuiltinOperator_CUMSUM, 1},
+    // op_builder_matmul.cpp: BATCH_MATMUL v1 f32, v2 int8, v3 int16 (v4's hybrid refused).
+    {T::BuiltinOperator_BATCH_MATMUL, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -668,6 +670,8 @@ Status build_unidirectional_sequence_lstm(OpSite& s);
 Status build_math_operator(OpSite& s);
 // Implemented in op_builder_activation.cpp.
 Status build_activation_operator(OpSite& s);
+// Implemented in op_builder_matmul.cpp.
+Status build_batch_matmul(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -704,6 +708,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_L2_NORMALIZATION:
     case T::BuiltinOperator_ARG_MIN:
     case T::BuiltinOperator_CUMSUM: return build_activation_operator(s);
+    case T::BuiltinOperator_BATCH_MATMUL: return build_batch_matmul(s);
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);
