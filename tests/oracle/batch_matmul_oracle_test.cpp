@@ -1,8 +1,10 @@
 // BATCH_MATMUL as single-operator models against the TFLite interpreter: f32, i8 (non-zero
-// zero points) and i16, with adj_x / adj_y, broadcast batch dims, ranks 2 to 4 and a
-// constant rhs. Integer outputs byte-identical, float outputs within 1e-5 relative
+// zero points), i16 and hybrid (f32 lhs, constant int8 rhs), with adj_x / adj_y, broadcast
+// batch dims, ranks 2 to 4 and a constant rhs. Integer outputs byte-identical, float outputs within 1e-5 relative
 // (op_checks.h). Also the importer's refusals, by operator and tensor name.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "oracle/op_checks.h"
 
@@ -96,14 +98,41 @@ TEST(TfliteOracle, BatchMatMulMatchesTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "batch_matmul"), static_cast<int>(checks.size()));
 }
 
+// Hybrid: f32 lhs, constant int8 rhs (one scale, zero point 0), f32 output; each lhs row
+// quantized symmetrically. One row is all zeros (scale 1, codes 0) in the first case.
+TEST(TfliteOracle, HybridBatchMatMulMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  const std::vector<MatCase> cases = {
+      {{1, 3, 16}, {16, 6}, false, false, true}, {{2, 4, 9}, {2, 9, 5}, false, false, true},
+      {{2, 1, 5, 8}, {3, 8, 4}, false, false, true}, {{2, 8, 3}, {2, 6, 8}, true, true, true},
+      {{4, 40}, {7, 40}, false, true, true}};
+  std::vector<OpCheck> checks;
+  uint32_t seed = 37000;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    OpCheck c = matmul_check("batch_matmul_hybrid_" + std::to_string(i), cases[i], T::TensorType_FLOAT32, {}, {}, {}, seed += 2);
+    OpTensor& b = c.model.tensors[1];
+    b.type = T::TensorType_INT8;
+    b.scale = 0.013f;
+    b.zero_point = 0;
+    b.data = random_bytes(static_cast<size_t>(element_count(b.shape)), seed + 1);
+    if (i == 0) std::fill(c.inputs[0].begin(), c.inputs[0].begin() + 16 * 4, 0);
+    checks.push_back(std::move(c));
+  }
+  EXPECT_EQ(run_op_checks(checks, "batch_matmul_hybrid"), static_cast<int>(checks.size()));
+}
+
 TEST(TfliteOracle, BatchMatMulRefusals) {
   const auto f32 = T::TensorType_FLOAT32, i8 = T::TensorType_INT8, i16 = T::TensorType_INT16;
-  {  // hybrid: f32 lhs, int8 constant rhs
+  {  // hybrid with a non-zero rhs zero point, and with a run-time rhs
     OpCheck c = matmul_check("hybrid", kCases[6], f32, {}, {}, {}, 1);
     c.model.tensors[1].type = i8;
     c.model.tensors[1].scale = 0.1f;
+    c.model.tensors[1].zero_point = 4;
     c.model.tensors[1].data.resize(c.model.tensors[1].data.size() / 4);
-    expect_refused(c.model, {"BATCH_MATMUL", "rhs 'b'", "hybrid"});
+    expect_refused(c.model, {"BATCH_MATMUL", "rhs 'b'", "hybrid", "zero point 0"});
+    c.model.tensors[1].zero_point = 0;
+    c.model.tensors[1].data.clear();
+    expect_refused(c.model, {"BATCH_MATMUL", "hybrid rhs 'b' must be constant"});
   }
   {  // int16 with a non-zero zero point
     OpCheck c = matmul_check("i16_zp", kCases[0], i16, {0.001f, 3}, {0.001f, 0}, {0.01f, 0}, 2);
