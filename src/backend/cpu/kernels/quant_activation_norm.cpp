@@ -49,7 +49,7 @@ Status gelu_q(KernelContext& c) {
 // ---- prelu ----
 Status prelu_q(KernelContext& c) {
   for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]})
-    TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t, /*allow_i16=*/true));
+    TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t));
   const DType t = c.out[0].dtype();
   if (c.in[0].dtype() != t || c.in[1].dtype() != t) return kernel_error(c.n, "input, alpha and output must share one dtype");
   const float sx = scale_of(c.in[0]), sa = scale_of(c.in[1]), so = scale_of(c.out[0]);
