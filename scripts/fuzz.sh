@@ -50,7 +50,8 @@ fi
 # tests/import/tflite/lstm_model.h), the int8 ABS, RSQRT, SQUARED_DIFFERENCE, LESS and
 # SELECT_V2 seeds (tests/import/tflite/math_ops_test.cpp) and one-op SUM / REDUCE_MAX /
 # REDUCE_MIN / REDUCE_PROD / DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO /
-# FILL / ZEROS_LIKE / SHAPE seeds (tests/import/tflite/single_op_seeds_test.cpp writes and
+# FILL / ZEROS_LIKE / SHAPE / PRELU / ELU / GELU / LOG_SOFTMAX / L2_NORMALIZATION / CUMSUM /
+# BATCH_MATMUL seeds (tests/import/tflite/single_op_seeds_test.cpp writes and
 # checks them) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"

@@ -23,6 +23,7 @@ InferResult infer_maximum(const Graph& g, const Node& n) { return binary(g, n); 
 InferResult infer_minimum(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_squared_difference(const Graph& g, const Node& n) { return binary(g, n); }
 InferResult infer_pow(const Graph& g, const Node& n) { return binary(g, n); }
+InferResult infer_prelu(const Graph& g, const Node& n) { return binary(g, n); }
 
 // Comparisons: the operands' broadcast shape, boolean.
 static InferResult compare(const Graph& g, const Node& n) {
@@ -66,6 +67,7 @@ InferResult infer_tanh(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_hard_swish(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_silu(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_gelu(const Graph& g, const Node& n) { return unary(g, n); }
+InferResult infer_elu(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_exp(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_rsqrt(const Graph& g, const Node& n) { return unary(g, n); }
 InferResult infer_sqrt(const Graph& g, const Node& n) { return unary(g, n); }

@@ -232,5 +232,102 @@ inline Multiplier inv_sqrt_multiplier_exp(int32_t x) {
   }
   return {r, -shift};
 }
+
+// ---- int32 gemmlowp fixed point for TFLite's quantized LOG_SOFTMAX ----
+// Additions and subtractions of raw values wrap, as gemmlowp's; products are srdhm.
+inline int32_t wrap_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+inline int32_t wrap_sub(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+}
+inline int32_t saturate64(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+// RoundingHalfSum: (a + b) / 2, rounded half away from zero.
+inline int32_t rounding_half_sum(int32_t a, int32_t b) {
+  const int64_t sum = int64_t{a} + b;
+  return static_cast<int32_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+}
+
+// exp(a) for a in [-1/4, 0), Q0.31 in and out: a Taylor expansion around -1/8.
+inline int32_t exp_on_interval_between_negative_one_quarter_and_0_excl(int32_t a) {
+  constexpr int32_t kExpMinusOneEighth = 1895147668, kOneThird = 715827883;
+  const int32_t x = wrap_add(a, 1 << 28);  // a + 1/8
+  const int32_t x2 = srdhm(x, x), x3 = srdhm(x2, x), x4 = srdhm(x2, x2);
+  const int32_t x4_over_4 = rounding_divide_by_pot(x4, 2);
+  const int32_t poly = rounding_divide_by_pot(wrap_add(srdhm(wrap_add(x4_over_4, x3), kOneThird), x2), 1);
+  return wrap_add(kExpMinusOneEighth, srdhm(kExpMinusOneEighth, wrap_add(x, poly)));
+}
+
+// exp(a) for a <= 0 held with `int_bits` integer bits (at most 5 here); Q0.31 out.
+inline int32_t exp_on_negative_values(int32_t a, int int_bits) {
+  const int frac_bits = 31 - int_bits;
+  const int32_t one_quarter = int32_t{1} << (frac_bits - 2);
+  const int32_t a_mod_quarter_minus_one_quarter = wrap_sub(a & (one_quarter - 1), one_quarter);
+  int32_t result = exp_on_interval_between_negative_one_quarter_and_0_excl(
+      rescale(a_mod_quarter_minus_one_quarter, int_bits, 0));
+  const int32_t remainder = wrap_sub(a_mod_quarter_minus_one_quarter, a);
+  // exp(-2^k) for k = -2..4, applied for each set bit of the remainder.
+  constexpr struct {
+    int exponent;
+    int32_t multiplier;
+  } kSteps[] = {{-2, 1672461947}, {-1, 1302514674}, {0, 790015084}, {1, 290630308},
+                {2, 39332535},    {3, 720401},       {4, 242}};
+  for (const auto& st : kSteps)
+    if (int_bits > st.exponent && (remainder & (int32_t{1} << (frac_bits + st.exponent))))
+      result = srdhm(result, st.multiplier);
+  if (a == 0) result = std::numeric_limits<int32_t>::max();
+  return result;
+}
+
+// 1 / (1 + a) for a in [0, 1), Q0.31 in and out (three Newton-Raphson steps in Q2.29).
+inline int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a) {
+  const int32_t half_denominator = rounding_half_sum(a, std::numeric_limits<int32_t>::max());
+  constexpr int32_t k48Over17 = 1515870810, kMinus32Over17 = -1010580540;  // Q2.29
+  int32_t x = wrap_add(k48Over17, srdhm(half_denominator, kMinus32Over17));
+  for (int i = 0; i < 3; ++i) {
+    const int32_t one_minus_hx = wrap_sub(int32_t{1} << 29, srdhm(half_denominator, x));
+    x = wrap_add(x, rescale(srdhm(x, one_minus_hx), 4, 2));
+  }
+  return rescale(x, 1, 0);  // x / 2 read as Q1.30, rescaled to Q0.31
+}
+
+// log(x) for x >= 1 held with `in_bits` integer bits, as a raw value with `out_bits`
+// integer bits (TFLite's log_x_for_x_greater_than_or_equal_to_1: x = 2^z r with r in
+// [sqrt(1/2), sqrt(2)) about 2^(-1/4), and a rational approximation of log r).
+inline int32_t log_x_for_x_greater_than_or_equal_to_1(int32_t x, int in_bits, int out_bits) {
+  const int accum_bits = out_bits + 1;
+  constexpr int32_t kLog2 = 1488522236, kSqrtSqrtHalf = 1805811301, kSqrtHalf = 1518500250, kOneQuarter = 536870912;
+  constexpr int32_t kAlphaN = 117049297, kAlphaD = 127690142, kAlphaI = 1057819769, kAlphaF = 638450708;
+  const int32_t shifted_quarter = rescale(kOneQuarter, 0, accum_bits);
+  auto leading_zeros = [](uint32_t v) {
+    int n = 0;
+    for (; n < 32 && !(v & 0x80000000u); ++n) v <<= 1;
+    return n;
+  };
+  const int za_headroom_plus_1 = leading_zeros(static_cast<uint32_t>(x));
+  const int32_t ra_tmp = saturating_shift_left(x, za_headroom_plus_1 - 1);
+  const int32_t ra = saturating_shift_left(srdhm(ra_tmp, kSqrtHalf), 1);
+  const int32_t za_pow2_adj =
+      saturate64(int64_t{saturating_shift_left(in_bits - za_headroom_plus_1, 31 - accum_bits)} + shifted_quarter);
+  const int32_t zb = srdhm(x, kSqrtHalf);
+  const int zb_headroom = leading_zeros(static_cast<uint32_t>(zb)) - 1;
+  const int32_t rb = saturating_shift_left(x, zb_headroom);
+  const int32_t zb_pow2_adj =
+      saturate64(int64_t{saturating_shift_left(in_bits - zb_headroom, 31 - accum_bits)} - shifted_quarter);
+  const int32_t r = std::min(ra, rb);
+  const int32_t z_pow2_adj = std::max(za_pow2_adj, zb_pow2_adj);
+  const int32_t p = rounding_half_sum(r, kSqrtSqrtHalf);
+  int32_t qv = wrap_sub(r, kSqrtSqrtHalf);
+  qv = wrap_add(qv, qv);
+  const int32_t common_sq = srdhm(qv, qv);
+  const int32_t num = wrap_add(srdhm(qv, r), srdhm(srdhm(qv, common_sq), kAlphaN));
+  const int32_t denom_minus_one =
+      wrap_add(srdhm(p, wrap_add(wrap_add(kAlphaI, qv), srdhm(kAlphaD, common_sq))), srdhm(kAlphaF, qv));
+  const int32_t recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one);
+  const int32_t num_scaled = rescale(num, 0, accum_bits);
+  return rescale(wrap_add(srdhm(z_pow2_adj, kLog2), srdhm(num_scaled, recip_denom)), accum_bits, out_bits);
+}
 }  // namespace fp
 }  // namespace tessera::q

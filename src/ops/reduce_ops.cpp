@@ -41,6 +41,16 @@ InferResult infer_softmax(const Graph& g, const Node& n) {
   return one(x.shape, x.dtype);
 }
 
+// log_softmax, l2_norm: along the last axis, the input's shape (quantized forms: the
+// output's own fixed scale, checked by the kernels).
+static InferResult last_axis(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  if (x.shape.empty()) return fail(n, "input '" + x.name + "' must have rank >= 1");
+  return one(x.shape, x.dtype);
+}
+InferResult infer_log_softmax(const Graph& g, const Node& n) { return last_axis(g, n); }
+InferResult infer_l2_norm(const Graph& g, const Node& n) { return last_axis(g, n); }
+
 static InferResult norm(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
   if (x.shape.empty()) return fail(n, "input must have rank >= 1");
@@ -84,6 +94,16 @@ InferResult infer_attention(const Graph& g, const Node& n) {
   if (p.dtype != DType::i32 || num_elements(p.shape) != t)
     return fail(n, "positions '" + p.name + "' must be i32 with " + std::to_string(t) + " entries");
   return one(q.shape, DType::f32);
+}
+
+InferResult infer_arg_min(const Graph& g, const Node& n) { return infer_arg_max(g, n); }
+
+InferResult infer_cumsum(const Graph& g, const Node& n) {
+  const Tensor& x = in(g, n, 0);
+  TS_RETURN_IF_ERROR(norm_axis(n, n.get(attr::axis), x.shape.size()).status());
+  if (x.dtype != DType::f32 && x.dtype != DType::i32 && x.dtype != DType::i64)
+    return fail(n, std::string("input '") + x.name + "' is " + dtype_name(x.dtype) + "; cumsum takes f32, i32 or i64");
+  return one(x.shape, x.dtype);
 }
 
 InferResult infer_arg_max(const Graph& g, const Node& n) {

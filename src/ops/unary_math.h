@@ -49,6 +49,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
           return 0.5f * x * (1.0f + std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
         });
       return apply([](float x) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); });
+    case OpKind::elu: return apply([](float x) { return x < 0 ? std::expm1(x) : x; });
     case OpKind::exp: return apply([](float x) { return std::exp(x); });
     case OpKind::rsqrt: return apply([](float x) { return 1.0f / std::sqrt(x); });
     case OpKind::sqrt: return apply([](float x) { return std::sqrt(x); });

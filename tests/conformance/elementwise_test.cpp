@@ -125,6 +125,29 @@ TESSERA_CONFORMANCE_CASES(pow) {
   return cases;
 }
 
+// prelu: alpha broadcast against x (per channel, as TFLite's PRELU takes it, or full).
+TESSERA_CONFORMANCE_CASES(prelu) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 3; ++variant) {
+    const Shape xs = random_shape(rng, 3, 1, 6);
+    const Shape as = variant == 0 ? xs : variant == 1 ? Shape{xs.back()} : Shape{xs[1], 1};
+    auto x = uniform(rng, num_elements(xs), -3, 3);
+    auto a = uniform(rng, num_elements(as), -0.5f, 1.5f);
+    CaseGraph cg;
+    TensorId xi = cg.input_f32("x", xs, x);
+    TensorId ai = variant == 1 ? cg.weight("alpha", as, DType::f32, bytes_of(a)) : cg.input_f32("alpha", as, a);
+    Case c = cg.finish("prelu " + shape_str(xs) + " alpha " + shape_str(as), OpKind::prelu, {xi, ai}, {});
+    for (int64_t i = 0; i < num_elements(xs); ++i) {
+      const double v = x[i], al = a[bcast_index(xs, as, i)];
+      const double y = v >= 0 ? v : al * v;
+      c.expected.push_back(y);
+      c.magnitude.push_back(std::fabs(y) + std::fabs(v));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 // Comparisons: small integer values in f32 (ties are common, and exact), broadcasting, and
 // one i32 case; the output is boolean.
 std::vector<Case> compare_cases(Rng& rng, OpKind op, bool (*f)(double, double)) {
@@ -236,6 +259,9 @@ TESSERA_CONFORMANCE_CASES(gelu) {
       {{"approximate", int64_t{1}}}, terms);
   erf_form.insert(erf_form.end(), tanh_form.begin(), tanh_form.end());
   return erf_form;
+}
+TESSERA_CONFORMANCE_CASES(elu) {
+  return unary_cases(rng, OpKind::elu, [](double x) { return x < 0 ? std::expm1(x) : x; }, -5, 3);
 }
 TESSERA_CONFORMANCE_CASES(exp) { return unary_cases(rng, OpKind::exp, [](double x) { return std::exp(x); }, -4, 4); }
 TESSERA_CONFORMANCE_CASES(sqrt) { return unary_cases(rng, OpKind::sqrt, [](double x) { return std::sqrt(x); }, 0.01f, 4); }

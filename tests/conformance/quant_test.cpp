@@ -402,5 +402,96 @@ TESSERA_CONFORMANCE_CASES(logistic) {
   return cases;
 }
 
+// gelu (both forms) on u8 / i8, elu on i8: TFLite's 256-entry tables.
+TESSERA_CONFORMANCE_CASES(gelu) {
+  auto cases = qunary(rng, OpKind::gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  auto tanh_form = qunary(
+      rng, OpKind::gelu,
+      [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); },
+      {{"approximate", int64_t{1}}});
+  cases.insert(cases.end(), tanh_form.begin(), tanh_form.end());
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(elu) {
+  std::vector<Case> cases;
+  const int64_t n = pick(rng, 4, 40);
+  QTensor x = random_q(rng, DType::i8, n, -4, 3);
+  std::vector<double> real;
+  for (double v : x.real) real.push_back(v < 0 ? std::expm1(v) : v);
+  QuantParams oq = out_params(real, DType::i8);
+  CaseGraph cg;
+  Case c = cg.finish("elu i8 quantized", OpKind::elu, {cg.input("x", {n}, DType::i8, x.codes, x.q)}, {}, DType::i8, oq);
+  expect_quantized(c, real, DType::i8, oq);
+  cases.push_back(std::move(c));
+  return cases;
+}
+
+// prelu u8 / i8 with a per-channel alpha of the input's dtype.
+TESSERA_CONFORMANCE_CASES(prelu) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t R = pick(rng, 1, 5), C = pick(rng, 2, 6);
+    QTensor x = random_q(rng, t, R * C, -3, 3);
+    QTensor a = random_q(rng, t, C, -0.5, 1.0);
+    std::vector<double> real;
+    for (int64_t i = 0; i < R * C; ++i) real.push_back(x.real[i] >= 0 ? x.real[i] : x.real[i] * a.real[i % C]);
+    QuantParams oq = out_params(real, t);
+    CaseGraph cg;
+    Case c = cg.finish("prelu " + std::string(dtype_name(t)) + " quantized", OpKind::prelu,
+                       {cg.input("x", {R, C}, t, x.codes, x.q), cg.weight("alpha", {C}, t, a.codes, a.q)}, {}, t, oq);
+    expect_quantized(c, real, t, oq);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// l2_norm (output scale 1/128, zero point 128 for u8, 0 for i8) and log_softmax (output
+// scale 16/256, zero point 255 for u8, 127 for i8): TFLite's fixed output parameters.
+TESSERA_CONFORMANCE_CASES(l2_norm) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t R = pick(rng, 1, 4), D = pick(rng, 3, 12);
+    QTensor x = random_q(rng, t, R * D, -2, 2);
+    std::vector<double> real;
+    for (int64_t r = 0; r < R; ++r) {
+      double sq = 0;
+      for (int64_t k = 0; k < D; ++k) sq += x.real[r * D + k] * x.real[r * D + k];
+      for (int64_t k = 0; k < D; ++k) real.push_back(sq > 0 ? x.real[r * D + k] / std::sqrt(sq) : 0);
+    }
+    QuantParams oq;
+    oq.scale = {1.0f / 128};
+    oq.zero_point = {t == DType::u8 ? 128 : 0};
+    CaseGraph cg;
+    Case c = cg.finish("l2_norm " + std::string(dtype_name(t)) + " quantized", OpKind::l2_norm,
+                       {cg.input("x", {R, D}, t, x.codes, x.q)}, {}, t, oq);
+    expect_quantized(c, real, t, oq);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(log_softmax) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t R = pick(rng, 1, 4), L = pick(rng, 2, 12);
+    QTensor x = random_q(rng, t, R * L, -3, 3);
+    std::vector<double> real;
+    for (int64_t r = 0; r < R; ++r) {
+      double mx = -1e300, sum = 0;
+      for (int64_t k = 0; k < L; ++k) mx = std::max(mx, x.real[r * L + k]);
+      for (int64_t k = 0; k < L; ++k) sum += std::exp(x.real[r * L + k] - mx);
+      for (int64_t k = 0; k < L; ++k) real.push_back(x.real[r * L + k] - mx - std::log(sum));
+    }
+    QuantParams oq;
+    oq.scale = {16.0f / 256};
+    oq.zero_point = {t == DType::u8 ? 255 : 127};
+    CaseGraph cg;
+    Case c = cg.finish("log_softmax " + std::string(dtype_name(t)) + " quantized", OpKind::log_softmax,
+                       {cg.input("x", {R, L}, t, x.codes, x.q)}, {}, t, oq);
+    expect_quantized(c, real, t, oq);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 }  // namespace
 }  // namespace tessera::conformance

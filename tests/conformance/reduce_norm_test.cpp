@@ -315,5 +315,146 @@ TESSERA_CONFORMANCE_CASES(arg_max) {
   return cases;
 }
 
+// arg_min: the first minimum along an axis, f32 with ties (values on a coarse grid) and i8
+// codes.
+TESSERA_CONFORMANCE_CASES(arg_min) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 2; ++variant) {
+    Shape s = random_shape(rng, 3, 2, 7);
+    const int64_t axis = pick(rng, -3, 2);
+    const int ax = static_cast<int>(axis < 0 ? axis + 3 : axis);
+    std::vector<double> vals;
+    CaseGraph cg;
+    TensorId xi;
+    if (variant == 0) {
+      auto x = uniform(rng, num_elements(s), -2, 2);
+      for (float& v : x) v = std::round(v * 2) / 2;
+      vals.assign(x.begin(), x.end());
+      xi = cg.input_f32("x", s, x);
+    } else {
+      std::vector<uint8_t> x(num_elements(s));
+      for (auto& v : x) v = static_cast<uint8_t>(pick(rng, 0, 255));
+      for (uint8_t b : x) vals.push_back(static_cast<int8_t>(b));
+      QuantParams q;
+      q.scale = {0.1f};
+      q.zero_point = {-3};
+      xi = cg.input("x", s, DType::i8, x, q);
+    }
+    Case c = cg.finish("arg_min " + std::string(variant ? "i8 " : "f32 ") + shape_str(s) + " axis " + std::to_string(axis),
+                       OpKind::arg_min, {xi}, {{"axis", axis}}, DType::i32);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < 3; ++d) (d < ax ? outer : d > ax ? inner : outer) *= d == ax ? 1 : s[d];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < s[ax]; ++k)
+          if (vals[(o * s[ax] + k) * inner + i] < vals[(o * s[ax] + best) * inner + i]) best = k;
+        c.expected.push_back(static_cast<double>(best));
+      }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// log_softmax along the last axis: x - max - log(sum e^(x - max)).
+TESSERA_CONFORMANCE_CASES(log_softmax) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 2; ++variant) {
+    const Shape s = random_shape(rng, variant + 2, 1, 9);
+    auto x = uniform(rng, num_elements(s), -6, 6);
+    CaseGraph cg;
+    Case c = cg.finish("log_softmax " + shape_str(s), OpKind::log_softmax, {cg.input_f32("x", s, x)}, {});
+    const int64_t d = s.back();
+    for (int64_t r = 0; r < num_elements(s) / d; ++r) {
+      double mx = -1e300;
+      for (int64_t k = 0; k < d; ++k) mx = std::max(mx, static_cast<double>(x[r * d + k]));
+      double sum = 0;
+      for (int64_t k = 0; k < d; ++k) sum += std::exp(x[r * d + k] - mx);
+      for (int64_t k = 0; k < d; ++k) {
+        const double y = x[r * d + k] - mx - std::log(sum);
+        c.expected.push_back(y);
+        c.magnitude.push_back(std::fabs(y) + std::fabs(mx) + std::fabs(std::log(sum)));
+      }
+    }
+    c.accum = d;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// l2_norm along the last axis, with the eps floor reached by a zero row.
+TESSERA_CONFORMANCE_CASES(l2_norm) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 2; ++variant) {
+    const Shape s = random_shape(rng, variant + 2, 2, 8);
+    auto x = uniform(rng, num_elements(s), -3, 3);
+    const int64_t d = s.back();
+    if (variant == 1)
+      for (int64_t k = 0; k < d; ++k) x[k] = 0;  // row 0: norm 0, floored at eps
+    const double eps = variant == 1 ? 1e-3 : 1e-6;
+    CaseGraph cg;
+    Case c = cg.finish("l2_norm " + shape_str(s), OpKind::l2_norm, {cg.input_f32("x", s, x)}, {{"eps", eps}});
+    for (int64_t r = 0; r < num_elements(s) / d; ++r) {
+      double sq = 0;
+      for (int64_t k = 0; k < d; ++k) sq += static_cast<double>(x[r * d + k]) * x[r * d + k];
+      const double norm = std::max(std::sqrt(sq), eps);
+      for (int64_t k = 0; k < d; ++k) {
+        c.expected.push_back(x[r * d + k] / norm);
+        c.magnitude.push_back(std::max(std::fabs(x[r * d + k] / norm), 1e-3));
+      }
+    }
+    c.accum = d;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// cumsum along each axis in turn, inclusive / exclusive, forward / reversed; f32 and i32.
+TESSERA_CONFORMANCE_CASES(cumsum) {
+  std::vector<Case> cases;
+  for (int variant = 0; variant < 5; ++variant) {
+    const Shape s = random_shape(rng, 3, 1, 6);
+    const int64_t axis = pick(rng, -3, 2);
+    const int ax = static_cast<int>(axis < 0 ? axis + 3 : axis);
+    const bool exclusive = variant & 1, reverse = (variant >> 1) & 1, integer = variant == 4;
+    std::vector<double> vals;
+    CaseGraph cg;
+    TensorId xi;
+    if (integer) {
+      std::vector<int32_t> x(num_elements(s));
+      for (auto& v : x) v = static_cast<int32_t>(pick(rng, -1000, 1000));
+      vals.assign(x.begin(), x.end());
+      xi = cg.input("x", s, DType::i32, bytes_of(x));
+    } else {
+      auto x = uniform(rng, num_elements(s), -2, 2);
+      vals.assign(x.begin(), x.end());
+      xi = cg.input_f32("x", s, x);
+    }
+    Case c = cg.finish("cumsum " + std::string(integer ? "i32 " : "f32 ") + shape_str(s) + " axis " + std::to_string(axis) +
+                           (exclusive ? " exclusive" : "") + (reverse ? " reverse" : ""),
+                       OpKind::cumsum, {xi},
+                       {{"axis", axis}, {"exclusive", int64_t{exclusive}}, {"reverse", int64_t{reverse}}});
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < 3; ++d) (d < ax ? outer : d > ax ? inner : outer) *= d == ax ? 1 : s[d];
+    c.expected.assign(vals.size(), 0);
+    c.magnitude.assign(vals.size(), 0);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double acc = 0, mag = 0;
+        for (int64_t j = 0; j < s[ax]; ++j) {
+          const int64_t k = reverse ? s[ax] - 1 - j : j;
+          const int64_t at = (o * s[ax] + k) * inner + i;
+          if (!exclusive) acc += vals[at], mag += std::fabs(vals[at]);
+          c.expected[at] = acc;
+          c.magnitude[at] = mag;
+          if (exclusive) acc += vals[at], mag += std::fabs(vals[at]);
+        }
+      }
+    c.accum = s[ax];
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 }  // namespace
 }  // namespace tessera::conformance

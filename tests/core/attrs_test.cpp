@@ -109,6 +109,8 @@ TEST(Attrs, BadAttributesAreRefusedNamingNodeAndAttribute) {
       {OpKind::rope, {{"mode", std::string("gptj")}}, {"'mode' is 'gptj', allowed: normal|neox"}},
       {OpKind::rms_norm, {{"eps", -1.0}}, {"'eps' is -1, allowed: >= 0"}},
       {OpKind::relu, {{"activation", std::string("relu")}}, {"unknown attribute 'activation'", "relu takes: none"}},
+      {OpKind::cumsum, {{"exclusive", int64_t{2}}}, {"cumsum 'n'", "'exclusive' is 2, allowed: 0|1"}},
+      {OpKind::l2_norm, {{"eps", -1e-6}}, {"l2_norm 'n'", "'eps' is -1e-06, allowed: >= 0"}},
   };
   for (const Case& c : cases) {
     Graph g;

@@ -72,6 +72,33 @@ TEST(Graph, MismatchedAddShapesAndWrongInputCounts) {
   EXPECT_NE(d.status().message().find("does not exist"), std::string::npos) << d.status().message();
 }
 
+// The shape checks of cumsum, arg_min, prelu and log_softmax name the node and the problem.
+TEST(Graph, CumsumArgMinPreluAndLogSoftmaxNameTheProblem) {
+  Graph g;
+  TensorId x = input(g, "x", {2, 3, 4});
+  TensorId u = input(g, "u", {2, 3});
+  g.tensor(u).dtype = DType::u8;
+  auto a = g.add_op(OpKind::cumsum, {x}, {{"axis", int64_t{3}}}, "sum");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("[cumsum] 'sum': axis 3 out of range for rank 3"), std::string::npos) << a.status().message();
+  auto b = g.add_op(OpKind::cumsum, {u}, {}, "sum_u8");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("input 'u' is u8; cumsum takes f32, i32 or i64"), std::string::npos) << b.status().message();
+  auto c = g.add_op(OpKind::arg_min, {x}, {{"axis", int64_t{-4}}}, "argmin");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("[arg_min] 'argmin': axis -4 out of range"), std::string::npos) << c.status().message();
+  TensorId alpha = input(g, "alpha", {5});
+  auto d = g.add_op(OpKind::prelu, {x, alpha}, {}, "prelu");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("inputs 'x' and 'alpha'"), std::string::npos) << d.status().message();
+  TensorId s = input(g, "s", {});
+  auto e = g.add_op(OpKind::log_softmax, {s}, {}, "ls");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("input 's' must have rank >= 1"), std::string::npos) << e.status().message();
+  auto ok = g.add_op(OpKind::cumsum, {x}, {{"axis", int64_t{-1}}, {"exclusive", int64_t{1}}}, "good");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
 TEST(Graph, ValidateCatchesUseBeforeDefinitionAndShortWeights) {
   Graph g;
   TensorId a = input(g, "a", {2, 2});

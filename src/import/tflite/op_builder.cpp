@@ -96,6 +96,14 @@ constexpr VersionEntry kVersions[] = {
     // f32 / i32 / i64 forms (FILL v1, ZEROS_LIKE v1); SHAPE v1 (i32 / i64 output).
     {T::BuiltinOperator_FILL, 1},             {T::BuiltinOperator_ZEROS_LIKE, 1},
     {T::BuiltinOperator_SHAPE, 1},
+    // op_builder_activation.cpp: PRELU v1 (f32, u8, i8); ELU v2 int8; GELU v2 int8 / uint8;
+    // LOG_SOFTMAX, L2_NORMALIZATION v2 int8; ARG_MIN v2 int8; CUMSUM v1 (f32, i32, i64).
+    {T::BuiltinOperator_PRELU, 1},            {T::BuiltinOperator_ELU, 2},
+    {T::BuiltinOperator_GELU, 2},             {T::BuiltinOperator_LOG_SOFTMAX, 2},
+    {T::BuiltinOperator_L2_NORMALIZATION, 2}, {T::BuiltinOperator_ARG_MIN, 2},
+    {T::BuiltinOperator_CUMSUM, 1},
+    // op_builder_matmul.cpp: BATCH_MATMUL v1 f32, v2 int8, v3 int16 (v4's hybrid refused).
+    {T::BuiltinOperator_BATCH_MATMUL, 3},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -660,6 +668,10 @@ Status build_svdf(OpSite& s);
 Status build_unidirectional_sequence_lstm(OpSite& s);
 // Implemented in op_builder_math.cpp.
 Status build_math_operator(OpSite& s);
+// Implemented in op_builder_activation.cpp.
+Status build_activation_operator(OpSite& s);
+// Implemented in op_builder_matmul.cpp.
+Status build_batch_matmul(OpSite& s);
 
 Status build_operator(OpSite& s) {
   switch (s.code) {
@@ -689,6 +701,14 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_GREATER:
     case T::BuiltinOperator_GREATER_EQUAL:
     case T::BuiltinOperator_SELECT_V2: return build_math_operator(s);
+    case T::BuiltinOperator_PRELU:
+    case T::BuiltinOperator_ELU:
+    case T::BuiltinOperator_GELU:
+    case T::BuiltinOperator_LOG_SOFTMAX:
+    case T::BuiltinOperator_L2_NORMALIZATION:
+    case T::BuiltinOperator_ARG_MIN:
+    case T::BuiltinOperator_CUMSUM: return build_activation_operator(s);
+    case T::BuiltinOperator_BATCH_MATMUL: return build_batch_matmul(s);
     case T::BuiltinOperator_MAXIMUM: return build_binary(s, OpKind::maximum);
     case T::BuiltinOperator_MINIMUM: return build_binary(s, OpKind::minimum);
     case T::BuiltinOperator_SOFTMAX: return build_softmax(s);

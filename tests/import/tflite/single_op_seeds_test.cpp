@@ -1,12 +1,14 @@
 // The one-op fuzz seeds of the builtins added with reductions and data movement
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
-// SHAPE (i32), written by single_op_model.h. The test
+// SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
+// CUMSUM (i32), BATCH_MATMUL (i8), written by single_op_model.h. The test
 // checks each file is the model this code writes (so a seed can be regenerated:
 // TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
 // depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
-// tile_broadcast_oracle_test.cpp's and fill_shape_oracle_test.cpp's.
+// tile_broadcast_oracle_test.cpp's, fill_shape_oracle_test.cpp's, activation_oracle_test.cpp's
+// and batch_matmul_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -137,6 +139,71 @@ SingleOpModel unary_model(T::BuiltinOperator code, T::TensorType in, std::vector
   return m;
 }
 
+// One quantized (or float) tensor-in, tensor-out model of the builtins added with the
+// activations: x and y [2, 3, 8] with the given quantization each.
+SingleOpModel activation_model(T::BuiltinOperator code, int version, T::TensorType type, float xs, int64_t xz, float ys,
+                               int64_t yz) {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", type, {2, 3, 8}), testing::activation("y", type, {2, 3, 8})};
+  m.tensors[0].scale = xs;
+  m.tensors[0].zero_point = xz;
+  m.tensors[1].scale = ys;
+  m.tensors[1].zero_point = yz;
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = code;
+  m.version = version;
+  if (code == T::BuiltinOperator_GELU)
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_GeluOptions, T::CreateGeluOptions(fb, true).Union());
+    };
+  return m;
+}
+// PRELU i8: x [2, 3, 8], a constant per-channel alpha [8].
+SingleOpModel prelu_model() {
+  SingleOpModel m = activation_model(T::BuiltinOperator_PRELU, 1, T::TensorType_INT8, 0.03f, -4, 0.02f, 5);
+  testing::OpTensor a = testing::constant("alpha", T::TensorType_INT8, {8}, {3, 250, 17, 100, 0, 200, 64, 9});
+  a.scale = 0.01f;
+  a.zero_point = -20;
+  m.tensors.insert(m.tensors.begin() + 1, a);
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  return m;
+}
+// CUMSUM i32 [4, 5] along axis 1, exclusive and reversed.
+SingleOpModel cumsum_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_INT32, {4, 5}), testing::constant("axis", T::TensorType_INT32, {}, testing::int32_bytes({1})),
+               testing::activation("y", T::TensorType_INT32, {4, 5})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_CUMSUM;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_CumsumOptions, T::CreateCumsumOptions(fb, true, true).Union());
+  };
+  return m;
+}
+// BATCH_MATMUL i8: a [2, 3, 4] x b [2, 5, 4] with adj_y.
+SingleOpModel batch_matmul_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("a", T::TensorType_INT8, {2, 3, 4}), testing::activation("b", T::TensorType_INT8, {2, 5, 4}),
+               testing::activation("y", T::TensorType_INT8, {2, 3, 5})};
+  const float scales[] = {0.05f, 0.02f, 0.08f};
+  const int64_t zps[] = {-3, 5, 10};
+  for (size_t i = 0; i < 3; ++i) {
+    m.tensors[i].scale = scales[i];
+    m.tensors[i].zero_point = zps[i];
+  }
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_BATCH_MATMUL;
+  m.version = 2;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_BatchMatMulOptions, T::CreateBatchMatMulOptions(fb, false, true, false).Union());
+  };
+  return m;
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -155,6 +222,13 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"fill_f32", fill_model()},
       {"zeros_like_i32", unary_model(T::BuiltinOperator_ZEROS_LIKE, T::TensorType_INT32, {4, 2}, {4, 2})},
       {"shape_i32", unary_model(T::BuiltinOperator_SHAPE, T::TensorType_FLOAT32, {2, 5, 3}, {3})},
+      {"prelu_i8", prelu_model()},
+      {"elu_i8", activation_model(T::BuiltinOperator_ELU, 2, T::TensorType_INT8, 0.05f, 10, 0.04f, 3)},
+      {"gelu_u8", activation_model(T::BuiltinOperator_GELU, 2, T::TensorType_UINT8, 0.03f, 130, 0.025f, 20)},
+      {"log_softmax_i8", activation_model(T::BuiltinOperator_LOG_SOFTMAX, 2, T::TensorType_INT8, 0.05f, -3, 16.0f / 256, 127)},
+      {"l2_norm_u8", activation_model(T::BuiltinOperator_L2_NORMALIZATION, 1, T::TensorType_UINT8, 0.02f, 77, 1.0f / 128, 128)},
+      {"cumsum_i32", cumsum_model()},
+      {"batch_matmul_i8", batch_matmul_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);

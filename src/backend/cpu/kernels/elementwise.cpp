@@ -1,5 +1,5 @@
 // Reference kernels: elementwise binary ops (add, sub, mul, div, maximum, minimum,
-// squared_difference, pow) with numpy broadcasting and a fused activation, on f32 and on
+// squared_difference, pow, prelu) with numpy broadcasting and a fused activation, on f32 and on
 // i32 (integer division truncates toward zero; division by zero is an error).
 #include <cmath>
 #include <type_traits>
@@ -150,6 +150,12 @@ struct PowOp {
   }
 };
 
+// prelu: a is x, b the slope alpha (activations.cc PreluEval's float form).
+struct PreluOp {
+  static constexpr bool kDivides = false, kNoActivation = true;
+  template <typename T> static T apply(T a, T b) { return a >= 0 ? a : a * b; }
+};
+
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
@@ -161,6 +167,7 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add(OpKind::minimum, KernelKind::plain, binary<MinOp>);
   t.add(OpKind::squared_difference, KernelKind::plain, binary<SquaredDifferenceOp>);
   t.add(OpKind::pow, KernelKind::plain, binary<PowOp>);
+  t.add(OpKind::prelu, KernelKind::plain, binary<PreluOp>);
 }
 
 }  // namespace tessera::cpu

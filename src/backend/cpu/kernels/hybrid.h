@@ -14,6 +14,8 @@ bool hybrid_weights(const KernelContext& c);
 Status hybrid_conv2d(KernelContext& c);
 Status hybrid_depthwise_conv2d(KernelContext& c);
 Status hybrid_fully_connected(KernelContext& c);
+// matmul of f32 a with int8 b (TFLite's hybrid BATCH_MATMUL; quant_matmul.cpp).
+Status hybrid_matmul(KernelContext& c);
 
 // TFLite's SymmetricQuantizeFloats: codes roundf(v * 127 / range) clamped to [-127, 127],
 // range = max |v|; returns the scale range / 127 (1 for an all-zero vector, whose codes are 0).

@@ -5,6 +5,7 @@
 // decoding one chunk (one GGUF block) into a small scratch buffer, so no f32 copy of a
 // weight is ever made. Work is split over output rows / channels; every output element is
 // summed by one thread in a fixed order, so results do not depend on the thread count.
+#include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
 
 namespace tessera::cpu {
@@ -88,6 +89,7 @@ namespace {
 // y [..., M, N] = a [..., M, K] x b [..., K, N] (or b [..., N, K] with transpose_b=1);
 // batch dims broadcast.
 Status matmul(KernelContext& c) {
+  if (hybrid_weights(c)) return hybrid_matmul(c);
   const TensorRef &a = c.in[0], &b = c.in[1];
   if (a.dtype() != DType::f32 || c.out[0].dtype() != DType::f32)
     return kernel_error(c.n, std::string("plain kernel takes an f32 left operand, got ") + dtype_name(a.dtype()));

@@ -274,9 +274,11 @@ Status leaky_relu(KernelContext& c) {
   return Status::Ok();
 }
 
-// LOGISTIC / TANH on u8 / i8: TFLite's reference path is a 256-entry table computed in
-// float (activations.cc PopulateLookupTable / LUTPopulate).
-Status lut_unary(KernelContext& c, float (*f)(float)) {
+}  // namespace
+
+// LOGISTIC / TANH (and ELU, GELU: quant_activation_norm.cpp) on u8 / i8: TFLite's path is a
+// 256-entry table computed in float (activations.cc PopulateLookupTable / LUTPopulate).
+Status q::lut_unary(KernelContext& c, float (*f)(float)) {
   TS_RETURN_IF_ERROR(check_unary(c));
   const DType t = c.out[0].dtype();
   if (t == DType::i16) return kernel_error(c.n, "i16 is not supported");
@@ -295,8 +297,10 @@ Status lut_unary(KernelContext& c, float (*f)(float)) {
   uk::lut8_kernel()(c.in[0].data, c.in[0].elements(), bytes, c.out[0].data);
   return Status::Ok();
 }
-Status logistic(KernelContext& c) { return lut_unary(c, [](float x) { return 1.0f / (1.0f + std::exp(-x)); }); }
-Status tanh_q(KernelContext& c) { return lut_unary(c, [](float x) { return std::tanh(x); }); }
+namespace {
+
+Status logistic(KernelContext& c) { return q::lut_unary(c, [](float x) { return 1.0f / (1.0f + std::exp(-x)); }); }
+Status tanh_q(KernelContext& c) { return q::lut_unary(c, [](float x) { return std::tanh(x); }); }
 
 // HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
 // fixed point with a "reluish" ramp.

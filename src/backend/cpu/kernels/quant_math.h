@@ -12,4 +12,8 @@ using namespace tessera::q;
 // Checks that tensor `t` is a per-tensor quantized u8 / i8 (or i16 when allowed) tensor.
 Status require_per_tensor(const Node& n, const Tensor& t, bool allow_i16 = false);
 
+// y = f(x) on u8 / i8 through TFLite's 256-entry table of f over the input codes, made in
+// float (quant_elementwise.cpp).
+Status lut_unary(KernelContext& c, float (*f)(float));
+
 }  // namespace tessera::cpu::q

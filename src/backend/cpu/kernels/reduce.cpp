@@ -1,5 +1,6 @@
 // Reference kernels: reductions (mean, sum, reduce_max, reduce_min, reduce_prod over attr
-// axes), softmax with an optional additive mask, and arg_max. Sums and products are
+// axes), softmax with an optional additive mask, log_softmax, l2_norm, cumsum, arg_max and
+// arg_min. Sums and products are
 // accumulated in double.
 #include <limits>
 
@@ -158,14 +159,17 @@ Status softmax(KernelContext& c) {
 // Index of the first maximum along attr axis. Works on the stored values of any ordered
 // dtype: for u8 / i8 / i16 with quantization the order of codes is the order of values
 // (scale > 0), so the same kernel serves the quantized path.
+// arg_min: the first minimum, the same way.
 template <typename T>
-void arg_max_loop(const T* x, const AxisSplit& a, const std::function<void(int64_t, int64_t)>& put) {
+void arg_max_loop(const T* x, const AxisSplit& a, bool min, const std::function<void(int64_t, int64_t)>& put) {
   for (int64_t o = 0; o < a.outer; ++o)
     for (int64_t in = 0; in < a.inner; ++in) {
       const int64_t base = o * a.len * a.inner + in;
       int64_t best = 0;
-      for (int64_t k = 1; k < a.len; ++k)
-        if (x[base + k * a.inner] > x[base + best * a.inner]) best = k;
+      for (int64_t k = 1; k < a.len; ++k) {
+        const T v = x[base + k * a.inner], b = x[base + best * a.inner];
+        if (min ? v < b : v > b) best = k;
+      }
       put(o * a.inner + in, best);
     }
 }
@@ -173,7 +177,8 @@ void arg_max_loop(const T* x, const AxisSplit& a, const std::function<void(int64
 Status arg_max(KernelContext& c) {
   TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, -1));
   AxisSplit a = split_at(c.in[0].shape(), axis);
-  if (a.len == 0) return kernel_error(c.n, "arg_max over an empty axis");
+  const bool min = c.n.op == OpKind::arg_min;
+  if (a.len == 0) return kernel_error(c.n, std::string(op_name(c.n.op)) + " over an empty axis");
   DType ot = c.out[0].dtype();
   if (ot != DType::i32 && ot != DType::i64) return kernel_error(c.n, "output must be i32 or i64");
   auto put = [&](int64_t i, int64_t v) {
@@ -182,15 +187,90 @@ Status arg_max(KernelContext& c) {
   };
   const uint8_t* x = c.in[0].data;
   switch (c.in[0].dtype()) {
-    case DType::f32: arg_max_loop(reinterpret_cast<const float*>(x), a, put); break;
-    case DType::i32: arg_max_loop(reinterpret_cast<const int32_t*>(x), a, put); break;
-    case DType::i64: arg_max_loop(reinterpret_cast<const int64_t*>(x), a, put); break;
-    case DType::u8: arg_max_loop(reinterpret_cast<const uint8_t*>(x), a, put); break;
-    case DType::i8: arg_max_loop(reinterpret_cast<const int8_t*>(x), a, put); break;
-    case DType::i16: arg_max_loop(reinterpret_cast<const int16_t*>(x), a, put); break;
+    case DType::f32: arg_max_loop(reinterpret_cast<const float*>(x), a, min, put); break;
+    case DType::i32: arg_max_loop(reinterpret_cast<const int32_t*>(x), a, min, put); break;
+    case DType::i64: arg_max_loop(reinterpret_cast<const int64_t*>(x), a, min, put); break;
+    case DType::u8: arg_max_loop(reinterpret_cast<const uint8_t*>(x), a, min, put); break;
+    case DType::i8: arg_max_loop(reinterpret_cast<const int8_t*>(x), a, min, put); break;
+    case DType::i16: arg_max_loop(reinterpret_cast<const int16_t*>(x), a, min, put); break;
     default:
-      return kernel_error(c.n, std::string("arg_max takes f32, i32, i64, u8, i8 or i16, got ") +
+      return kernel_error(c.n, std::string(op_name(c.n.op)) + " takes f32, i32, i64, u8, i8 or i16, got " +
                                    dtype_name(c.in[0].dtype()));
+  }
+  return Status::Ok();
+}
+
+// log_softmax along the last axis: x - max - log(sum e^(x - max)), the sum in double.
+Status log_softmax(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0}));
+  const int64_t depth = c.in[0].shape().back();
+  const int64_t rows = depth ? c.in[0].elements() / depth : 0;
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * depth;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < depth; ++i) mx = std::max(mx, xr[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < depth; ++i) sum += std::exp(static_cast<double>(xr[i]) - mx);
+    const double log_sum = std::log(sum);
+    for (int64_t i = 0; i < depth; ++i) y[r * depth + i] = static_cast<float>(static_cast<double>(xr[i]) - mx - log_sum);
+  }
+  return Status::Ok();
+}
+
+// l2_norm along the last axis: x / max(sqrt(sum x^2), eps), the sum in double.
+Status l2_norm(KernelContext& c) {
+  TS_RETURN_IF_ERROR(require_f32(c, {0}));
+  const int64_t depth = c.in[0].shape().back();
+  const int64_t rows = depth ? c.in[0].elements() / depth : 0;
+  const double eps = c.n.get(attr::eps);
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * depth;
+    double sq = 0;
+    for (int64_t i = 0; i < depth; ++i) sq += static_cast<double>(xr[i]) * xr[i];
+    const double norm = std::max(std::sqrt(sq), eps);
+    for (int64_t i = 0; i < depth; ++i) y[r * depth + i] = static_cast<float>(xr[i] / norm);
+  }
+  return Status::Ok();
+}
+
+// cumsum along attr axis, in the input's type, added in order along the axis (as TFLite's
+// CUMSUM, so float sums round the same way): exclusive leaves each element's own value
+// out, reverse runs from the end.
+template <typename T>
+void cumsum_loop(const T* x, T* y, const AxisSplit& a, bool exclusive, bool reverse) {
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t in = 0; in < a.inner; ++in) {
+      const int64_t base = o * a.len * a.inner + in;
+      T acc = 0;
+      for (int64_t j = 0; j < a.len; ++j) {
+        const int64_t k = reverse ? a.len - 1 - j : j;
+        const int64_t i = base + k * a.inner;
+        if (exclusive) {
+          y[i] = acc;
+          acc += x[i];
+        } else {
+          acc += x[i];
+          y[i] = acc;
+        }
+      }
+    }
+}
+
+Status cumsum(KernelContext& c) {
+  TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, 0));
+  const AxisSplit a = split_at(c.in[0].shape(), axis);
+  const bool exclusive = c.n.get(attr::exclusive) != 0, reverse = c.n.get(attr::reverse) != 0;
+  if (c.out[0].dtype() != c.in[0].dtype()) return kernel_error(c.n, "output dtype must equal the input's");
+  switch (c.in[0].dtype()) {
+    case DType::f32: cumsum_loop(c.in[0].as<float>(), c.out[0].as<float>(), a, exclusive, reverse); break;
+    case DType::i32: cumsum_loop(c.in[0].as<int32_t>(), c.out[0].as<int32_t>(), a, exclusive, reverse); break;
+    case DType::i64: cumsum_loop(c.in[0].as<int64_t>(), c.out[0].as<int64_t>(), a, exclusive, reverse); break;
+    default:
+      return kernel_error(c.n, std::string("cumsum takes f32, i32 or i64, got ") + dtype_name(c.in[0].dtype()));
   }
   return Status::Ok();
 }
@@ -206,6 +286,11 @@ void register_reduce_kernels(KernelTable& t) {
   t.add(OpKind::softmax, KernelKind::plain, softmax);
   t.add(OpKind::arg_max, KernelKind::plain, arg_max);
   t.add(OpKind::arg_max, KernelKind::quant, arg_max);  // compares codes: valid for any scale > 0
+  t.add(OpKind::arg_min, KernelKind::plain, arg_max);
+  t.add(OpKind::arg_min, KernelKind::quant, arg_max);
+  t.add(OpKind::log_softmax, KernelKind::plain, log_softmax);
+  t.add(OpKind::l2_norm, KernelKind::plain, l2_norm);
+  t.add(OpKind::cumsum, KernelKind::plain, cumsum);
 }
 
 }  // namespace tessera::cpu

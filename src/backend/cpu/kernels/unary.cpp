@@ -1,5 +1,5 @@
 // Reference kernels: elementwise unary ops on f32 (relu, relu6, leaky_relu, logistic, tanh,
-// hard_swish, silu, gelu, exp, rsqrt, abs, neg, square, log). Each is the textbook formula
+// hard_swish, silu, gelu, elu, exp, rsqrt, abs, neg, square, log). Each is the textbook formula
 // in float, defined once in ops/unary_math.h.
 #include "backend/cpu/kernels/kernel_util.h"
 #include "convert/simd.h"
@@ -57,7 +57,7 @@ Status unary_op(KernelContext& c) {
 
 void register_unary_kernels(KernelTable& t) {
   for (OpKind op : {OpKind::relu, OpKind::relu6, OpKind::leaky_relu, OpKind::logistic, OpKind::tanh,
-                    OpKind::hard_swish, OpKind::silu, OpKind::gelu, OpKind::exp, OpKind::rsqrt,
+                    OpKind::hard_swish, OpKind::silu, OpKind::gelu, OpKind::elu, OpKind::exp, OpKind::rsqrt,
                     OpKind::abs, OpKind::neg, OpKind::square, OpKind::log})
     t.add(op, KernelKind::plain, unary_op);
 }
