@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -111,6 +111,17 @@ struct NpuOp {
   // N chunks, and chunk i runs on core i % lanes.
   int lanes = 1;
 
+  // DPU lookup table (NpuOpType::lut: an element-wise task through the EW stage's LUT,
+  // docs/rknpu.md "Lookup tables"): LE and LO tables in linear mode, LO chosen where both
+  // hit and beyond both ends, with flat (zero-slope) extrapolation. The output conversion
+  // is the identity (the entries are output values), out_offset 0.
+  std::vector<int16_t> lut_le, lut_lo;  // kLutLeEntries, kLutLoEntries
+  int32_t lut_le_start = 0, lut_lo_start = 0;
+  int lut_le_select = 0, lut_lo_select = 0;
+  std::string lut_function;  // "logistic", "silu (logistic + mul)"
+  int lut_max_error = -1;    // largest |table - TFLite| in output steps over the 256 input codes
+  int lut_exact_codes = -1;  // input codes (of 256) whose output equals TFLite's
+
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
   int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
 };
@@ -133,6 +144,11 @@ struct LowerOptions {
 // Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
 // cannot run it, shown by `tessera inspect`.
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts = {});
+
+// The LOGISTIC node whose output `mul` multiplies by that LOGISTIC's own input, x *
+// logistic(x) (SiLU as TFLite graphs hold it), or -1. lower_node lowers such a MUL as one
+// lookup table from x, so the LOGISTIC need not run when the MUL is its only reader.
+int silu_logistic(const Graph& g, const Node& mul);
 
 // Fully connected on f32 activations (GGUF decoders): an fp16 matrix multiplication
 // (lower_matmul.cpp). is_float_matmul tells lower_node to take this path.

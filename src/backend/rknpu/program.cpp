@@ -81,6 +81,22 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
   for (int ni : seg.nodes) {
     const Node& n = g.nodes()[ni];
+    // A LOGISTIC read only by the SiLU MUL of this segment runs inside that MUL's table
+    // (lower.cpp lower_mul): no task of its own, its output is never written.
+    if (n.op == OpKind::logistic && readers[n.outputs[0]] == 1) {
+      bool inside = false;
+      for (int mi : seg.nodes) {
+        const Node& m = g.nodes()[mi];
+        if (m.op != OpKind::mul || silu_logistic(g, m) != ni) continue;
+        LowerOptions check;
+        check.pack = false;
+        inside = lower_node(g, m, check).ok();
+      }
+      if (inside) {
+        prog->notes.push_back(n.label() + " computed by the SiLU table of the MUL that reads it");
+        continue;
+      }
+    }
     // Matmul weights already packed for another program of this device are not packed again.
     const uint8_t* key = nullptr;
     if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;

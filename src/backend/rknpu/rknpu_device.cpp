@@ -146,6 +146,10 @@ class RknpuDevice : public Device {
                        (op->mm_int8 ? " int8 x int8 -> int32" : "") + split +
                        (op->int16 ? " (int16 MACs)" : "") +
                        (op->per_channel ? " (per-channel scales)" : "") +
+                       (op->type == NpuOpType::lut ? " " + op->lut_function + " (DPU lookup table: TFLite's output on " +
+                                                          std::to_string(op->lut_exact_codes) + " of 256 input codes, at most " +
+                                                          std::to_string(op->lut_max_error) + " steps off)"
+                                                    : "") +
                        (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     return Support::yes(cost, note);
   }
