@@ -642,7 +642,7 @@ class Executor {
   Result<Lut> read_lut() const {
     for (const regs::Field* f : {&R::DPU::LUT_CFG__LUT_EXPAND_EN, &R::DPU::LUT_CFG__LUT_LO_LE_MUX, &R::DPU::LUT_CFG__LUT_CAL_SEL})
       if (r_.get(*f) != 0)
-        return error(StatusCode::unsupported, "DPU.LUT_CFG.", f->name, " = ", r_.get(*f), " is not modelled (0 only)");
+        return error(StatusCode::unsupported, f->name, " = ", r_.get(*f), " is not modelled (0 only)");
     if (r_.get(R::DPU::LUT_CFG__LUT_ROAD_SEL) != kLutLeLinear)
       return error(StatusCode::unsupported, "DPU.LUT_CFG.LUT_ROAD_SEL = ", r_.get(R::DPU::LUT_CFG__LUT_ROAD_SEL),
                    " (the LE table's exponent mode) is not modelled (", kLutLeLinear, ": linear)");
@@ -669,10 +669,10 @@ class Executor {
     for (const Spec& sp : specs) {
       const int select = static_cast<int>(r_.get(sp.select));
       // Index and fraction of a 32-bit input: selects past 31 leave no index bits.
-      if (select > 31) return error(StatusCode::unsupported, "DPU.LUT_INFO.", sp.select.name, " = ", select, " is not modelled (0..31)");
+      if (select > 31) return error(StatusCode::unsupported, sp.select.name, " = ", select, " is not modelled (0..31)");
       const int64_t start = r_.get_signed(sp.start), end = r_.get_signed(sp.end);
       if (end != start + (int64_t(sp.n - 1) << select))
-        return error(StatusCode::unsupported, "DPU.", sp.end.name, " = ", end, " is not modelled: the ", sp.name,
+        return error(StatusCode::unsupported, sp.end.name, " = ", end, " is not modelled: the ", sp.name,
                      " table in linear mode ends at start + ", sp.n - 1, " << index select = ", start + (int64_t(sp.n - 1) << select));
       const auto& ram = r_.lut[sp.id];
       sp.entries->resize(static_cast<size_t>(sp.n));
