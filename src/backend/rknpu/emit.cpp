@@ -280,49 +280,58 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
 // (no operand: EW_OP_BYPASS, ERDMA disabled), OUT_CVT is the identity. The tables are
 // written through LUT_ACCESS_CFG (write, table, start address 0) and then one
 // LUT_ACCESS_DATA per entry, the address advancing after each (NVDLA's LUT access port).
+// A channel copy (NpuOpType::copy) is the same task with the EW stage bypassed too, reading
+// from channel src_c0 and writing at channel dst_c0 (whole surfaces: H and W are equal on
+// both sides, so is the surface stride).
 void emit_lut(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
+  const bool table = op.type == NpuOpType::lut;
   const int64_t out_line = op.out_w * kC2, out_surf = surf_bytes(op.out_h, op.out_w);
   const int64_t off = tile.out_row0 * out_line + (tile.oc0 / kC2) * out_surf;
+  const int64_t src = off + op.src_c0 / kC2 * out_surf, dst = off + op.dst_c0 / kC2 * out_surf;
   r.set(R::DPU::FEATURE_MODE_CFG__FLYING_MODE, 1).emit();
   r.set(R::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionInt8)
       .set(R::DPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8)
       .set(R::DPU::DATA_FORMAT__OUT_PRECISION, kPrecisionInt8)
       .emit();
-  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output + off);
+  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output + dst);
   r.write(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, out_surf / kAddrUnit);
   r.write(R::DPU::DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
   r.write(R::DPU::DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
   r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
   r.set(R::DPU::BS_CFG__BS_BYPASS, 1).emit();
   r.set(R::DPU::BN_CFG__BN_BYPASS, 1).emit();
-  r.set(R::DPU::EW_CFG__EW_BYPASS, 0)
-      .set(R::DPU::EW_CFG__EW_OP_BYPASS, 1)
-      .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1)
-      .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 0)
-      .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
-      .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
-      .emit();
-  r.set(R::DPU::LUT_CFG__LUT_ROAD_SEL, kLutLeLinear)
-      .set(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY, kLutPriorityLo)
-      .set(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY, kLutPriorityLo)
-      .set(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY, kLutPriorityLo)
-      .emit();
-  r.set(R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, op.lut_le_select).set(R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, op.lut_lo_select).emit();
-  r.set_signed(R::DPU::LUT_LE_START__LUT_LE_START, op.lut_le_start).emit();
-  r.set_signed(R::DPU::LUT_LE_END__LUT_LE_END, op.lut_le_start + (int64_t(kLutLeEntries - 1) << op.lut_le_select)).emit();
-  r.set_signed(R::DPU::LUT_LO_START__LUT_LO_START, op.lut_lo_start).emit();
-  r.set_signed(R::DPU::LUT_LO_END__LUT_LO_END, op.lut_lo_start + (int64_t(kLutLoEntries - 1) << op.lut_lo_select)).emit();
-  // Zero slopes: beyond either end a table holds its end entry.
-  r.set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE, 0).emit();
-  r.set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT, 0).emit();
-  r.set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE, 0).emit();
-  r.set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT, 0).emit();
-  for (const auto& [id, table] : {std::pair{kLutTableLe, &op.lut_le}, std::pair{kLutTableLo, &op.lut_lo}}) {
-    r.set(R::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE, kLutAccessWrite)
-        .set(R::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID, id)
-        .set(R::DPU::LUT_ACCESS_CFG__LUT_ADDR, 0)
+  if (!table) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 1).emit();
+  } else {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
         .emit();
-    for (int16_t e : *table) r.write(R::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA, static_cast<uint16_t>(e));
+    r.set(R::DPU::LUT_CFG__LUT_ROAD_SEL, kLutLeLinear)
+        .set(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY, kLutPriorityLo)
+        .set(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY, kLutPriorityLo)
+        .set(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY, kLutPriorityLo)
+        .emit();
+    r.set(R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, op.lut_le_select).set(R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, op.lut_lo_select).emit();
+    r.set_signed(R::DPU::LUT_LE_START__LUT_LE_START, op.lut_le_start).emit();
+    r.set_signed(R::DPU::LUT_LE_END__LUT_LE_END, op.lut_le_start + (int64_t(kLutLeEntries - 1) << op.lut_le_select)).emit();
+    r.set_signed(R::DPU::LUT_LO_START__LUT_LO_START, op.lut_lo_start).emit();
+    r.set_signed(R::DPU::LUT_LO_END__LUT_LO_END, op.lut_lo_start + (int64_t(kLutLoEntries - 1) << op.lut_lo_select)).emit();
+    // Zero slopes: beyond either end a table holds its end entry.
+    r.set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE, 0).emit();
+    r.set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT, 0).emit();
+    r.set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE, 0).emit();
+    r.set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT, 0).emit();
+    for (const auto& [id, entries] : {std::pair{kLutTableLe, &op.lut_le}, std::pair{kLutTableLo, &op.lut_lo}}) {
+      r.set(R::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE, kLutAccessWrite)
+          .set(R::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID, id)
+          .set(R::DPU::LUT_ACCESS_CFG__LUT_ADDR, 0)
+          .emit();
+      for (int16_t e : *entries) r.write(R::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA, static_cast<uint16_t>(e));
+    }
   }
   r.write(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, 0);
   r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, 1);
@@ -336,7 +345,7 @@ void emit_lut(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__FLYING_MODE, 1)
       .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, kPrecisionInt8)
       .emit();
-  r.write(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input + off);
+  r.write(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input + src);
   r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, 0);
   r.write(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE, 0);
   r.set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE, 1).emit();
@@ -391,7 +400,8 @@ Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, c
     case NpuOpType::avg_pool:
     case NpuOpType::max_pool: emit_ppu(r, op, a); break;
     case NpuOpType::matmul: emit_matmul(r, op, tiling, tile, a, weight_reuse); break;
-    case NpuOpType::lut: emit_lut(r, op, tile, a); break;
+    case NpuOpType::lut:
+    case NpuOpType::copy: emit_lut(r, op, tile, a); break;
   }
   if (!r.status().ok()) return r.status().with_context("[rknpu] " + op.label);
   return std::move(r.entries());

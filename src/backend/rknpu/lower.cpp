@@ -744,6 +744,86 @@ Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
                    "silu (logistic + mul)");
 }
 
+// Channel copies: whole 16-channel surfaces of NC1HWC2 move unchanged (same H and W, so the
+// same surface stride on both sides) when the quantization does not change. A
+// requantizing concat or slice stays on the cpu.
+NpuOp copy_op(const Node& n, TensorId x, TensorId y, const Shape& s, int64_t src_c0, int64_t dst_c0, int64_t channels) {
+  NpuOp op;
+  op.type = NpuOpType::copy;
+  op.label = n.label();
+  op.input = x;
+  op.output = y;
+  op.in_h = op.out_h = s[1];
+  op.in_w = op.out_w = s[2];
+  op.in_c = op.out_c = channels;
+  op.src_c0 = src_c0;
+  op.dst_c0 = dst_c0;
+  op.out_scale = Scale16{1, 0};
+  return op;
+}
+
+std::string blocks_note(int64_t c0, int64_t c) {
+  return "channels [" + std::to_string(c0) + ", " + std::to_string(c0 + c) + ") are not whole 16-channel blocks (the NPU copies NC1HWC2 surfaces)";
+}
+
+Result<NpuOp> lower_strided_slice(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "strided_slice that changes the quantization");
+  const std::vector<int64_t>& b = n.get(attr::begin);
+  const std::vector<int64_t>& e = n.get(attr::end);
+  const std::vector<int64_t>& st = n.get(attr::strides);
+  const std::vector<int64_t>& shrink = n.get(attr::shrink_axes);
+  if (b.size() != 4 || e.size() != 4 || st.size() != 4 || !shrink.empty())
+    return no(n, "strided_slice other than a 4-D box (shrinking axes)");
+  for (int d = 0; d < 4; ++d)
+    if (st[d] != 1) return no(n, "strided_slice with a stride other than 1");
+  for (int d = 0; d < 3; ++d)
+    if (b[d] != 0 || e[d] != x.shape[d]) return no(n, "strided_slice along N, H or W (channels only)");
+  const int64_t c0 = b[3], c = e[3] - b[3];
+  if (c0 % kC2 != 0 || c % kC2 != 0) return no(n, blocks_note(c0, c));
+  NpuOp op = copy_op(n, n.inputs[0], n.outputs[0], y.shape, c0, 0, c);
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+}  // namespace
+
+Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n) {
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  int64_t axis = n.get(attr::axis);
+  if (axis < 0) axis += 4;
+  if (axis != 3) return no(n, "concat along axis " + std::to_string(axis) + " (channels only)");
+  if (n.get(attr::activation) != "none") return no(n, "concat with a fused activation");
+  std::vector<NpuOp> parts;
+  int64_t c0 = 0;
+  for (TensorId in : n.inputs) {
+    const Tensor& x = g.tensor(in);
+    TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+    if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "concat that requantizes an input");
+    if (x.shape[1] != y.shape[1] || x.shape[2] != y.shape[2]) return no(n, "concat inputs of different H, W");
+    if (c0 % kC2 != 0 || x.shape[3] % kC2 != 0) return no(n, blocks_note(c0, x.shape[3]));
+    NpuOp op = copy_op(n, in, n.outputs[0], x.shape, 0, c0, x.shape[3]);
+    TS_RETURN_IF_ERROR(check_tiling(op).status());
+    parts.push_back(std::move(op));
+    c0 += x.shape[3];
+  }
+  if (parts.empty()) return no(n, "concat without inputs");
+  return parts;
+}
+
+namespace {
+
+Result<NpuOp> lower_concat(const Graph& g, const Node& n) {
+  TS_ASSIGN_OR_RETURN(std::vector<NpuOp> parts, lower_concat_parts(g, n));
+  NpuOp op = parts.front();
+  for (const NpuOp& p : parts) op.concat_parts.push_back(p.input);
+  return op;
+}
+
 }  // namespace
 
 const char* npu_op_type_name(NpuOpType t) {
@@ -755,6 +835,7 @@ const char* npu_op_type_name(NpuOpType t) {
     case NpuOpType::max_pool: return "max_pool";
     case NpuOpType::matmul: return "matmul";
     case NpuOpType::lut: return "lut";
+    case NpuOpType::copy: return "copy";
   }
   return "?";
 }
@@ -844,6 +925,8 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::max_pool2d: return lower_pool(g, n);
       case OpKind::logistic: return lower_logistic(g, n);
       case OpKind::mul: return lower_mul(g, n);
+      case OpKind::strided_slice: return lower_strided_slice(g, n);
+      case OpKind::concat: return lower_concat(g, n);
       case OpKind::fully_connected: return is_float_matmul(g, n) ? lower_matmul(g, n, opts) : lower_fc(g, n, opts);
       default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
     }

@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -122,6 +122,13 @@ struct NpuOp {
   int lut_max_error = -1;    // largest |table - TFLite| in output steps over the 256 input codes
   int lut_exact_codes = -1;  // input codes (of 256) whose output equals TFLite's
 
+  // Channel block copies (NpuOpType::copy: an element-wise DPU task with every stage
+  // bypassed; STRIDED_SLICE and CONCATENATION along channels): out_c channels from channel
+  // src_c0 of the input to channel dst_c0 of the output, both multiples of 16 (whole
+  // NC1HWC2 surfaces). A concat lowers to one copy per input (`concat_parts`, program.cpp).
+  int64_t src_c0 = 0, dst_c0 = 0;
+  std::vector<TensorId> concat_parts;
+
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
   int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
 };
@@ -149,6 +156,9 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
 // logistic(x) (SiLU as TFLite graphs hold it), or -1. lower_node lowers such a MUL as one
 // lookup table from x, so the LOGISTIC need not run when the MUL is its only reader.
 int silu_logistic(const Graph& g, const Node& mul);
+
+// A CONCATENATION along channels as one copy per input, each to its channel offset.
+Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n);
 
 // Fully connected on f32 activations (GGUF decoders): an fp16 matrix multiplication
 // (lower_matmul.cpp). is_float_matmul tells lower_node to take this path.

@@ -107,6 +107,19 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     if (!lowered.ok()) return lowered.status().with_context(n.label());
     NpuOp op = std::move(*lowered);
     op.nodes = {ni};
+    if (!op.concat_parts.empty()) {
+      // A concat: one channel copy per input, each to its offset in the output.
+      auto parts = lower_concat_parts(g, n);
+      if (!parts.ok()) return parts.status().with_context(n.label());
+      for (NpuOp& p : *parts) {
+        p.nodes = {ni};
+        CompiledOp c;
+        c.op = std::move(p);
+        prog->ops.push_back(std::move(c));
+      }
+      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size()) - 1;
+      continue;
+    }
     if (key) {
       CompiledOp c;
       c.op = std::move(op);
