@@ -1,8 +1,9 @@
-// Conformance cases: quantized LOGISTIC and SiLU (LOGISTIC then MUL by the same input, as
-// TFLite graphs hold x * sigmoid(x)) on NHWC feature maps, the shape the NPU devices run
-// (rknpu: one DPU lookup-table task each, docs/rknpu.md "Lookup tables"). The expected codes
-// are the exact real results quantized with the output parameters; TFLite's arithmetic may
-// differ from them by one code (the quantized cases' tolerance).
+// Conformance cases on quantized NHWC feature maps, the shape the NPU devices run:
+// LOGISTIC and SiLU (LOGISTIC then MUL by the same input, as TFLite graphs hold x *
+// sigmoid(x); rknpu: one DPU lookup-table task each, docs/rknpu.md "Lookup tables"), whose
+// expected codes are the exact real results quantized with the output parameters (TFLite's
+// arithmetic may differ from them by one code, the quantized cases' tolerance); and channel
+// slices and concatenations of whole 16-channel blocks (rknpu: DPU copy tasks), exact.
 #include <cmath>
 
 #include "conformance/conformance.h"
@@ -78,6 +79,61 @@ TESSERA_CONFORMANCE_CASES(mul) {
       k.quantized = true;
       cases.push_back(std::move(k));
     }
+  return cases;
+}
+
+// STRIDED_SLICE of a channel range (begin and size multiples of 16, as YOLO's C2f splits).
+TESSERA_CONFORMANCE_CASES(strided_slice) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t h = pick(rng, 1, 6), w = pick(rng, 1, 9), blocks = pick(rng, 2, 4), c = 16 * blocks;
+    const int64_t b0 = 16 * pick(rng, 0, blocks - 1), n = 16 * pick(rng, 1, (c - b0) / 16);
+    const QuantParams xq = quant_for_range(-3, 5, t);
+    std::vector<uint8_t> codes = random_codes(rng, t, h * w * c);
+    CaseGraph cg;
+    Case k = cg.finish(std::string("strided_slice NHWC channels [") + std::to_string(b0) + ", " + std::to_string(b0 + n) + ") of " +
+                           std::to_string(c) + " " + dtype_name(t),
+                       OpKind::strided_slice, {cg.input("x", {1, h, w, c}, t, codes, xq)},
+                       {{"begin", std::vector<int64_t>{0, 0, 0, b0}}, {"end", std::vector<int64_t>{1, h, w, b0 + n}},
+                        {"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"shrink_axes", std::vector<int64_t>{}}},
+                       t, xq);
+    for (int64_t p = 0; p < h * w; ++p)
+      for (int64_t ch = b0; ch < b0 + n; ++ch) {
+        const uint8_t v = codes[static_cast<size_t>(p * c + ch)];
+        k.expected.push_back(t == DType::u8 ? double(v) : double(int8_t(v)));
+      }
+    k.quantized = true;
+    cases.push_back(std::move(k));
+  }
+  return cases;
+}
+
+// CONCATENATION along channels of inputs of whole 16-channel blocks, one quantization.
+TESSERA_CONFORMANCE_CASES(concat) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8}) {
+    const int64_t h = pick(rng, 1, 6), w = pick(rng, 1, 9), parts = pick(rng, 2, 4);
+    const QuantParams q = quant_for_range(-2, 6, t);
+    CaseGraph cg;
+    std::vector<TensorId> in;
+    std::vector<std::vector<uint8_t>> codes;
+    std::vector<int64_t> cs;
+    for (int64_t p = 0; p < parts; ++p) {
+      cs.push_back(16 * pick(rng, 1, 3));
+      codes.push_back(random_codes(rng, t, h * w * cs.back()));
+      in.push_back(cg.input("x" + std::to_string(p), {1, h, w, cs.back()}, t, codes.back(), q));
+    }
+    Case k = cg.finish(std::string("concat NHWC channels, ") + std::to_string(parts) + " inputs " + dtype_name(t), OpKind::concat, in,
+                       {{"axis", int64_t{-1}}}, t, q);
+    for (int64_t px = 0; px < h * w; ++px)
+      for (int64_t p = 0; p < parts; ++p)
+        for (int64_t ch = 0; ch < cs[p]; ++ch) {
+          const uint8_t v = codes[p][static_cast<size_t>(px * cs[p] + ch)];
+          k.expected.push_back(t == DType::u8 ? double(v) : double(int8_t(v)));
+        }
+    k.quantized = true;
+    cases.push_back(std::move(k));
+  }
   return cases;
 }
 
