@@ -71,6 +71,8 @@ void emit_cna_core(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& 
   r.write(R::CORE::OPERATION_ENABLE__OP_EN, 1);
 }
 
+void emit_lut_tables(Regcmd& r, const NpuOp& op);
+
 void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
   const bool from_memory = op.type == NpuOpType::add;  // element-wise: MRDMA reads the first operand
   const int64_t out_line = op.out_w * kC2, out_surf = surf_bytes(op.out_h, op.out_w);
@@ -114,22 +116,41 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .emit();
   r.set(R::DPU::BN_MUL_CFG__BN_MUL_SRC, op.bn_mul ? 1 : 0).emit();
   r.set_signed(R::DPU::BN_RELUX_CMP_VALUE__BN_RELUX_CMP_DAT, op.bn_relux_value).emit();
+  // A fused lookup table (program.cpp: a conv whose only reader is a SiLU): the EW
+  // multiplier divides by 2^k (operand 1, EW_TRUNCATE k) as OUT_CVT would, the LUT maps the
+  // conv's output in steps (offset and saturation in its start and end entries) to the
+  // table's values, and OUT_CVT is the identity.
+  if (!op.lut_lo.empty()) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_TYPE, kEwOpMul)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
+        .emit();
+    r.write(R::DPU::EW_OP_VALUE_0__EW_OPERAND_0, 1);
+    r.write(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, op.ew_truncate);
+    emit_lut_tables(r, op);
+  }
   // EW: the add's other operand, converted into this op's unit and summed.
   const bool ew = op.ew_input != kNoTensor;
-  r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
-      .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
-      .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 1)  // the lookup table only in lut tasks (emit_lut)
-      .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
-      .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
-      .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 0)
-      .set(R::DPU::EW_CFG__EW_RELU_BYPASS, op.ew_relu ? 0 : 1)
-      .set(R::DPU::EW_CFG__EW_RELUX_EN, op.ew_relux ? 1 : 0)
-      .emit();
-  r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
-  r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
-      .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
-      .emit();
-  r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
+  if (op.lut_lo.empty()) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 1)  // the lookup table only in lut tasks (emit_lut)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
+        .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, op.ew_relu ? 0 : 1)
+        .set(R::DPU::EW_CFG__EW_RELUX_EN, op.ew_relux ? 1 : 0)
+        .emit();
+    r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
+    r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
+        .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
+        .emit();
+    r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
+  }
   // Output conversion: round(v * scale / 2^shift) + offset, saturated to int8.
   r.set_signed(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, op.out_offset).emit();
   r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, op.out_scale.mantissa);
@@ -275,6 +296,35 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
   r.write(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
 }
 
+// The LUT's configuration and both tables (docs/rknpu.md "Lookup tables"): linear LE and
+// LO, LO chosen where both hit and beyond both ends, zero slopes; the tables are written
+// through LUT_ACCESS_CFG (write, table, start address 0) and then one LUT_ACCESS_DATA per
+// entry, the address advancing after each (NVDLA's LUT access port).
+void emit_lut_tables(Regcmd& r, const NpuOp& op) {
+  r.set(R::DPU::LUT_CFG__LUT_ROAD_SEL, kLutLeLinear)
+      .set(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY, kLutPriorityLo)
+      .set(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY, kLutPriorityLo)
+      .set(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY, kLutPriorityLo)
+      .emit();
+  r.set(R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, op.lut_le_select).set(R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, op.lut_lo_select).emit();
+  r.set_signed(R::DPU::LUT_LE_START__LUT_LE_START, op.lut_le_start).emit();
+  r.set_signed(R::DPU::LUT_LE_END__LUT_LE_END, op.lut_le_start + (int64_t(kLutLeEntries - 1) << op.lut_le_select)).emit();
+  r.set_signed(R::DPU::LUT_LO_START__LUT_LO_START, op.lut_lo_start).emit();
+  r.set_signed(R::DPU::LUT_LO_END__LUT_LO_END, op.lut_lo_start + (int64_t(kLutLoEntries - 1) << op.lut_lo_select)).emit();
+  // Zero slopes: beyond either end a table holds its end entry.
+  r.set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE, 0).emit();
+  r.set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT, 0).emit();
+  r.set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE, 0).emit();
+  r.set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT, 0).emit();
+  for (const auto& [id, entries] : {std::pair{kLutTableLe, &op.lut_le}, std::pair{kLutTableLo, &op.lut_lo}}) {
+    r.set(R::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE, kLutAccessWrite)
+        .set(R::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID, id)
+        .set(R::DPU::LUT_ACCESS_CFG__LUT_ADDR, 0)
+        .emit();
+    for (int16_t e : *entries) r.write(R::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA, static_cast<uint16_t>(e));
+  }
+}
+
 // Lookup table (lower.cpp lower_lut, docs/rknpu.md "Lookup tables"): an element-wise DPU
 // task. MRDMA reads the int8 cube, BS and BN are bypassed, the EW stage runs only its LUT
 // (no operand: EW_OP_BYPASS, ERDMA disabled), OUT_CVT is the identity. The tables are
@@ -310,28 +360,7 @@ void emit_lut(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
         .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
         .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
         .emit();
-    r.set(R::DPU::LUT_CFG__LUT_ROAD_SEL, kLutLeLinear)
-        .set(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY, kLutPriorityLo)
-        .set(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY, kLutPriorityLo)
-        .set(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY, kLutPriorityLo)
-        .emit();
-    r.set(R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, op.lut_le_select).set(R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, op.lut_lo_select).emit();
-    r.set_signed(R::DPU::LUT_LE_START__LUT_LE_START, op.lut_le_start).emit();
-    r.set_signed(R::DPU::LUT_LE_END__LUT_LE_END, op.lut_le_start + (int64_t(kLutLeEntries - 1) << op.lut_le_select)).emit();
-    r.set_signed(R::DPU::LUT_LO_START__LUT_LO_START, op.lut_lo_start).emit();
-    r.set_signed(R::DPU::LUT_LO_END__LUT_LO_END, op.lut_lo_start + (int64_t(kLutLoEntries - 1) << op.lut_lo_select)).emit();
-    // Zero slopes: beyond either end a table holds its end entry.
-    r.set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE, 0).emit();
-    r.set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT, 0).emit();
-    r.set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE, 0).emit();
-    r.set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT, 0).emit();
-    for (const auto& [id, entries] : {std::pair{kLutTableLe, &op.lut_le}, std::pair{kLutTableLo, &op.lut_lo}}) {
-      r.set(R::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE, kLutAccessWrite)
-          .set(R::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID, id)
-          .set(R::DPU::LUT_ACCESS_CFG__LUT_ADDR, 0)
-          .emit();
-      for (int16_t e : *entries) r.write(R::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA, static_cast<uint16_t>(e));
-    }
+    emit_lut_tables(r, op);
   }
   r.write(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, 0);
   r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, 1);

@@ -71,6 +71,7 @@ constexpr uint32_t kConvModeDepthwise = 3;      // depthwise (Mesa's value)
 constexpr uint32_t kAluAlgoMax = 0;             // BS/EW ALU: max
 constexpr uint32_t kAluAlgoMin = 1;             // min
 constexpr uint32_t kAluAlgoAdd = 2;             // add
+constexpr uint32_t kEwOpMul = 1;                // EW_CFG.EW_OP_TYPE: the multiplier (0: the ALU); model's choice
 constexpr uint32_t kPoolMethodAverage = 0;      // PPU POOLING_METHOD
 constexpr uint32_t kPoolMethodMax = 1;
 constexpr uint32_t kRecipFractionBits = 16;     // PPU RECIP_KERNEL_*: 1/k in 0.16 fixed point (17-bit field)

@@ -791,6 +791,32 @@ Result<NpuOp> lower_strided_slice(const Graph& g, const Node& n) {
 
 }  // namespace
 
+Status fuse_lut(const NpuOp& lut, NpuOp& conv) {
+  if (conv.type != NpuOpType::conv && conv.type != NpuOpType::depthwise)
+    return error(StatusCode::unsupported, "producer is not a convolution");
+  if (lut.type != NpuOpType::lut || lut.input != conv.output) return error(StatusCode::internal, "the table does not read the conv");
+  if (conv.ew_input != kNoTensor) return error(StatusCode::unsupported, "the conv's EW stage already adds an operand");
+  if (conv.bs_relu || conv.bn_relu || conv.bn_relux) return error(StatusCode::unsupported, "the conv clamps before OUT_CVT (ReLU)");
+  if (!conv.lut_lo.empty()) return error(StatusCode::unsupported, "the conv already has a table");
+  if (conv.out_scale.mantissa != 1 || !fits(regs::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, conv.out_scale.shift))
+    return error(StatusCode::unsupported, "OUT_CVT is not a power-of-two division the EW multiplier can take");
+  conv.lut_le = lut.lut_le;
+  conv.lut_lo = lut.lut_lo;
+  conv.lut_le_select = lut.lut_le_select;
+  conv.lut_lo_select = lut.lut_lo_select;
+  // The LUT sees u = the conv's output in steps before the offset: stored value u + offset.
+  conv.lut_le_start = lut.lut_le_start - conv.out_offset;
+  conv.lut_lo_start = lut.lut_lo_start - conv.out_offset;
+  conv.lut_function = lut.lut_function;
+  conv.lut_max_error = lut.lut_max_error;
+  conv.lut_exact_codes = lut.lut_exact_codes;
+  conv.ew_truncate = conv.out_scale.shift;
+  conv.out_scale = Scale16{1, 0};
+  conv.out_offset = 0;
+  conv.output = lut.output;
+  return Status::Ok();
+}
+
 Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n) {
   const Tensor& y = g.tensor(n.outputs[0]);
   TS_RETURN_IF_ERROR(check_feature(n, y, "output"));

@@ -121,6 +121,8 @@ struct NpuOp {
   std::string lut_function;  // "logistic", "silu (logistic + mul)"
   int lut_max_error = -1;    // largest |table - TFLite| in output steps over the 256 input codes
   int lut_exact_codes = -1;  // input codes (of 256) whose output equals TFLite's
+  // A conv with a fused table (fuse_lut): the EW multiplier's right shift, OUT_CVT's 2^k.
+  int ew_truncate = 0;
 
   // Channel block copies (NpuOpType::copy: an element-wise DPU task with every stage
   // bypassed; STRIDED_SLICE and CONCATENATION along channels): out_c channels from channel
@@ -156,6 +158,13 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
 // logistic(x) (SiLU as TFLite graphs hold it), or -1. lower_node lowers such a MUL as one
 // lookup table from x, so the LOGISTIC need not run when the MUL is its only reader.
 int silu_logistic(const Graph& g, const Node& mul);
+
+// Fuses the lookup table `lut` (reading conv output `conv.output`) into the conv's DPU
+// pass: BS and BN as before, the EW multiplier divides by 2^k as OUT_CVT did, the LUT (its
+// start moved by the conv's output offset, zero slopes saturating as int8 would) maps the
+// conv's output to the table's, OUT_CVT is the identity; the conv then writes lut.output.
+// Error (unsupported) with the reason when the conv's DPU pass cannot take it.
+Status fuse_lut(const NpuOp& lut, NpuOp& conv);
 
 // A CONCATENATION along channels as one copy per input, each to its channel offset.
 Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n);

@@ -6,6 +6,7 @@
 // LUT settings it does not model, naming the field.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -269,6 +270,102 @@ TEST(RknpuLut, LookupInterpolatesAndExtrapolatesAsNvdla) {
   // Both over: the overflow priority.
   EXPECT_EQ(lut_lookup(tle, tlo, true, true, true, 300), -256);
   EXPECT_EQ(lut_lookup(tle, tlo, true, true, false, 300), tle.at(300));
+}
+
+}  // namespace
+}  // namespace tessera::rknpu_test
+
+namespace tessera::rknpu_test {
+namespace {
+
+// conv -> SiLU -> ADD with the conv's input (YOLOv8's bottleneck): the table runs in the
+// conv's DPU pass (program.cpp, lower.cpp fuse_lut) when the conv's input stays alive up to
+// the MUL (here: the residual ADD reads it after), the conv's output is never written, and
+// the result equals the unfused tasks'. Without the residual the input's buffer may hold
+// the SiLU's output by the MUL's turn (the memory plan's liveness), so the table stays a
+// task of its own.
+std::vector<uint8_t> rknpu_output(const Graph& g, const std::vector<uint8_t>& in) {
+  SessionOptions so;
+  so.device = "rknpu";
+  auto s = Session::create(g, so);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  EXPECT_TRUE((*s)->set_input(0, in.data(), static_cast<int64_t>(in.size())).ok());
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  auto o = (*s)->output(0);
+  return o.ok() ? *o : std::vector<uint8_t>{};
+}
+
+Graph conv_silu(const ConvSpec& s, std::vector<uint8_t>& input, float sy, int zy, bool residual) {
+  Graph g = build_conv(s, input);
+  const TensorId x = g.outputs[0];
+  g.tensor(x).role = Role::activation;
+  const DType t = s.dtype;
+  auto sig = g.add_op(OpKind::logistic, {x}, {}, "sig", t, QuantParams{{1.0f / 256}, {t == DType::u8 ? 0 : -128}});
+  EXPECT_TRUE(sig.ok());
+  auto y = g.add_op(OpKind::mul, {x, *sig}, {}, "silu", t, QuantParams{{sy}, {zy}});
+  EXPECT_TRUE(y.ok());
+  TensorId out = *y;
+  if (residual) {
+    auto r = g.add_op(OpKind::add, {*y, g.inputs[0]}, {}, "residual", t, QuantParams{{sy * 2}, {zy / 2}});
+    EXPECT_TRUE(r.ok());
+    out = *r;
+  }
+  g.tensor(out).role = Role::output;
+  g.outputs = {out};
+  return g;
+}
+
+TEST(RknpuLut, ConvThenSiluIsOneDpuPassAndEqualsTheUnfusedTasks) {
+  struct C {
+    ConvSpec spec;
+    float sy;
+    int zy;
+  };
+  std::vector<C> cases;
+  for (DType t : {DType::i8, DType::u8})
+    for (bool per_channel : {false, true}) {
+      if (per_channel && t == DType::u8) continue;
+      ConvSpec s;
+      s.h = 9, s.w = 11, s.ic = 24, s.oc = 24, s.k = 3, s.dtype = t, s.per_channel = per_channel, s.seed = 17 + cases.size();
+      cases.push_back({s, 0.04f, t == DType::u8 ? 10 : -118});
+      s.k = 1, s.seed += 100;
+      cases.push_back({s, 0.013f, t == DType::u8 ? 30 : -100});
+    }
+  {
+    ConvSpec s;  // row-tiled (several tasks, each programming the table)
+    s.h = 160, s.w = 160, s.ic = 16, s.oc = 16, s.k = 3, s.dtype = DType::i8, s.seed = 7;
+    cases.push_back({s, 0.03f, -120});
+    s.h = 20, s.w = 20, s.ic = 256, s.oc = 256, s.seed = 9;  // streamed weights (output-channel chunks)
+    cases.push_back({s, 0.03f, -120});
+  }
+  for (const C& c : cases)
+    for (bool residual : {true, false}) {
+      SCOPED_TRACE(c.spec.label() + (residual ? " + residual" : ""));
+      std::vector<uint8_t> in;
+      Graph g = conv_silu(c.spec, in, c.sy, c.zy, residual);
+      Compare r = run_and_compare(g, in);
+      ASSERT_EQ(r.error, "");
+      EXPECT_TRUE(r.all_on_npu) << r.fallback;
+      // Equal to the unfused tasks (the conv's output also a graph output: written, then the
+      // table task), which the tests above hold to TFLite's table on every input code.
+      // Against the cpu the conv's own near-ties remain (docs/rknpu.md "Requantization"): a
+      // step of the conv's output is up to slope x conv scale / SiLU scale steps of the SiLU's.
+      Graph unfused = g;
+      unfused.outputs.push_back(unfused.nodes()[0].outputs[0]);
+      EXPECT_EQ(rknpu_output(g, in), rknpu_output(unfused, in));
+      std::printf("[lut] %s%s: %lld of %lld equal to the cpu, largest difference %d\n", c.spec.label().c_str(),
+                  residual ? " + residual" : "", static_cast<long long>(r.exact), static_cast<long long>(r.n), r.max_diff);
+      std::vector<double> t = node_times(g, in);
+      ASSERT_EQ(t.size(), residual ? 4u : 3u);
+      EXPECT_GT(t[0], 0.0);
+      EXPECT_EQ(t[1], 0.0);  // the LOGISTIC: inside the table
+      if (residual)
+        EXPECT_EQ(t[2], 0.0) << "the SiLU ran a task of its own";
+      else
+        EXPECT_GT(t[2], 0.0) << "fused although the conv's input may be overwritten";
+    }
 }
 
 }  // namespace
