@@ -936,6 +936,16 @@ int silu_logistic(const Graph& g, const Node& mul) {
   return -1;
 }
 
+TensorId silu_conv_input(const Graph& g, const Node& mul) {
+  const int li = silu_logistic(g, mul);
+  if (li < 0) return kNoTensor;
+  const TensorId x = g.nodes()[li].inputs[0];
+  for (const Node& c : g.nodes())
+    if ((c.op == OpKind::conv2d || c.op == OpKind::depthwise_conv2d) && !c.outputs.empty() && c.outputs[0] == x && !c.inputs.empty())
+      return c.inputs[0];
+  return kNoTensor;
+}
+
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts) {
   // Hybrid nodes (a float input with int8 weights, TFLite's dynamic-range quantization)
   // quantize their input per run: the cpu runs them.

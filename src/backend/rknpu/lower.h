@@ -166,6 +166,11 @@ int silu_logistic(const Graph& g, const Node& mul);
 // Error (unsupported) with the reason when the conv's DPU pass cannot take it.
 Status fuse_lut(const NpuOp& lut, NpuOp& conv);
 
+// The feature input of the conv whose output x a SiLU MUL reads (x * logistic(x), x made by
+// a conv2d / depthwise_conv2d node), or kNoTensor. When the SiLU's table runs in that conv's
+// pass, the pass runs at the MUL's turn and reads this tensor then (Device::extra_reads).
+TensorId silu_conv_input(const Graph& g, const Node& mul);
+
 // A CONCATENATION along channels as one copy per input, each to its channel offset.
 Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n);
 

@@ -145,13 +145,14 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       auto it = op_of_output.find(op.input);
       const int li = silu_logistic(g, n);
       // The fused op runs where the MUL would (moved to the end of the list), and reads the
-      // conv's input then: the memory plan must keep that input alive up to the MUL (its
-      // last reader at or after the MUL, as plan_memory.cpp computes liveness), or its
-      // buffer may already hold a later tensor (the SiLU's own output among them).
+      // conv's input then: the memory plan must keep that input alive up to the MUL, or its
+      // buffer may already hold a later tensor (the SiLU's own output among them). It does:
+      // the device names that input as the MUL's extra read (rknpu_device.cpp
+      // do_extra_reads, plan_memory.cpp), and a later reader would keep it too.
       bool input_live = false;
       if (it != op_of_output.end()) {
         const TensorId in = prog->ops[it->second].op.input;
-        input_live = last_reader[in] >= ni || g.tensor(in).data.has_value();
+        input_live = last_reader[in] >= ni || g.tensor(in).data.has_value() || silu_conv_input(g, n) == in;
       }
       if (it != op_of_output.end() && li >= 0 && inside_table.count(li) && readers[op.input] == 2 && input_live) {
         CompiledOp& conv = prog->ops[it->second];

@@ -123,6 +123,14 @@ class RknpuDevice : public Device {
     return std::nullopt;
   }
 
+  // A SiLU whose table may run in its conv's pass (program.cpp) reads the conv's input at
+  // the MUL's turn: the memory plan keeps that input alive up to the MUL.
+  std::vector<TensorId> do_extra_reads(const Graph& g, int node) const override {
+    const TensorId in = silu_conv_input(g, g.nodes()[node]);
+    if (in == kNoTensor) return {};
+    return {in};
+  }
+
   Support do_supports(const Graph& g, const Node& n) const override {
     LowerOptions lo;
     lo.pack = false;
