@@ -328,7 +328,7 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
 
 // MobileNetV1 1.0 224 runs with every convolution on the NPU, matches the cpu within two
 // steps, and its modelled time is reported for Mesa's schedule and Tessera's.
-// YOLOv8n (int8): every SiLU (LOGISTIC + MUL, one lookup-table task), the C2f channel
+// YOLOv8n (int8): every SiLU (LOGISTIC + MUL, one lookup table, run in its conv's DPU pass), the C2f channel
 // splits (STRIDED_SLICE) and concatenations of the backbone and neck run on the NPU; what
 // stays on the cpu is the head's rank-3 tail ([1, C, 8400]: the class LOGISTIC, DFL
 // softmax, reshapes and transposes), the two nearest-neighbour upsamplings and the two
@@ -351,6 +351,20 @@ TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
   int transfers = 0;
   for (const Node& n : npu->plan().graph.nodes()) transfers += n.op == OpKind::transfer;
   EXPECT_LE(transfers, 7);
+  // Every SiLU's table runs in its conv's pass: its LOGISTIC and MUL take no task time.
+  std::vector<uint8_t> input(640 * 640 * 3);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  ASSERT_TRUE(npu->set_input(0, input.data(), static_cast<int64_t>(input.size())).ok());
+  Status st = npu->run();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  int in_conv_pass = 0, muls = 0;
+  for (const auto& item : npu->profile().nodes) {
+    if (item.label.rfind("mul ", 0) != 0 || item.device != "rknpu") continue;
+    ++muls;
+    in_conv_pass += item.modelled_seconds == 0;
+  }
+  EXPECT_EQ(muls, 57);
+  EXPECT_EQ(in_conv_pass, 57);
 }
 
 TEST(RknpuMobileNetV1, AllConvolutionsOnTheNpu) {
