@@ -2,7 +2,8 @@
 // The input rewrites the stream of a valid task that the compiler emits (a 3x3 conv, a
 // depthwise conv, an element-wise add or a max pool over 8x8x16 feature maps, an fp16
 // matmul 8x64x32 with and without its fp32 bias, an int8 x int8 -> int32 matmul 8x64x32,
-// and the second K segment of a K-split int8 and fp16 matmul), so that the mutations start
+// the second K segment of a K-split int8 and fp16 matmul, the lookup-table tasks of a
+// LOGISTIC and a SiLU, a conv with its SiLU table fused, and a channel copy), so that the mutations start
 // from streams that reach every block and the int8, int8 -> int32 and fp16/fp32 paths. Whatever the stream, submit() must
 // return a Status: no crash, no access outside the buffer objects, no unbounded work
 // (scripts/fuzz.sh runs it).
@@ -112,6 +113,39 @@ struct World {
                       {{"filter_h", int64_t{2}}, {"filter_w", int64_t{2}}, {"stride_h", int64_t{2}}, {"stride_w", int64_t{2}}},
                       "pool", DType::u8, QuantParams{{0.02f}, {120}}));
     }
+    {  // lookup tables: LOGISTIC, SiLU (LOGISTIC + MUL, node 1), and a conv with its SiLU table fused
+      Graph g;
+      TensorId x = feature(g, "x", 16);
+      auto s = g.add_op(OpKind::logistic, {x}, {}, "sig", DType::u8, QuantParams{{1.0f / 256}, {0}});
+      if (s.ok()) {
+        add(g, s);
+        add(g, g.add_op(OpKind::mul, {x, *s}, {}, "silu", DType::u8, yq), {}, false, 1);
+      }
+    }
+    {
+      Graph g;
+      TensorId x = feature(g, "x", 16);
+      TensorId w = constant(g, "w", {16, 3, 3, 16}, DType::u8, wq, 10);
+      TensorId b = constant(g, "b", {16}, DType::i32, bq, 11);
+      AttrMap attrs = conv_attrs;
+      attrs["activation"] = std::string("none");
+      auto y = g.add_op(OpKind::conv2d, {x, w, b}, attrs, "conv", DType::u8, yq);
+      auto s = y.ok() ? g.add_op(OpKind::logistic, {*y}, {}, "sig", DType::u8, QuantParams{{1.0f / 256}, {0}}) : y;
+      auto m = s.ok() ? g.add_op(OpKind::mul, {*y, *s}, {}, "silu", DType::u8, yq) : s;
+      if (m.ok()) {
+        auto conv = rknpu::lower_node(g, g.nodes()[0]);
+        auto table = rknpu::lower_node(g, g.nodes()[2]);
+        if (conv.ok() && table.ok() && rknpu::fuse_lut(*table, *conv).ok()) add_op(*conv);
+      }
+    }
+    {  // channel copies: the second 16 channels of 32, and a concat's first part
+      Graph g;
+      TensorId x = feature(g, "x", 32);
+      add(g, g.add_op(OpKind::strided_slice, {x},
+                      {{"begin", std::vector<int64_t>{0, 0, 0, 16}}, {"end", std::vector<int64_t>{1, 8, 8, 32}},
+                       {"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"shrink_axes", std::vector<int64_t>{}}},
+                      "slice", DType::u8, g.tensor(x).quant));
+    }
     add_matmul(false, 5);
     add_matmul(true, 6);
     rknpu::LowerOptions int8;
@@ -165,10 +199,15 @@ struct World {
   }
 
   // Compiles node 0 of `g` (output `y`) for the first tile, addresses on the world's BOs.
-  void add(Graph& g, Result<TensorId> y, const rknpu::LowerOptions& lo = {}, bool ksplit = false) {
+  void add(Graph& g, Result<TensorId> y, const rknpu::LowerOptions& lo = {}, bool ksplit = false, int node = 0) {
     if (!y.ok()) return;
-    auto op = rknpu::lower_node(g, g.nodes()[0], lo);
+    auto op = rknpu::lower_node(g, g.nodes()[node], lo);
     if (!op.ok()) return;
+    add_op(*op, ksplit);
+  }
+
+  void add_op(rknpu::NpuOp op_value, bool ksplit = false) {
+    rknpu::NpuOp* op = &op_value;
     auto tiling = rknpu::plan_tiling(*op, rknpu::SchedulePolicy::tessera);
     if (!tiling.ok() || tiling->tiles.empty()) return;
     if (ksplit) {

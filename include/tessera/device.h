@@ -148,6 +148,10 @@ class Device {
   std::optional<Format> native_format(const Graph& g, TensorId id) const;
   // Whether the device can run node `n` of `g`, with a cost estimate or a reason.
   Support supports(const Graph& g, const Node& n) const;
+  // Tensors that node `node` of `g`, placed on this device, reads beyond its own inputs: a
+  // device that runs the node inside an earlier node's pass reads that node's inputs when
+  // the later node runs. The memory plan keeps them alive up to `node`. Default: none.
+  std::vector<TensorId> extra_reads(const Graph& g, int node) const;
 
   // Bytes one allocation holding a whole tensor in format `f` occupies on this device,
   // page padding and bank rounding included; the planner sizes allocations and checks
@@ -177,6 +181,8 @@ class Device {
 
   virtual std::optional<Format> do_native_format(const Graph& g, TensorId id) const = 0;
   virtual Support do_supports(const Graph& g, const Node& n) const = 0;
+  // (optional) see extra_reads(); the default reads nothing more.
+  virtual std::vector<TensorId> do_extra_reads(const Graph& g, int node) const;
   // (optional) see allocation_bytes(); the default is described there.
   virtual Result<int64_t> do_allocation_bytes(const Format& f) const;
   virtual Result<Allocation> do_allocate(int64_t bytes) = 0;

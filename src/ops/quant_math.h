@@ -147,6 +147,28 @@ inline void store(uint8_t* p, DType t, int64_t i, int32_t v) {
 }
 inline int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return std::min(std::max(v, lo), hi); }
 
+// TFLite's 8-bit LUT activations (activations.cc LUTPopulate, used by int8 / uint8
+// LOGISTIC and TANH): the output code of input code v, computed in float as TFLite does
+// (dequantize, f, divide by the output scale, round, add the zero point, clamp).
+inline int32_t lut_unary_code(float (*f)(float), float si, int32_t zi, float so, int32_t zo, DType t, int32_t v) {
+  const float real = si * static_cast<float>(v - zi);
+  const float rescaled = std::round(f(real) * (1 / so));
+  const int32_t quantized = static_cast<int32_t>(rescaled + static_cast<float>(zo));
+  return clamp(quantized, qmin(t), qmax(t));
+}
+// TFLite's LOGISTIC as that LUT's function (float).
+inline float logistic_f(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// TFLite's quantized MUL (mul.cc: the real multiplier s1 * s2 / so in float, then
+// QuantizeMultiplier; the product of the operands less their zero points rescaled, the
+// output zero point added, clamped to the fused activation's range).
+struct MulRescale {
+  Multiplier m;
+  int32_t z1 = 0, z2 = 0, zo = 0;
+  Range r{0, 0};
+  int32_t code(int32_t a, int32_t b) const;
+};
+
 // TFLite's quantized ADD / SUB (add.cc, sub.cc, general scales): both operands, less their
 // zero points, are shifted left (by 20 for 8-bit operands, 15 for int16 ones) and rescaled
 // to units of twice the larger input scale with Q31 multipliers, summed (or subtracted) and
@@ -330,4 +352,8 @@ inline int32_t log_x_for_x_greater_than_or_equal_to_1(int32_t x, int in_bits, in
   return rescale(wrap_add(srdhm(z_pow2_adj, kLog2), srdhm(num_scaled, recip_denom)), accum_bits, out_bits);
 }
 }  // namespace fp
+inline int32_t MulRescale::code(int32_t a, int32_t b) const { return clamp(multiply((a - z1) * (b - z2), m) + zo, r.lo, r.hi); }
+inline MulRescale mul_rescale(const std::string& act, float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo, DType t) {
+  return {quantize_multiplier(static_cast<double>(s1 * s2 / so)), z1, z2, zo, activation_range(act, t, so, zo)};
+}
 }  // namespace tessera::q

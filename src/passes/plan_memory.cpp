@@ -66,6 +66,14 @@ Status plan_memory(PassContext& c) {
       p.tensors[o].last_use = std::max(p.tensors[o].last_use, i);
     }
   }
+  // What a device's node reads beyond its inputs (Device::extra_reads: a node run inside an
+  // earlier node's pass reads that node's inputs at its own turn) lives up to that node.
+  for (int i = 0; i < end; ++i) {
+    const int d = p.nodes[i].device;
+    if (d < 0 || d >= static_cast<int>(p.devices.size())) continue;
+    for (TensorId t : p.devices[d]->extra_reads(g, i))
+      if (t != kNoTensor && t < static_cast<TensorId>(p.tensors.size())) p.tensors[t].last_use = std::max(p.tensors[t].last_use, i);
+  }
   for (TensorId o : g.outputs) p.tensors[o].last_use = INT_MAX;
   // A view's uses are its source's.
   for (auto& tp : p.tensors)

@@ -16,6 +16,13 @@ std::optional<Format> Device::native_format(const Graph& g, TensorId id) const {
 
 Support Device::supports(const Graph& g, const Node& n) const { return do_supports(g, n); }
 
+std::vector<TensorId> Device::extra_reads(const Graph& g, int node) const {
+  if (node < 0 || node >= static_cast<int>(g.nodes().size())) return {};
+  return do_extra_reads(g, node);
+}
+
+std::vector<TensorId> Device::do_extra_reads(const Graph&, int) const { return {}; }
+
 Result<int64_t> Device::allocation_bytes(const Format& f) const {
   auto b = do_allocation_bytes(f);
   if (!b.ok()) return ctx(b.status(), name());

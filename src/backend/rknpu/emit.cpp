@@ -71,6 +71,8 @@ void emit_cna_core(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& 
   r.write(R::CORE::OPERATION_ENABLE__OP_EN, 1);
 }
 
+void emit_lut_tables(Regcmd& r, const NpuOp& op);
+
 void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
   const bool from_memory = op.type == NpuOpType::add;  // element-wise: MRDMA reads the first operand
   const int64_t out_line = op.out_w * kC2, out_surf = surf_bytes(op.out_h, op.out_w);
@@ -114,20 +116,41 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
       .emit();
   r.set(R::DPU::BN_MUL_CFG__BN_MUL_SRC, op.bn_mul ? 1 : 0).emit();
   r.set_signed(R::DPU::BN_RELUX_CMP_VALUE__BN_RELUX_CMP_DAT, op.bn_relux_value).emit();
+  // A fused lookup table (program.cpp: a conv whose only reader is a SiLU): the EW
+  // multiplier divides by 2^k (operand 1, EW_TRUNCATE k) as OUT_CVT would, the LUT maps the
+  // conv's output in steps (offset and saturation in its start and end entries) to the
+  // table's values, and OUT_CVT is the identity.
+  if (!op.lut_lo.empty()) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_TYPE, kEwOpMul)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
+        .emit();
+    r.write(R::DPU::EW_OP_VALUE_0__EW_OPERAND_0, 1);
+    r.write(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, op.ew_truncate);
+    emit_lut_tables(r, op);
+  }
   // EW: the add's other operand, converted into this op's unit and summed.
   const bool ew = op.ew_input != kNoTensor;
-  r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
-      .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
-      .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
-      .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 0)
-      .set(R::DPU::EW_CFG__EW_RELU_BYPASS, op.ew_relu ? 0 : 1)
-      .set(R::DPU::EW_CFG__EW_RELUX_EN, op.ew_relux ? 1 : 0)
-      .emit();
-  r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
-  r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
-      .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
-      .emit();
-  r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
+  if (op.lut_lo.empty()) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 1)  // the lookup table only in lut tasks (emit_lut)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
+        .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, op.ew_relu ? 0 : 1)
+        .set(R::DPU::EW_CFG__EW_RELUX_EN, op.ew_relux ? 1 : 0)
+        .emit();
+    r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
+    r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
+        .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
+        .emit();
+    r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
+  }
   // Output conversion: round(v * scale / 2^shift) + offset, saturated to int8.
   r.set_signed(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, op.out_offset).emit();
   r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, op.out_scale.mantissa);
@@ -273,6 +296,91 @@ void emit_matmul(Regcmd& r, const NpuOp& op, const Tiling& t, const TaskTile& ti
   r.write(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
 }
 
+// The LUT's configuration and both tables (docs/rknpu.md "Lookup tables"): linear LE and
+// LO, LO chosen where both hit and beyond both ends, zero slopes; the tables are written
+// through LUT_ACCESS_CFG (write, table, start address 0) and then one LUT_ACCESS_DATA per
+// entry, the address advancing after each (NVDLA's LUT access port).
+void emit_lut_tables(Regcmd& r, const NpuOp& op) {
+  r.set(R::DPU::LUT_CFG__LUT_ROAD_SEL, kLutLeLinear)
+      .set(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY, kLutPriorityLo)
+      .set(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY, kLutPriorityLo)
+      .set(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY, kLutPriorityLo)
+      .emit();
+  r.set(R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, op.lut_le_select).set(R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, op.lut_lo_select).emit();
+  r.set_signed(R::DPU::LUT_LE_START__LUT_LE_START, op.lut_le_start).emit();
+  r.set_signed(R::DPU::LUT_LE_END__LUT_LE_END, op.lut_le_start + (int64_t(kLutLeEntries - 1) << op.lut_le_select)).emit();
+  r.set_signed(R::DPU::LUT_LO_START__LUT_LO_START, op.lut_lo_start).emit();
+  r.set_signed(R::DPU::LUT_LO_END__LUT_LO_END, op.lut_lo_start + (int64_t(kLutLoEntries - 1) << op.lut_lo_select)).emit();
+  // Zero slopes: beyond either end a table holds its end entry.
+  r.set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE, 0).emit();
+  r.set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT, 0).emit();
+  r.set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, 0).set(R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE, 0).emit();
+  r.set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, 0).set(R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT, 0).emit();
+  for (const auto& [id, entries] : {std::pair{kLutTableLe, &op.lut_le}, std::pair{kLutTableLo, &op.lut_lo}}) {
+    r.set(R::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE, kLutAccessWrite)
+        .set(R::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID, id)
+        .set(R::DPU::LUT_ACCESS_CFG__LUT_ADDR, 0)
+        .emit();
+    for (int16_t e : *entries) r.write(R::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA, static_cast<uint16_t>(e));
+  }
+}
+
+// Lookup table (lower.cpp lower_lut, docs/rknpu.md "Lookup tables"): an element-wise DPU
+// task. MRDMA reads the int8 cube, BS and BN are bypassed, the EW stage runs only its LUT
+// (no operand: EW_OP_BYPASS, ERDMA disabled), OUT_CVT is the identity. The tables are
+// written through LUT_ACCESS_CFG (write, table, start address 0) and then one
+// LUT_ACCESS_DATA per entry, the address advancing after each (NVDLA's LUT access port).
+// A channel copy (NpuOpType::copy) is the same task with the EW stage bypassed too, reading
+// from channel src_c0 and writing at channel dst_c0 (whole surfaces: H and W are equal on
+// both sides, so is the surface stride).
+void emit_lut(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
+  const bool table = op.type == NpuOpType::lut;
+  const int64_t out_line = op.out_w * kC2, out_surf = surf_bytes(op.out_h, op.out_w);
+  const int64_t off = tile.out_row0 * out_line + (tile.oc0 / kC2) * out_surf;
+  const int64_t src = off + op.src_c0 / kC2 * out_surf, dst = off + op.dst_c0 / kC2 * out_surf;
+  r.set(R::DPU::FEATURE_MODE_CFG__FLYING_MODE, 1).emit();
+  r.set(R::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionInt8)
+      .set(R::DPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8)
+      .set(R::DPU::DATA_FORMAT__OUT_PRECISION, kPrecisionInt8)
+      .emit();
+  r.write(R::DPU::DST_BASE_ADDR__DST_BASE_ADDR, a.output + dst);
+  r.write(R::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, out_surf / kAddrUnit);
+  r.write(R::DPU::DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
+  r.write(R::DPU::DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
+  r.set(R::DPU::DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1).set(R::DPU::DATA_CUBE_CHANNEL__ORIG_CHANNEL, tile.ocn - 1).emit();
+  r.set(R::DPU::BS_CFG__BS_BYPASS, 1).emit();
+  r.set(R::DPU::BN_CFG__BN_BYPASS, 1).emit();
+  if (!table) {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 1).emit();
+  } else {
+    r.set(R::DPU::EW_CFG__EW_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_RELU_BYPASS, 1)
+        .set(R::DPU::EW_CFG__EW_OP_SRC, 0)
+        .emit();
+    emit_lut_tables(r, op);
+  }
+  r.write(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET, 0);
+  r.write(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE, 1);
+  r.set(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, 0).set(R::DPU::OUT_CVT_SHIFT__CVT_ROUND, 1).emit();
+  r.write(R::DPU::OPERATION_ENABLE__OP_EN, 1);
+
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_WIDTH__WIDTH, op.out_w - 1);
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_HEIGHT__HEIGHT, tile.out_rows - 1);
+  r.write(R::DPU_RDMA::RDMA_DATA_CUBE_CHANNEL__CHANNEL, tile.ocn - 1);
+  r.set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__MRDMA_DISABLE, 0)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__FLYING_MODE, 1)
+      .set(R::DPU_RDMA::RDMA_FEATURE_MODE_CFG__IN_PRECISION, kPrecisionInt8)
+      .emit();
+  r.write(R::DPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, a.input + src);
+  r.write(R::DPU_RDMA::RDMA_BRDMA_CFG__BRDMA_DATA_USE, 0);
+  r.write(R::DPU_RDMA::RDMA_NRDMA_CFG__NRDMA_DATA_USE, 0);
+  r.set(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE, 1).emit();
+  r.write(R::DPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
+}
+
 void emit_ppu(Regcmd& r, const NpuOp& op, const OpAddresses& a) {
   r.write(R::PPU::DATA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, op.in_w - 1);
   r.write(R::PPU::DATA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, op.in_h - 1);
@@ -321,6 +429,8 @@ Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, c
     case NpuOpType::avg_pool:
     case NpuOpType::max_pool: emit_ppu(r, op, a); break;
     case NpuOpType::matmul: emit_matmul(r, op, tiling, tile, a, weight_reuse); break;
+    case NpuOpType::lut:
+    case NpuOpType::copy: emit_lut(r, op, tile, a); break;
   }
   if (!r.status().ok()) return r.status().with_context("[rknpu] " + op.label);
   return std::move(r.entries());

@@ -71,6 +71,7 @@ constexpr uint32_t kConvModeDepthwise = 3;      // depthwise (Mesa's value)
 constexpr uint32_t kAluAlgoMax = 0;             // BS/EW ALU: max
 constexpr uint32_t kAluAlgoMin = 1;             // min
 constexpr uint32_t kAluAlgoAdd = 2;             // add
+constexpr uint32_t kEwOpMul = 1;                // EW_CFG.EW_OP_TYPE: the multiplier (0: the ALU); model's choice
 constexpr uint32_t kPoolMethodAverage = 0;      // PPU POOLING_METHOD
 constexpr uint32_t kPoolMethodMax = 1;
 constexpr uint32_t kRecipFractionBits = 16;     // PPU RECIP_KERNEL_*: 1/k in 0.16 fixed point (17-bit field)
@@ -90,6 +91,55 @@ inline int32_t scale_round(int64_t v, int64_t m, int s) {
     p = p < 0 ? -static_cast<int64_t>(r) : static_cast<int64_t>(r);
   }
   return sat32(p);
+}
+
+// ---- the DPU's lookup table (EW stage; NVDLA SDP's LUT, docs/rknpu.md "Lookup tables") ----
+// Two tables of signed 16-bit entries: LE (NVDLA's "linear or exponent" X table) with 65
+// entries and LO (linear only, Y table) with 257 (nvdla.org hardware manual, SDP LUT). The
+// model implements the linear mode of both; the exponent mode of LE is not modelled.
+constexpr int kLutLeEntries = 65;
+constexpr int kLutLoEntries = 257;
+constexpr uint32_t kLutTableLe = 0;        // LUT_ACCESS_CFG.LUT_TABLE_ID (NVDLA: 0 = LE, 1 = LO)
+constexpr uint32_t kLutTableLo = 1;
+constexpr uint32_t kLutAccessWrite = 1;    // LUT_ACCESS_CFG.LUT_ACCESS_TYPE (NVDLA: 0 = read, 1 = write)
+constexpr uint32_t kLutLeLinear = 1;       // LUT_CFG.LUT_ROAD_SEL at NVDLA's LUT_LE_FUNCTION bit (0 = exponent, 1 = linear)
+constexpr uint32_t kLutPriorityLo = 1;     // LUT_CFG.*_PRIORITY (NVDLA: 0 = LE, 1 = LO)
+
+// One table in linear mode: entries T[0..n-1] cover [start, start + (n-1) * 2^select].
+struct LutTable {
+  const int16_t* entries = nullptr;
+  int n = 0;
+  int64_t start = 0;
+  int select = 0;           // index = (x - start) >> select, fraction = the low `select` bits
+  int32_t uflow_scale = 0;  // slope below start: T[0] + round((x - start) * scale / 2^shift)
+  int uflow_shift = 0;
+  int32_t oflow_scale = 0;  // slope above end: T[n-1] + round((x - end) * scale / 2^shift)
+  int oflow_shift = 0;
+  int64_t end() const { return start + (int64_t(n - 1) << select); }
+  bool under(int64_t x) const { return x < start; }
+  bool over(int64_t x) const { return x > end(); }
+  // The table's output for x: interpolated inside, extrapolated with the slopes outside
+  // (every product rounded half away from zero, as the DPU's other multipliers).
+  int32_t at(int64_t x) const {
+    if (under(x)) return sat32(int64_t(entries[0]) + scale_round(x - start, uflow_scale, uflow_shift));
+    if (over(x)) return sat32(int64_t(entries[n - 1]) + scale_round(x - end(), oflow_scale, oflow_shift));
+    const int64_t d = x - start, i = d >> select, f = d - (i << select);
+    if (f == 0) return entries[i];
+    return sat32(int64_t(entries[i]) + scale_round(int64_t(entries[i + 1]) - entries[i], f, select));
+  }
+};
+// NVDLA's hit rules: a table hits when x lies in its range; when both hit, the hybrid
+// priority picks; when neither does, the underflow (both below) or overflow (both above)
+// priority picks, and the hybrid priority otherwise.
+inline int32_t lut_lookup(const LutTable& le, const LutTable& lo, bool hybrid_lo, bool uflow_lo, bool oflow_lo, int64_t x) {
+  const bool le_hit = !le.under(x) && !le.over(x), lo_hit = !lo.under(x) && !lo.over(x);
+  bool use_lo;
+  if (le_hit != lo_hit) use_lo = lo_hit;
+  else if (le_hit) use_lo = hybrid_lo;
+  else if (le.under(x) && lo.under(x)) use_lo = uflow_lo;
+  else if (le.over(x) && lo.over(x)) use_lo = oflow_lo;
+  else use_lo = hybrid_lo;
+  return use_lo ? lo.at(x) : le.at(x);
 }
 
 // ---- the compiler's policy ----

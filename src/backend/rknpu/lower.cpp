@@ -13,7 +13,9 @@
 #include "backend/rknpu/lower.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -644,6 +646,210 @@ Result<NpuOp> lower_pool(const Graph& g, const Node& n) {
   return op;
 }
 
+// A lookup-table op (docs/rknpu.md "Lookup tables"): y = f(x) element-wise, where `code`
+// gives TFLite's output code for each input code. The DPU reads x (MRDMA), passes BS and BN,
+// and the EW stage's LUT maps each stored value a = q - off in [-128, 127] to an entry:
+//  - LO (257 entries, linear, start -128, index select 0): one entry per input value, so no
+//    interpolation happens and the entry is TFLite's output (less the storage offset)
+//    exactly; entry 256 repeats entry 255 (never indexed by int8 inputs);
+//  - LE (65 entries, linear, start -128, index select 2): every fourth value, a coarse copy
+//    that the hit rules never choose (both tables span [-128, 128], the hybrid priority is
+//    LO); beyond both ends the LO table's zero slopes hold its end entries.
+// OUT_CVT is the identity. The compiler evaluates the programmed tables through the same
+// lookup the model runs (hw.h lut_lookup) on all 256 inputs and records the largest
+// difference from TFLite in output steps (lut_max_error; 0 by construction).
+Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi, const std::function<int32_t(int32_t)>& code,
+                        const std::string& what) {
+  const Tensor& x = g.tensor(xi);
+  const Tensor& y = g.tensor(yi);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.shape != y.shape) return no(n, what + " changes the shape " + shape_str(x.shape) + " -> " + shape_str(y.shape));
+  NpuOp op;
+  op.type = NpuOpType::lut;
+  op.label = n.label();
+  op.lut_function = what;
+  op.input = xi;
+  op.output = yi;
+  op.in_h = op.out_h = x.shape[1];
+  op.in_w = op.out_w = x.shape[2];
+  op.in_c = op.out_c = x.shape[3];
+  const int32_t ox = storage_offset(x.dtype), oy = storage_offset(y.dtype);
+  std::array<int32_t, 256> want{};
+  for (int32_t a = -128; a <= 127; ++a) want[a + 128] = code(a + ox) - oy;
+  op.lut_lo.resize(kLutLoEntries);
+  op.lut_le.resize(kLutLeEntries);
+  for (int i = 0; i < kLutLoEntries; ++i) op.lut_lo[i] = static_cast<int16_t>(want[std::min(i, 255)]);
+  op.lut_lo_start = -128, op.lut_lo_select = 0;
+  for (int j = 0; j < kLutLeEntries; ++j) op.lut_le[j] = static_cast<int16_t>(want[std::min(4 * j, 255)]);
+  op.lut_le_start = -128, op.lut_le_select = 2;
+  const LutTable le{op.lut_le.data(), kLutLeEntries, op.lut_le_start, op.lut_le_select};
+  const LutTable lo{op.lut_lo.data(), kLutLoEntries, op.lut_lo_start, op.lut_lo_select};
+  op.lut_max_error = 0;
+  op.lut_exact_codes = 0;
+  for (int32_t a = -128; a <= 127; ++a) {
+    const int32_t got = std::clamp(lut_lookup(le, lo, true, true, true, a), -128, 127);
+    op.lut_max_error = std::max(op.lut_max_error, std::abs(got - want[a + 128]));
+    op.lut_exact_codes += got == want[a + 128] ? 1 : 0;
+  }
+  op.out_scale = Scale16{1, 0};
+  op.out_offset = 0;
+  op.macs = 0;
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+float quant_scale(const Tensor& t) { return t.quant.scale[0]; }
+int32_t quant_zp(const Tensor& t) { return static_cast<int32_t>(t.quant.zero_point_at(0)); }
+
+// LOGISTIC: TFLite's int8 / uint8 kernel is itself a 256-entry table (activations.cc
+// LUTPopulate), which the LUT holds entry for entry.
+Result<NpuOp> lower_logistic(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype) return no(n, "logistic changes the dtype");
+  const float si = quant_scale(x), so = quant_scale(y);
+  const int32_t zi = quant_zp(x), zo = quant_zp(y);
+  const DType t = y.dtype;
+  return lower_lut(n, g, n.inputs[0], n.outputs[0],
+                   [&](int32_t v) { return q::lut_unary_code(q::logistic_f, si, zi, so, zo, t, v); }, "logistic");
+}
+
+// MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
+// and TFLite's LOGISTIC of it, one table. Other MULs stay on the cpu.
+Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
+  const int li = silu_logistic(g, n);
+  if (li < 0) return no(n, "no NPU lowering for mul (only x * logistic(x), SiLU, runs on the NPU, as one lookup table)");
+  const Node& l = g.nodes()[li];
+  const Tensor& x = g.tensor(l.inputs[0]);
+  const Tensor& s = g.tensor(l.outputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  for (const Tensor* t : {&x, &s, &y}) TS_RETURN_IF_ERROR(check_feature(n, *t, "operand"));
+  if (x.dtype != s.dtype || x.dtype != y.dtype) return no(n, "SiLU with mixed dtypes");
+  const Tensor& a = g.tensor(n.inputs[0]);
+  const Tensor& b = g.tensor(n.inputs[1]);
+  const q::MulRescale m = q::mul_rescale(n.get(attr::activation), quant_scale(a), quant_zp(a), quant_scale(b), quant_zp(b),
+                                         quant_scale(y), quant_zp(y), y.dtype);
+  const float sx = quant_scale(x), ss = quant_scale(s);
+  const int32_t zx = quant_zp(x), zs = quant_zp(s);
+  const DType t = x.dtype;
+  const bool x_first = n.inputs[0] == l.inputs[0];
+  return lower_lut(n, g, l.inputs[0], n.outputs[0],
+                   [&](int32_t v) {
+                     const int32_t sig = q::lut_unary_code(q::logistic_f, sx, zx, ss, zs, t, v);
+                     return x_first ? m.code(v, sig) : m.code(sig, v);
+                   },
+                   "silu (logistic + mul)");
+}
+
+// Channel copies: whole 16-channel surfaces of NC1HWC2 move unchanged (same H and W, so the
+// same surface stride on both sides) when the quantization does not change. A
+// requantizing concat or slice stays on the cpu.
+NpuOp copy_op(const Node& n, TensorId x, TensorId y, const Shape& s, int64_t src_c0, int64_t dst_c0, int64_t channels) {
+  NpuOp op;
+  op.type = NpuOpType::copy;
+  op.label = n.label();
+  op.input = x;
+  op.output = y;
+  op.in_h = op.out_h = s[1];
+  op.in_w = op.out_w = s[2];
+  op.in_c = op.out_c = channels;
+  op.src_c0 = src_c0;
+  op.dst_c0 = dst_c0;
+  op.out_scale = Scale16{1, 0};
+  return op;
+}
+
+std::string blocks_note(int64_t c0, int64_t c) {
+  return "channels [" + std::to_string(c0) + ", " + std::to_string(c0 + c) + ") are not whole 16-channel blocks (the NPU copies NC1HWC2 surfaces)";
+}
+
+Result<NpuOp> lower_strided_slice(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "strided_slice that changes the quantization");
+  const std::vector<int64_t>& b = n.get(attr::begin);
+  const std::vector<int64_t>& e = n.get(attr::end);
+  const std::vector<int64_t>& st = n.get(attr::strides);
+  const std::vector<int64_t>& shrink = n.get(attr::shrink_axes);
+  if (b.size() != 4 || e.size() != 4 || st.size() != 4 || !shrink.empty())
+    return no(n, "strided_slice other than a 4-D box (shrinking axes)");
+  for (int d = 0; d < 4; ++d)
+    if (st[d] != 1) return no(n, "strided_slice with a stride other than 1");
+  for (int d = 0; d < 3; ++d)
+    if (b[d] != 0 || e[d] != x.shape[d]) return no(n, "strided_slice along N, H or W (channels only)");
+  const int64_t c0 = b[3], c = e[3] - b[3];
+  if (c0 % kC2 != 0 || c % kC2 != 0) return no(n, blocks_note(c0, c));
+  NpuOp op = copy_op(n, n.inputs[0], n.outputs[0], y.shape, c0, 0, c);
+  TS_RETURN_IF_ERROR(check_tiling(op).status());
+  return op;
+}
+
+}  // namespace
+
+Status fuse_lut(const NpuOp& lut, NpuOp& conv) {
+  if (conv.type != NpuOpType::conv && conv.type != NpuOpType::depthwise)
+    return error(StatusCode::unsupported, "producer is not a convolution");
+  if (lut.type != NpuOpType::lut || lut.input != conv.output) return error(StatusCode::internal, "the table does not read the conv");
+  if (conv.ew_input != kNoTensor) return error(StatusCode::unsupported, "the conv's EW stage already adds an operand");
+  if (conv.bs_relu || conv.bn_relu || conv.bn_relux) return error(StatusCode::unsupported, "the conv clamps before OUT_CVT (ReLU)");
+  if (!conv.lut_lo.empty()) return error(StatusCode::unsupported, "the conv already has a table");
+  if (conv.out_scale.mantissa != 1 || !fits(regs::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, conv.out_scale.shift))
+    return error(StatusCode::unsupported, "OUT_CVT is not a power-of-two division the EW multiplier can take");
+  conv.lut_le = lut.lut_le;
+  conv.lut_lo = lut.lut_lo;
+  conv.lut_le_select = lut.lut_le_select;
+  conv.lut_lo_select = lut.lut_lo_select;
+  // The LUT sees u = the conv's output in steps before the offset: stored value u + offset.
+  conv.lut_le_start = lut.lut_le_start - conv.out_offset;
+  conv.lut_lo_start = lut.lut_lo_start - conv.out_offset;
+  conv.lut_function = lut.lut_function;
+  conv.lut_max_error = lut.lut_max_error;
+  conv.lut_exact_codes = lut.lut_exact_codes;
+  conv.ew_truncate = conv.out_scale.shift;
+  conv.out_scale = Scale16{1, 0};
+  conv.out_offset = 0;
+  conv.output = lut.output;
+  return Status::Ok();
+}
+
+Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n) {
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  int64_t axis = n.get(attr::axis);
+  if (axis < 0) axis += 4;
+  if (axis != 3) return no(n, "concat along axis " + std::to_string(axis) + " (channels only)");
+  if (n.get(attr::activation) != "none") return no(n, "concat with a fused activation");
+  std::vector<NpuOp> parts;
+  int64_t c0 = 0;
+  for (TensorId in : n.inputs) {
+    const Tensor& x = g.tensor(in);
+    TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+    if (x.dtype != y.dtype || x.quant != y.quant) return no(n, "concat that requantizes an input");
+    if (x.shape[1] != y.shape[1] || x.shape[2] != y.shape[2]) return no(n, "concat inputs of different H, W");
+    if (c0 % kC2 != 0 || x.shape[3] % kC2 != 0) return no(n, blocks_note(c0, x.shape[3]));
+    NpuOp op = copy_op(n, in, n.outputs[0], x.shape, 0, c0, x.shape[3]);
+    TS_RETURN_IF_ERROR(check_tiling(op).status());
+    parts.push_back(std::move(op));
+    c0 += x.shape[3];
+  }
+  if (parts.empty()) return no(n, "concat without inputs");
+  return parts;
+}
+
+namespace {
+
+Result<NpuOp> lower_concat(const Graph& g, const Node& n) {
+  TS_ASSIGN_OR_RETURN(std::vector<NpuOp> parts, lower_concat_parts(g, n));
+  NpuOp op = parts.front();
+  for (const NpuOp& p : parts) op.concat_parts.push_back(p.input);
+  return op;
+}
+
 }  // namespace
 
 const char* npu_op_type_name(NpuOpType t) {
@@ -654,6 +860,8 @@ const char* npu_op_type_name(NpuOpType t) {
     case NpuOpType::avg_pool: return "avg_pool";
     case NpuOpType::max_pool: return "max_pool";
     case NpuOpType::matmul: return "matmul";
+    case NpuOpType::lut: return "lut";
+    case NpuOpType::copy: return "copy";
   }
   return "?";
 }
@@ -715,6 +923,29 @@ Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int m
   return best;
 }
 
+int silu_logistic(const Graph& g, const Node& mul) {
+  if (mul.op != OpKind::mul || mul.inputs.size() != 2) return -1;
+  for (int k = 0; k < 2; ++k) {
+    const TensorId s = mul.inputs[k], x = mul.inputs[1 - k];
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      const Node& l = g.nodes()[i];
+      if (l.op == OpKind::logistic && !l.outputs.empty() && l.outputs[0] == s && !l.inputs.empty() && l.inputs[0] == x)
+        return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+TensorId silu_conv_input(const Graph& g, const Node& mul) {
+  const int li = silu_logistic(g, mul);
+  if (li < 0) return kNoTensor;
+  const TensorId x = g.nodes()[li].inputs[0];
+  for (const Node& c : g.nodes())
+    if ((c.op == OpKind::conv2d || c.op == OpKind::depthwise_conv2d) && !c.outputs.empty() && c.outputs[0] == x && !c.inputs.empty())
+      return c.inputs[0];
+  return kNoTensor;
+}
+
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts) {
   // Hybrid nodes (a float input with int8 weights, TFLite's dynamic-range quantization)
   // quantize their input per run: the cpu runs them.
@@ -728,6 +959,10 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::add: return lower_add(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
+      case OpKind::logistic: return lower_logistic(g, n);
+      case OpKind::mul: return lower_mul(g, n);
+      case OpKind::strided_slice: return lower_strided_slice(g, n);
+      case OpKind::concat: return lower_concat(g, n);
       case OpKind::fully_connected: return is_float_matmul(g, n) ? lower_matmul(g, n, opts) : lower_fc(g, n, opts);
       default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
     }

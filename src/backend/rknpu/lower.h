@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -111,6 +111,26 @@ struct NpuOp {
   // N chunks, and chunk i runs on core i % lanes.
   int lanes = 1;
 
+  // DPU lookup table (NpuOpType::lut: an element-wise task through the EW stage's LUT,
+  // docs/rknpu.md "Lookup tables"): LE and LO tables in linear mode, LO chosen where both
+  // hit and beyond both ends, with flat (zero-slope) extrapolation. The output conversion
+  // is the identity (the entries are output values), out_offset 0.
+  std::vector<int16_t> lut_le, lut_lo;  // kLutLeEntries, kLutLoEntries
+  int32_t lut_le_start = 0, lut_lo_start = 0;
+  int lut_le_select = 0, lut_lo_select = 0;
+  std::string lut_function;  // "logistic", "silu (logistic + mul)"
+  int lut_max_error = -1;    // largest |table - TFLite| in output steps over the 256 input codes
+  int lut_exact_codes = -1;  // input codes (of 256) whose output equals TFLite's
+  // A conv with a fused table (fuse_lut): the EW multiplier's right shift, OUT_CVT's 2^k.
+  int ew_truncate = 0;
+
+  // Channel block copies (NpuOpType::copy: an element-wise DPU task with every stage
+  // bypassed; STRIDED_SLICE and CONCATENATION along channels): out_c channels from channel
+  // src_c0 of the input to channel dst_c0 of the output, both multiples of 16 (whole
+  // NC1HWC2 surfaces). A concat lowers to one copy per input (`concat_parts`, program.cpp).
+  int64_t src_c0 = 0, dst_c0 = 0;
+  std::vector<TensorId> concat_parts;
+
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
   int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
 };
@@ -133,6 +153,26 @@ struct LowerOptions {
 // Lowers node `n` of `g`; an error (StatusCode::unsupported) carries the reason the NPU
 // cannot run it, shown by `tessera inspect`.
 Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts = {});
+
+// The LOGISTIC node whose output `mul` multiplies by that LOGISTIC's own input, x *
+// logistic(x) (SiLU as TFLite graphs hold it), or -1. lower_node lowers such a MUL as one
+// lookup table from x, so the LOGISTIC need not run when the MUL is its only reader.
+int silu_logistic(const Graph& g, const Node& mul);
+
+// Fuses the lookup table `lut` (reading conv output `conv.output`) into the conv's DPU
+// pass: BS and BN as before, the EW multiplier divides by 2^k as OUT_CVT did, the LUT (its
+// start moved by the conv's output offset, zero slopes saturating as int8 would) maps the
+// conv's output to the table's, OUT_CVT is the identity; the conv then writes lut.output.
+// Error (unsupported) with the reason when the conv's DPU pass cannot take it.
+Status fuse_lut(const NpuOp& lut, NpuOp& conv);
+
+// The feature input of the conv whose output x a SiLU MUL reads (x * logistic(x), x made by
+// a conv2d / depthwise_conv2d node), or kNoTensor. When the SiLU's table runs in that conv's
+// pass, the pass runs at the MUL's turn and reads this tensor then (Device::extra_reads).
+TensorId silu_conv_input(const Graph& g, const Node& mul);
+
+// A CONCATENATION along channels as one copy per input, each to its channel offset.
+Result<std::vector<NpuOp>> lower_concat_parts(const Graph& g, const Node& n);
 
 // Fully connected on f32 activations (GGUF decoders): an fp16 matrix multiplication
 // (lower_matmul.cpp). is_float_matmul tells lower_node to take this path.

@@ -549,8 +549,21 @@ class Executor {
       t.dram_bytes += oc_ * kBsEntryBytes;
     }
     const bool ew = !r_.get(R::DPU::EW_CFG__EW_BYPASS);
+    const bool ew_op = ew && !r_.get(R::DPU::EW_CFG__EW_OP_BYPASS);
+    const bool lut = ew && !r_.get(R::DPU::EW_CFG__EW_LUT_BYPASS);
+    // EW_OP_TYPE 1: the EW multiplier, v * EW_OP_VALUE_0 / 2^EW_TRUNCATE rounded half away
+    // from zero (as the DPU's other multipliers), with a register operand only; 0: the ALU
+    // (add) with the ERDMA operand, EW_TRUNCATE 0.
+    const bool ew_mul = ew_op && r_.get(R::DPU::EW_CFG__EW_OP_TYPE) == kEwOpMul;
+    const int32_t ew_mul_operand = r_.get_signed(R::DPU::EW_OP_VALUE_0__EW_OPERAND_0);
+    const int ew_truncate = static_cast<int>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE));
+    if (ew_mul && (r_.get(R::DPU::EW_CFG__EW_OP_SRC) || !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS)))
+      return error(StatusCode::unsupported, "DPU.EW_CFG.EW_OP_SRC = ", r_.get(R::DPU::EW_CFG__EW_OP_SRC), ", EW_OP_CVT_BYPASS = ",
+                   r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS), " with the EW multiplier is not modelled (register operand, no conversion)");
+    if (ew_op && !ew_mul && ew_truncate != 0)
+      return error(StatusCode::unsupported, "DPU.EW_CVT_SCALE_VALUE.EW_TRUNCATE = ", ew_truncate, " with the EW ALU is not modelled (0 only)");
     Cube ewc;
-    if (ew) {
+    if (ew_op && !ew_mul) {
       if (r_.get(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE) || !r_.get(R::DPU::EW_CFG__EW_OP_SRC))
         return error(StatusCode::invalid_argument, "EW stage without an ERDMA operand");
       if (r_.get(R::DPU::EW_CFG__EW_ALU_ALGO) != kAluAlgoAdd) return error(StatusCode::unsupported, "EW ALU algorithm not modelled");
@@ -562,12 +575,21 @@ class Executor {
     const int32_t mul_reg = r_.get_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND);
     const int shift_reg = static_cast<int>(r_.get(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE));
     const int32_t relux = r_.get_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT);
-    const bool ew_cvt = ew && !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS);
+    const bool ew_cvt = ew_op && !ew_mul && !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS);
     const int32_t ew_off = r_.get_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET);
     const int32_t ew_scale = static_cast<int32_t>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE));
     const int ew_shift = static_cast<int>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT));
     const bool ew_relu = ew && !r_.get(R::DPU::EW_CFG__EW_RELU_BYPASS), ew_relux = ew && r_.get(R::DPU::EW_CFG__EW_RELUX_EN);
     const int32_t ew_relux_v = r_.get_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT);
+    Lut tables;
+    if (lut) {
+      if (ew_relu || ew_relux)
+        return error(StatusCode::unsupported, "DPU EW ReLU / ReLU-X together with the LUT (EW_CFG.EW_LUT_BYPASS = 0) is not modelled");
+      TS_ASSIGN_OR_RETURN(tables, read_lut());
+      tables.le.entries = tables.le_entries.data();  // the copy's own entries
+      tables.lo.entries = tables.lo_entries.data();
+      t.dram_bytes += r_.lut_writes * int64_t(sizeof(uint64_t));  // the table's command entries
+    }
     const int32_t out_off = r_.get_signed(R::DPU::OUT_CVT_OFFSET__OUT_CVT_OFFSET);
     const int32_t out_scale = static_cast<int32_t>(r_.get(R::DPU::OUT_CVT_SCALE__OUT_CVT_SCALE));
     const int out_shift = static_cast<int>(r_.get(R::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT));
@@ -604,19 +626,80 @@ class Executor {
           if (bn_mul) v = scale_round(v, bn_m, bn_s);
           if (bn_relu) v = std::max(v, 0);
           if (bn_relux) v = std::min(v, bn_relux_v);
-          if (ew) {
+          if (ew_mul) {
+            v = scale_round(v, ew_mul_operand, ew_truncate);
+          } else if (ew_op) {
             int32_t e = ewc.at(c, y, x);
             if (ew_cvt) e = scale_round(int64_t(e) + ew_off, ew_scale, ew_shift);
             v = sat32(int64_t(v) + e);
-            if (ew_relu) v = std::max(v, 0);
-            if (ew_relux) v = std::min(v, ew_relux_v);
           }
+          if (ew_relu) v = std::max(v, 0);
+          if (ew_relux) v = std::min(v, ew_relux_v);
+          if (lut) v = lut_lookup(tables.le, tables.lo, tables.hybrid_lo, tables.uflow_lo, tables.oflow_lo, v);
           int64_t o = int64_t(scale_round(v, out_scale, out_shift)) + out_off;
           dst.at(c, y, x) = static_cast<int8_t>(std::clamp<int64_t>(o, -128, 127));
         }
     }
     t.dram_bytes += (oc_ + kC2 - 1) / kC2 * oh_ * ow_ * kC2;  // output
     return Status::Ok();
+  }
+
+  // The EW stage's lookup table (hw.h lut_lookup, docs/rknpu.md "Lookup tables"): both
+  // tables in linear mode, every entry written by this task; any other LUT_CFG value is an
+  // error naming the field.
+  struct Lut {
+    std::vector<int16_t> le_entries, lo_entries;
+    LutTable le, lo;
+    bool hybrid_lo = false, uflow_lo = false, oflow_lo = false;
+  };
+  Result<Lut> read_lut() const {
+    for (const regs::Field* f : {&R::DPU::LUT_CFG__LUT_EXPAND_EN, &R::DPU::LUT_CFG__LUT_LO_LE_MUX, &R::DPU::LUT_CFG__LUT_CAL_SEL})
+      if (r_.get(*f) != 0)
+        return error(StatusCode::unsupported, f->name, " = ", r_.get(*f), " is not modelled (0 only)");
+    if (r_.get(R::DPU::LUT_CFG__LUT_ROAD_SEL) != kLutLeLinear)
+      return error(StatusCode::unsupported, "DPU.LUT_CFG.LUT_ROAD_SEL = ", r_.get(R::DPU::LUT_CFG__LUT_ROAD_SEL),
+                   " (the LE table's exponent mode) is not modelled (", kLutLeLinear, ": linear)");
+    Lut l;
+    l.hybrid_lo = r_.get(R::DPU::LUT_CFG__LUT_HYBRID_PRIORITY) == kLutPriorityLo;
+    l.uflow_lo = r_.get(R::DPU::LUT_CFG__LUT_UFLOW_PRIORITY) == kLutPriorityLo;
+    l.oflow_lo = r_.get(R::DPU::LUT_CFG__LUT_OFLOW_PRIORITY) == kLutPriorityLo;
+    struct Spec {
+      const char* name;
+      int id, n;
+      const regs::Field &select, &start, &end, &uscale, &oscale, &ushift, &oshift;
+      std::vector<int16_t>* entries;
+      LutTable* table;
+    };
+    const Spec specs[2] = {
+        {"LE", int(kLutTableLe), kLutLeEntries, R::DPU::LUT_INFO__LUT_LE_INDEX_SELECT, R::DPU::LUT_LE_START__LUT_LE_START,
+         R::DPU::LUT_LE_END__LUT_LE_END, R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_UFLOW_SCALE,
+         R::DPU::LUT_LE_SLOPE_SCALE__LUT_LE_SLOPE_OFLOW_SCALE, R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_UFLOW_SHIFT,
+         R::DPU::LUT_LE_SLOPE_SHIFT__LUT_LE_SLOPE_OFLOW_SHIFT, &l.le_entries, &l.le},
+        {"LO", int(kLutTableLo), kLutLoEntries, R::DPU::LUT_INFO__LUT_LO_INDEX_SELECT, R::DPU::LUT_LO_START__LUT_LO_START,
+         R::DPU::LUT_LO_END__LUT_LO_END, R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_UFLOW_SCALE,
+         R::DPU::LUT_LO_SLOPE_SCALE__LUT_LO_SLOPE_OFLOW_SCALE, R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_UFLOW_SHIFT,
+         R::DPU::LUT_LO_SLOPE_SHIFT__LUT_LO_SLOPE_OFLOW_SHIFT, &l.lo_entries, &l.lo}};
+    for (const Spec& sp : specs) {
+      const int select = static_cast<int>(r_.get(sp.select));
+      // Index and fraction of a 32-bit input: selects past 31 leave no index bits.
+      if (select > 31) return error(StatusCode::unsupported, sp.select.name, " = ", select, " is not modelled (0..31)");
+      const int64_t start = r_.get_signed(sp.start), end = r_.get_signed(sp.end);
+      if (end != start + (int64_t(sp.n - 1) << select))
+        return error(StatusCode::unsupported, sp.end.name, " = ", end, " is not modelled: the ", sp.name,
+                     " table in linear mode ends at start + ", sp.n - 1, " << index select = ", start + (int64_t(sp.n - 1) << select));
+      const auto& ram = r_.lut[sp.id];
+      sp.entries->resize(static_cast<size_t>(sp.n));
+      for (int i = 0; i < sp.n; ++i) {
+        auto it = ram.find(i);
+        if (it == ram.end())
+          return error(StatusCode::invalid_argument, "DPU LUT: entry ", i, " of the ", sp.name,
+                       " table is read but this task never wrote it (LUT_ACCESS_DATA)");
+        (*sp.entries)[static_cast<size_t>(i)] = it->second;
+      }
+      *sp.table = LutTable{sp.entries->data(), sp.n, start, select, r_.get_signed(sp.uscale), static_cast<int>(r_.get(sp.ushift)),
+                           r_.get_signed(sp.oscale), static_cast<int>(r_.get(sp.oshift))};
+    }
+    return l;
   }
 
   // PPU: max or average pooling of an int8 cube read by PPU_RDMA.

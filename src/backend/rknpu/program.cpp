@@ -1,7 +1,9 @@
 #include "backend/rknpu/program.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "backend/rknpu/emit.h"
@@ -77,10 +79,34 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     for (TensorId o : g.nodes()[i].outputs) producer[o] = static_cast<int>(i);
   }
   for (TensorId o : g.outputs) readers[o]++;
+  // The last node reading each tensor (INT_MAX: a graph output), as the memory plan sees it.
+  std::vector<int> last_reader(g.tensors().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (TensorId in : g.nodes()[i].inputs)
+      if (in != kNoTensor) last_reader[in] = static_cast<int>(i);
+  for (TensorId o : g.outputs) last_reader[o] = INT_MAX;
 
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
+  std::set<int> inside_table;             // LOGISTIC nodes computed by their SiLU's table
   for (int ni : seg.nodes) {
     const Node& n = g.nodes()[ni];
+    // A LOGISTIC read only by the SiLU MUL of this segment runs inside that MUL's table
+    // (lower.cpp lower_mul): no task of its own, its output is never written.
+    if (n.op == OpKind::logistic && readers[n.outputs[0]] == 1) {
+      bool inside = false;
+      for (int mi : seg.nodes) {
+        const Node& m = g.nodes()[mi];
+        if (m.op != OpKind::mul || silu_logistic(g, m) != ni) continue;
+        LowerOptions check;
+        check.pack = false;
+        inside = lower_node(g, m, check).ok();
+      }
+      if (inside) {
+        prog->notes.push_back(n.label() + " computed by the SiLU table of the MUL that reads it");
+        inside_table.insert(ni);
+        continue;
+      }
+    }
     // Matmul weights already packed for another program of this device are not packed again.
     const uint8_t* key = nullptr;
     if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;
@@ -91,6 +117,19 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     if (!lowered.ok()) return lowered.status().with_context(n.label());
     NpuOp op = std::move(*lowered);
     op.nodes = {ni};
+    if (!op.concat_parts.empty()) {
+      // A concat: one channel copy per input, each to its offset in the output.
+      auto parts = lower_concat_parts(g, n);
+      if (!parts.ok()) return parts.status().with_context(n.label());
+      for (NpuOp& p : *parts) {
+        p.nodes = {ni};
+        CompiledOp c;
+        c.op = std::move(p);
+        prog->ops.push_back(std::move(c));
+      }
+      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size()) - 1;
+      continue;
+    }
     if (key) {
       CompiledOp c;
       c.op = std::move(op);
@@ -98,6 +137,43 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
       prog->ops.push_back(std::move(c));
       continue;
+    }
+    if (op.type == NpuOpType::lut && n.op == OpKind::mul) {
+      // A SiLU whose x is a conv of this segment read by nothing else (the SiLU's MUL and
+      // its LOGISTIC, which the table computes): the table runs in the conv's DPU pass
+      // (lower.cpp fuse_lut), x is never written.
+      auto it = op_of_output.find(op.input);
+      const int li = silu_logistic(g, n);
+      // The fused op runs where the MUL would (moved to the end of the list), and reads the
+      // conv's input then: the memory plan must keep that input alive up to the MUL, or its
+      // buffer may already hold a later tensor (the SiLU's own output among them). It does:
+      // the device names that input as the MUL's extra read (rknpu_device.cpp
+      // do_extra_reads, plan_memory.cpp), and a later reader would keep it too.
+      bool input_live = false;
+      if (it != op_of_output.end()) {
+        const TensorId in = prog->ops[it->second].op.input;
+        input_live = last_reader[in] >= ni || g.tensor(in).data.has_value() || silu_conv_input(g, n) == in;
+      }
+      if (it != op_of_output.end() && li >= 0 && inside_table.count(li) && readers[op.input] == 2 && input_live) {
+        CompiledOp& conv = prog->ops[it->second];
+        NpuOp with_table = conv.op;
+        Status s = fuse_lut(op, with_table);
+        if (s.ok()) {
+          with_table.nodes.push_back(ni);
+          prog->notes.push_back(n.label() + " (SiLU table) fused into " + g.nodes()[conv.op.nodes[0]].label());
+          const int at = it->second;
+          conv.op = std::move(with_table);
+          CompiledOp moved = std::move(conv);
+          prog->ops.erase(prog->ops.begin() + at);
+          op_of_output.erase(it);
+          for (auto& [t, i] : op_of_output)
+            if (i > at) --i;
+          op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
+          prog->ops.push_back(std::move(moved));
+          continue;
+        }
+        prog->notes.push_back(n.label() + " (SiLU table) not fused: " + s.message());
+      }
     }
     bool fused = false;
     if (n.op == OpKind::add && rounding == Rounding::fast) {

@@ -78,6 +78,7 @@ Regcmd& Regcmd::emit() {
 
 Result<RegisterFile> decode_regcmd(const uint64_t* entries, size_t count) {
   RegisterFile rf;
+  int lut_addr = 0;
   for (size_t i = 0; i < count; ++i) {
     Entry e = decode_entry(entries[i]);
     if (e.target == 0 && e.value == 0 && e.reg == 0) continue;  // padding to the 64-byte alignment
@@ -86,6 +87,22 @@ Result<RegisterFile> decode_regcmd(const uint64_t* entries, size_t count) {
       return error(StatusCode::invalid_argument, "register command ", i, ": target 0x", std::hex, e.target,
                    " does not own register 0x", e.reg);
     rf.values[e.reg] = e.value;
+    if (e.reg == regs::DPU::LUT_ACCESS_CFG__LUT_ADDR.reg) {
+      lut_addr = static_cast<int>(rf.get(regs::DPU::LUT_ACCESS_CFG__LUT_ADDR));
+    } else if (e.reg == regs::DPU::LUT_ACCESS_DATA__LUT_ACCESS_DATA.reg) {
+      if (!rf.written(regs::DPU::LUT_ACCESS_CFG__LUT_ADDR.reg))
+        return error(StatusCode::invalid_argument, "register command ", i, ": DPU.LUT_ACCESS_DATA before any DPU.LUT_ACCESS_CFG");
+      if (rf.get(regs::DPU::LUT_ACCESS_CFG__LUT_ACCESS_TYPE) != kLutAccessWrite)
+        return error(StatusCode::unsupported, "register command ", i,
+                     ": DPU.LUT_ACCESS_DATA with LUT_ACCESS_CFG.LUT_ACCESS_TYPE = 0 (read) is not modelled");
+      const int table = static_cast<int>(rf.get(regs::DPU::LUT_ACCESS_CFG__LUT_TABLE_ID));
+      const int size = table == static_cast<int>(kLutTableLo) ? kLutLoEntries : kLutLeEntries;
+      if (lut_addr >= size)
+        return error(StatusCode::out_of_range, "register command ", i, ": DPU.LUT_ACCESS_DATA at LUT_ADDR ", lut_addr,
+                     " past the end of the ", table ? "LO" : "LE", " table (", size, " entries)");
+      rf.lut[table][lut_addr++] = static_cast<int16_t>(e.value & 0xFFFFu);
+      ++rf.lut_writes;
+    }
   }
   return rf;
 }

@@ -72,6 +72,12 @@ struct RegisterFile {
     return static_cast<int32_t>(v);
   }
   bool written(uint16_t reg) const { return values.count(reg) != 0; }
+  // The DPU's lookup-table RAM as this task's writes left it: LUT_ACCESS_CFG sets the access
+  // type, the table (LE 0, LO 1) and the address; each LUT_ACCESS_DATA stores its 16-bit
+  // value there and advances the address (NVDLA's LUT access port). Entries never written
+  // are absent (reading one is the model's error).
+  std::map<int, int16_t> lut[2];
+  int64_t lut_writes = 0;  // LUT_ACCESS_DATA entries (the model's command-stream cost)
 };
 
 // Decodes a command buffer; errors name the entry whose target and register disagree.

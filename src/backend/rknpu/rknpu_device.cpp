@@ -123,6 +123,14 @@ class RknpuDevice : public Device {
     return std::nullopt;
   }
 
+  // A SiLU whose table may run in its conv's pass (program.cpp) reads the conv's input at
+  // the MUL's turn: the memory plan keeps that input alive up to the MUL.
+  std::vector<TensorId> do_extra_reads(const Graph& g, int node) const override {
+    const TensorId in = silu_conv_input(g, g.nodes()[node]);
+    if (in == kNoTensor) return {};
+    return {in};
+  }
+
   Support do_supports(const Graph& g, const Node& n) const override {
     LowerOptions lo;
     lo.pack = false;
@@ -146,6 +154,10 @@ class RknpuDevice : public Device {
                        (op->mm_int8 ? " int8 x int8 -> int32" : "") + split +
                        (op->int16 ? " (int16 MACs)" : "") +
                        (op->per_channel ? " (per-channel scales)" : "") +
+                       (op->type == NpuOpType::lut ? " " + op->lut_function + " (DPU lookup table: TFLite's output on " +
+                                                          std::to_string(op->lut_exact_codes) + " of 256 input codes, at most " +
+                                                          std::to_string(op->lut_max_error) + " steps off)"
+                                                    : "") +
                        (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     return Support::yes(cost, note);
   }

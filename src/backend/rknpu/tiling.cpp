@@ -125,7 +125,7 @@ int64_t cbuf_row_bytes(const NpuOp& op) {
 Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
   if (op.type == NpuOpType::matmul) return plan_matmul_tiling(op);
   Tiling t;
-  if (op.type == NpuOpType::add || op.type == NpuOpType::avg_pool || op.type == NpuOpType::max_pool) {
+  if (op.type == NpuOpType::add || op.type == NpuOpType::lut || op.type == NpuOpType::copy || op.type == NpuOpType::avg_pool || op.type == NpuOpType::max_pool) {
     // The DPU and PPU read their operands from DRAM; one task covers the whole cube.
     TaskTile whole;
     whole.out_rows = op.out_h;

@@ -328,6 +328,45 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
 
 // MobileNetV1 1.0 224 runs with every convolution on the NPU, matches the cpu within two
 // steps, and its modelled time is reported for Mesa's schedule and Tessera's.
+// YOLOv8n (int8): every SiLU (LOGISTIC + MUL, one lookup table, run in its conv's DPU pass), the C2f channel
+// splits (STRIDED_SLICE) and concatenations of the backbone and neck run on the NPU; what
+// stays on the cpu is the head's rank-3 tail ([1, C, 8400]: the class LOGISTIC, DFL
+// softmax, reshapes and transposes), the two nearest-neighbour upsamplings and the two
+// MULs that are not SiLU (docs/rknpu.md "Lookup tables", "Channel copies").
+TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  auto npu = make_session(model, "rknpu");
+  ASSERT_TRUE(npu);
+  const std::pair<OpKind, Placement> want[] = {{OpKind::logistic, {57, 1, ""}},
+                                               {OpKind::mul, {57, 2, ""}},
+                                               {OpKind::strided_slice, {16, 4, ""}},
+                                               {OpKind::concat, {16, 2, ""}},
+                                               {OpKind::max_pool2d, {3, 0, ""}}};
+  for (const auto& [op, w] : want) {
+    Placement p = placement(*npu, op);
+    EXPECT_EQ(p.on_npu, w.on_npu) << op_name(op) << ": " << p.reasons;
+    EXPECT_EQ(p.off_npu, w.off_npu) << op_name(op) << ": " << p.reasons;
+  }
+  // NPU <-> cpu crossings: 134 before these lowerings.
+  int transfers = 0;
+  for (const Node& n : npu->plan().graph.nodes()) transfers += n.op == OpKind::transfer;
+  EXPECT_LE(transfers, 7);
+  // Every SiLU's table runs in its conv's pass: its LOGISTIC and MUL take no task time.
+  std::vector<uint8_t> input(640 * 640 * 3);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  ASSERT_TRUE(npu->set_input(0, input.data(), static_cast<int64_t>(input.size())).ok());
+  Status st = npu->run();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  int in_conv_pass = 0, muls = 0;
+  for (const auto& item : npu->profile().nodes) {
+    if (item.label.rfind("mul ", 0) != 0 || item.device != "rknpu") continue;
+    ++muls;
+    in_conv_pass += item.modelled_seconds == 0;
+  }
+  EXPECT_EQ(muls, 57);
+  EXPECT_EQ(in_conv_pass, 57);
+}
+
 TEST(RknpuMobileNetV1, AllConvolutionsOnTheNpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v1_1.0_224_quant_embedding_extractor.tflite");
   auto npu = make_session(model, "rknpu");

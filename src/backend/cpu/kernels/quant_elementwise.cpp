@@ -177,16 +177,10 @@ Status add_sub(KernelContext& c, bool subtract) {
 Status add(KernelContext& c) { return add_sub(c, false); }
 Status sub(KernelContext& c) { return add_sub(c, true); }
 
-// MUL (mul.cc: real multiplier in float, then QuantizeMultiplier).
-struct MulParams {
-  q::Multiplier m;
-  int32_t z1, z2, zo;
-  q::Range r;
-  int32_t code(int32_t a, int32_t b) const { return q::clamp(q::multiply((a - z1) * (b - z2), m) + zo, r.lo, r.hi); }
-};
+// MUL (mul.cc: real multiplier in float, then QuantizeMultiplier): ops/quant_math.h.
+using MulParams = q::MulRescale;
 MulParams mul_params(const Node& n, float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo, DType t) {
-  return {q::quantize_multiplier(static_cast<double>(s1 * s2 / so)), z1, z2, zo,
-          q::activation_range(n.get(attr::activation), t, so, zo)};
+  return q::mul_rescale(n.get(attr::activation), s1, z1, s2, z2, so, zo, t);
 }
 
 // The table of every operand pair (pair_table), as for ADD / SUB.
@@ -284,14 +278,8 @@ Status q::lut_unary(KernelContext& c, float (*f)(float)) {
   if (t == DType::i16) return kernel_error(c.n, "i16 is not supported");
   const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
   const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
-  const float inverse_scale = 1 / so;
   int32_t table[256];
-  for (int32_t v = q::qmin(t); v <= q::qmax(t); ++v) {
-    const float real = si * static_cast<float>(v - zi);
-    const float rescaled = std::round(f(real) * inverse_scale);
-    const int32_t quantized = static_cast<int32_t>(rescaled + static_cast<float>(zo));
-    table[v & 0xff] = q::clamp(quantized, q::qmin(t), q::qmax(t));
-  }
+  for (int32_t v = q::qmin(t); v <= q::qmax(t); ++v) table[v & 0xff] = q::lut_unary_code(f, si, zi, so, zo, t, v);
   uint8_t bytes[256];  // the 8-bit codes' bytes
   for (int v = 0; v < 256; ++v) bytes[v] = static_cast<uint8_t>(table[v]);
   uk::lut8_kernel()(c.in[0].data, c.in[0].elements(), bytes, c.out[0].data);
@@ -299,7 +287,7 @@ Status q::lut_unary(KernelContext& c, float (*f)(float)) {
 }
 namespace {
 
-Status logistic(KernelContext& c) { return q::lut_unary(c, [](float x) { return 1.0f / (1.0f + std::exp(-x)); }); }
+Status logistic(KernelContext& c) { return q::lut_unary(c, q::logistic_f); }
 Status tanh_q(KernelContext& c) { return q::lut_unary(c, [](float x) { return std::tanh(x); }); }
 
 // HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
