@@ -32,9 +32,14 @@ constexpr int kLayerNorm = 20;        // 20..23
 // The integer kernel's intermediate tensor that carries o * tanh(c)'s quantization.
 constexpr int kHiddenIntermediate = 4;
 
+// The name of input k for a message; the index comes from the file, so it is checked.
 std::string tensor_name(OpSite& s, int k) {
-  const auto* t = s.cx.subgraph->tensors()->Get(s.op->inputs()->Get(k));
-  return t && t->name() ? t->name()->str() : "tensor " + std::to_string(s.op->inputs()->Get(k));
+  const int32_t index = s.op->inputs()->Get(static_cast<flatbuffers::uoffset_t>(k));
+  const auto* tensors = s.cx.subgraph->tensors();
+  if (!tensors || index < 0 || static_cast<uint32_t>(index) >= tensors->size())
+    return "tensor " + std::to_string(index) + ", outside the subgraph's tensors";
+  const auto* t = tensors->Get(static_cast<flatbuffers::uoffset_t>(index));
+  return t && t->name() ? t->name()->str() : "tensor " + std::to_string(index);
 }
 
 Status refuse_present(OpSite& s, int first, int last, const std::string& what) {

@@ -58,9 +58,12 @@ Status hybrid_matmul(KernelContext& c) {
       const float factor = quantize_symmetric_row(a + (ai * M + i) * K, K, codes.data()) * sb;
       const int8_t* b0 = b + bj * K * N;
       for (int64_t j = 0; j < N; ++j) {
-        int32_t acc = 0;
-        for (int64_t k = 0; k < K; ++k) acc += int32_t{codes[static_cast<size_t>(k)]} * b0[tb ? j * K + k : k * N + j];
-        y[(bi * M + i) * N + j] = factor * static_cast<float>(acc);
+        // The interpreter's 32-bit accumulator, wrapping (not overflowing) past 2^31 when K
+        // exceeds 131072 products of 127 * 127.
+        uint32_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += static_cast<uint32_t>(int32_t{codes[static_cast<size_t>(k)]} * b0[tb ? j * K + k : k * N + j]);
+        y[(bi * M + i) * N + j] = factor * static_cast<float>(static_cast<int32_t>(acc));
       }
     }
   });

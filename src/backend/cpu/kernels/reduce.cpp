@@ -3,6 +3,7 @@
 // arg_min. Sums and products are
 // accumulated in double.
 #include <limits>
+#include <type_traits>
 
 #include "backend/cpu/kernels/kernel_util.h"
 
@@ -239,7 +240,17 @@ Status l2_norm(KernelContext& c) {
 
 // cumsum along attr axis, in the input's type, added in order along the axis (as TFLite's
 // CUMSUM, so float sums round the same way): exclusive leaves each element's own value
-// out, reverse runs from the end.
+// out, reverse runs from the end. Integer sums wrap around (two's complement) rather than
+// overflow.
+template <typename T>
+T cumsum_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
 template <typename T>
 void cumsum_loop(const T* x, T* y, const AxisSplit& a, bool exclusive, bool reverse) {
   for (int64_t o = 0; o < a.outer; ++o)
@@ -251,9 +262,9 @@ void cumsum_loop(const T* x, T* y, const AxisSplit& a, bool exclusive, bool reve
         const int64_t i = base + k * a.inner;
         if (exclusive) {
           y[i] = acc;
-          acc += x[i];
+          acc = cumsum_add(acc, x[i]);
         } else {
-          acc += x[i];
+          acc = cumsum_add(acc, x[i]);
           y[i] = acc;
         }
       }
