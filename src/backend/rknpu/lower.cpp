@@ -702,20 +702,22 @@ Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi,
 float quant_scale(const Tensor& t) { return t.quant.scale[0]; }
 int32_t quant_zp(const Tensor& t) { return static_cast<int32_t>(t.quant.zero_point_at(0)); }
 
-// LOGISTIC: TFLite's int8 / uint8 kernel is itself a 256-entry table (activations.cc
-// LUTPopulate), which the LUT holds entry for entry.
-Result<NpuOp> lower_logistic(const Graph& g, const Node& n) {
+// LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
+// float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
+float tanh_f(float x) { return std::tanh(x); }
+Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name) {
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& y = g.tensor(n.outputs[0]);
   TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
   TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
-  if (x.dtype != y.dtype) return no(n, "logistic changes the dtype");
+  if (x.dtype != y.dtype) return no(n, std::string(name) + " changes the dtype");
   const float si = quant_scale(x), so = quant_scale(y);
   const int32_t zi = quant_zp(x), zo = quant_zp(y);
   const DType t = y.dtype;
   return lower_lut(n, g, n.inputs[0], n.outputs[0],
-                   [&](int32_t v) { return q::lut_unary_code(q::logistic_f, si, zi, so, zo, t, v); }, "logistic");
+                   [&](int32_t v) { return q::lut_unary_code(f, si, zi, so, zo, t, v); }, name);
 }
+Result<NpuOp> lower_logistic(const Graph& g, const Node& n) { return lower_unary_table(g, n, q::logistic_f, "logistic"); }
 
 // MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
 // and TFLite's LOGISTIC of it, one table. Other MULs stay on the cpu.
@@ -960,6 +962,7 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
       case OpKind::logistic: return lower_logistic(g, n);
+      case OpKind::tanh: return lower_unary_table(g, n, tanh_f, "tanh");
       case OpKind::mul: return lower_mul(g, n);
       case OpKind::strided_slice: return lower_strided_slice(g, n);
       case OpKind::concat: return lower_concat(g, n);

@@ -131,6 +131,33 @@ TEST(RknpuLut, LogisticEqualsTfliteOnEveryInputCode) {
   }
 }
 
+// TANH the same way: TFLite's table of tanh, held entry for entry.
+TEST(RknpuLut, TanhEqualsTfliteOnEveryInputCode) {
+  const std::vector<uint8_t> in = every_code();
+  for (const Quant& q : kCases) {
+    SCOPED_TRACE(q.label());
+    Graph g;
+    TensorId xi = input(g, q);
+    // TFLite's int8 TANH output: scale 1/128, zero point 0 (u8: 128); an odd one too.
+    const float so = q.dtype == DType::i8 ? 1.0f / 128 : q.sy;
+    const int32_t zo = q.dtype == DType::i8 ? 0 : 128;
+    auto t = g.add_op(OpKind::tanh, {xi}, {}, "t", q.dtype, QuantParams{{so}, {zo}});
+    ASSERT_TRUE(t.ok());
+    g.tensor(*t).role = Role::output;
+    g.outputs = {*t};
+    Compare r = run_and_compare(g, in);
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.n, 4096);
+    EXPECT_TRUE(r.all_on_npu) << r.fallback;
+    EXPECT_EQ(r.exact, r.n) << "max difference " << r.max_diff;
+    auto op = lower_node(g, g.nodes()[0]);
+    ASSERT_TRUE(op.ok()) << op.status().to_string();
+    EXPECT_EQ(op->type, NpuOpType::lut);
+    EXPECT_EQ(op->lut_function, "tanh");
+    EXPECT_EQ(op->lut_exact_codes, 256);
+  }
+}
+
 TEST(RknpuLut, SiluIsOneTableTaskAndEqualsTheCpuPair) {
   const std::vector<uint8_t> in = every_code();
   for (const Quant& q : kCases)
