@@ -356,4 +356,70 @@ inline int32_t MulRescale::code(int32_t a, int32_t b) const { return clamp(multi
 inline MulRescale mul_rescale(const std::string& act, float s1, int32_t z1, float s2, int32_t z2, float so, int32_t zo, DType t) {
   return {quantize_multiplier(static_cast<double>(s1 * s2 / so)), z1, z2, zo, activation_range(act, t, so, zo)};
 }
+
+// TFLite's quantized HARD_SWISH (reference_ops::HardSwish with HardSwishParams from
+// activations.cc): int16 fixed point with a "reluish" ramp. The output code is a function of
+// the input code alone: the cpu kernel runs it per element, the rknpu device holds it as a
+// lookup table.
+namespace hs {
+inline int16_t srdhm16(int16_t a, int16_t b) {
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  const int32_t ab = static_cast<int32_t>(a) * b;
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+inline int16_t sdhm16(int16_t a, int16_t b) {  // SaturatingDoublingHighMul: no rounding
+  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((static_cast<int32_t>(a) * b) / (1 << 15));
+}
+inline int16_t rdbpot16(int16_t x, int e) {
+  const int16_t mask = static_cast<int16_t>((1 << e) - 1);
+  const int16_t rem = static_cast<int16_t>(x & mask);
+  const int16_t th = static_cast<int16_t>((mask >> 1) + (x < 0 ? 1 : 0));
+  return static_cast<int16_t>((x >> e) + (rem > th ? 1 : 0));
+}
+inline int16_t sat_shl16(int16_t x, int e) {
+  const int32_t v = static_cast<int32_t>(x) * (1 << e);
+  return static_cast<int16_t>(std::clamp<int32_t>(v, -32768, 32767));
+}
+inline int16_t downscale_to_i16(int32_t m) {  // DownScaleInt32ToInt16Multiplier
+  constexpr int32_t kRounding = 1 << 15;
+  if (m >= std::numeric_limits<int32_t>::max() - kRounding) return std::numeric_limits<int16_t>::max();
+  return static_cast<int16_t>((m + kRounding) >> 16);
+}
+}  // namespace hs
+struct HardSwish {
+  Multiplier om, rm;        // output and reluish multipliers (32-bit, as quantized)
+  int16_t om16 = 0, rm16 = 0;
+  int32_t zi = 0, zo = 0;
+  DType t = DType::i8;
+  bool ok() const { return om.shift <= 0; }  // TFLite's kernel needs the output exponent <= 0
+  int32_t code(int32_t v) const {
+    const int16_t in = static_cast<int16_t>(v - zi);
+    const int16_t hires = static_cast<int16_t>(in * (1 << 7));
+    const int16_t pre_out = hs::srdhm16(hires, om16);
+    int16_t reluish = hires;
+    if (rm.shift > 0) reluish = hs::sat_shl16(reluish, rm.shift - 1);
+    reluish = hs::srdhm16(reluish, rm16);
+    if (rm.shift > 0) reluish = hs::sat_shl16(reluish, 1);
+    if (rm.shift < 0) reluish = hs::rdbpot16(reluish, -rm.shift);
+    reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
+    const int16_t pre_shift = hs::sdhm16(reluish, pre_out);
+    const int32_t out = hs::rdbpot16(pre_shift, -om.shift) + zo;
+    return clamp(out, qmin(t), qmax(t));
+  }
+};
+inline HardSwish hard_swish_params(float si, int32_t zi, float so, int32_t zo, DType t) {
+  const float hires_input_scale = (1.0f / 128.0f) * si;
+  const float reluish_scale = 3.0f / 32768.0f;  // activations.cc: "3.0f / 32768.0f"
+  HardSwish p;
+  p.om = quantize_multiplier(hires_input_scale / so);
+  p.rm = quantize_multiplier(hires_input_scale / reluish_scale);
+  p.om16 = hs::downscale_to_i16(p.om.multiplier);
+  p.rm16 = hs::downscale_to_i16(p.rm.multiplier);
+  p.zi = zi;
+  p.zo = zo;
+  p.t = t;
+  return p;
+}
 }  // namespace tessera::q

@@ -719,6 +719,19 @@ Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float)
 }
 Result<NpuOp> lower_logistic(const Graph& g, const Node& n) { return lower_unary_table(g, n, q::logistic_f, "logistic"); }
 
+// HARD_SWISH: TFLite's kernel is int16 fixed point (q::HardSwish), but its output is still
+// a function of the input code alone, so the table holds it entry for entry.
+Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
+  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  if (x.dtype != y.dtype) return no(n, "hard_swish changes the dtype");
+  const q::HardSwish p = q::hard_swish_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
+  if (!p.ok()) return no(n, "output scale too small for TFLite's hard_swish (exponent > 0)");
+  return lower_lut(n, g, n.inputs[0], n.outputs[0], [&](int32_t v) { return p.code(v); }, "hard_swish");
+}
+
 // MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
 // and TFLite's LOGISTIC of it, one table. Other MULs stay on the cpu.
 Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
@@ -963,6 +976,7 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::max_pool2d: return lower_pool(g, n);
       case OpKind::logistic: return lower_logistic(g, n);
       case OpKind::tanh: return lower_unary_table(g, n, tanh_f, "tanh");
+      case OpKind::hard_swish: return lower_hard_swish(g, n);
       case OpKind::mul: return lower_mul(g, n);
       case OpKind::strided_slice: return lower_strided_slice(g, n);
       case OpKind::concat: return lower_concat(g, n);

@@ -158,6 +158,30 @@ TEST(RknpuLut, TanhEqualsTfliteOnEveryInputCode) {
   }
 }
 
+// HARD_SWISH (MobileNetV3's activation): TFLite's int16 fixed-point kernel, held as the
+// table of its output per input code.
+TEST(RknpuLut, HardSwishEqualsTheCpuKernelOnEveryInputCode) {
+  const std::vector<uint8_t> in = every_code();
+  for (const Quant& q : kCases) {
+    SCOPED_TRACE(q.label());
+    Graph g;
+    TensorId xi = input(g, q);
+    auto h = g.add_op(OpKind::hard_swish, {xi}, {}, "h", q.dtype, QuantParams{{q.sy}, {q.zy}});
+    ASSERT_TRUE(h.ok());
+    g.tensor(*h).role = Role::output;
+    g.outputs = {*h};
+    Compare r = run_and_compare(g, in);
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.n, 4096);
+    EXPECT_TRUE(r.all_on_npu) << r.fallback;
+    EXPECT_EQ(r.exact, r.n) << "max difference " << r.max_diff;
+    auto op = lower_node(g, g.nodes()[0]);
+    ASSERT_TRUE(op.ok()) << op.status().to_string();
+    EXPECT_EQ(op->lut_function, "hard_swish");
+    EXPECT_EQ(op->lut_exact_codes, 256);
+  }
+}
+
 TEST(RknpuLut, SiluIsOneTableTaskAndEqualsTheCpuPair) {
   const std::vector<uint8_t> in = every_code();
   for (const Quant& q : kCases)

@@ -291,59 +291,15 @@ Status logistic(KernelContext& c) { return q::lut_unary(c, q::logistic_f); }
 Status tanh_q(KernelContext& c) { return q::lut_unary(c, [](float x) { return std::tanh(x); }); }
 
 // HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
-// fixed point with a "reluish" ramp.
-int16_t srdhm16(int16_t a, int16_t b) {
-  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
-  const int32_t ab = static_cast<int32_t>(a) * b;
-  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
-  return static_cast<int16_t>((ab + nudge) / (1 << 15));
-}
-int16_t sdhm16(int16_t a, int16_t b) {  // SaturatingDoublingHighMul: no rounding
-  if (a == b && a == std::numeric_limits<int16_t>::min()) return std::numeric_limits<int16_t>::max();
-  return static_cast<int16_t>((static_cast<int32_t>(a) * b) / (1 << 15));
-}
-int16_t rdbpot16(int16_t x, int e) {
-  const int16_t mask = static_cast<int16_t>((1 << e) - 1);
-  const int16_t rem = static_cast<int16_t>(x & mask);
-  const int16_t th = static_cast<int16_t>((mask >> 1) + (x < 0 ? 1 : 0));
-  return static_cast<int16_t>((x >> e) + (rem > th ? 1 : 0));
-}
-int16_t sat_shl16(int16_t x, int e) {
-  const int32_t v = static_cast<int32_t>(x) * (1 << e);
-  return static_cast<int16_t>(std::clamp<int32_t>(v, -32768, 32767));
-}
-int16_t downscale_to_i16(int32_t m) {  // DownScaleInt32ToInt16Multiplier
-  constexpr int32_t kRounding = 1 << 15;
-  if (m >= std::numeric_limits<int32_t>::max() - kRounding) return std::numeric_limits<int16_t>::max();
-  return static_cast<int16_t>((m + kRounding) >> 16);
-}
-
+// fixed point with a "reluish" ramp, per input code (q::HardSwish in src/ops/quant_math.h).
 Status hard_swish(KernelContext& c) {
   TS_RETURN_IF_ERROR(check_unary(c));
   const DType t = c.out[0].dtype();
   if (t == DType::i16) return kernel_error(c.n, "i16 is not supported");
-  const float si = scale_of(c.in[0]), so = scale_of(c.out[0]);
-  const float hires_input_scale = (1.0f / 128.0f) * si;
-  const float reluish_scale = 3.0f / 32768.0f;  // activations.cc: "3.0f / 32768.0f"
-  q::Multiplier om = q::quantize_multiplier(hires_input_scale / so);
-  q::Multiplier rm = q::quantize_multiplier(hires_input_scale / reluish_scale);
-  if (om.shift > 0) return kernel_error(c.n, "output scale too small for TFLite's hard_swish (exponent > 0)");
-  const int16_t om16 = downscale_to_i16(om.multiplier), rm16 = downscale_to_i16(rm.multiplier);
-  const int32_t zi = zp_of(c.in[0]), zo = zp_of(c.out[0]);
-  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i) {
-    const int16_t in = static_cast<int16_t>(q::load(c.in[0].data, t, i) - zi);
-    const int16_t hires = static_cast<int16_t>(in * (1 << 7));
-    const int16_t pre_out = srdhm16(hires, om16);
-    int16_t reluish = hires;
-    if (rm.shift > 0) reluish = sat_shl16(reluish, rm.shift - 1);
-    reluish = srdhm16(reluish, rm16);
-    if (rm.shift > 0) reluish = sat_shl16(reluish, 1);
-    if (rm.shift < 0) reluish = rdbpot16(reluish, -rm.shift);
-    reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
-    const int16_t pre_shift = sdhm16(reluish, pre_out);
-    int32_t out = rdbpot16(pre_shift, -om.shift) + zo;
-    q::store(c.out[0].data, t, i, q::clamp(out, q::qmin(t), q::qmax(t)));
-  }
+  const q::HardSwish p = q::hard_swish_params(scale_of(c.in[0]), zp_of(c.in[0]), scale_of(c.out[0]), zp_of(c.out[0]), t);
+  if (!p.ok()) return kernel_error(c.n, "output scale too small for TFLite's hard_swish (exponent > 0)");
+  for (int64_t i = 0, n = c.in[0].elements(); i < n; ++i)
+    q::store(c.out[0].data, t, i, p.code(q::load(c.in[0].data, t, i)));
   return Status::Ok();
 }
 
