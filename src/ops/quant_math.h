@@ -156,8 +156,9 @@ inline int32_t lut_unary_code(float (*f)(float), float si, int32_t zi, float so,
   const int32_t quantized = static_cast<int32_t>(rescaled + static_cast<float>(zo));
   return clamp(quantized, qmin(t), qmax(t));
 }
-// TFLite's LOGISTIC as that LUT's function (float).
+// TFLite's LOGISTIC and TANH as that LUT's functions (float).
 inline float logistic_f(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float tanh_f(float x) { return std::tanh(x); }
 
 // TFLite's quantized MUL (mul.cc: the real multiplier s1 * s2 / so in float, then
 // QuantizeMultiplier; the product of the operands less their zero points rescaled, the

@@ -75,6 +75,8 @@ struct FrameTime {
   std::string line(const std::string& device, int threads, int cores = 3) const;
   // The same per decode step: "X tokens/s = NPU ... (modelled) + cpu ops ... + transfers ...".
   std::string token_line(const std::string& device, int threads) const;
+  // The means per run (transfers stay the sum over the runs).
+  FrameTime per_run() const;
 };
 
 // Options shared by commands that run a model on a device.

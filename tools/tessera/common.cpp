@@ -38,9 +38,17 @@ void FrameTime::add(const RunProfile& p) {
   ++runs;
 }
 
-std::string FrameTime::line(const std::string& device, int threads, int cores) const {
+FrameTime FrameTime::per_run() const {
   const double r = std::max(runs, 1);
-  const double dev = device_seconds / r, cpu = cpu_seconds / r, tr = transfer_seconds / r;
+  FrameTime m = *this;
+  m.device_seconds /= r, m.cpu_seconds /= r, m.transfer_seconds /= r;
+  m.runs = 1;
+  return m;
+}
+
+std::string FrameTime::line(const std::string& device, int threads, int cores) const {
+  const FrameTime m = per_run();
+  const double dev = m.device_seconds, cpu = m.cpu_seconds, tr = m.transfer_seconds;
   const double frame = dev + cpu + tr;
   // Streams: each on an NPU core of its own with its cpu share on a cpu core of its own
   // (the RK3588 has four Cortex-A76 cores), so they do not wait for each other.
@@ -48,18 +56,18 @@ std::string FrameTime::line(const std::string& device, int threads, int cores) c
       "frame time {:.3f} ms = {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms (measured on "
       "this host, {} thread{}; the board's Cortex-A76 cores are not modelled) -> {:.1f} frames/s on 1 core, {:.1f} "
       "frames/s as {} streams on {} cores",
-      frame * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / r, tr * 1e3, threads,
+      frame * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / std::max(runs, 1), tr * 1e3, threads,
       threads == 1 ? "" : "s", frame > 0 ? 1.0 / frame : 0.0, frame > 0 ? cores / frame : 0.0, cores, cores);
 }
 
 std::string FrameTime::token_line(const std::string& device, int threads) const {
-  const double r = std::max(runs, 1);
-  const double dev = device_seconds / r, cpu = cpu_seconds / r, tr = transfer_seconds / r;
+  const FrameTime m = per_run();
+  const double dev = m.device_seconds, cpu = m.cpu_seconds, tr = m.transfer_seconds;
   const double step = dev + cpu + tr;
   return fmt::format(
       "{:.2f} tokens/s = {:.3f} ms per token: {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms "
       "(measured on this host, {} thread{}; the board's Cortex-A76 cores are not modelled)",
-      step > 0 ? 1.0 / step : 0.0, step * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / r, tr * 1e3,
+      step > 0 ? 1.0 / step : 0.0, step * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / std::max(runs, 1), tr * 1e3,
       threads, threads == 1 ? "" : "s");
 }
 

@@ -702,34 +702,40 @@ Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi,
 float quant_scale(const Tensor& t) { return t.quant.scale[0]; }
 int32_t quant_zp(const Tensor& t) { return static_cast<int32_t>(t.quant.zero_point_at(0)); }
 
-// LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
-// float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
-float tanh_f(float x) { return std::tanh(x); }
-Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name) {
+// A unary op whose output code is a function of the input code alone: x and y are checked
+// as feature maps of one dtype before their quantization is read, then `make(x, y)` gives
+// the code function (or the reason the NPU cannot hold it) for lower_lut.
+using CodeFn = std::function<int32_t(int32_t)>;
+Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string& name,
+                               const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make) {
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& y = g.tensor(n.outputs[0]);
   TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
   TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
-  if (x.dtype != y.dtype) return no(n, std::string(name) + " changes the dtype");
-  const float si = quant_scale(x), so = quant_scale(y);
-  const int32_t zi = quant_zp(x), zo = quant_zp(y);
-  const DType t = y.dtype;
-  return lower_lut(n, g, n.inputs[0], n.outputs[0],
-                   [&](int32_t v) { return q::lut_unary_code(f, si, zi, so, zo, t, v); }, name);
+  if (x.dtype != y.dtype) return no(n, name + " changes the dtype");
+  TS_ASSIGN_OR_RETURN(CodeFn code, make(x, y));
+  return lower_lut(n, g, n.inputs[0], n.outputs[0], code, name);
 }
-Result<NpuOp> lower_logistic(const Graph& g, const Node& n) { return lower_unary_table(g, n, q::logistic_f, "logistic"); }
+
+// LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
+// float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
+Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name) {
+  return lower_code_table(g, n, name, [f](const Tensor& x, const Tensor& y) -> Result<CodeFn> {
+    const float si = quant_scale(x), so = quant_scale(y);
+    const int32_t zi = quant_zp(x), zo = quant_zp(y);
+    const DType t = y.dtype;
+    return CodeFn([=](int32_t v) { return q::lut_unary_code(f, si, zi, so, zo, t, v); });
+  });
+}
 
 // HARD_SWISH: TFLite's kernel is int16 fixed point (q::HardSwish), but its output is still
 // a function of the input code alone, so the table holds it entry for entry.
 Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n) {
-  const Tensor& x = g.tensor(n.inputs[0]);
-  const Tensor& y = g.tensor(n.outputs[0]);
-  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
-  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
-  if (x.dtype != y.dtype) return no(n, "hard_swish changes the dtype");
-  const q::HardSwish p = q::hard_swish_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
-  if (!p.ok()) return no(n, "output scale too small for TFLite's hard_swish (exponent > 0)");
-  return lower_lut(n, g, n.inputs[0], n.outputs[0], [&](int32_t v) { return p.code(v); }, "hard_swish");
+  return lower_code_table(g, n, "hard_swish", [&n](const Tensor& x, const Tensor& y) -> Result<CodeFn> {
+    const q::HardSwish p = q::hard_swish_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
+    if (!p.ok()) return no(n, "output scale too small for TFLite's hard_swish (exponent > 0)");
+    return CodeFn([p](int32_t v) { return p.code(v); });
+  });
 }
 
 // MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
@@ -974,8 +980,8 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::add: return lower_add(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
-      case OpKind::logistic: return lower_logistic(g, n);
-      case OpKind::tanh: return lower_unary_table(g, n, tanh_f, "tanh");
+      case OpKind::logistic: return lower_unary_table(g, n, q::logistic_f, "logistic");
+      case OpKind::tanh: return lower_unary_table(g, n, q::tanh_f, "tanh");
       case OpKind::hard_swish: return lower_hard_swish(g, n);
       case OpKind::mul: return lower_mul(g, n);
       case OpKind::strided_slice: return lower_strided_slice(g, n);

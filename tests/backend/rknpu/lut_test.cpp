@@ -131,54 +131,43 @@ TEST(RknpuLut, LogisticEqualsTfliteOnEveryInputCode) {
   }
 }
 
+// x -> OP -> y with y quantized (so, zo): the table task equals the cpu kernel on every code.
+void expect_exact_table(OpKind op, const std::string& name, float so, int32_t zo, const Quant& q) {
+  const std::vector<uint8_t> in = every_code();
+  Graph g;
+  TensorId xi = input(g, q);
+  auto y = g.add_op(op, {xi}, {}, "y", q.dtype, QuantParams{{so}, {zo}});
+  ASSERT_TRUE(y.ok());
+  g.tensor(*y).role = Role::output;
+  g.outputs = {*y};
+  Compare r = run_and_compare(g, in);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.n, 4096);
+  EXPECT_TRUE(r.all_on_npu) << r.fallback;
+  EXPECT_EQ(r.exact, r.n) << "max difference " << r.max_diff;
+  auto lowered = lower_node(g, g.nodes()[0]);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  EXPECT_EQ(lowered->type, NpuOpType::lut);
+  EXPECT_EQ(lowered->lut_function, name);
+  EXPECT_EQ(lowered->lut_exact_codes, 256);
+  EXPECT_EQ(lowered->lut_max_error, 0);
+}
+
 // TANH the same way: TFLite's table of tanh, held entry for entry.
 TEST(RknpuLut, TanhEqualsTfliteOnEveryInputCode) {
-  const std::vector<uint8_t> in = every_code();
   for (const Quant& q : kCases) {
     SCOPED_TRACE(q.label());
-    Graph g;
-    TensorId xi = input(g, q);
-    // TFLite's int8 TANH output: scale 1/128, zero point 0 (u8: 128); an odd one too.
-    const float so = q.dtype == DType::i8 ? 1.0f / 128 : q.sy;
-    const int32_t zo = q.dtype == DType::i8 ? 0 : 128;
-    auto t = g.add_op(OpKind::tanh, {xi}, {}, "t", q.dtype, QuantParams{{so}, {zo}});
-    ASSERT_TRUE(t.ok());
-    g.tensor(*t).role = Role::output;
-    g.outputs = {*t};
-    Compare r = run_and_compare(g, in);
-    ASSERT_EQ(r.error, "");
-    ASSERT_EQ(r.n, 4096);
-    EXPECT_TRUE(r.all_on_npu) << r.fallback;
-    EXPECT_EQ(r.exact, r.n) << "max difference " << r.max_diff;
-    auto op = lower_node(g, g.nodes()[0]);
-    ASSERT_TRUE(op.ok()) << op.status().to_string();
-    EXPECT_EQ(op->type, NpuOpType::lut);
-    EXPECT_EQ(op->lut_function, "tanh");
-    EXPECT_EQ(op->lut_exact_codes, 256);
+    // TFLite's int8 TANH output: scale 1/128, zero point 0; u8 with zero point 128 and an odd scale.
+    expect_exact_table(OpKind::tanh, "tanh", q.dtype == DType::i8 ? 1.0f / 128 : q.sy, q.dtype == DType::i8 ? 0 : 128, q);
   }
 }
 
 // HARD_SWISH (MobileNetV3's activation): TFLite's int16 fixed-point kernel, held as the
 // table of its output per input code.
 TEST(RknpuLut, HardSwishEqualsTheCpuKernelOnEveryInputCode) {
-  const std::vector<uint8_t> in = every_code();
   for (const Quant& q : kCases) {
     SCOPED_TRACE(q.label());
-    Graph g;
-    TensorId xi = input(g, q);
-    auto h = g.add_op(OpKind::hard_swish, {xi}, {}, "h", q.dtype, QuantParams{{q.sy}, {q.zy}});
-    ASSERT_TRUE(h.ok());
-    g.tensor(*h).role = Role::output;
-    g.outputs = {*h};
-    Compare r = run_and_compare(g, in);
-    ASSERT_EQ(r.error, "");
-    ASSERT_EQ(r.n, 4096);
-    EXPECT_TRUE(r.all_on_npu) << r.fallback;
-    EXPECT_EQ(r.exact, r.n) << "max difference " << r.max_diff;
-    auto op = lower_node(g, g.nodes()[0]);
-    ASSERT_TRUE(op.ok()) << op.status().to_string();
-    EXPECT_EQ(op->lut_function, "hard_swish");
-    EXPECT_EQ(op->lut_exact_codes, 256);
+    expect_exact_table(OpKind::hard_swish, "hard_swish", q.sy, q.zy, q);
   }
 }
 

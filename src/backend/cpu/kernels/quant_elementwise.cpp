@@ -288,7 +288,7 @@ Status q::lut_unary(KernelContext& c, float (*f)(float)) {
 namespace {
 
 Status logistic(KernelContext& c) { return q::lut_unary(c, q::logistic_f); }
-Status tanh_q(KernelContext& c) { return q::lut_unary(c, [](float x) { return std::tanh(x); }); }
+Status tanh_q(KernelContext& c) { return q::lut_unary(c, q::tanh_f); }
 
 // HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
 // fixed point with a "reluish" ramp, per input code (q::HardSwish in src/ops/quant_math.h).
