@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   }
   tessera_model* model = NULL;
   tessera_session* session = NULL;
-  tessera_tensor_info in, out;
+  tessera_tensor_info in = TESSERA_TENSOR_INFO_INIT, out = TESSERA_TENSOR_INFO_INIT;
   if (tessera_model_load(argv[1], &model) != TESSERA_OK) return fail("load");
   if (tessera_model_input_info(model, 0, &in) != TESSERA_OK || tessera_model_output_info(model, 0, &out) != TESSERA_OK)
     return fail("info");

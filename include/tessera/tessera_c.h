@@ -13,12 +13,23 @@
  * of threads; a tessera_session and a tessera_lm are used by one thread at a time. The
  * device list and tessera_last_error may be used from any thread.
  *
- * Link with the CMake target Tessera::c (find_package(Tessera)) or `pkg-config --libs tessera`. */
+ * Versioned structs: every options and info struct begins with `size_t struct_size`, which the
+ * caller sets to sizeof the struct as its header declares it (the TESSERA_*_INIT initializers
+ * and the *_init functions do). Fields are only ever appended, so a program built against an
+ * older header passes a smaller size: the library reads (options) or writes (info) only the
+ * fields within it, an option beyond it takes its default. A size that is no version of the
+ * struct (0, a size inside a field, one larger than this library's struct) is refused with
+ * TESSERA_INVALID_ARGUMENT and a message naming the struct, the size and the sizes known.
+ *
+ * Link with the CMake target Tessera::c (find_package(Tessera)) or `pkg-config --libs tessera`:
+ * both link the shared library libtessera.so. */
 #ifndef TESSERA_TESSERA_C_H
 #define TESSERA_TESSERA_C_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tessera/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,15 +54,16 @@ typedef enum tessera_dtype {
   TESSERA_Q2_K, TESSERA_Q3_K, TESSERA_Q4_K, TESSERA_Q5_K, TESSERA_Q6_K, TESSERA_IQ4_NL, TESSERA_IQ4_XS
 } tessera_dtype;
 
-const char* tessera_version(void);
+TESSERA_API const char* tessera_version(void);
 /* The message of the last failed call on this thread ("" when none failed yet). */
-const char* tessera_last_error(void);
+TESSERA_API const char* tessera_last_error(void);
 /* "ok", "invalid_argument", "not_found", ... (the enumerator's name in lower case). */
-const char* tessera_status_name(tessera_status status);
-const char* tessera_dtype_name(tessera_dtype dtype);
+TESSERA_API const char* tessera_status_name(tessera_status status);
+TESSERA_API const char* tessera_dtype_name(tessera_dtype dtype);
 
 /* ---- devices ---- */
 typedef struct tessera_device_info {
+  size_t struct_size;      /* sizeof(tessera_device_info), set by the caller */
   const char* name;        /* the spec for tessera_session_create: "cpu", "tile:wormhole_n150" */
   const char* description;
   int is_model;            /* 1: a device model, its device times are modelled */
@@ -61,14 +73,18 @@ typedef struct tessera_device_info {
   int cores;
 } tessera_device_info;
 
-size_t tessera_device_count(void);
-/* Strings stay valid until the process ends. */
-tessera_status tessera_device_get(size_t index, tessera_device_info* out);
+#define TESSERA_DEVICE_INFO_INIT {sizeof(tessera_device_info), NULL, NULL, 0, 0, NULL, 0, 0}
+
+TESSERA_API size_t tessera_device_count(void);
+/* `out->struct_size` set by the caller (TESSERA_DEVICE_INFO_INIT). Strings stay valid until
+ * the process ends. */
+TESSERA_API tessera_status tessera_device_get(size_t index, tessera_device_info* out);
 
 /* ---- models ---- */
 typedef struct tessera_model tessera_model;
 
 typedef struct tessera_tensor_info {
+  size_t struct_size;          /* sizeof(tessera_tensor_info), set by the caller */
   const char* name;
   tessera_dtype dtype;
   size_t rank;
@@ -81,21 +97,24 @@ typedef struct tessera_tensor_info {
   int quant_axis;              /* -1: per tensor */
 } tessera_tensor_info;
 
+#define TESSERA_TENSOR_INFO_INIT {sizeof(tessera_tensor_info), NULL, TESSERA_F32, 0, NULL, 0, 0, NULL, NULL, 0, 0}
+
 /* A .tflite model, or a .gguf llama model's 1-token decode step. */
-tessera_status tessera_model_load(const char* path, tessera_model** out);
+TESSERA_API tessera_status tessera_model_load(const char* path, tessera_model** out);
 /* A .tflite model in memory; the bytes are copied. */
-tessera_status tessera_model_load_tflite_buffer(const void* data, size_t size, tessera_model** out);
-void tessera_model_free(tessera_model* model);
-size_t tessera_model_num_inputs(const tessera_model* model);
-size_t tessera_model_num_outputs(const tessera_model* model);
-tessera_status tessera_model_input_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
-tessera_status tessera_model_output_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
-tessera_status tessera_model_input_index(const tessera_model* model, const char* name, size_t* index);
-tessera_status tessera_model_output_index(const tessera_model* model, const char* name, size_t* index);
+TESSERA_API tessera_status tessera_model_load_tflite_buffer(const void* data, size_t size, tessera_model** out);
+TESSERA_API void tessera_model_free(tessera_model* model);
+/* The info functions take `out->struct_size` set by the caller (TESSERA_TENSOR_INFO_INIT). */
+TESSERA_API size_t tessera_model_num_inputs(const tessera_model* model);
+TESSERA_API size_t tessera_model_num_outputs(const tessera_model* model);
+TESSERA_API tessera_status tessera_model_input_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
+TESSERA_API tessera_status tessera_model_output_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
+TESSERA_API tessera_status tessera_model_input_index(const tessera_model* model, const char* name, size_t* index);
+TESSERA_API tessera_status tessera_model_output_index(const tessera_model* model, const char* name, size_t* index);
 
 /* An image file (BMP, JPEG, PNG) decoded, resized and converted to input `index` (its
  * dtype, quantization and layout) into `dst`, exactly the input's byte size. */
-tessera_status tessera_model_image_input(const tessera_model* model, const char* image_path, size_t index, void* dst,
+TESSERA_API tessera_status tessera_model_image_input(const tessera_model* model, const char* image_path, size_t index, void* dst,
                                          size_t bytes);
 
 /* ---- sessions ---- */
@@ -103,25 +122,26 @@ typedef struct tessera_session tessera_session;
 
 /* Prepares `model` on `device` (NULL: "cpu"). `options` is NULL or a NULL-terminated list
  * of "KEY=VALUE" device options (e.g. "threads=2"). The session keeps the model alive. */
-tessera_status tessera_session_create(const tessera_model* model, const char* device, const char* const* options,
+TESSERA_API tessera_status tessera_session_create(const tessera_model* model, const char* device, const char* const* options,
                                       tessera_session** out);
-void tessera_session_free(tessera_session* session);
+TESSERA_API void tessera_session_free(tessera_session* session);
 /* Copies exactly the input's byte size (tessera_tensor_info.bytes). */
-tessera_status tessera_session_set_input(tessera_session* session, size_t index, const void* data, size_t bytes);
-tessera_status tessera_session_set_input_by_name(tessera_session* session, const char* name, const void* data,
+TESSERA_API tessera_status tessera_session_set_input(tessera_session* session, size_t index, const void* data, size_t bytes);
+TESSERA_API tessera_status tessera_session_set_input_by_name(tessera_session* session, const char* name, const void* data,
                                                  size_t bytes);
 /* User buffers: a bound input is read at every run, a bound output written at the end of
  * every run; the caller keeps them valid. data == NULL removes the binding. */
-tessera_status tessera_session_bind_input(tessera_session* session, size_t index, const void* data, size_t bytes);
-tessera_status tessera_session_bind_output(tessera_session* session, size_t index, void* data, size_t bytes);
-tessera_status tessera_session_run(tessera_session* session);
+TESSERA_API tessera_status tessera_session_bind_input(tessera_session* session, size_t index, const void* data, size_t bytes);
+TESSERA_API tessera_status tessera_session_bind_output(tessera_session* session, size_t index, void* data, size_t bytes);
+TESSERA_API tessera_status tessera_session_run(tessera_session* session);
 /* Copies output `index` of the last run into `dst` (exactly its byte size). */
-tessera_status tessera_session_read_output(const tessera_session* session, size_t index, void* dst, size_t bytes);
+TESSERA_API tessera_status tessera_session_read_output(const tessera_session* session, size_t index, void* dst, size_t bytes);
 
 /* ---- text generation (GGUF llama / qwen2) ---- */
 typedef struct tessera_lm tessera_lm;
 
 typedef struct tessera_generate_options {
+  size_t struct_size;    /* sizeof(tessera_generate_options) */
   int64_t max_tokens;    /* default 64 */
   float temperature;     /* 0: greedy (default) */
   int top_k;             /* default 40 */
@@ -131,7 +151,12 @@ typedef struct tessera_generate_options {
   uint64_t seed;         /* default 0 */
 } tessera_generate_options;
 
-void tessera_generate_options_init(tessera_generate_options* options);
+/* The defaults (those of tessera::GenerateOptions), struct_size included. */
+#define TESSERA_GENERATE_OPTIONS_INIT {sizeof(tessera_generate_options), 64, 0.0f, 40, 0.95f, 1.0f, 64, 0}
+static inline void tessera_generate_options_init(tessera_generate_options* options) {
+  const tessera_generate_options defaults = TESSERA_GENERATE_OPTIONS_INIT;
+  *options = defaults;
+}
 
 /* Called with each generated piece of text (not NUL-terminated; `size` bytes); return
  * nonzero to continue, 0 to stop. */
@@ -142,9 +167,11 @@ typedef int (*tessera_piece_callback)(const char* piece, size_t size, void* user
 typedef int (*tessera_progress_callback)(double fraction, void* user);
 
 /* `device` NULL: "cpu"; `context` 0: the file's context length (at most 4096). */
-tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out);
-/* The options of tessera_lm_load_with; tessera_lm_options_init sets the defaults. */
+TESSERA_API tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out);
+/* The options of tessera_lm_load_with; TESSERA_LM_OPTIONS_INIT and tessera_lm_options_init
+ * give the defaults (those of tessera::LanguageModelOptions) and struct_size. */
 typedef struct tessera_lm_options {
+  size_t struct_size;          /* sizeof(tessera_lm_options) */
   const char* device;          /* NULL: "cpu" (default) */
   const char* const* device_options; /* NULL or a NULL-terminated list of "KEY=VALUE" (e.g. "threads=2") */
   int64_t context;             /* KV cache rows; 0: the file's context length, at most 4096 (default) */
@@ -156,26 +183,30 @@ typedef struct tessera_lm_options {
   void* progress_user;         /* passed to `progress` */
 } tessera_lm_options;
 
-void tessera_lm_options_init(tessera_lm_options* options);
+#define TESSERA_LM_OPTIONS_INIT {sizeof(tessera_lm_options), NULL, NULL, 0, 32, -1, NULL, NULL, NULL, NULL}
+static inline void tessera_lm_options_init(tessera_lm_options* options) {
+  const tessera_lm_options defaults = TESSERA_LM_OPTIONS_INIT;
+  *options = defaults;
+}
 /* As tessera_lm_load with every option (`options` NULL: the defaults). */
-tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out);
-void tessera_lm_free(tessera_lm* lm);
+TESSERA_API tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out);
+TESSERA_API void tessera_lm_free(tessera_lm* lm);
 /* Generates from an empty cache. `callback` may be NULL. When `text` is not NULL it
  * receives the whole generated text, NUL-terminated, to be freed with tessera_string_free. */
-tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tessera_generate_options* options,
+TESSERA_API tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tessera_generate_options* options,
                                    tessera_piece_callback callback, void* user, char** text);
-void tessera_string_free(char* text);
+TESSERA_API void tessera_string_free(char* text);
 /* Token ids of `text`; *count receives how many there are even when capacity is smaller
  * (then nothing beyond capacity is written and the status is TESSERA_OUT_OF_RANGE). */
-tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
+TESSERA_API tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
                                    size_t capacity, size_t* count);
 /* Feeds `count` ids after the tokens in the KV cache; when `logits` is not NULL, copies the
  * logits after the last one into it (`capacity` floats, at least tessera_lm_vocab_size). */
-tessera_status tessera_lm_feed(tessera_lm* lm, const int32_t* ids, size_t count, float* logits, size_t capacity);
+TESSERA_API tessera_status tessera_lm_feed(tessera_lm* lm, const int32_t* ids, size_t count, float* logits, size_t capacity);
 /* Empties the KV cache. */
-void tessera_lm_reset(tessera_lm* lm);
-int64_t tessera_lm_vocab_size(const tessera_lm* lm);
-int64_t tessera_lm_context_length(const tessera_lm* lm);
+TESSERA_API void tessera_lm_reset(tessera_lm* lm);
+TESSERA_API int64_t tessera_lm_vocab_size(const tessera_lm* lm);
+TESSERA_API int64_t tessera_lm_context_length(const tessera_lm* lm);
 
 #ifdef __cplusplus
 }

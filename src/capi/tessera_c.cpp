@@ -3,8 +3,10 @@
 // failure) and turns it into a status with a message.
 #include "tessera/tessera_c.h"
 
+#include <cstddef>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +64,103 @@ tessera_status guarded(const char* fn, F&& f) {
 #define TESSERA_C_REQUIRE(cond, fn, what) \
   if (!(cond)) return fail(StatusCode::invalid_argument, std::string(fn) + ": " + what)
 
+// Versioned structs (tessera_c.h): the sizes a struct may have are those of its versions,
+// each the struct up to the end of one of its fields (fields are only ever appended), padded
+// to the struct's alignment. The library reads or writes the fields that lie wholly within
+// the caller's size.
+constexpr size_t padded(size_t end, size_t align) { return (end + align - 1) / align * align; }
+#define TESSERA_C_END(T, f) (offsetof(T, f) + sizeof(T::f))
+
+struct StructSizes {
+  const char* name;  // the C type, for messages
+  size_t align;
+  size_t full;               // sizeof: this library's version
+  std::vector<size_t> ends;  // each field's end after struct_size, in order
+
+  bool known(size_t size) const {
+    for (size_t e : ends)
+      if (padded(e, align) == size) return true;
+    return false;
+  }
+  std::string list() const {
+    std::string s;
+    size_t last = 0;
+    for (size_t e : ends) {
+      const size_t p = padded(e, align);
+      if (p == last) continue;
+      s += (s.empty() ? "" : ", ") + std::to_string(p);
+      last = p;
+    }
+    return s;
+  }
+};
+
+template <typename T>
+StructSizes sizes_of(const char* name, std::initializer_list<size_t> ends) {
+  return StructSizes{name, alignof(T), sizeof(T), std::vector<size_t>(ends)};
+}
+
+const StructSizes& device_info_sizes() {
+  using T = tessera_device_info;
+  static const StructSizes s = sizes_of<T>(
+      "tessera_device_info", {TESSERA_C_END(T, name), TESSERA_C_END(T, description), TESSERA_C_END(T, is_model),
+                              TESSERA_C_END(T, available), TESSERA_C_END(T, error), TESSERA_C_END(T, capacity_bytes),
+                              TESSERA_C_END(T, cores)});
+  return s;
+}
+const StructSizes& tensor_info_sizes() {
+  using T = tessera_tensor_info;
+  static const StructSizes s = sizes_of<T>(
+      "tessera_tensor_info",
+      {TESSERA_C_END(T, name), TESSERA_C_END(T, dtype), TESSERA_C_END(T, rank), TESSERA_C_END(T, shape),
+       TESSERA_C_END(T, bytes), TESSERA_C_END(T, num_scales), TESSERA_C_END(T, scales), TESSERA_C_END(T, zero_points),
+       TESSERA_C_END(T, num_zero_points), TESSERA_C_END(T, quant_axis)});
+  return s;
+}
+const StructSizes& generate_options_sizes() {
+  using T = tessera_generate_options;
+  static const StructSizes s = sizes_of<T>(
+      "tessera_generate_options",
+      {TESSERA_C_END(T, max_tokens), TESSERA_C_END(T, temperature), TESSERA_C_END(T, top_k), TESSERA_C_END(T, top_p),
+       TESSERA_C_END(T, repeat_penalty), TESSERA_C_END(T, repeat_last_n), TESSERA_C_END(T, seed)});
+  return s;
+}
+const StructSizes& lm_options_sizes() {
+  using T = tessera_lm_options;
+  static const StructSizes s = sizes_of<T>(
+      "tessera_lm_options",
+      {TESSERA_C_END(T, device), TESSERA_C_END(T, device_options), TESSERA_C_END(T, context), TESSERA_C_END(T, batch),
+       TESSERA_C_END(T, offload_layers), TESSERA_C_END(T, kv_type), TESSERA_C_END(T, chat_template),
+       TESSERA_C_END(T, progress), TESSERA_C_END(T, progress_user)});
+  return s;
+}
+
+// OK when `size` (the caller's `what`->struct_size) is a version of the struct.
+Status check_size(const char* fn, const char* what, size_t size, const StructSizes& sizes) {
+  if (sizes.known(size)) return Status::Ok();
+  return Status(StatusCode::invalid_argument,
+                std::string(fn) + ": " + what + "->struct_size is " + std::to_string(size) + ", which is no size of " +
+                    sizes.name + " this library knows (" + sizes.list() + "; sizeof(" + sizes.name +
+                    ") in Tessera " + TESSERA_VERSION_STRING + " is " + std::to_string(sizes.full) +
+                    "): set it to sizeof(" + sizes.name + ")");
+}
+
+// An info struct filled whole in `full`, copied to the caller's `out` up to its struct_size.
+template <typename T>
+void copy_out(T full, T* out) {
+  const size_t size = out->struct_size;
+  full.struct_size = size;
+  std::memcpy(static_cast<void*>(out), &full, size);
+}
+
+// An options struct of the caller's size over the defaults `full`.
+template <typename T>
+T copy_in(const T* in, T full) {
+  std::memcpy(static_cast<void*>(&full), in, in->struct_size);
+  full.struct_size = sizeof(T);
+  return full;
+}
+
 // Device list, made once; its strings live until the process ends.
 const std::vector<tessera::DeviceSummary>& devices() {
   static const std::vector<tessera::DeviceSummary> list = tessera::list_devices();
@@ -69,6 +168,7 @@ const std::vector<tessera::DeviceSummary>& devices() {
 }
 
 void fill_info(const tessera::TensorInfo& t, tessera_tensor_info* out) {
+  out->struct_size = sizeof(tessera_tensor_info);
   out->name = t.name.c_str();
   out->dtype = static_cast<tessera_dtype>(t.dtype);
   out->rank = t.shape.size();
@@ -95,7 +195,7 @@ const char* tessera_status_name(tessera_status status) {
   return names[status];
 }
 const char* tessera_dtype_name(tessera_dtype dtype) {
-  if (dtype < TESSERA_F32 || dtype > TESSERA_Q6_K) return "unknown";
+  if (dtype < TESSERA_F32 || dtype > TESSERA_IQ4_XS) return "unknown";
   return tessera::dtype_name(static_cast<tessera::DType>(dtype));
 }
 
@@ -114,14 +214,18 @@ tessera_status tessera_device_get(size_t index, tessera_device_info* out) {
     if (index >= list.size())
       return fail(StatusCode::out_of_range, "tessera_device_get: device " + std::to_string(index) +
                                                 " does not exist (there are " + std::to_string(list.size()) + ")");
+    if (Status st = check_size("tessera_device_get", "out", out->struct_size, device_info_sizes()); !st.ok())
+      return fail(st);
     const auto& d = list[index];
-    out->name = d.name.c_str();
-    out->description = d.description.c_str();
-    out->is_model = d.is_model ? 1 : 0;
-    out->available = d.available ? 1 : 0;
-    out->error = d.error.c_str();
-    out->capacity_bytes = d.capacity_bytes;
-    out->cores = d.cores;
+    tessera_device_info info = TESSERA_DEVICE_INFO_INIT;
+    info.name = d.name.c_str();
+    info.description = d.description.c_str();
+    info.is_model = d.is_model ? 1 : 0;
+    info.available = d.available ? 1 : 0;
+    info.error = d.error.c_str();
+    info.capacity_bytes = d.capacity_bytes;
+    info.cores = d.cores;
+    copy_out(info, out);
     return TESSERA_OK;
   });
 }
@@ -157,12 +261,15 @@ static tessera_status tensor_info(const char* fn, const tessera_model* model, si
                                   bool input) {
   return guarded(fn, [&] {
     TESSERA_C_REQUIRE(model && out, fn, "model or out is NULL");
+    if (Status st = check_size(fn, "out", out->struct_size, tensor_info_sizes()); !st.ok()) return fail(st);
     const auto& list = input ? model->model->inputs() : model->model->outputs();
     if (index >= list.size())
       return fail(StatusCode::out_of_range, std::string(fn) + ": " + (input ? "input " : "output ") +
                                                 std::to_string(index) + " does not exist (the model has " +
                                                 std::to_string(list.size()) + ")");
-    fill_info(list[index], out);
+    tessera_tensor_info info = TESSERA_TENSOR_INFO_INIT;
+    fill_info(list[index], &info);
+    copy_out(info, out);
     return TESSERA_OK;
   });
 }
@@ -270,18 +377,6 @@ tessera_status tessera_session_read_output(const tessera_session* session, size_
   });
 }
 
-void tessera_generate_options_init(tessera_generate_options* options) {
-  if (!options) return;
-  tessera::GenerateOptions d;
-  options->max_tokens = d.max_tokens;
-  options->temperature = d.temperature;
-  options->top_k = d.top_k;
-  options->top_p = d.top_p;
-  options->repeat_penalty = d.repeat_penalty;
-  options->repeat_last_n = d.repeat_last_n;
-  options->seed = d.seed;
-}
-
 tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out) {
   return guarded("tessera_lm_load", [&] {
     TESSERA_C_REQUIRE(path && out, "tessera_lm_load", "path or out is NULL");
@@ -296,27 +391,16 @@ tessera_status tessera_lm_load(const char* path, const char* device, int64_t con
   });
 }
 
-void tessera_lm_options_init(tessera_lm_options* options) {
-  if (!options) return;
-  tessera::LanguageModelOptions d;
-  options->device = nullptr;
-  options->device_options = nullptr;
-  options->context = d.context;
-  options->batch = d.batch;
-  options->offload_layers = d.offload_layers;
-  options->kv_type = nullptr;
-  options->chat_template = nullptr;
-  options->progress = nullptr;
-  options->progress_user = nullptr;
-}
-
 tessera_status tessera_lm_load_with(const char* path, const tessera_lm_options* options, tessera_lm** out) {
   return guarded("tessera_lm_load_with", [&] {
     TESSERA_C_REQUIRE(path && out, "tessera_lm_load_with", "path or out is NULL");
     *out = nullptr;
-    tessera_lm_options o;
-    tessera_lm_options_init(&o);
-    if (options) o = *options;
+    tessera_lm_options o = TESSERA_LM_OPTIONS_INIT;
+    if (options) {
+      if (Status st = check_size("tessera_lm_load_with", "options", options->struct_size, lm_options_sizes()); !st.ok())
+        return fail(st);
+      o = copy_in(options, o);
+    }
     tessera::LanguageModelOptions lo;
     lo.session.device = o.device ? o.device : "cpu";
     for (const char* const* kv = o.device_options; kv && *kv; ++kv) {
@@ -367,16 +451,21 @@ tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tes
   return guarded("tessera_lm_generate", [&] {
     TESSERA_C_REQUIRE(lm && prompt, "tessera_lm_generate", "lm or prompt is NULL");
     if (text) *text = nullptr;
-    tessera::GenerateOptions go;
+    tessera_generate_options o = TESSERA_GENERATE_OPTIONS_INIT;
     if (options) {
-      go.max_tokens = options->max_tokens;
-      go.temperature = options->temperature;
-      go.top_k = options->top_k;
-      go.top_p = options->top_p;
-      go.repeat_penalty = options->repeat_penalty;
-      go.repeat_last_n = options->repeat_last_n;
-      go.seed = options->seed;
+      if (Status st = check_size("tessera_lm_generate", "options", options->struct_size, generate_options_sizes());
+          !st.ok())
+        return fail(st);
+      o = copy_in(options, o);
     }
+    tessera::GenerateOptions go;
+    go.max_tokens = o.max_tokens;
+    go.temperature = o.temperature;
+    go.top_k = o.top_k;
+    go.top_p = o.top_p;
+    go.repeat_penalty = o.repeat_penalty;
+    go.repeat_last_n = o.repeat_last_n;
+    go.seed = o.seed;
     tessera::TokenCallback cb;
     if (callback) cb = [&](std::string_view piece) { return callback(piece.data(), piece.size(), user) != 0; };
     auto r = lm->lm->generate(prompt, go, cb);

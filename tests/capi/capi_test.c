@@ -6,6 +6,7 @@
  * Usage: capi_test SHARED_DIR TESSERA_CLI. Without the shared fixtures the model checks
  * are skipped (or fail with TESSERA_REQUIRE_FIXTURES=1). */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,14 +81,14 @@ static void test_basics(void) {
   CHECK(n >= 3, "%zu devices", n);
   int saw_rknpu = 0;
   for (size_t i = 0; i < n; ++i) {
-    tessera_device_info d;
+    tessera_device_info d = TESSERA_DEVICE_INFO_INIT;
     CHECK_OK(tessera_device_get(i, &d));
     if (i == 0) CHECK(strcmp(d.name, "cpu") == 0, "device 0 is '%s'", d.name);
     if (strcmp(d.name, "rknpu") == 0) saw_rknpu = d.available && d.is_model;
     CHECK(strlen(d.description) > 0, "device %s has no description", d.name);
   }
   CHECK(saw_rknpu, "no available rknpu device model");
-  tessera_device_info d;
+  tessera_device_info d = TESSERA_DEVICE_INFO_INIT;
   CHECK(tessera_device_get(n, &d) == TESSERA_OUT_OF_RANGE, "device %zu", n);
   CHECK(strstr(tessera_last_error(), "does not exist") != NULL, "message '%s'", tessera_last_error());
 
@@ -99,6 +100,45 @@ static void test_basics(void) {
   tessera_model_free(NULL);
   tessera_session_free(NULL);
   tessera_lm_free(NULL);
+}
+
+/* The end of a struct's field, padded to the struct's alignment (8: size_t struct_size
+ * comes first): the struct_size of a version of the struct that ended with that field. */
+#define VERSION_SIZE(T, field) ((offsetof(T, field) + sizeof(((T*)0)->field) + 7) / 8 * 8)
+
+/* Versioned info structs: an older (smaller) struct_size gets only its fields written; a size
+ * that is no version is refused with a message naming it. */
+static void test_struct_sizes(void) {
+  tessera_device_info full = TESSERA_DEVICE_INFO_INIT;
+  CHECK(full.struct_size == sizeof(tessera_device_info), "TESSERA_DEVICE_INFO_INIT sets %zu", full.struct_size);
+  CHECK_OK(tessera_device_get(0, &full));
+  CHECK(full.struct_size == sizeof(tessera_device_info), "struct_size changed to %zu", full.struct_size);
+  CHECK(full.available == 1 && full.cores > 0, "cpu available %d, %d cores", full.available, full.cores);
+
+  /* A version with name and description only: the fields after them are left alone. */
+  tessera_device_info old;
+  memset(&old, 0x5a, sizeof old);
+  old.struct_size = VERSION_SIZE(tessera_device_info, description);
+  CHECK(old.struct_size == 3 * sizeof(void*), "older size %zu", old.struct_size);
+  CHECK_OK(tessera_device_get(0, &old));
+  CHECK(old.struct_size == VERSION_SIZE(tessera_device_info, description), "struct_size changed to %zu", old.struct_size);
+  CHECK(strcmp(old.name, full.name) == 0 && strcmp(old.description, full.description) == 0, "older struct: '%s'",
+        old.name);
+  unsigned char pattern[sizeof old];
+  memset(pattern, 0x5a, sizeof pattern);
+  CHECK(memcmp((const char*)&old + old.struct_size, pattern, sizeof old - old.struct_size) == 0,
+        "fields beyond struct_size %zu were written", old.struct_size);
+
+  /* Sizes that are no version: refused, the message naming the struct and the size. */
+  const size_t bad[] = {0, 4, offsetof(tessera_device_info, name) + 4, sizeof(tessera_device_info) + 8, 1000000};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    tessera_device_info b = TESSERA_DEVICE_INFO_INIT;
+    b.struct_size = bad[i];
+    CHECK(tessera_device_get(0, &b) == TESSERA_INVALID_ARGUMENT, "struct_size %zu accepted", bad[i]);
+    CHECK(strstr(tessera_last_error(), "tessera_device_info") != NULL && strstr(tessera_last_error(), "struct_size") != NULL,
+          "message '%s'", tessera_last_error());
+    CHECK(b.name == NULL, "a refused struct was written");
+  }
 }
 
 static void test_tflite(void) {
@@ -119,7 +159,7 @@ static void test_tflite(void) {
   if (!m) goto out;
   CHECK(tessera_model_num_inputs(m) == 1 && tessera_model_num_outputs(m) == 1, "%zu inputs, %zu outputs",
         tessera_model_num_inputs(m), tessera_model_num_outputs(m));
-  tessera_tensor_info in, outi;
+  tessera_tensor_info in = TESSERA_TENSOR_INFO_INIT, outi = TESSERA_TENSOR_INFO_INIT;
   CHECK_OK(tessera_model_input_info(m, 0, &in));
   CHECK_OK(tessera_model_output_info(m, 0, &outi));
   CHECK(in.dtype == TESSERA_U8 && in.rank == 4 && in.shape[0] == 1 && in.shape[1] == 128 && in.shape[2] == 128 &&
@@ -135,6 +175,22 @@ static void test_tflite(void) {
   CHECK(tessera_model_output_index(m, "no such tensor", &idx) == TESSERA_NOT_FOUND, "unknown output name");
   CHECK(strstr(tessera_last_error(), outi.name) != NULL, "message lists the outputs: '%s'", tessera_last_error());
   CHECK(tessera_model_input_info(m, 1, &in) == TESSERA_OUT_OF_RANGE, "input 1");
+  /* An older tessera_tensor_info (up to `bytes`): the quantization fields are not written. */
+  {
+    tessera_tensor_info old;
+    memset(&old, 0x5a, sizeof old);
+    old.struct_size = VERSION_SIZE(tessera_tensor_info, bytes);
+    CHECK_OK(tessera_model_output_info(m, 0, &old));
+    CHECK(old.bytes == outi.bytes && old.rank == outi.rank && strcmp(old.name, outi.name) == 0, "older tensor info");
+    unsigned char pattern[sizeof old];
+    memset(pattern, 0x5a, sizeof pattern);
+    CHECK(memcmp((const char*)&old + old.struct_size, pattern, sizeof old - old.struct_size) == 0,
+          "tensor info fields beyond struct_size %zu were written", old.struct_size);
+    tessera_tensor_info bad = TESSERA_TENSOR_INFO_INIT;
+    bad.struct_size = sizeof bad + sizeof(void*);
+    CHECK(tessera_model_input_info(m, 0, &bad) == TESSERA_INVALID_ARGUMENT, "a newer tensor info accepted");
+    CHECK(strstr(tessera_last_error(), "tessera_tensor_info") != NULL, "message '%s'", tessera_last_error());
+  }
 
   /* The cpu against the interpreter's output, byte for byte. */
   const char* opts[] = {"threads=2", NULL};
@@ -306,6 +362,27 @@ static void test_generate(void) {
   go.temperature = 0.5f;
   CHECK(tessera_lm_generate(lm, prompt, &go, NULL, NULL, NULL) == TESSERA_INVALID_ARGUMENT, "top_p 2 accepted");
   CHECK(strstr(tessera_last_error(), "top-p") != NULL, "message '%s'", tessera_last_error());
+  /* An older tessera_generate_options holding max_tokens only: the library reads no field
+   * beyond it (temperature 0.5 and top_p 2 there are not seen), the rest take their
+   * defaults: greedy, the first 5 pieces of the greedy text. */
+  {
+    tessera_generate_options old = go;
+    old.struct_size = VERSION_SIZE(tessera_generate_options, max_tokens);
+    old.max_tokens = 5;
+    struct pieces r = {{0}, 0, 0, 0};
+    CHECK_OK(tessera_lm_generate(lm, prompt, &old, on_piece, &r, NULL));
+    CHECK(r.calls > 0 && r.calls <= 5 && strncmp(r.text, p.text, r.size) == 0, "%d pieces '%s' vs greedy '%s'",
+          r.calls, r.text, p.text);
+    /* Inside temperature; temperature's end, not padded; none; a newer struct. */
+    const size_t bad[] = {offsetof(tessera_generate_options, temperature) + 2,
+                          offsetof(tessera_generate_options, temperature) + sizeof(float), 0, sizeof old + 8};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      old.struct_size = bad[i];
+      CHECK(tessera_lm_generate(lm, prompt, &old, NULL, NULL, NULL) == TESSERA_INVALID_ARGUMENT, "struct_size %zu",
+            old.struct_size);
+      CHECK(strstr(tessera_last_error(), "tessera_generate_options") != NULL, "message '%s'", tessera_last_error());
+    }
+  }
 
   /* Every option: a q8_0 KV cache; feeding the prompt's ids gives logits, the same again
    * after a reset (tests/runtime/generate_api_test.cpp compares them with the generator). */
@@ -358,6 +435,25 @@ static void test_generate(void) {
     CHECK(stop.calls == 2, "%d reports after cancelling", stop.calls);
     CHECK(strcmp(tessera_status_name(TESSERA_CANCELLED), "cancelled") == 0, "%s", tessera_status_name(TESSERA_CANCELLED));
   }
+  /* An older tessera_lm_options without the progress fields: the callback set beyond its
+   * struct_size is never called. A size larger than the library's is refused. */
+  {
+    struct progress_log log = {0, 0.0, 0, -1};
+    tessera_lm_options old;
+    tessera_lm_options_init(&old);
+    old.progress = on_progress;
+    old.progress_user = &log;
+    old.struct_size = offsetof(tessera_lm_options, progress);
+    tessera_lm* p = NULL;
+    CHECK_OK(tessera_lm_load_with(model, &old, &p));
+    CHECK(p != NULL && log.calls == 0, "%d progress reports from an older struct without `progress`", log.calls);
+    tessera_lm_free(p);
+    old.struct_size = sizeof old + 8;
+    p = NULL;
+    CHECK(tessera_lm_load_with(model, &old, &p) == TESSERA_INVALID_ARGUMENT && p == NULL, "a newer struct accepted");
+    CHECK(strstr(tessera_last_error(), "tessera_lm_options") != NULL && strstr(tessera_last_error(), "struct_size") != NULL,
+          "message '%s'", tessera_last_error());
+  }
   lo.kv_type = "q4_0";
   CHECK(tessera_lm_load_with(model, &lo, &q8) == TESSERA_INVALID_ARGUMENT, "kv_type q4_0 accepted");
   CHECK(strstr(tessera_last_error(), "kv_type") != NULL, "message '%s'", tessera_last_error());
@@ -408,6 +504,7 @@ int main(int argc, char** argv) {
   shared_dir = argv[1];
   cli = argv[2];
   test_basics();
+  test_struct_sizes();
   test_tflite();
   test_generate();
   printf("capi_test: %d checks, %d failed\n", checks, failures);

@@ -19,6 +19,7 @@
 #include "runtime/llm/generator.h"
 #include "tessera/generate.h"
 #include "tessera/model.h"
+#include "tessera/tessera_c.h"
 
 namespace tessera {
 namespace {
@@ -48,6 +49,31 @@ std::vector<int32_t> generator_tokens(const std::string& path, const llm::Genera
   });
   EXPECT_TRUE(st.ok());
   return ids;
+}
+
+// The C API's initializers (tessera_c.h, inline in the caller) give the C++ API's defaults.
+TEST(LanguageModelApi, CInitializersGiveTheCppDefaults) {
+  const tessera_generate_options c = TESSERA_GENERATE_OPTIONS_INIT;
+  const GenerateOptions g;
+  EXPECT_EQ(c.struct_size, sizeof(tessera_generate_options));
+  EXPECT_EQ(c.max_tokens, g.max_tokens);
+  EXPECT_EQ(c.temperature, g.temperature);
+  EXPECT_EQ(c.top_k, g.top_k);
+  EXPECT_EQ(c.top_p, g.top_p);
+  EXPECT_EQ(c.repeat_penalty, g.repeat_penalty);
+  EXPECT_EQ(c.repeat_last_n, g.repeat_last_n);
+  EXPECT_EQ(c.seed, g.seed);
+  const tessera_lm_options lc = TESSERA_LM_OPTIONS_INIT;
+  const LanguageModelOptions l;
+  EXPECT_EQ(lc.struct_size, sizeof(tessera_lm_options));
+  EXPECT_EQ(lc.context, l.context);
+  EXPECT_EQ(lc.batch, l.batch);
+  EXPECT_EQ(lc.offload_layers, l.offload_layers);
+  EXPECT_EQ(lc.device, nullptr);
+  EXPECT_EQ(l.session.device, "cpu");
+  EXPECT_EQ(lc.kv_type, nullptr);  // f16
+  EXPECT_EQ(l.kv_type, DType::f16);
+  EXPECT_EQ(lc.progress, nullptr);
 }
 
 TEST(LanguageModelApi, FeedAndDecodeLogitsEqualTheGeneratorSteps) {
