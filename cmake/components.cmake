@@ -78,25 +78,45 @@ file(GLOB capi_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capi/*.cpp)
 add_library(tessera_c STATIC ${capi_srcs})
 target_link_libraries(tessera_c PUBLIC tessera)
 
-# Installed and exported names: Tessera::tessera (everything), Tessera::c (the C API) and
-# the parts (Tessera::core, Tessera::convert, ..., Tessera::tflite, Tessera::gguf), and
-# Tessera::devices (the registrars, which Tessera::tessera links whole).
-set(tessera_exported ${tessera_parts} tessera_devices tessera tessera_c)
-foreach(t ${tessera_exported})
-  string(REGEX REPLACE "^tessera_" "" short ${t})
-  set_target_properties(${t} PROPERTIES EXPORT_NAME ${short})
-  # Source-tree include folders are for the build; installed users get <prefix>/include.
-  get_target_property(dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
-  set(iface)
-  if(dirs)
-    foreach(d ${dirs})
-      list(APPEND iface "$<BUILD_INTERFACE:${d}>")
-    endforeach()
-  endif()
-  list(APPEND iface "$<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated>" "$<INSTALL_INTERFACE:include>")
-  list(REMOVE_DUPLICATES iface)
-  set_target_properties(${t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${iface}")
+# The shared library libtessera.so: the objects of every static library above (the parts,
+# the devices' registrars, the embedding API and the C API), linked once. The sources are
+# compiled with -fvisibility=hidden (CMakeLists.txt), so it exports what the public headers
+# mark TESSERA_API (include/tessera/export.h) and, through cmake/tessera.map, nothing outside
+# Tessera's names. The registrars are objects of it like any other: a program linking only
+# libtessera.so has every device, registered when the library loads. SOVERSION: the major
+# and minor version (0.1 -> libtessera.so.0.1), as the API may change at every minor before 1.0.
+# The tests, the CLI and the Python module link the static libraries; the installed package
+# holds the shared library only (cmake/install.cmake).
+set(tessera_shared_parts ${tessera_parts} tessera_devices tessera tessera_c)
+set(tessera_shared_objects)
+set(tessera_shared_deps)
+foreach(t ${tessera_shared_parts})
+  list(APPEND tessera_shared_objects $<TARGET_OBJECTS:${t}>)
+  # What the parts link besides each other: fmt, flatbuffers, stb, threads.
+  get_target_property(libs ${t} LINK_LIBRARIES)
+  foreach(l ${libs})
+    if(l AND NOT l MATCHES "tessera")
+      list(APPEND tessera_shared_deps ${l})
+    endif()
+  endforeach()
 endforeach()
+list(REMOVE_DUPLICATES tessera_shared_deps)
+add_library(tessera_shared SHARED ${tessera_shared_objects})
+add_dependencies(tessera_shared ${tessera_shared_parts})
+target_link_libraries(tessera_shared PRIVATE ${tessera_shared_deps})
+target_link_options(tessera_shared PRIVATE -Wl,--no-undefined
+                    -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/tessera.map)
+set_target_properties(tessera_shared PROPERTIES OUTPUT_NAME tessera LINKER_LANGUAGE CXX
+                      VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+                      LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/tessera.map EXPORT_NAME tessera)
+target_include_directories(tessera_shared INTERFACE "$<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>"
+                           "$<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated>" "$<INSTALL_INTERFACE:include>")
+# The C API's target: the same library (tessera/tessera_c.h is one of its headers).
+add_library(tessera_c_shared INTERFACE)
+target_link_libraries(tessera_c_shared INTERFACE tessera_shared)
+set_target_properties(tessera_c_shared PROPERTIES EXPORT_NAME c)
+# Installed and exported names: Tessera::tessera (the C++ API) and Tessera::c (the C API).
+set(tessera_exported tessera_shared tessera_c_shared)
 
 # `tessera serve` (docs/serving.md): the protocol logic (requests, tensors, streaming, metrics,
 # model queues) as a component of its own, apart from the umbrella; the HTTP socket layer

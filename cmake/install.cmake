@@ -1,17 +1,18 @@
 # Install rules: `cmake --install build --prefix P` puts
 #   P/include/tessera/*.h (+ ops.def, version.h)      the public headers
-#   P/lib/libtessera*.a                                 the libraries
+#   P/lib/libtessera.so.0.1.0 (+ the links libtessera.so.0.1, its soname, and libtessera.so)
 #   P/lib/cmake/Tessera/TesseraConfig.cmake (+ version and targets files)
 #   P/lib/pkgconfig/tessera.pc
 # so that another project can use find_package(Tessera) with target Tessera::tessera (C++)
-# or Tessera::c (the C API), or pkg-config. The CLI is installed as P/bin/tessera.
+# or Tessera::c (the C API), or pkg-config: each links the shared library. The static
+# libraries are the build's own (tests, CLI, Python module) and are not installed. The CLI
+# is installed as P/bin/tessera.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TESSERA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tessera)
 
 install(TARGETS ${tessera_exported} EXPORT TesseraTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS tessera_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -28,14 +29,6 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/TesseraConfig.cmake ${CMAKE_BINARY_DIR}/TesseraConfigVersion.cmake
         DESTINATION ${TESSERA_CMAKE_DIR})
 
-# pkg-config: static libraries, so Libs lists every part, each before the parts it uses (no
-# library refers back up: cmake/layers.txt), and what they link. The devices' registrars
-# are linked whole, as Tessera::tessera links them (cmake/components.cmake).
-set(TESSERA_PC_LIBS "-ltessera_c -ltessera -Wl,--whole-archive -ltessera_devices -Wl,--no-whole-archive")
-set(pc_parts ${tessera_parts})
-list(REVERSE pc_parts)
-foreach(t ${pc_parts})
-  string(APPEND TESSERA_PC_LIBS " -l${t}")
-endforeach()
+# pkg-config: the shared library (tessera.pc.in).
 configure_file(${CMAKE_SOURCE_DIR}/cmake/tessera.pc.in ${CMAKE_BINARY_DIR}/tessera.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/tessera.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,8 +1,8 @@
 # Debian packages with CPack: in a build folder, `cpack -G DEB` writes
 #   <build>/packages/tessera_<version>_<arch>.deb
 # holding what the install rules install (cmake/install.cmake, python/CMakeLists.txt) under
-# /usr: the CLI (/usr/bin/tessera), the static libraries (/usr/lib/libtessera*.a; Tessera has
-# no shared library), the headers (/usr/include/tessera), the CMake package
+# /usr: the CLI (/usr/bin/tessera), the shared library (/usr/lib/libtessera.so.0.1 and its
+# links), the headers (/usr/include/tessera), the CMake package
 # (/usr/lib/cmake/Tessera), tessera.pc (/usr/lib/pkgconfig) and, when built, the Python
 # package (/usr/lib/python3/dist-packages/tessera). The architecture is the target's: amd64
 # for the ordinary build, arm64 for the aarch64 cross build (scripts/aarch64.sh makes and
@@ -22,7 +22,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "inference runtime for NPUs with first-cla
 set(CPACK_PACKAGE_DESCRIPTION "Tessera runs quantized vision models (TFLite) and LLMs (GGUF) on the CPU and on
 device models of a Tenstorrent-style tile NPU and the Rockchip RK3588 NPU, with the devices'
 own tensor formats (tiles, block floats, NC1HWC2) converted exactly.
-This package holds the tessera command-line tool, the static libraries, the C++ and C
+This package holds the tessera command-line tool, the shared library, the C++ and C
 headers, the CMake package (find_package(Tessera)), tessera.pc for pkg-config and the
 Python module.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -66,9 +66,7 @@ if(CMAKE_CROSSCOMPILING)
 else()
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 endif()
-# The CMake package and tessera.pc: the static libraries are linked with fmt, flatbuffers and
-# stb (TesseraConfig.cmake's find_dependency, tessera.pc's Libs).
-list(APPEND deps libfmt-dev libflatbuffers-dev libstb-dev)
+# (The CMake package and tessera.pc link libtessera.so alone: its users need no -dev package.)
 # The Python module is built for one minor version of Python 3.
 if(TESSERA_WITH_PYTHON)
   math(EXPR py_next "${Python_VERSION_MINOR} + 1")

@@ -66,7 +66,7 @@ fi
 
 # The arm64 Debian package (cmake/package.cmake), from this build: its CLI's demo under qemu.
 if [ "${TESSERA_AARCH64_PACKAGE:-1}" != 0 ]; then
-  cmake --build "$BUILD" -j2 --target tessera tessera_c tessera_cli
+  cmake --build "$BUILD" -j2 --target tessera_shared tessera_cli
   version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$BUILD/CPackConfig.cmake")
   deb="$BUILD/packages/tessera_${version}_arm64.deb"
   rm -f "$deb"

@@ -4,7 +4,7 @@
 # with -DCMAKE_PREFIX_PATH, builds the C example again with pkg-config alone, takes the
 # C++, C and Python snippets out of the README, builds them too, and runs everything on
 # the shared models, checking the results against the tessera CLI.
-# TESSERA_BUILD_DIR picks the build folder (default ./build); fixtures come from
+# TESSERA_BUILD_DIR picks the build folder (default ./build), TESSERA_JOBS the build jobs (2); fixtures come from
 # TESSERA_SHARED_DIR (default ../shared), without which only the builds are checked.
 # TESSERA_EXAMPLES_PREFIX=P uses a package already installed in P instead (e.g. the Debian
 # package unpacked into a scratch root, P=ROOT/usr: tests/package/deb_test.sh), and its CLI,
@@ -23,15 +23,21 @@ if [ -n "${TESSERA_EXAMPLES_PREFIX:-}" ]; then
   CLI="$prefix/bin/tessera"
   [ -x "$CLI" ] || fail "no $CLI"
 else
-  targets=(tessera tessera_c tessera_cli)
+  targets=(tessera_shared tessera_cli)
   if cmake --build "$B" --target help | grep tessera_python >/dev/null; then targets+=(tessera_python); fi
-  cmake --build "$B" -j2 --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
+  cmake --build "$B" -j"${TESSERA_JOBS:-2}" --target "${targets[@]}" > "$tmp/build.log" || { cat "$tmp/build.log"; fail "building ${targets[*]}"; }
   prefix="$tmp/prefix"
   cmake --install "$B" --prefix "$prefix" >/dev/null
   CLI="$B/tessera"
 fi
 [ -f "$prefix/lib/cmake/Tessera/TesseraConfig.cmake" ] || fail "no TesseraConfig.cmake installed"
 [ -f "$prefix/lib/pkgconfig/tessera.pc" ] || fail "no tessera.pc installed"
+# The shared library, with its soname, and nothing of Tessera's static libraries.
+so=$(ls "$prefix"/lib/libtessera.so.*.*.* 2>/dev/null | head -1 || true)
+[ -n "$so" ] && [ -e "$prefix/lib/libtessera.so" ] || fail "no libtessera.so installed"
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ -e "$prefix/lib/$soname" ] || fail "no $prefix/lib/$soname (the soname of $so)"
+if ls "$prefix"/lib/libtessera*.a >/dev/null 2>&1; then fail "static libraries installed: $(ls "$prefix"/lib/libtessera*.a)"; fi
 # Public headers must not reach into the source tree.
 if grep -rn '#include "\(core\|ops\|runtime\|import\|backend\|convert\|passes\)/' "$prefix/include/tessera"; then
   fail "an installed header includes a src/ path"
@@ -57,12 +63,19 @@ PYEOF
 
 cmake -S examples -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DTESSERA_README_SNIPPETS="$tmp/snippets" >/dev/null
-cmake --build "$tmp/build" -j2 >/dev/null
+cmake --build "$tmp/build" -j"${TESSERA_JOBS:-2}" >/dev/null
 # The C example again, with nothing but pkg-config and the C compiler driver.
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --exists tessera || fail "pkg-config does not find tessera"
 # shellcheck disable=SC2046
-cc -std=c11 -o "$tmp/classify_pc" examples/c/classify.c $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs tessera)
-echo "examples: built against the installed package in $prefix (CMake and pkg-config)"
+# (The prefix is no folder of the dynamic loader's: the program records it, -rpath.)
+cc -std=c11 -o "$tmp/classify_pc" examples/c/classify.c $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs tessera) \
+  -Wl,-rpath,"$prefix/lib"
+# Every example links the shared library (its soname), none a copy of Tessera.
+for exe in "$tmp/build/classify" "$tmp/build/generate" "$tmp/build/classify_c" "$tmp/classify_pc"; do
+  readelf -d "$exe" | grep -q "(NEEDED).*\[$soname\]" || fail "$(basename "$exe") does not link $soname"
+  if nm -C "$exe" | grep -q " [TtWw] tessera::Model::load"; then fail "$(basename "$exe") holds a copy of Tessera"; fi
+done
+echo "examples: built against the installed package in $prefix (CMake and pkg-config), linking $soname"
 
 if [ ! -d "$SHARED/models" ]; then
   if [ "${TESSERA_REQUIRE_FIXTURES:-0}" = 1 ]; then fail "fixtures $SHARED are absent"; fi

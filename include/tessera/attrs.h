@@ -30,7 +30,7 @@ namespace attr {
 
 // The types of ops.def's ATTR_KEY lines; the stored AttrValue alternative of each.
 enum class Type : uint8_t { Int, Float, Ints, Floats, Str };
-const char* type_name(Type t);  // "integer", "float", "integer list", "float list", "string"
+TESSERA_API const char* type_name(Type t);  // "integer", "float", "integer list", "float list", "string"
 
 template <Type T> struct Traits;
 template <> struct Traits<Type::Int> { using Value = int64_t; using Get = int64_t; };
@@ -42,6 +42,7 @@ template <> struct Traits<Type::Str> { using Value = std::string; using Get = co
 // One id per ATTR_KEY line.
 enum class Id : uint16_t {
 #define ATTR_KEY(key, type) key,
+#include "tessera/export.h"
 #include "tessera/ops.def"
 #undef ATTR_KEY
 };
@@ -65,7 +66,7 @@ struct Key {
 
 // What ops.def's ATTR line says of one attribute of one op.
 enum class Presence : uint8_t { defaulted, required, optional };
-struct Spec {
+struct TESSERA_API Spec {
   OpKind op;
   Id id;
   Type type;
@@ -77,19 +78,19 @@ struct Spec {
 };
 
 // The declaration of `id` for `op`, or nullptr when the op takes no such attribute.
-const Spec* find_spec(OpKind op, Id id);
+TESSERA_API const Spec* find_spec(OpKind op, Id id);
 // Whether `op` takes the attribute (for code shared by several ops).
 template <Type T>
 bool declares(OpKind op, Key<T> key) { return find_spec(op, key.id) != nullptr; }
 // Every attribute `op` takes, in ops.def order.
-const std::vector<const Spec*>& specs_of(OpKind op);
+TESSERA_API const std::vector<const Spec*>& specs_of(OpKind op);
 // Key name for an id ("stride_h").
-const char* key_name(Id id);
+TESSERA_API const char* key_name(Id id);
 
 // The default of a declared, defaulted attribute (TS_CHECK otherwise).
-const AttrValue& default_of(OpKind op, Id id, std::string_view node_name);
+TESSERA_API const AttrValue& default_of(OpKind op, Id id, std::string_view node_name);
 // A stored value of the wrong type, read anyway (a graph that skipped validation): a bug.
-[[noreturn]] void wrong_type(OpKind op, Id id, std::string_view node_name);
+[[noreturn]] TESSERA_API void wrong_type(OpKind op, Id id, std::string_view node_name);
 
 }  // namespace attr
 }  // namespace tessera

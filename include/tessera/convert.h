@@ -22,12 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/format.h"
 #include "tessera/region.h"
 
 namespace tessera::convert {
 
-struct Stats {
+struct TESSERA_API Stats {
   int64_t bytes_in = 0;
   int64_t bytes_out = 0;
   int64_t rmw_bytes = 0;  // bytes read back for read-modify-write of partially covered pages
@@ -35,7 +36,7 @@ struct Stats {
   int64_t nonfinite_rows = 0;  // bfp face rows packed with Inf/NaN (NonFinite::pack only)
 };
 
-struct Options {
+struct TESSERA_API Options {
   // What packing f32 into bfp8_b / bfp4_b does with a face row holding Inf or NaN, which
   // forces the row's shared exponent to 255 and wipes out its 15 neighbours:
   //   reject: fail with an error naming the tile, face row and logical position (default);
@@ -45,7 +46,7 @@ struct Options {
 };
 
 // One step of a chain, for `inspect` and errors.
-struct StepInfo {
+struct TESSERA_API StepInfo {
   std::string name;   // e.g. "f32->bfp8_b/tile32"
   bool exact = true;
   std::string bound;  // error bound of a lossy step, e.g. "|err| <= 2^(E-127-6)"
@@ -53,35 +54,35 @@ struct StepInfo {
 
 // The chain of steps that converts `from` to `to` (same logical shape), or an error
 // naming both formats.
-Result<std::vector<StepInfo>> plan(const Format& from, const Format& to);
+TESSERA_API Result<std::vector<StepInfo>> plan(const Format& from, const Format& to);
 
 // Converts a whole tensor. `src` holds from.byte_size() bytes, `dst` to.byte_size().
-Status convert(const Format& from, const void* src, const Format& to, void* dst, Stats* stats = nullptr);
-Status convert(const Format& from, const void* src, const Format& to, void* dst, const Options& options,
+TESSERA_API Status convert(const Format& from, const void* src, const Format& to, void* dst, Stats* stats = nullptr);
+TESSERA_API Status convert(const Format& from, const void* src, const Format& to, void* dst, const Options& options,
                Stats* stats = nullptr);
 
 // Writes a region of a tensor stored as `whole` in `dst`. `src` holds the region's values
 // in `src_fmt` (row-major, shape = the region's extent). Pages partly covered by the region
 // are read, modified and written back (Stats::rmw_bytes counts them): whole tiles for
 // tile32 of plain encodings, whole face rows for bfp tiles, whole C2 lines for nc1hwc2.
-Status write_region(const Format& whole, void* dst, const Region& region, const Format& src_fmt,
+TESSERA_API Status write_region(const Format& whole, void* dst, const Region& region, const Format& src_fmt,
                     const void* src, Stats* stats = nullptr);
-Status write_region(const Format& whole, void* dst, const Region& region, const Format& src_fmt,
+TESSERA_API Status write_region(const Format& whole, void* dst, const Region& region, const Format& src_fmt,
                     const void* src, const Options& options, Stats* stats = nullptr);
 // Reads a region of a tensor stored as `whole` in `src` into `dst` in `dst_fmt` (row-major,
 // shape = the region's extent).
-Status read_region(const Format& whole, const void* src, const Region& region, const Format& dst_fmt,
+TESSERA_API Status read_region(const Format& whole, const void* src, const Region& region, const Format& dst_fmt,
                    void* dst, Stats* stats = nullptr);
 
 // Value cast of `n` elements between plain dtypes (f32 f16 bf16 i8 u8 i16 i32 i64 bool) by
 // the rules above, except that u8 <-> i8 saturates (200 -> 127) instead of offsetting.
-Status cast_values(DType from, const void* src, DType to, void* dst, int64_t n);
+TESSERA_API Status cast_values(DType from, const void* src, DType to, void* dst, int64_t n);
 
 // Requantization of `shape` values between two affine parameter sets:
 //   out = clamp(round_half_even(scale_in * (q - zp_in) / scale_out) + zp_out)
 // computed in double; from/to are i8, u8, i16 or i32; per-axis parameters follow their
 // `axis` (of `shape`). Exact with respect to that formula.
-Status requantize(DType from, const void* src, const QuantParams& in, DType to, void* dst, const QuantParams& out,
+TESSERA_API Status requantize(DType from, const void* src, const QuantParams& in, DType to, void* dst, const QuantParams& out,
                   const Shape& shape);
 
 }  // namespace tessera::convert

@@ -15,13 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/format.h"
 #include "tessera/graph.h"
 #include "tessera/region.h"
 
 namespace tessera {
 
-struct DeviceProperties {
+struct TESSERA_API DeviceProperties {
   std::string name;                  // registry name plus preset: "cpu", "tile:wormhole_n150"
   std::string description;           // one line for `tessera devices`
   bool is_model = false;             // a device model: its device times are modelled
@@ -53,7 +54,7 @@ struct DeviceProperties {
 };
 
 // An opaque handle to device memory. No host address is implied.
-struct Allocation {
+struct TESSERA_API Allocation {
   uint64_t handle = 0;  // 0 = none
   int64_t bytes = 0;
   bool valid() const { return handle != 0; }
@@ -61,14 +62,14 @@ struct Allocation {
 
 // Where a tensor lives on a device: an allocation, a byte offset inside it (always 0 on a
 // device without sub-allocation), and the tensor's format there.
-struct Placement {
+struct TESSERA_API Placement {
   Allocation alloc;
   int64_t offset = 0;
   Format format;
 };
 
 // The answer to "can you run this node, and at what cost?".
-struct Support {
+struct TESSERA_API Support {
   bool ok = false;
   double cost = 0;     // estimated seconds (modelled or measured-like), comparable across devices
   std::string reason;  // why not (shown by `inspect`), or a note on how it runs
@@ -77,14 +78,14 @@ struct Support {
 };
 
 // A run of consecutive nodes assigned to one device, with the formats the planner chose.
-struct Segment {
+struct TESSERA_API Segment {
   const Graph* graph = nullptr;
   std::vector<int> nodes;                // indices into graph->nodes(), in execution order
   std::map<TensorId, Format> formats;    // format of every tensor the nodes touch
 };
 
 // What compile() returns; owned by the caller, executed any number of times.
-class Program {
+class TESSERA_API Program {
  public:
   virtual ~Program() = default;
   virtual std::string describe() const { return {}; }
@@ -93,18 +94,18 @@ class Program {
 };
 
 // Placements of every tensor a program reads or writes.
-struct Bindings {
+struct TESSERA_API Bindings {
   std::map<TensorId, Placement> placements;
 };
 
 // Per-node timing from the last execute().
-struct NodeTime {
+struct TESSERA_API NodeTime {
   int node = -1;            // index into the graph's nodes
   double host_seconds = 0;  // measured on this machine
   double modelled_seconds = -1;  // modelled device time; < 0 when not modelled
 };
 
-struct Counters {
+struct TESSERA_API Counters {
   double host_seconds = 0;       // measured time spent in execute()
   double modelled_seconds = 0;   // device models only: modelled device time of execute()
   double modelled_transfer_seconds = 0;  // device models: host<->device transfer time
@@ -123,7 +124,7 @@ struct Counters {
 
 // What one execute() did, returned to the caller that ran it (counters() is shared by every
 // session on the device).
-struct ExecuteStats {
+struct TESSERA_API ExecuteStats {
   std::vector<NodeTime> nodes;   // per node of the program
   double modelled_seconds = 0;   // device models: modelled device time of this execute
 };
@@ -136,7 +137,7 @@ using DeviceOptions = std::map<std::string, std::string>;
 // runs one program at a time, as a single queue would); counters() is a snapshot only while
 // no other thread uses the device: concurrent callers take their numbers from
 // execute()'s ExecuteStats. Distinct devices share nothing.
-class Device {
+class TESSERA_API Device {
  public:
   virtual ~Device() = default;
 
@@ -208,7 +209,7 @@ class Device {
 // One option a device takes (DeviceOptions, the CLI's --device-opt KEY=VALUE). create_device
 // checks every given option against the device's list before the device sees it: an
 // unknown key is an error listing the valid ones, a value outside the declared ones too.
-struct DeviceOption {
+struct TESSERA_API DeviceOption {
   enum class Kind { choice, integer, text };
   std::string key;
   Kind kind = Kind::choice;
@@ -223,9 +224,9 @@ struct DeviceOption {
 };
 // Every device takes `threads` (1..256): the cpu device's pool, and for another device the
 // pool of the cpu device that runs what it does not (the session passes it on).
-DeviceOption threads_option(int64_t default_value = 1);
+TESSERA_API DeviceOption threads_option(int64_t default_value = 1);
 
-struct DeviceInfo {
+struct TESSERA_API DeviceInfo {
   std::string name;                  // "cpu", "tile", "rknpu"
   std::string summary;               // one line
   std::vector<std::string> presets;  // first is the default; empty if none
@@ -240,10 +241,10 @@ struct DeviceInfo {
 // (src/backend/NAME/NAME_register.cpp, run at static initialization; docs/adding-a-device.md).
 // False, and the registry unchanged, when a device of that name is already registered.
 // Not safe while another thread reads the registry: register before any thread uses it.
-bool register_device(DeviceInfo info);
+TESSERA_API bool register_device(DeviceInfo info);
 // Every registered device, ordered by DeviceInfo::order (cpu first). A program that links
 // the umbrella library (tessera, Tessera::tessera, tessera.pc) has every device built.
-const std::vector<DeviceInfo>& device_registry();
+TESSERA_API const std::vector<DeviceInfo>& device_registry();
 // Creates "name" or "name:preset"; errors name the unknown device or preset and list the valid ones.
 Result<std::unique_ptr<Device>> create_device(const std::string& spec, const DeviceOptions& opts = {});
 

@@ -7,6 +7,9 @@
 
 #if defined(_WIN32)
 #define TESSERA_API
+#elif defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+/* The attribute syntax, which may follow [[nodiscard]] in `class [[nodiscard]] TESSERA_API X`. */
+#define TESSERA_API [[gnu::visibility("default")]]
 #elif defined(__GNUC__) || defined(__clang__)
 #define TESSERA_API __attribute__((visibility("default")))
 #else

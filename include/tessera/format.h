@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "tessera/export.h"
 #include "tessera/types.h"
 
 namespace tessera {
@@ -37,22 +38,22 @@ enum class Layout : uint8_t {
                      // [ceil(N/n)][ceil(K/32)][n][32], n = 16 (f16) or 32 (i8); 1 KiB blocks
 };
 
-const char* encoding_name(Encoding e);
-std::optional<Encoding> encoding_from_name(const std::string& name);
-const char* layout_name(Layout l);
-std::optional<Layout> layout_from_name(const std::string& name);
+TESSERA_API const char* encoding_name(Encoding e);
+TESSERA_API std::optional<Encoding> encoding_from_name(const std::string& name);
+TESSERA_API const char* layout_name(Layout l);
+TESSERA_API std::optional<Layout> layout_from_name(const std::string& name);
 // The encoding that stores a logical dtype as-is (f32 -> f32, q4_0 -> q4_0, ...).
-Encoding encoding_of(DType t);
+TESSERA_API Encoding encoding_of(DType t);
 // The logical dtype whose values an encoding represents natively, if any (bfp -> none).
-std::optional<DType> dtype_of(Encoding e);
-bool encoding_is_block(Encoding e);  // the GGUF blocks (q8_0 ... q6_k), bfp8_b, bfp4_b
-bool encoding_is_gguf_block(Encoding e);  // q8_0 ... q6_k
+TESSERA_API std::optional<DType> dtype_of(Encoding e);
+TESSERA_API bool encoding_is_block(Encoding e);  // the GGUF blocks (q8_0 ... q6_k), bfp8_b, bfp4_b
+TESSERA_API bool encoding_is_gguf_block(Encoding e);  // q8_0 ... q6_k
 
 constexpr int64_t kTileDim = 32;   // tile-device.md: a tile is 32x32 values
 constexpr int64_t kFaceDim = 16;   // four 16x16 faces per tile
 constexpr int64_t kRkC2Int8 = 16;  // rknpu.md: C2 = 16 bytes for int8 feature maps
 
-struct Format {
+struct TESSERA_API Format {
   Encoding encoding = Encoding::f32;
   Layout layout = Layout::row_major;
   Shape shape;        // the logical shape this format holds
@@ -89,6 +90,6 @@ struct Format {
 // The [N, H, W, C] shape an nc1hwc2 tensor is laid out by: rank 4 as is; rank 2 [rows, C]
 // as one line of `rows` pixels, [1, 1, rows, C] (a fully connected layer's activations).
 // Other ranks are returned unchanged (and have no nc1hwc2 form).
-Shape nc1hwc2_nhwc(const Shape& s);
+TESSERA_API Shape nc1hwc2_nhwc(const Shape& s);
 
 }  // namespace tessera

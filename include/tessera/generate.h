@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/session.h"
 #include "tessera/status.h"
 #include "tessera/types.h"
@@ -43,7 +44,7 @@ namespace tessera {
 // LanguageModelOptions::offload_layers value that puts every layer on the device.
 inline constexpr int64_t kOffloadAllLayers = std::numeric_limits<int64_t>::max();
 
-struct LanguageModelOptions {
+struct TESSERA_API LanguageModelOptions {
   SessionOptions session;       // device, device options (threads), plan options
   int64_t context = 0;          // KV cache rows; 0: the file's context length, at most 4096
   int64_t batch = 32;           // prompt tokens per step (capped at the context)
@@ -68,7 +69,7 @@ struct LanguageModelOptions {
   std::string chat_template;
 };
 
-struct GenerateOptions {
+struct TESSERA_API GenerateOptions {
   int64_t max_tokens = 64;      // stops earlier at end of sequence, a stop or a full context
   float temperature = 0.0f;     // 0: greedy
   int top_k = 40;               // with temperature > 0; <= 0 keeps all
@@ -109,9 +110,9 @@ enum class StopReason {
   context_full,  // the KV cache is full
 };
 // "length", "eos", "stop_string", "callback", "cancelled", "context_full".
-const char* stop_reason_name(StopReason r);
+TESSERA_API const char* stop_reason_name(StopReason r);
 
-struct GenerateResult {
+struct TESSERA_API GenerateResult {
   std::string text;             // the generated text (without the prompt)
   std::vector<int32_t> tokens;  // the generated token ids
   int64_t prompt_tokens = 0;
@@ -137,13 +138,13 @@ struct GenerateResult {
 using TokenCallback = std::function<bool(std::string_view piece)>;
 
 // One message of a conversation.
-struct ChatMessage {
+struct TESSERA_API ChatMessage {
   std::string role;  // "system" | "user" | "assistant"
   std::string content;
 };
 
 // The chat template render_chat() writes with.
-struct ChatTemplateInfo {
+struct TESSERA_API ChatTemplateInfo {
   std::string name;                       // family: llama3, chatml, llama2, phi3, gemma, or jinja
                                           // (any other template, rendered from its source)
   bool from_file = false;                 // recognized from tokenizer.chat_template
@@ -156,7 +157,7 @@ struct ChatTemplateInfo {
 };
 
 // A tensor of the file.
-struct LanguageModelTensor {
+struct TESSERA_API LanguageModelTensor {
   std::string name;
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
@@ -164,7 +165,7 @@ struct LanguageModelTensor {
 };
 
 // What the file says about the model (its metadata, hyperparameters and tokenizer).
-struct LanguageModelInfo {
+struct TESSERA_API LanguageModelInfo {
   std::string file;                 // how errors name the file
   std::optional<std::string> name;  // general.name
   int64_t file_type = -1;           // general.file_type (llama.cpp's llama_ftype), -1 when absent
@@ -184,7 +185,7 @@ struct LanguageModelInfo {
 
 // Where the decode step's nodes run (LanguageModel::placement()), for "offloaded N/M
 // layers" as llama.cpp prints it and `inspect`'s per-layer plan.
-struct LayerPlacement {
+struct TESSERA_API LayerPlacement {
   int64_t layer = -1;             // -1: the nodes outside the layers (embedding, output norm and matrix)
   int64_t nodes = 0;              // compute nodes (transfers not counted)
   int64_t on_device = 0;          // of them, on the session's device
@@ -198,7 +199,7 @@ struct LayerPlacement {
   };
   std::vector<CpuOps> on_cpu;     // with another device: the ops that stayed on the cpu, in order of first use
 };
-struct LanguageModelPlacement {
+struct TESSERA_API LanguageModelPlacement {
   std::string device;             // the session's device
   int64_t layers = 0;             // the model's repeating layers
   int64_t offloaded_layers = 0;   // layers whose every matrix product runs on the device
@@ -208,7 +209,7 @@ struct LanguageModelPlacement {
 
 struct Agreement;
 
-class LanguageModel {
+class TESSERA_API LanguageModel {
  public:
   // Opens the file, sizes the KV cache and prepares (plans, compiles) the prompt and
   // decode steps on the device. Errors name the option or the file.
@@ -288,14 +289,14 @@ class LanguageModel {
 // `prompt` and generates `positions` greedy tokens, `test` is fed the same tokens. At each
 // position the argmaxes are compared and KL(p_ref || p_test) of the softmaxed logits is
 // computed in double. Both caches start and end empty. Stops early at a full context.
-struct Agreement {
+struct TESSERA_API Agreement {
   int64_t positions = 0;
   int64_t top1_agree = 0;
   double mean_kl = 0, max_kl = 0;
   std::vector<int32_t> tokens;  // ref's greedy tokens
   double top1_rate() const { return positions ? double(top1_agree) / double(positions) : 0; }
 };
-Result<Agreement> compare_greedy(LanguageModel& ref, LanguageModel& test, const std::vector<int32_t>& prompt,
+TESSERA_API Result<Agreement> compare_greedy(LanguageModel& ref, LanguageModel& test, const std::vector<int32_t>& prompt,
                                  int64_t positions);
 
 }  // namespace tessera

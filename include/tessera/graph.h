@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/attrs.h"
 #include "tessera/format.h"
 #include "tessera/types.h"
@@ -29,21 +30,21 @@ constexpr int kNumOps = 0
 #include "tessera/ops.def"
 #undef OP
     ;
-const char* op_name(OpKind k);
-std::optional<OpKind> op_from_name(const std::string& name);
-int op_min_inputs(OpKind k);
-int op_max_inputs(OpKind k);
-const char* op_summary(OpKind k);
+TESSERA_API const char* op_name(OpKind k);
+TESSERA_API std::optional<OpKind> op_from_name(const std::string& name);
+TESSERA_API int op_min_inputs(OpKind k);
+TESSERA_API int op_max_inputs(OpKind k);
+TESSERA_API const char* op_summary(OpKind k);
 // The input whose storage output `output` of op `k` shares: ops that update a state tensor
 // in place (scatter_rows out 0 -> in 0; lstm out 1, 2 -> in 10, 11; svdf out 1 -> in 3). -1 for
 // other outputs.
-int op_aliased_input(OpKind k, size_t output);
+TESSERA_API int op_aliased_input(OpKind k, size_t output);
 
 using TensorId = int32_t;
 constexpr TensorId kNoTensor = -1;
 
 // Constant bytes owned elsewhere (a vector, a memory-mapped file); keeps its owner alive.
-struct ConstData {
+struct TESSERA_API ConstData {
   const uint8_t* data = nullptr;
   int64_t size = 0;
   std::shared_ptr<const void> owner;
@@ -52,7 +53,7 @@ struct ConstData {
   std::span<const uint8_t> span() const { return {data, static_cast<size_t>(size)}; }
 };
 
-struct Tensor {
+struct TESSERA_API Tensor {
   TensorId id = kNoTensor;
   std::string name;
   Shape shape;
@@ -73,7 +74,7 @@ struct Tensor {
 // without allocating.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
-struct Node {
+struct TESSERA_API Node {
   OpKind op{};
   std::string name;               // e.g. the frontend's op location "op 12 (CONV_2D)"
   std::vector<TensorId> inputs;   // kNoTensor for an absent optional input
@@ -114,7 +115,7 @@ std::optional<typename attr::Traits<T>::Value> Node::find(attr::Key<T> key) cons
   attr::wrong_type(op, key.id, name);
 }
 
-class Graph {
+class TESSERA_API Graph {
  public:
   TensorId add_tensor(Tensor t);  // assigns t.id
   // Adds a node after checking its input count and attributes against ops.def (an integer
@@ -151,10 +152,10 @@ class Graph {
 
 // Shape inference for one node: computes the output shapes (and dtype where it follows
 // from the inputs) and checks input shapes and dtypes. Errors name the op and tensor.
-struct InferredOutput {
+struct TESSERA_API InferredOutput {
   Shape shape;
   DType dtype;
 };
-Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n);
+TESSERA_API Result<std::vector<InferredOutput>> infer_outputs(const Graph& g, const Node& n);
 
 }  // namespace tessera

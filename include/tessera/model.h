@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/session.h"
 #include "tessera/status.h"
 #include "tessera/types.h"
@@ -32,7 +33,7 @@
 namespace tessera {
 
 // A device built into the library, with the properties of its default instance.
-struct DeviceSummary {
+struct TESSERA_API DeviceSummary {
   std::string name;         // spec to pass as SessionOptions::device ("cpu", "tile:wormhole_n150")
   std::string description;  // one line
   bool is_model = false;    // a device model: device times are modelled, not measured
@@ -43,24 +44,24 @@ struct DeviceSummary {
   std::vector<std::pair<std::string, std::string>> properties;  // device-specific facts
 };
 // Every device and preset built in, cpu first.
-std::vector<DeviceSummary> list_devices();
+TESSERA_API std::vector<DeviceSummary> list_devices();
 
 // The file formats Tessera loads, and the importer each goes to.
 enum class ModelFormat {
   tflite,  // a TensorFlow Lite flatbuffer: Model::load (the TFLite importer)
   gguf,    // a GGUF file: LanguageModel::load (tessera/generate.h), or Model::load for its decode step
 };
-const char* model_format_name(ModelFormat f);  // "tflite", "gguf"
+TESSERA_API const char* model_format_name(ModelFormat f);  // "tflite", "gguf"
 // The format of a model file, the one choice of importer the CLI, the server and
 // Model::load share: the magic bytes when they name a format ("GGUF" at byte 0, TFLite's
 // file identifier "TFL3" at byte 4), else the extension (.tflite, .gguf), so that a
 // damaged .gguf or .tflite file still reaches its importer's error. Errors: not_found
 // (no such file), invalid_argument (a directory), unsupported (any other file, naming it
 // and its extension).
-Result<ModelFormat> model_format(const std::string& path);
+TESSERA_API Result<ModelFormat> model_format(const std::string& path);
 
 // A model input or output: name, element type, shape, quantization and host bytes.
-struct TensorInfo {
+struct TESSERA_API TensorInfo {
   std::string name;
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
@@ -69,7 +70,7 @@ struct TensorInfo {
 };
 
 // A loaded model: its graph and the description of its inputs and outputs.
-class Model {
+class TESSERA_API Model {
  public:
   // Loads a .tflite file (the TFLite importer) or a .gguf llama model (its 1-token decode
   // step graph; for text generation use LanguageModel in tessera/generate.h).
@@ -103,7 +104,7 @@ class Model {
 
 // A model prepared for one device: plan, compiled programs and resident weights. Inputs
 // and outputs are row-major host bytes in the tensor's dtype (TensorInfo::bytes).
-class ModelSession {
+class TESSERA_API ModelSession {
  public:
   static Result<std::unique_ptr<ModelSession>> create(std::shared_ptr<const Model> model,
                                                       const SessionOptions& opts = {});

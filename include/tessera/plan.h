@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/device.h"
 #include "tessera/graph.h"
 
 namespace tessera {
 
-struct PlanOptions {
+struct TESSERA_API PlanOptions {
   // Optional: the device index (into the plan's device list) a node should run on, or -1
   // for "let the partitioner choose". Used for layer offload (`--offload N`).
   std::function<int(const Graph&, const Node&, int node_index)> pin;
@@ -24,7 +25,7 @@ struct PlanOptions {
 };
 
 // Where a tensor lives and in what form.
-struct TensorPlacement {
+struct TESSERA_API TensorPlacement {
   int device = -1;       // index into Plan::devices
   Format format;
   int arena = -1;        // index into the device's arenas; -1 for weights/state/own allocation
@@ -38,7 +39,7 @@ struct TensorPlacement {
   bool in_place = false;       // (with in_program) read in place from the graph's constant bytes
 };
 
-struct DeviceMemoryPlan {
+struct TESSERA_API DeviceMemoryPlan {
   std::vector<int64_t> arena_bytes;  // one allocation each
   int64_t weight_bytes = 0;          // resident weights, in native format bytes
   int64_t state_bytes = 0;           // resident state (KV caches)
@@ -51,14 +52,14 @@ struct DeviceMemoryPlan {
   int64_t peak_bytes() const { return weight_bytes + state_bytes + activation_peak; }
 };
 
-struct NodePlacement {
+struct TESSERA_API NodePlacement {
   int device = -1;
   double cost = 0;
   std::string note;                 // how it runs, or why it fell back
   std::vector<std::string> rejected;  // "<device>: <reason>" for devices that said no
 };
 
-struct Plan {
+struct TESSERA_API Plan {
   Graph graph;                          // after the passes, with transfer nodes
   std::vector<Device*> devices;         // index 0 is the preferred device; cpu is always present
   std::vector<NodePlacement> nodes;     // per node of `graph`

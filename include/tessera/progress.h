@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "tessera/export.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -16,7 +17,7 @@ using ProgressFn = std::function<bool(double fraction)>;
 
 // A part [begin, end] of a caller's progress: reports of 0..1 made to it reach the caller's
 // callback scaled into that part. Without a callback every report succeeds.
-class ProgressPart {
+class TESSERA_API ProgressPart {
  public:
   ProgressPart() = default;
   ProgressPart(const ProgressFn* fn, double begin, double end) : fn_(fn), begin_(begin), end_(end) {}

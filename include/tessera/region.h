@@ -4,13 +4,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/format.h"
 #include "tessera/types.h"
 
 namespace tessera {
 
 // A box [begin, end) per dim in logical coordinates. Empty vectors mean the whole tensor.
-struct Region {
+struct TESSERA_API Region {
   std::vector<int64_t> begin;
   std::vector<int64_t> end;
 
@@ -35,11 +36,11 @@ enum RegionSupport : uint32_t {
 
 // Host memory holding the values of a region in a host format (row-major, the format's
 // shape equals the region's extent).
-struct HostView {
+struct TESSERA_API HostView {
   void* data = nullptr;
   Format format;
 };
-struct ConstHostView {
+struct TESSERA_API ConstHostView {
   const void* data = nullptr;
   Format format;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/device.h"
 #include "tessera/graph.h"
 #include "tessera/plan.h"
@@ -12,7 +13,7 @@
 
 namespace tessera {
 
-struct SessionOptions {
+struct TESSERA_API SessionOptions {
   std::string device = "cpu";   // preferred device spec ("cpu", "tile:blackhole_p150a", "rknpu")
   DeviceOptions device_options; // passed to create_device (threads, weights, fidelity, ...)
   PlanOptions plan;
@@ -25,7 +26,7 @@ struct SessionOptions {
 // so that several sessions (a prompt graph and a decode graph) share them.
 struct SharedResidency;
 
-struct RunProfile {
+struct TESSERA_API RunProfile {
   struct Item {
     std::string label;       // node label
     std::string device;
@@ -38,7 +39,7 @@ struct RunProfile {
   int64_t transfer_bytes = 0;       // bytes moved between devices / formats
 };
 
-class Session {
+class TESSERA_API Session {
  public:
   // Plans and compiles `g` for the device in `opts`, uploads weights. With `share`, uses
   // its devices and reuses its resident weights and state by tensor name.

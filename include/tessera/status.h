@@ -5,6 +5,8 @@
 // library never calls exit() and never throws across its API.
 #pragma once
 
+#include "tessera/export.h"
+
 #include <optional>
 #include <sstream>
 #include <string>
@@ -25,9 +27,9 @@ enum class StatusCode {
   cancelled,          // the caller's callback asked to stop (a load's progress callback)
 };
 
-const char* status_code_name(StatusCode code);
+TESSERA_API const char* status_code_name(StatusCode code);
 
-class [[nodiscard]] Status {
+class [[nodiscard]] TESSERA_API Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -79,7 +81,7 @@ class [[nodiscard]] Result {
 };
 
 // Internal invariant failure: aborts with file and line. Never used for bad input.
-[[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
+[[noreturn]] TESSERA_API void check_failed(const char* expr, const char* file, int line, const std::string& msg);
 
 }  // namespace tessera
 

@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/status.h"
 
 namespace tessera {
 
-class Tokenizer {
+class TESSERA_API Tokenizer {
  public:
   // Reads the tokenizer.ggml.* metadata of a GGUF file; errors name the file and the key.
   static Result<std::unique_ptr<Tokenizer>> load(const std::string& path);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/export.h"
 #include "tessera/status.h"
 
 namespace tessera {
@@ -37,34 +38,34 @@ constexpr int64_t kQ6_KBlockBytes = 210;  // 128 low-nibble bytes, 64 high-bit b
 constexpr int64_t kIQ4_NLBlockBytes = 18;   // f16 d + 16 bytes of 4-bit codes into a 16-value table
 constexpr int64_t kIQ4_XSBlockBytes = 136;  // f16 d, u16 high scale bits, 4 low scale bytes, 128 code bytes
 
-const char* dtype_name(DType t);
-std::optional<DType> dtype_from_name(const std::string& name);
-bool dtype_is_block(DType t);          // q8_0 ... iq4_xs (GGUF block types)
+TESSERA_API const char* dtype_name(DType t);
+TESSERA_API std::optional<DType> dtype_from_name(const std::string& name);
+TESSERA_API bool dtype_is_block(DType t);          // q8_0 ... iq4_xs (GGUF block types)
 // Values per block (32 or 256) of a block dtype; 1 for element dtypes.
-int64_t dtype_block_values(DType t);
+TESSERA_API int64_t dtype_block_values(DType t);
 // Bytes per block of a block dtype; dtype_size() for element dtypes.
-int64_t dtype_block_bytes(DType t);
-bool dtype_is_float(DType t);          // f32, f16, bf16
-bool dtype_is_quantized_int(DType t);  // i8, u8, i16 (used with QuantParams)
+TESSERA_API int64_t dtype_block_bytes(DType t);
+TESSERA_API bool dtype_is_float(DType t);          // f32, f16, bf16
+TESSERA_API bool dtype_is_quantized_int(DType t);  // i8, u8, i16 (used with QuantParams)
 // Bytes of one element; 0 for block types.
-int dtype_size(DType t);
+TESSERA_API int dtype_size(DType t);
 // Bytes of `n` consecutive elements along the innermost dim (block types need n to be a
 // multiple of dtype_block_values(); an overflowing size is an error).
-Result<int64_t> dtype_row_bytes(DType t, int64_t n);
+TESSERA_API Result<int64_t> dtype_row_bytes(DType t, int64_t n);
 
 // A shape; dims are non-negative. Rank 0 is a scalar with one element.
 using Shape = std::vector<int64_t>;
 // Unchecked product: only for shapes already checked (Graph::validate, core/checked.h).
-int64_t num_elements(const Shape& s);
-std::string shape_str(const Shape& s);  // "[1,224,224,3]"
+TESSERA_API int64_t num_elements(const Shape& s);
+TESSERA_API std::string shape_str(const Shape& s);  // "[1,224,224,3]"
 // Row-major strides in elements.
-std::vector<int64_t> row_major_strides(const Shape& s);
+TESSERA_API std::vector<int64_t> row_major_strides(const Shape& s);
 // Numpy-style broadcast of two shapes; error if incompatible.
-Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+TESSERA_API Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
 // Affine quantization, real = scale * (q - zero_point). Per tensor when scale has one
 // entry; per axis (per channel) along `axis` otherwise.
-struct QuantParams {
+struct TESSERA_API QuantParams {
   std::vector<float> scale;
   std::vector<int64_t> zero_point;
   int axis = -1;  // -1: per tensor
@@ -77,7 +78,7 @@ struct QuantParams {
   }
   bool operator==(const QuantParams&) const = default;
 };
-std::string quant_str(const QuantParams& q);
+TESSERA_API std::string quant_str(const QuantParams& q);
 
 // What a tensor is for; decides where it lives and how long.
 enum class Role : uint8_t {
@@ -87,6 +88,6 @@ enum class Role : uint8_t {
   activation,  // intermediate; lives in the planner's memory plan
   state,       // persistent across runs (KV cache); updated with region writes
 };
-const char* role_name(Role r);
+TESSERA_API const char* role_name(Role r);
 
 }  // namespace tessera

@@ -33,8 +33,8 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ -n "$(field Maintainer)" ] && [ -n "$(field Description)" ] || fail "no Maintainer or Description"
 depends=$(field Depends)
 echo "package: Depends: $depends"
-# What the programs link (dpkg-shlibdeps), what the CMake package and tessera.pc need, Python.
-for d in libc6 libstdc++6 libfmt9 libflatbuffers2 libfmt-dev libflatbuffers-dev libstb-dev; do
+# What the programs and libtessera.so link (dpkg-shlibdeps), Python.
+for d in libc6 libstdc++6 libfmt9 libflatbuffers2; do
   echo ", $depends," | grep -q ", $d[ ,(]" || fail "Depends lacks $d: $depends"
 done
 if readelf -d "$B/tessera" | grep -q 'libcpp-httplib'; then
@@ -64,9 +64,10 @@ sys.exit(0 if ok else 1)
 PYEOF
 
 # Files.
-dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|' > "$tmp/files.txt"
+# (A link is listed as "NAME -> TARGET".)
+dpkg-deb -c "$deb" | awk '{ if ($(NF-1) == "->") print $(NF-2); else print $NF }' | sed 's|^\./|/|' > "$tmp/files.txt"
 need=(/usr/bin/tessera /usr/include/tessera/tessera.h /usr/include/tessera/tessera_c.h /usr/include/tessera/version.h
-      /usr/lib/libtessera.a /usr/lib/libtessera_c.a /usr/lib/cmake/Tessera/TesseraConfig.cmake
+      /usr/lib/libtessera.so /usr/lib/libtessera.so.0.1 /usr/lib/libtessera.so.0.1.0 /usr/lib/cmake/Tessera/TesseraConfig.cmake
       /usr/lib/cmake/Tessera/TesseraTargets.cmake /usr/lib/pkgconfig/tessera.pc)
 if [ -d "$B/python/tessera" ]; then
   need+=(/usr/lib/python3/dist-packages/tessera/__init__.py)
