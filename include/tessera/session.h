@@ -47,9 +47,9 @@ class TESSERA_API Session {
                                                  const Session* share = nullptr);
   ~Session();
 
-  const Plan& plan() const { return plan_; }
-  const Graph& graph() const { return plan_.graph; }
-  const std::vector<Device*>& devices() const { return plan_.devices; }
+  const Plan& plan() const;
+  const Graph& graph() const;
+  const std::vector<Device*>& devices() const;
 
   // Inputs and outputs are raw host tensors in the model's dtype, row-major.
   Status set_input(size_t index, const void* data, int64_t bytes);
@@ -71,44 +71,11 @@ class TESSERA_API Session {
   std::vector<std::string> program_summaries() const;
 
  private:
-  Session() = default;
-  Status prepare(const Session* share);
-
-  SessionOptions opts_;
-  Plan plan_;
-  std::shared_ptr<SharedResidency> shared_;
-  std::vector<std::unique_ptr<Program>> programs_;  // per segment (nullptr for transfers)
-  struct Step {
-    int device = -1;
-    std::vector<int> nodes;
-    bool transfer = false;
-    Bindings bindings;  // placements of what the step's program reads and writes (not transfers)
-  };
-  std::vector<Step> steps_;
-  std::vector<std::vector<Allocation>> arenas_;      // per device, per arena
-  std::vector<Placement> placements_;               // per tensor of plan_.graph
-  // The last run's measurements, kept as numbers; profile() turns them into a RunProfile.
-  struct Timing {
-    int node = -1;
-    int device = -1;
-    double host_seconds = 0;
-    double modelled_seconds = -1;
-  };
-  std::vector<Timing> timings_;
-  ExecuteStats stats_;  // reused by every execute of run()
-  double host_seconds_ = 0, modelled_seconds_ = 0;
-  int64_t transfer_bytes_ = 0;
-  mutable RunProfile profile_;
-  mutable bool profile_ready_ = false;
-  std::vector<uint8_t> staging_;  // host bytes a transfer passes through; sized in prepare()
-  // Host views (row-major formats) of the graph's inputs and outputs and of every
-  // transfer's staging, made once: run(), set_input() and read_output() only set their
-  // data pointers, so they copy no Format (whose shape is a vector) and allocate nothing.
-  std::vector<ConstHostView> input_views_;
-  mutable std::vector<HostView> output_views_;
-  std::vector<int64_t> input_bytes_, output_bytes_;
-  std::vector<HostView> transfer_in_;        // per node index; only transfers' are set
-  std::vector<ConstHostView> transfer_out_;  // the same staging bytes, as written
+  // The plan, programs, placements, views and profile (src/runtime/session.cpp): none of
+  // it is part of the API, so it may change without changing this header.
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tessera

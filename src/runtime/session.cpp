@@ -30,16 +30,84 @@ std::string resident_key(const Tensor& t, const Device& d, const Format& f) {
 }
 }  // namespace
 
-Session::~Session() {
+// Everything a session holds; Session forwards to it.
+struct Session::Impl {
+  ~Impl();
+  Status prepare(const Session* share);
+  std::vector<std::string> program_summaries() const;
+  Status set_input(size_t index, const void* data, int64_t bytes);
+  Status run();
+  Result<std::vector<uint8_t>> output(size_t index) const;
+  Status read_output(size_t index, void* dst, int64_t bytes) const;
+  Result<std::vector<uint8_t>> read_tensor(TensorId id) const;
+  Status read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const;
+  const RunProfile& profile() const;
+
+  SessionOptions opts_;
+  Plan plan_;
+  std::shared_ptr<SharedResidency> shared_;
+  std::vector<std::unique_ptr<Program>> programs_;  // per segment (nullptr for transfers)
+  struct Step {
+    int device = -1;
+    std::vector<int> nodes;
+    bool transfer = false;
+    Bindings bindings;  // placements of what the step's program reads and writes (not transfers)
+  };
+  std::vector<Step> steps_;
+  std::vector<std::vector<Allocation>> arenas_;      // per device, per arena
+  std::vector<Placement> placements_;               // per tensor of plan_.graph
+  // The last run's measurements, kept as numbers; profile() turns them into a RunProfile.
+  struct Timing {
+    int node = -1;
+    int device = -1;
+    double host_seconds = 0;
+    double modelled_seconds = -1;
+  };
+  std::vector<Timing> timings_;
+  ExecuteStats stats_;  // reused by every execute of run()
+  double host_seconds_ = 0, modelled_seconds_ = 0;
+  int64_t transfer_bytes_ = 0;
+  mutable RunProfile profile_;
+  mutable bool profile_ready_ = false;
+  std::vector<uint8_t> staging_;  // host bytes a transfer passes through; sized in prepare()
+  // Host views (row-major formats) of the graph's inputs and outputs and of every
+  // transfer's staging, made once: run(), set_input() and read_output() only set their
+  // data pointers, so they copy no Format (whose shape is a vector) and allocate nothing.
+  std::vector<ConstHostView> input_views_;
+  mutable std::vector<HostView> output_views_;
+  std::vector<int64_t> input_bytes_, output_bytes_;
+  std::vector<HostView> transfer_in_;        // per node index; only transfers' are set
+  std::vector<ConstHostView> transfer_out_;  // the same staging bytes, as written
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+const Plan& Session::plan() const { return impl_->plan_; }
+const Graph& Session::graph() const { return impl_->plan_.graph; }
+const std::vector<Device*>& Session::devices() const { return impl_->plan_.devices; }
+std::vector<std::string> Session::program_summaries() const { return impl_->program_summaries(); }
+Status Session::set_input(size_t index, const void* data, int64_t bytes) { return impl_->set_input(index, data, bytes); }
+Status Session::run() { return impl_->run(); }
+Result<std::vector<uint8_t>> Session::output(size_t index) const { return impl_->output(index); }
+Status Session::read_output(size_t index, void* dst, int64_t bytes) const { return impl_->read_output(index, dst, bytes); }
+Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const { return impl_->read_tensor(id); }
+Status Session::read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const {
+  return impl_->read_state(name, region, dst, bytes);
+}
+const RunProfile& Session::profile() const { return impl_->profile(); }
+
+Session::Impl::~Impl() {
   for (size_t d = 0; d < arenas_.size(); ++d)
     for (auto& a : arenas_[d]) (void)plan_.devices[d]->free(a);
 }
 
 Result<std::unique_ptr<Session>> Session::create(Graph g, const SessionOptions& opts, const Session* share) {
-  std::unique_ptr<Session> s(new Session());
+  std::unique_ptr<Session> session(new Session(std::make_unique<Impl>()));
+  Impl* s = session->impl_.get();
   s->opts_ = opts;
   if (share) {
-    s->shared_ = share->shared_;
+    s->shared_ = share->impl_->shared_;
   } else {
     s->shared_ = std::make_shared<SharedResidency>();
     TS_ASSIGN_OR_RETURN(auto dev, create_device(opts.device, opts.device_options));
@@ -57,10 +125,10 @@ Result<std::unique_ptr<Session>> Session::create(Graph g, const SessionOptions& 
   TS_ASSIGN_OR_RETURN(s->plan_, plan_graph(std::move(g), s->shared_->devices, opts.plan));
   TS_RETURN_IF_ERROR(s->prepare(share));
   s->opts_.progress = nullptr;  // the caller's callback may not outlive create()
-  return s;
+  return session;
 }
 
-Status Session::prepare(const Session* share) {
+Status Session::Impl::prepare(const Session* share) {
   const Graph& g = plan_.graph;
   // Arenas.
   arenas_.resize(plan_.devices.size());
@@ -210,7 +278,7 @@ Status Session::prepare(const Session* share) {
   return progress.report(1.0, "session");
 }
 
-std::vector<std::string> Session::program_summaries() const {
+std::vector<std::string> Session::Impl::program_summaries() const {
   std::vector<std::string> lines;
   for (size_t s = 0; s < steps_.size() && s < programs_.size(); ++s) {
     if (!programs_[s]) continue;
@@ -227,7 +295,7 @@ std::vector<std::string> Session::program_summaries() const {
   return lines;
 }
 
-Status Session::set_input(size_t index, const void* data, int64_t bytes) {
+Status Session::Impl::set_input(size_t index, const void* data, int64_t bytes) {
   const Graph& g = plan_.graph;
   if (index >= g.inputs.size())
     return error(StatusCode::out_of_range, "input ", index, " does not exist (the model has ", g.inputs.size(), ")");
@@ -243,7 +311,7 @@ Status Session::set_input(size_t index, const void* data, int64_t bytes) {
   return s.ok() ? s : s.with_context("input '" + t.name + "'");
 }
 
-Status Session::read_output(size_t index, void* dst, int64_t bytes) const {
+Status Session::Impl::read_output(size_t index, void* dst, int64_t bytes) const {
   const Graph& g = plan_.graph;
   if (index >= g.outputs.size())
     return error(StatusCode::out_of_range, "output ", index, " does not exist (the model has ", g.outputs.size(), ")");
@@ -259,7 +327,7 @@ Status Session::read_output(size_t index, void* dst, int64_t bytes) const {
   return s.ok() ? s : s.with_context("reading '" + g.tensor(id).name + "'");
 }
 
-Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const {
+Result<std::vector<uint8_t>> Session::Impl::read_tensor(TensorId id) const {
   const Tensor& t = plan_.graph.tensor(id);
   TS_ASSIGN_OR_RETURN(int64_t hb, t.host_bytes());
   std::vector<uint8_t> out(hb);
@@ -275,14 +343,14 @@ Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const {
   return out;
 }
 
-Result<std::vector<uint8_t>> Session::output(size_t index) const {
+Result<std::vector<uint8_t>> Session::Impl::output(size_t index) const {
   if (index >= plan_.graph.outputs.size())
     return error(StatusCode::out_of_range, "output ", index, " does not exist (the model has ",
                  plan_.graph.outputs.size(), ")");
   return read_tensor(plan_.graph.outputs[index]);
 }
 
-Status Session::read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const {
+Status Session::Impl::read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const {
   auto id = plan_.graph.find_tensor(name);
   if (!id) return error(StatusCode::not_found, "no state tensor '", name, "'");
   const Tensor& t = plan_.graph.tensor(*id);
@@ -292,7 +360,7 @@ Status Session::read_state(const std::string& name, const Region& region, void* 
   return plan_.devices[plan_.tensors[*id].device]->read(placements_[*id], region, HostView{dst, host});
 }
 
-Status Session::run() {
+Status Session::Impl::run() {
   const Graph& g = plan_.graph;
   timings_.clear();
   modelled_seconds_ = 0;
@@ -329,7 +397,7 @@ Status Session::run() {
   return Status::Ok();
 }
 
-const RunProfile& Session::profile() const {
+const RunProfile& Session::Impl::profile() const {
   if (!profile_ready_) {
     profile_ = RunProfile{};
     for (const Timing& t : timings_)
