@@ -13,7 +13,7 @@
 
 #include "convert/dtype.h"
 #include "convert/simd.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "tessera/export.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 #include "tessera/graph.h"
-#include "tessera/plan.h"
+#include "tessera/backend/plan.h"
 #include "tessera/progress.h"
 
 namespace tessera {

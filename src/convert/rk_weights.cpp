@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/checked.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 

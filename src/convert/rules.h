@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 

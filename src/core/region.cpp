@@ -1,4 +1,4 @@
-#include "tessera/region.h"
+#include "tessera/backend/region.h"
 
 namespace tessera {
 

@@ -2,7 +2,7 @@
 // pipeline.cpp. Each reads and updates the Plan under construction.
 #pragma once
 
-#include "tessera/plan.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::passes {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tessera/graph.h"
-#include "tessera/plan.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::demo {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "tessera/plan.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 

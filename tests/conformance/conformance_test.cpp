@@ -7,7 +7,7 @@
 #include <set>
 
 #include "backend/cpu/kernel.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera::conformance {
 

@@ -6,7 +6,7 @@
 
 #include "convert/bfp.h"
 #include "convert_test_util.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 namespace {

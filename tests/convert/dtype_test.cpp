@@ -7,7 +7,7 @@
 
 #include "convert/dtype.h"
 #include "convert_test_util.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 namespace {

@@ -8,7 +8,7 @@
 #include "convert/dtype.h"
 #include "convert/gguf_blocks.h"
 #include "convert_test_util.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "convert_test_util.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 namespace {

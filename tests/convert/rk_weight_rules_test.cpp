@@ -6,7 +6,7 @@
 #include <random>
 
 #include "convert/rk_weights.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::convert {
 namespace {

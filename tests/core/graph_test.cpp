@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "tessera/graph.h"
-#include "tessera/region.h"
+#include "tessera/backend/region.h"
 
 namespace tessera {
 namespace {

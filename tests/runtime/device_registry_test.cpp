@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 namespace {

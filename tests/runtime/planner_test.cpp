@@ -5,7 +5,7 @@
 #include <cstring>
 #include <set>
 
-#include "tessera/plan.h"
+#include "tessera/backend/plan.h"
 #include "tessera/session.h"
 
 namespace tessera {

@@ -1,5 +1,5 @@
 // Sessions that share one device may run on different threads (the device serializes the
-// calls; see tessera/device.h). Each thread's outputs must equal what the same session
+// calls; see tessera/backend/device.h). Each thread's outputs must equal what the same session
 // computed alone, and nothing may crash or deadlock. The suite also runs under
 // ThreadSanitizer (scripts/tsan.sh).
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 #include "tools/cli_fixture.h"
 
 namespace tessera {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fixtures.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 #include "tools/cli_fixture.h"
 
 namespace tessera {

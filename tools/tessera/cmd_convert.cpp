@@ -14,7 +14,7 @@
 
 #include "cli.h"
 #include "core/file_io.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::cli {
 

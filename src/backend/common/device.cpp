@@ -1,5 +1,5 @@
 // The non-virtual half of the device interface: argument checks, counters, error context.
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 #include <algorithm>
 #include <chrono>

@@ -9,8 +9,8 @@
 #include "backend/cpu/kernel.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/ukernels/qconv.h"
-#include "tessera/convert.h"
-#include "tessera/device.h"
+#include "tessera/backend/convert.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 namespace cpu {

@@ -1,7 +1,7 @@
 // Registers the cpu device (cpu_device_info, cpu_device.cpp) with the runtime's device
 // registry at static initialization. cmake/components.cmake (tessera_device) links this
 // object whole into every program over Tessera, so nothing needs to refer to it.
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 

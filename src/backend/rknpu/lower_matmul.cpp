@@ -26,7 +26,7 @@
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/tiling.h"
 #include "convert/rk_weights.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::rknpu {
 

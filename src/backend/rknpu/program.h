@@ -12,7 +12,7 @@
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera::rknpu {
 

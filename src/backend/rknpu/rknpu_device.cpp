@@ -14,8 +14,8 @@
 #include "backend/rknpu/program.h"
 #include "backend/rknpu/rocket_transport.h"
 #include "backend/rknpu/transport.h"
-#include "tessera/convert.h"
-#include "tessera/device.h"
+#include "tessera/backend/convert.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 namespace rknpu {

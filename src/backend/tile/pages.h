@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tessera/format.h"
-#include "tessera/region.h"
+#include "tessera/backend/region.h"
 
 namespace tessera::tile {
 

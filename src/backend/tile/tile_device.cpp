@@ -19,8 +19,8 @@
 #include "backend/tile/pages.h"
 #include "backend/tile/tile_formats.h"
 #include "backend/tile/tile_preset.h"
-#include "tessera/convert.h"
-#include "tessera/device.h"
+#include "tessera/backend/convert.h"
+#include "tessera/backend/device.h"
 
 namespace tessera {
 namespace tile {

@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 #include "tessera/graph.h"
 
 namespace tessera::tile {

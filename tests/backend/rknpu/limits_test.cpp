@@ -9,7 +9,7 @@
 #include "backend/rknpu/regcmd.h"
 #include "backend/rknpu/rknpu_test_util.h"
 #include "backend/rknpu/transport.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 
 namespace tessera::rknpu_test {
 namespace {

@@ -27,7 +27,7 @@
 #include "convert/dtype.h"
 #include "fixtures.h"
 #include "import/gguf/gguf_file.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 
 namespace tessera::rknpu_test {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "convert/rk_weights.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 #include "tessera/format.h"
 
 namespace tessera::convert {

@@ -6,8 +6,8 @@
 
 #include "backend/tile/numerics.h"
 #include "fixtures.h"
-#include "tessera/convert.h"
-#include "tessera/plan.h"
+#include "tessera/backend/convert.h"
+#include "tessera/backend/plan.h"
 #include "tessera/session.h"
 
 namespace tessera {

@@ -17,8 +17,8 @@
 #include "import/gguf/gguf_file.h"
 #include "import/gguf/llama_model.h"
 #include "runtime/llm/generator.h"
-#include "tessera/convert.h"
-#include "tessera/device.h"
+#include "tessera/backend/convert.h"
+#include "tessera/backend/device.h"
 
 namespace tessera::gguf {
 namespace {

@@ -12,7 +12,7 @@
 #include "import/gguf/llama_model.h"
 #include "import/gguf/synth.h"
 #include "synth_model.h"
-#include "tessera/convert.h"
+#include "tessera/backend/convert.h"
 #include "runtime/llm/generator.h"
 
 namespace tessera::gguf {

@@ -11,7 +11,7 @@
 
 #include "import/tflite/lstm_model.h"
 #include "import/tflite/tflite_importer.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 #include "tessera/session.h"
 
 namespace tessera {

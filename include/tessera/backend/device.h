@@ -18,7 +18,7 @@
 #include "tessera/export.h"
 #include "tessera/format.h"
 #include "tessera/graph.h"
-#include "tessera/region.h"
+#include "tessera/backend/region.h"
 
 namespace tessera {
 

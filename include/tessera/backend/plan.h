@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tessera/export.h"
-#include "tessera/device.h"
+#include "tessera/backend/device.h"
 #include "tessera/graph.h"
 
 namespace tessera {

@@ -24,7 +24,7 @@
 
 #include "tessera/export.h"
 #include "tessera/format.h"
-#include "tessera/region.h"
+#include "tessera/backend/region.h"
 
 namespace tessera::convert {
 
