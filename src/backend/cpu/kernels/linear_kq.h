@@ -42,6 +42,10 @@ namespace tessera::cpu::kq {
 
 constexpr int64_t kSuper = 256;  // values per super-block (GGUF K-quants, ggml's QK_K)
 constexpr int64_t kGroup = 16;   // values per activation bsum
+// From this many activation rows (prompts), the x86 kernel unpacks eight weight rows at a
+// time into a panel and runs every activation row against it (x86/linear_kq_avx2.cpp); the
+// integers and the float chain per output are the same, so the bits are too.
+constexpr int64_t kPanelMinRows = 8;
 
 // Activation rows rounded to Q8_K: row r has q[r * k .. + k), d[r * k/256 ..] and
 // bsums[r * k/16 ..].
