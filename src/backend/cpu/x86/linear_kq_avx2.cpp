@@ -30,6 +30,7 @@ namespace {
 
 constexpr int kActRows = 4;  // activation rows per pass over a weight row's super-block
 constexpr int64_t kBsums = kSuper / kGroup;
+constexpr int64_t kAheadBytes = 2048;  // decode: weight bytes prefetched ahead of the block in use
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -280,6 +281,10 @@ void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
       const int n = static_cast<int>(std::min<int64_t>(kActRows, g.x.m - m0));
       float acc[kActRows] = {};
       for (int64_t i = 0; i < blocks; ++i) {
+        // Prefetch kAheadBytes ahead in the weights (rows are contiguous: one stream; past the
+        // last row a prefetch never faults).
+        const char* ahead = reinterpret_cast<const char*>(row + i * block_bytes) + kAheadBytes;
+        for (int64_t l = 0; l < block_bytes; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
         w.load_block(row + i * block_bytes);
         for (int r = 0; r < n; ++r) {
           const int64_t m = m0 + r;
@@ -396,6 +401,8 @@ void pack_panel(const KQuantGemm& g, int64_t o, int64_t block_bytes, PanelBlock*
     alignas(32) __m256i rows[8][kPanel];  // chunk, weight row
     for (int j = 0; j < kPanel; ++j) {
       const uint8_t* b = g.w + (o + j) * g.w_row_bytes + i * block_bytes;
+      // Eight streams, one per row: the next super-block of each asked for ahead.
+      for (int64_t l = 0; l < block_bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(b + block_bytes + l), _MM_HINT_T0);
       w.load_block(b);
       for (int c = 0; c < 8; ++c) {
         if constexpr (PanelTraits<Block>::kSigned) rows[c][j] = w.w[c];
@@ -435,20 +442,16 @@ void panel_rows(const KQuantGemm& g, const PanelBlock* panel, int64_t o, int64_t
     for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
     for (int g0 = 0; g0 < 64; g0 += T::kSum) {
       __m256i part[R];
+      const __m256i* wp = reinterpret_cast<const __m256i*>(p.codes[g0]);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qr = q[r] + 4 * g0;
 #pragma GCC unroll 8
-      for (int k = 0; k < T::kSum; ++k) {
-        const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g0 + k]));
-        if constexpr (T::kSigned) {
-          const __m256i aw = _mm256_abs_epi8(wv);
-          for (int r = 0; r < R; ++r) {
-            const __m256i t = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast4(q[r] + 4 * (g0 + k)), wv));
-            part[r] = k == 0 ? t : _mm256_add_epi16(part[r], t);
-          }
-        } else {
-          for (int r = 0; r < R; ++r) {
-            const __m256i t = _mm256_maddubs_epi16(wv, bcast4(q[r] + 4 * (g0 + k)));
-            part[r] = k == 0 ? t : _mm256_add_epi16(part[r], t);
-          }
+        for (int k = 0; k < T::kSum; ++k) {
+          const __m256i wv = _mm256_load_si256(wp + k);
+          __m256i t;
+          if constexpr (T::kSigned) t = _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(bcast4(qr + 4 * k), wv));
+          else t = _mm256_maddubs_epi16(wv, bcast4(qr + 4 * k));
+          part[r] = k == 0 ? t : _mm256_add_epi16(part[r], t);
         }
       }
       const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.scale[g0 / 4]));
