@@ -226,15 +226,15 @@ TEST(LinearKQ, ScalarMatchesDoubleOfTheRoundedActivations) {
     }
 }
 
-TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "no AVX2 kernels on this architecture";
-#else
-  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+using GemmFn = void (*)(const cpu::kq::KQuantGemm&, int64_t, int64_t);
+
+// A SIMD kernel against the scalar one, bit for bit, over a grid of types, row lengths,
+// activation rows and outputs, called on uneven output ranges as threads split them.
+void expect_bit_identical_on_a_grid(GemmFn kernel) {
   uint32_t seed = 500;
   for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (int64_t k : {256, 512, 2048, 4096})
-      for (int64_t m : {1, 2, 4, 5, 8, 9, 13})  // from 8 rows: the panel kernel
+      for (int64_t m : {1, 2, 4, 5, 8, 9, 13})  // from 8 rows: x86's panel kernel
         for (int64_t oc : {1, 7, 37, 77}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + " k " + std::to_string(k) + " m " + std::to_string(m) + " oc " +
                        std::to_string(oc));
@@ -245,23 +245,19 @@ TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
           cpu::kq::KQuantGemm g{t, w.bytes.data(), w.row_bytes(), r.rows(m, k), ys.data(), oc};
           cpu::kq::scalar::gemm_kquant(g, 0, oc);
           g.y = yv.data();
-          cpu::kq::avx2::gemm_kquant(g, 0, oc / 3);  // uneven calls, as threads split the rows
-          cpu::kq::avx2::gemm_kquant(g, oc / 3, oc);
+          kernel(g, 0, oc / 3);
+          kernel(g, oc / 3, oc);
           ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
         }
-#endif
 }
 
-// The panel kernel sums up to eight maddubs results in int16 lanes before madd (q4_K 8,
-// q5_K / q2_K / q3_K 4, q6_K 2, iq4_xs 1): at the largest codes and |q| = 127 of one sign
-// those sums come within 1% of 2^15, and one more would wrap. Blocks of all-ones or
-// all-zero code bytes (each type's largest unsigned code or iq4_xs's -127) against rows of
-// one constant value (q = 127 or -127 everywhere) must still give the scalar kernel's bits.
-TEST(LinearKQ, Avx2PanelsAtTheIntegerBounds) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "no AVX2 kernels on this architecture";
-#else
-  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+// The SIMD kernels add products in narrow lanes before scaling them (x86's panel kernel
+// sums up to eight maddubs results in int16: q4_K 8, q5_K / q2_K / q3_K 4, q6_K 2, iq4_xs
+// 1; at the largest codes and |q| = 127 of one sign those sums come within 1% of 2^15, and
+// one more would wrap). Blocks of all-ones or all-zero code bytes (each type's largest
+// unsigned code, or iq4_xs's -127) against rows of one constant value (q = 127 or -127
+// everywhere) must still give the scalar kernel's bits.
+void expect_bit_identical_at_the_integer_bounds(GemmFn kernel) {
   uint32_t seed = 700;
   for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}, uint8_t{0x77}})
@@ -284,9 +280,28 @@ TEST(LinearKQ, Avx2PanelsAtTheIntegerBounds) {
         cpu::kq::KQuantGemm g{t, w.bytes.data(), w.row_bytes(), r.rows(m, k), ys.data(), oc};
         cpu::kq::scalar::gemm_kquant(g, 0, oc);
         g.y = yv.data();
-        cpu::kq::avx2::gemm_kquant(g, 0, oc);
+        kernel(g, 0, oc);
         ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
       }
+}
+
+TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
+  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  expect_bit_identical_on_a_grid(cpu::kq::avx2::gemm_kquant);
+  expect_bit_identical_at_the_integer_bounds(cpu::kq::avx2::gemm_kquant);
+#endif
+}
+
+TEST(LinearKQ, NeonDotprodMatchesScalarBitForBit) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "no NEON kernels on this architecture";
+#else
+  if (!cpu::kq::neon::available()) GTEST_SKIP() << "this CPU lacks the dot-product instructions";
+  expect_bit_identical_on_a_grid(cpu::kq::neon::gemm_kquant);
+  expect_bit_identical_at_the_integer_bounds(cpu::kq::neon::gemm_kquant);
 #endif
 }
 

@@ -87,4 +87,11 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1);
 }  // namespace avx2
 #endif
 
+#if defined(__aarch64__)
+namespace neon {  // arm/linear_kq_neon.cpp: ARMv8.2 dot-product instructions
+bool available();  // whether this CPU has them (else the scalar kernel runs)
+void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1);
+}  // namespace neon
+#endif
+
 }  // namespace tessera::cpu::kq
