@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "backend/cpu/kernels/linear_kq.h"
+#include "backend/cpu/x86/dpbusd.h"
 #include "convert/gguf_kquants.h"
+#include "convert/simd.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -428,9 +430,15 @@ inline __m256i bcast4(const int8_t* p) {
 }
 
 // y[m, o .. o + 8) for activation rows m0 .. m0 + R against the panel.
-template <typename Block, int R>
+using x86::Dot;
+using x86::dpbusd;
+
+template <typename Block, int R, Dot kDot>
 void panel_rows(const KQuantGemm& g, const PanelBlock* panel, int64_t o, int64_t m0) {
   using T = PanelTraits<Block>;
+  // Values per scale: 32 for q4_K / q5_K / iq4_xs, 16 for the others (block_scales).
+  constexpr int kScaleGroups = std::is_same_v<Block, Q45K<false>> || std::is_same_v<Block, Q45K<true>> ||
+                                       std::is_same_v<Block, IQ4XS> ? 8 : 4;
   const int64_t blocks = g.x.k / kSuper;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -440,7 +448,26 @@ void panel_rows(const KQuantGemm& g, const PanelBlock* panel, int64_t o, int64_t
     for (int r = 0; r < R; ++r) q[r] = g.x.q + (m0 + r) * g.x.k + i * kSuper;
     __m256i s[R];
     for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
-    for (int g0 = 0; g0 < 64; g0 += T::kSum) {
+    if constexpr (kDot != Dot::madd) {
+      // VNNI: vpdpbusd adds each group's products into int32 lanes (no saturation), so a
+      // whole scale group is summed before one multiply by the scale (the same integers).
+      for (int g0 = 0; g0 < 64; g0 += kScaleGroups) {
+        const __m256i* wp = reinterpret_cast<const __m256i*>(p.codes[g0]);
+        const __m256i sc = _mm256_srai_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.scale[g0 / 4])), 16);
+        for (int r = 0; r < R; ++r) {
+          const int8_t* qr = q[r] + 4 * g0;
+          __m256i t = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int k = 0; k < kScaleGroups; ++k) {
+            const __m256i wv = _mm256_load_si256(wp + k);
+            if constexpr (T::kSigned) t = dpbusd<kDot>(t, _mm256_abs_epi8(wv), _mm256_sign_epi8(bcast4(qr + 4 * k), wv));
+            else t = dpbusd<kDot>(t, wv, bcast4(qr + 4 * k));
+          }
+          s[r] = _mm256_add_epi32(s[r], _mm256_mullo_epi32(t, sc));
+        }
+      }
+    }
+    for (int g0 = 0; kDot == Dot::madd && g0 < 64; g0 += T::kSum) {
       __m256i part[R];
       const __m256i* wp = reinterpret_cast<const __m256i*>(p.codes[g0]);
       for (int r = 0; r < R; ++r) {
@@ -484,7 +511,7 @@ void panel_rows(const KQuantGemm& g, const PanelBlock* panel, int64_t o, int64_t
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(g.y + (m0 + r) * g.ldy + o, acc[r]);
 }
 
-template <typename Block>
+template <typename Block, Dot kDot>
 void gemm_panels(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
   const int64_t blocks = g.x.k / kSuper;
   thread_local std::vector<PanelBlock> scratch;
@@ -493,15 +520,21 @@ void gemm_panels(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_byte
   for (; o + kPanel <= o1; o += kPanel) {
     pack_panel<Block>(g, o, block_bytes, scratch.data());
     int64_t m = 0;
-    for (; m + kPanelActRows <= g.x.m; m += kPanelActRows) panel_rows<Block, kPanelActRows>(g, scratch.data(), o, m);
-    for (; m < g.x.m; ++m) panel_rows<Block, 1>(g, scratch.data(), o, m);
+    for (; m + kPanelActRows <= g.x.m; m += kPanelActRows) panel_rows<Block, kPanelActRows, kDot>(g, scratch.data(), o, m);
+    for (; m < g.x.m; ++m) panel_rows<Block, 1, kDot>(g, scratch.data(), o, m);
   }
   if (o < o1) gemm_t<Block>(g, o, o1, block_bytes);
 }
 
 template <typename Block>
 void gemm_any(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
-  if (g.x.m >= kPanelMinRows) return gemm_panels<Block>(g, o0, o1, block_bytes);
+  // VNNI where the CPU has it (TESSERA_SIMD=avx2 keeps maddubs): the same integers.
+  static const convert::Vnni vnni = convert::cpu_vnni();
+  if (g.x.m >= kPanelMinRows) {
+    if (vnni == convert::Vnni::evex) return gemm_panels<Block, Dot::vnni_evex>(g, o0, o1, block_bytes);
+    if (vnni == convert::Vnni::vex) return gemm_panels<Block, Dot::vnni_vex>(g, o0, o1, block_bytes);
+    return gemm_panels<Block, Dot::madd>(g, o0, o1, block_bytes);
+  }
   gemm_t<Block>(g, o0, o1, block_bytes);
 }
 

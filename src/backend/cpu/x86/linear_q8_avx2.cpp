@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/x86/dpbusd.h"
 #include "backend/cpu/x86/hsum8_avx2.h"
 #include "convert/dtype.h"
 #include "convert/gguf_kquants.h"
@@ -143,17 +144,8 @@ inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m2
 //
 // With VNNI (Dot::vnni_*) one vpdpbusd per four bytes adds the same u8 x s8 products into
 // the int32 lanes directly: the same sums (neither form saturates on these operands).
-enum class Dot { madd, vnni_vex, vnni_evex };
-
-// acc + the four u8 x s8 products of each 32-bit lane (vpdpbusd; VEX: AVX-VNNI, EVEX:
-// AVX512-VNNI with AVX512VL). Written as asm: it needs no target attribute, so one
-// template serves every instruction set.
-template <Dot kDot>
-inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-  if constexpr (kDot == Dot::vnni_vex) asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-  if constexpr (kDot == Dot::vnni_evex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-  return acc;
-}
+using x86::Dot;
+using x86::dpbusd;
 
 template <WKind K, Dot kDot = Dot::madd>
 inline __m256i block_dot(const __m256i* W, const __m256i* AW, const int8_t* xq, int32_t sx) {
