@@ -349,6 +349,42 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
 #endif
 }
 
+// The dot-product kernels (every quantized type) against the scalar ones: a grid of rows,
+// outputs and widths, split as two threads split it, and the integer bounds.
+TEST(LinearQ8, NeonDotprodMatchesScalarBitForBit) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "no NEON kernels on this architecture";
+#else
+  if (!cpu::q8::neon_dot::available()) GTEST_SKIP() << "this CPU lacks the dot-product instructions";
+  uint32_t seed = 1300;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl})
+    for (int64_t m : {1, 3, 4, 9})
+      for (int64_t oc : {1, 6, 13}) {
+        for (uint8_t fill : {uint8_t{0x5a}, uint8_t{0xff}, uint8_t{0x00}}) {  // 0x5a: the random bytes kept
+          const int64_t k = kBlock * (oc % 4 + 1) * 2;
+          SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " fill " +
+                       std::to_string(fill));
+          Weights w = random_weights(t, oc, k, ++seed);
+          std::vector<float> x = random_acts(m * k, ++seed);
+          if (fill != 0x5a) {  // codes at their extremes against rows of one value (q = +-127)
+            const int64_t bb = dtype_block_bytes(t), keep = t == DType::q4_1 || t == DType::q5_1 ? 4 : 2;
+            for (size_t i = 0; i < w.bytes.size(); ++i)
+              if (static_cast<int64_t>(i) % bb >= keep) w.bytes[i] = fill;
+            std::fill(x.begin(), x.end(), fill == 0xff ? 1.0f : -1.0f);
+          }
+          Rounded r = round_rows(x, m, k, false);
+          std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, ys.data(), oc};
+          cpu::q8::scalar::gemm_quant(g, 0, oc);
+          g.y = yv.data();
+          cpu::q8::neon_dot::gemm_quant(g, 0, oc / 2);
+          cpu::q8::neon_dot::gemm_quant(g, oc / 2, oc);
+          ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+        }
+      }
+#endif
+}
+
 // Against double: |y - exact| <= sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i| (q4_1 / q5_1:
 // |d code_i| + |m| in place of |w_i|: the min term m sum x is taken as m s1, within 32 amax_b (1/254 + 2^-11))
 // (activation rounding, linear_q8.h; for f16 with round_x the binary16 rounding of each

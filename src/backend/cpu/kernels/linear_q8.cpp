@@ -183,6 +183,8 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
   convert::use_neon() ? neon::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
 }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
+  static const bool dotprod = neon_dot::available();
+  if (convert::use_neon() && dotprod) return neon_dot::gemm_quant(g, o0, o1);
   convert::use_neon() && (g.wt == DType::q8_0 || g.wt == DType::q4_0) ? neon::gemm_quant(g, o0, o1)
                                                                        : scalar::gemm_quant(g, o0, o1);
 }

@@ -62,7 +62,7 @@ struct ActRows {
 
 // y[m * ldy + o] = dot(activation row m, weight row o) for every m and o in [o0, o1).
 struct QuantGemm {
-  DType wt = DType::q8_0;      // q8_0, q4_0, q5_0, q4_1, q5_1 or iq4_nl (on aarch64 the last four: the scalar kernel)
+  DType wt = DType::q8_0;      // q8_0, q4_0, q5_0, q4_1, q5_1 or iq4_nl (aarch64 without dotprod: the last four scalar)
   const uint8_t* w = nullptr;  // [OC] rows of k / 32 GGUF blocks
   int64_t w_row_bytes = 0;
   ActRows x;
@@ -135,6 +135,11 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);  // arm/linear_f16_neon.cpp
 }  // namespace neon
+// ARMv8.2 dot-product instructions (arm/linear_q8_dot_neon.cpp): every quantized weight type.
+namespace neon_dot {
+bool available();  // whether this CPU has them
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+}  // namespace neon_dot
 #endif
 
 }  // namespace tessera::cpu::q8
