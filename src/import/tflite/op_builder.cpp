@@ -71,6 +71,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SVDF, 3},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
+    // v1 f32; v2 hybrid (refused by dtype), v3 asymmetric hybrid inputs.
+    {T::BuiltinOperator_BIDIRECTIONAL_SEQUENCE_LSTM, 3},
     // Math builtins (op_builder_math.cpp): v2 adds int8 (ABS, RSQRT), v3 int16 (ABS).
     {T::BuiltinOperator_ABS, 3},              {T::BuiltinOperator_NEG, 1},
     {T::BuiltinOperator_SQUARE, 1},           {T::BuiltinOperator_RSQRT, 2},
@@ -666,6 +668,7 @@ Status build_custom_operator(OpSite& s);
 Status build_svdf(OpSite& s);
 // Implemented in op_builder_rnn.cpp.
 Status build_unidirectional_sequence_lstm(OpSite& s);
+Status build_bidirectional_sequence_lstm(OpSite& s);
 // Implemented in op_builder_math.cpp.
 Status build_math_operator(OpSite& s);
 // Implemented in op_builder_activation.cpp.
@@ -732,6 +735,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
     case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);
+    case T::BuiltinOperator_BIDIRECTIONAL_SEQUENCE_LSTM: return build_bidirectional_sequence_lstm(s);
     default: return build_shape_operator(s);
   }
 }
