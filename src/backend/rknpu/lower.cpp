@@ -11,6 +11,7 @@
 // (BS, BN: per channel from the table), clamps (BN ReLU/ReLU-X) and divides by 2^k with
 // rounding in OUT_CVT, adding the output offset: TFLite's rounding point, see lower_conv.
 #include "backend/rknpu/lower.h"
+#include "backend/rknpu/lower_internal.h"
 
 #include <algorithm>
 #include <array>
@@ -31,6 +32,8 @@
 #include "ops/quant_math.h"
 
 namespace tessera::rknpu {
+
+using namespace detail;
 
 namespace {
 
@@ -122,6 +125,10 @@ Status encode_requant(NpuOp& op, int k) {
   return Status::Ok();
 }
 
+}  // namespace
+
+namespace detail {
+
 Status no(const Node& n, const std::string& why) {
   return error(StatusCode::unsupported, why);
 }
@@ -195,6 +202,10 @@ Status check_feature(const Node& n, const Tensor& t, const char* what) {
                      std::to_string(regs::DPU::DATA_CUBE_CHANNEL__CHANNEL.max() + 1));
   return Status::Ok();
 }
+
+}  // namespace detail
+
+namespace {
 
 // The tensors of a convolution as the NPU sees them: x [1,H,W,IC], w [OC,KH,KW,IC] (conv) or
 // [1,KH,KW,C] (depthwise), y [1,OH,OW,OC]; a fully connected node passes 4-D views of its
@@ -646,6 +657,10 @@ Result<NpuOp> lower_pool(const Graph& g, const Node& n) {
   return op;
 }
 
+}  // namespace
+
+namespace detail {
+
 // A lookup-table op (docs/rknpu.md "Lookup tables"): y = f(x) element-wise, where `code`
 // gives TFLite's output code for each input code. The DPU reads x (MRDMA), passes BS and BN,
 // and the EW stage's LUT maps each stored value a = q - off in [-128, 127] to an entry:
@@ -705,7 +720,6 @@ int32_t quant_zp(const Tensor& t) { return static_cast<int32_t>(t.quant.zero_poi
 // A unary op whose output code is a function of the input code alone: x and y are checked
 // as feature maps of one dtype before their quantization is read, then `make(x, y)` gives
 // the code function (or the reason the NPU cannot hold it) for lower_lut.
-using CodeFn = std::function<int32_t(int32_t)>;
 Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string& name,
                                const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make) {
   const Tensor& x = g.tensor(n.inputs[0]);
@@ -716,6 +730,10 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
   TS_ASSIGN_OR_RETURN(CodeFn code, make(x, y));
   return lower_lut(n, g, n.inputs[0], n.outputs[0], code, name);
 }
+
+}  // namespace detail
+
+namespace {
 
 // LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
 // float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
@@ -883,6 +901,7 @@ const char* npu_op_type_name(NpuOpType t) {
     case NpuOpType::matmul: return "matmul";
     case NpuOpType::lut: return "lut";
     case NpuOpType::copy: return "copy";
+    case NpuOpType::resize: return "resize";
   }
   return "?";
 }
@@ -986,6 +1005,8 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::mul: return lower_mul(g, n);
       case OpKind::strided_slice: return lower_strided_slice(g, n);
       case OpKind::concat: return lower_concat(g, n);
+      case OpKind::requantize: return lower_requantize(g, n);
+      case OpKind::resize_nearest: return lower_resize_nearest(g, n);
       case OpKind::fully_connected: return is_float_matmul(g, n) ? lower_matmul(g, n, opts) : lower_fc(g, n, opts);
       default: return error(StatusCode::unsupported, std::string("no NPU lowering for ") + op_name(n.op));
     }
