@@ -31,7 +31,12 @@ Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi,
 Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string& name,
                                const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make);
 
-// lower_eltwise.cpp: QUANTIZE of an 8-bit tensor to 8 bits (requantize) as a lookup table.
+// lower_eltwise.cpp, lookup tables: LOGISTIC / TANH (TFLite's float tables), HARD_SWISH,
+// the SiLU MUL (x * logistic(x); other MULs are refused with the reason) and QUANTIZE of
+// an 8-bit tensor to 8 bits (requantize).
+Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name);
+Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n);
+Result<NpuOp> lower_mul(const Graph& g, const Node& n);
 Result<NpuOp> lower_requantize(const Graph& g, const Node& n);
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
 Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
