@@ -48,8 +48,9 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_DIV, 2},              {T::BuiltinOperator_MAXIMUM, 4},
     {T::BuiltinOperator_MINIMUM, 4},          {T::BuiltinOperator_AVERAGE_POOL_2D, 3},
     {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 2},
-    {T::BuiltinOperator_SOFTMAX, 2},          {T::BuiltinOperator_LOGISTIC, 2},
-    {T::BuiltinOperator_TANH, 2},             {T::BuiltinOperator_RELU, 2},
+    // LOGISTIC / TANH v3: int16 (op_builder_int16.cpp).
+    {T::BuiltinOperator_SOFTMAX, 2},          {T::BuiltinOperator_LOGISTIC, 3},
+    {T::BuiltinOperator_TANH, 3},             {T::BuiltinOperator_RELU, 2},
     {T::BuiltinOperator_RELU6, 2},            {T::BuiltinOperator_LEAKY_RELU, 2},
     {T::BuiltinOperator_HARD_SWISH, 1},       {T::BuiltinOperator_QUANTIZE, 2},
     {T::BuiltinOperator_DEQUANTIZE, 4},       {T::BuiltinOperator_RESHAPE, 1},
@@ -505,7 +506,10 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
-  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
+  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) {
+    TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
+    if (kind == OpKind::mul) TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {a0, a1}, y));
+  }
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);
@@ -516,6 +520,9 @@ Status build_unary(OpSite& s, OpKind kind, AttrMap a = {}) {
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  if ((kind == OpKind::logistic || kind == OpKind::tanh) && s.cx.graph.tensor(x).dtype == DType::i16 &&
+      is_quant(s.cx.graph.tensor(x)))
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   return s.add(kind, {x}, {y}, std::move(a));
 }
 

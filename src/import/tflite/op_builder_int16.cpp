@@ -1,0 +1,59 @@
+// TFLite's 16x8 quantization (int16 activations with zero point 0) for the element-wise
+// operators: the parameters the interpreter's Prepare functions demand, checked at import so
+// that a model the interpreter refuses (or whose arithmetic would overflow) is refused here,
+// naming the operator and the tensor.
+//  - LOGISTIC, TANH (activations.cc): input and output zero point 0; output scale 1/32768
+//    (LOGISTIC exactly, TANH a power of two within CheckedLog2's tolerance of 2^-15); an
+//    input scale the int16 arithmetic can take (ops/quant_int16.h).
+//  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
+#include <string>
+#include <vector>
+
+#include "convert/dtype.h"
+#include "import/tflite/import_context.h"
+#include "ops/quant_int16.h"
+
+namespace tessera::tflite {
+
+namespace {
+
+Status require_symmetric_i16(OpSite& s, const Tensor& t) {
+  if (t.dtype != DType::i16 || t.quant.empty() || t.quant.per_axis())
+    return s.fail("tensor '" + t.name + "' must be int16 with one scale and zero point (TFLite's 16x8 form), got " +
+                  dtype_name(t.dtype) + (t.quant.empty() ? " without quantization" : ""));
+  if (t.quant.zero_point_at(0) != 0)
+    return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
+                  ", TFLite's 16x8 quantization requires 0");
+  const float sc = t.quant.scale[0];
+  if (!(sc > 0) || !std::isfinite(sc)) return s.fail("int16 tensor '" + t.name + "' has scale " + std::to_string(sc));
+  return Status::Ok();
+}
+
+Status check_unit_activation(OpSite& s, const Tensor& x, const Tensor& y, bool is_tanh) {
+  const float so = y.quant.scale[0];
+  int log2 = 0;
+  const bool ok = is_tanh ? q::i16::checked_log2(so, &log2) && log2 == -15
+                          : static_cast<double>(so) == q::i16::kUnitOutputScale;
+  if (!ok)
+    return s.fail("int16 output '" + y.name + "' must have scale 1/32768 (TFLite's Q0.15 output), got " +
+                  std::to_string(so));
+  q::i16::UnitActivation p;
+  const std::string err = q::i16::unit_activation(x.quant.scale[0], is_tanh, &p);
+  if (!err.empty()) return s.fail("int16 input '" + x.name + "': " + err);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out) {
+  const Graph& g = s.cx.graph;
+  for (TensorId id : ins) TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(id)));
+  TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(out)));
+  switch (kind) {
+    case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
+    case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
+    default: return Status::Ok();
+  }
+}
+
+}  // namespace tessera::tflite
