@@ -8,14 +8,22 @@
 //    and a rounding right shift found by doubling), then linear interpolation in TFLite's
 //    256-entry table of sigmoid(i/24) in 0.16 format (reference_integer_ops::Logistic /
 //    Tanh, which the builtin kernel calls for these scales).
-// The output is Q0.15: scale 1/32768, zero point 0. Neutral ground (src/ops): the importer
+// The output is Q0.15: scale 1/32768, zero point 0.
+// SOFTMAX (activations.cc SoftmaxPrepare / reference_ops::SoftmaxInt16): differences to the
+// row maximum rescaled to [-65535, 0] ~ [-10, 0], exp through a 513-entry int16 table, the
+// sum's reciprocal through a table of 1/(1 + x) (both interpolated, LUTPopulate's tables).
+// Neutral ground (src/ops): the importer
 // validates the parameters with these functions, the cpu kernel computes with them.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "ops/quant_math.h"
 
 namespace tessera::q::i16 {
 
@@ -116,6 +124,69 @@ inline int16_t tanh_lut(int16_t x, const UnitActivation& p) {
   }
   r = v >= 0 ? r - (1 << 23) + (1 << 7) : -r + (1 << 23) + (1 << 7) - 1;
   return static_cast<int16_t>(r >> 8);
+}
+
+// ---- SOFTMAX ----
+
+// An interpolated table of 513 int16 values, as activations.cc fills it (LUTPopulate<int16_t>
+// in double): f over the int16 codes read at `in_scale` less `in_zp`, in 512 steps, each
+// entry biased by half the interpolation error at the step's midpoint, written at output
+// scale 2/65535 (the codes span [-1, 1]); the last entry only gives the last step's slope.
+inline constexpr int kLutSteps = 512;
+struct Lut16 {
+  int16_t v[kLutSteps + 1];
+};
+template <typename F>
+Lut16 make_lut16(double in_scale, int32_t in_zp, F f) {
+  constexpr double kRange = 65535.0;  // int16 max - min
+  const double lo = in_scale * (-32768 - in_zp), hi = in_scale * (32767 - in_zp);
+  const double out_scale = 2.0 / kRange;
+  const double out_min = out_scale * -32768, out_max = out_scale * 32767;
+  const double step = (hi - lo) / kLutSteps, half_step = step / 2;
+  const double inv = 65536.0 / (out_max - out_min);
+  auto clamp16 = [](double v) { return static_cast<int16_t>(std::min(std::max(v, -32768.0), 32767.0)); };
+  Lut16 t{};
+  for (int i = 0; i < kLutSteps; ++i) {
+    const double val = f(lo + i * step), mid = f(lo + i * step + half_step), next = f(lo + (i + 1) * step);
+    const double sample = std::round(val * inv);
+    const double midpoint_interp = std::round((next * inv + std::round(val * inv)) / 2);
+    const double bias = std::round((midpoint_interp - std::round(mid * inv)) / 2);
+    t.v[i] = clamp16(sample - bias);
+  }
+  t.v[kLutSteps] = clamp16(std::round(f(hi) * inv));
+  return t;
+}
+
+// The table value at a symmetric int16 input (512 base values, 7 bits of interpolation).
+inline int16_t lut16_lookup(int16_t value, const Lut16& t) {
+  const int index = 256 + (value >> 7);
+  const int32_t offset = value & 0x7f;
+  const int16_t base = t.v[index];
+  const int16_t slope = static_cast<int16_t>(t.v[index + 1] - t.v[index]);
+  return static_cast<int16_t>(base + ((int32_t{slope} * offset + 64) >> 7));
+}
+
+// SoftmaxPrepare's tables: exp over [-10, 0] and 1/(1 + x) over [0, 1], each as LUTPopulate
+// spans them: the input scale times the int16 codes less the zero point.
+struct SoftmaxLuts {
+  Lut16 exp, one_over_one_plus_x;
+};
+inline SoftmaxLuts softmax_luts() {
+  constexpr double kRange = 65535.0;  // int16 max - min
+  return {make_lut16(10.0 / kRange, 32767, [](double x) { return std::exp(x); }),
+          make_lut16(1.0 / kRange, -32768, [](double x) { return 1.0 / (1.0 + x); })};
+}
+
+// The input rescaling: in_scale · beta (a float product) over 10/65535, the differences'
+// units, as QuantizeMultiplier makes it; "" or why TFLite's arithmetic cannot take it (a
+// difference of up to 65535 shifted left past int32).
+inline std::string softmax_rescale(float in_scale, float beta, Multiplier* m) {
+  const double real = static_cast<double>(in_scale * beta) / (10.0 / 65535.0);
+  if (!(real > 0) || !std::isfinite(real)) return "input scale times beta must be positive and finite";
+  *m = quantize_multiplier(real);
+  if (m->shift > 15)
+    return "input scale times beta (" + std::to_string(in_scale * beta) + ") is too large for TFLite's int16 softmax";
+  return "";
 }
 
 }  // namespace tessera::q::i16

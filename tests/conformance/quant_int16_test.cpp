@@ -87,5 +87,35 @@ TESSERA_CONFORMANCE_CASES(mul) {
   return cases;
 }
 
+// softmax: rows of int16 codes in a band (so the exponentials spread over [exp(-10), 1]), two
+// input scales and a beta; the output is Q0.15.
+TESSERA_CONFORMANCE_CASES(softmax) {
+  std::vector<Case> cases;
+  for (float scale : {0.0005f, 0.00005f}) {
+    const int64_t R = pick(rng, 1, 4), L = pick(rng, 2, 40);
+    const double beta = scale < 0.0001f ? 2.0 : 1.0;
+    std::vector<int16_t> codes;
+    for (int64_t i = 0; i < R * L; ++i) codes.push_back(static_cast<int16_t>(pick(rng, -12000, 12000)));
+    std::vector<uint8_t> bytes(codes.size() * 2);
+    std::memcpy(bytes.data(), codes.data(), bytes.size());
+    std::vector<double> real;
+    for (int64_t r = 0; r < R; ++r) {
+      double mx = -1e300, sum = 0;
+      for (int64_t k = 0; k < L; ++k) mx = std::max(mx, beta * scale * codes[r * L + k]);
+      for (int64_t k = 0; k < L; ++k) sum += std::exp(beta * scale * codes[r * L + k] - mx);
+      for (int64_t k = 0; k < L; ++k) real.push_back(std::exp(beta * scale * codes[r * L + k] - mx) / sum);
+    }
+    CaseGraph cg;
+    Case c = cg.finish("softmax i16 scale " + std::to_string(scale), OpKind::softmax,
+                       {cg.input("x", {R, L}, DType::i16, bytes, q16(scale))}, {{"axis", int64_t{-1}}, {"beta", beta}},
+                       DType::i16, q16(1.0f / 32768));
+    c.expected = codes16(real, 1.0f / 32768);
+    c.code_tolerance = 64;
+    c.quantized = true;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 }  // namespace
 }  // namespace tessera::conformance

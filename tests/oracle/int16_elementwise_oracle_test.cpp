@@ -1,12 +1,13 @@
-// TFLite's 16x8 quantization (int16 activations, zero point 0) for LOGISTIC, TANH and MUL,
-// single-operator models judged by the interpreter byte for byte (op_checks.h). LOGISTIC and
-// TANH take every int16 code once (a seeded permutation of all 65536), over input scales
-// that take each of the interpreter's paths: a power of two read as Q3.12 (gemmlowp fixed
-// point), TANH's Q4.11 (doubled with saturation first), a scale within CheckedLog2's tolerance of 2^-12,
-// and general scales through the interpolated sigmoid table (from 1e-6 to 4). MUL takes
-// seeded full-range codes over shapes with and without broadcasting, several scale triples
-// (saturating and not) and the fused activations. Refusals (zero points, output scales,
-// input scales the arithmetic cannot take) are checked by their messages.
+// TFLite's 16x8 quantization (int16 activations, zero point 0) for LOGISTIC, TANH, MUL and
+// SOFTMAX, single-operator models judged by the interpreter byte for byte (op_checks.h).
+// LOGISTIC and TANH take every int16 code once (a seeded permutation of all 65536) over
+// input scales that take each of the interpreter's paths: 2^-12 read as Q3.12 (gemmlowp
+// fixed point), TANH's 2^-11 (doubled with saturation first), a scale within CheckedLog2's
+// tolerance of 2^-12, and general scales through the interpolated sigmoid table (1e-6 to 4).
+// MUL takes seeded full-range codes over shapes with and without broadcasting, several
+// scale triples (saturating and not) and the fused activations; SOFTMAX its own grid
+// (below). Refusals (zero points, output scales, input scales the arithmetic cannot take)
+// are checked by their messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,6 +140,73 @@ TEST(TfliteOracle, Int16MulMatchesTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "int16_mul"), static_cast<int>(checks.size()));
 }
 
+SingleOpModel softmax_model(std::vector<int32_t> shape, float in_scale, float beta, float out_scale = 1.0f / 32768) {
+  SingleOpModel m;
+  m.code = T::BuiltinOperator_SOFTMAX;
+  m.version = 3;  // op_version.cc: int16 SOFTMAX
+  m.tensors = {i16_tensor("x", shape, in_scale), i16_tensor("y", shape, out_scale)};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.options = [beta](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_SoftmaxOptions, T::CreateSoftmaxOptions(fb, beta).Union());
+  };
+  return m;
+}
+
+// Seeded codes in [-spread, spread] (a row's differences, and so its exponentials, vary
+// with the spread), optionally every row constant.
+std::vector<int16_t> spread_codes(int64_t n, int32_t spread, uint32_t seed, int64_t constant_rows_of = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(-spread, spread);
+  std::vector<int16_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<int16_t>(d(rng));
+  if (constant_rows_of > 0)
+    for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = v[static_cast<size_t>(k / constant_rows_of * constant_rows_of)];
+  return v;
+}
+
+// SOFTMAX: input scales from coarse (most exponentials under the table's exp(-10)) to fine,
+// betas other than 1, row lengths 1 to 2000, ranks 1 to 4, code spreads from 40 to the
+// whole int16 range, constant rows, and an output scale within TF_LITE_ENSURE_NEAR of 2^-15.
+TEST(TfliteOracle, Int16SoftmaxMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct SoftmaxCase {
+    const char* name;
+    std::vector<int32_t> shape;
+    float scale, beta;
+    int32_t spread;
+    bool constant_rows = false;
+    float out_scale = 1.0f / 32768;
+  };
+  const std::vector<SoftmaxCase> cases = {
+      {"full_range_10", {4, 10}, 10.0f / 32768, 1.0f, 32767},
+      {"full_range_rank1", {300}, 10.0f / 32768, 1.0f, 32767},
+      {"narrow_q3_12", {3, 2, 5, 16}, 1.0f / 4096, 1.0f, 8000},
+      {"fine_0_0001", {2, 300}, 0.0001f, 1.0f, 20000},
+      {"fine_1e_5_spread_40", {5, 7}, 1e-5f, 1.0f, 40},
+      {"coarse_0_01", {6, 33}, 0.01f, 1.0f, 2000},
+      {"coarse_0_05_full", {2, 64}, 0.05f, 1.0f, 32767},
+      {"beta_half", {3, 100}, 0.0005f, 0.5f, 15000},
+      {"beta_3", {2, 3, 50}, 0.0002f, 3.0f, 32767},
+      {"row_1", {7, 1}, 0.001f, 1.0f, 32767},
+      {"row_2", {9, 2}, 0.001f, 1.0f, 3000},
+      {"long_2000", {1, 2000}, 0.0003f, 1.0f, 32767},
+      {"constant_rows", {4, 12}, 0.001f, 1.0f, 32767, true},
+      {"out_scale_near", {3, 21}, 0.0004f, 1.0f, 9000, false, 1.0f / 32768 * 1.0005f},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 300;
+  for (const SoftmaxCase& c : cases) {
+    const int64_t n = element_count(c.shape);
+    std::vector<std::vector<uint8_t>> ins = {
+        bytes_of(spread_codes(n, c.spread, seed++, c.constant_rows ? c.shape.back() : 0))};
+    OpCheck ch{std::string("softmax_") + c.name, softmax_model(c.shape, c.scale, c.beta, c.out_scale), std::move(ins),
+               false, {}, {}};
+    checks.push_back(std::move(ch));
+  }
+  EXPECT_EQ(run_op_checks(checks, "int16_softmax"), static_cast<int>(checks.size()));
+}
+
 TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {
   // (No interpreter needed: Tessera's import errors.)
   expect_refused(unit_activation_model(T::BuiltinOperator_LOGISTIC, {4}, 1.0f / 4096, 1.0f / 32768, 3),
@@ -152,6 +220,9 @@ TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {
   expect_refused(unit_activation_model(T::BuiltinOperator_TANH, {4}, 100.0f), {"TANH", "'x'", "too large"});
   expect_refused(mul_model({4}, {4}, {4}, 0.1f, 0.1f, 0.1f, T::ActivationFunctionType_NONE, 5),
                  {"MUL", "'a'", "zero point 5"});
+  expect_refused(softmax_model({2, 4}, 0.001f, 1.0f, 1.0f / 65536), {"SOFTMAX", "'y'", "1/32768"});
+  expect_refused(softmax_model({1, 2, 2, 2, 4}, 0.001f, 1.0f), {"SOFTMAX", "'x'", "rank 5"});
+  expect_refused(softmax_model({2, 4}, 8.0f, 1.0f), {"SOFTMAX", "'x'", "too large"});
 }
 
 }  // namespace

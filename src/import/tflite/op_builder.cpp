@@ -48,8 +48,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_DIV, 2},              {T::BuiltinOperator_MAXIMUM, 4},
     {T::BuiltinOperator_MINIMUM, 4},          {T::BuiltinOperator_AVERAGE_POOL_2D, 3},
     {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 2},
-    // LOGISTIC / TANH v3: int16 (op_builder_int16.cpp).
-    {T::BuiltinOperator_SOFTMAX, 2},          {T::BuiltinOperator_LOGISTIC, 3},
+    // LOGISTIC / TANH / SOFTMAX v3: int16 (op_builder_int16.cpp).
+    {T::BuiltinOperator_SOFTMAX, 3},          {T::BuiltinOperator_LOGISTIC, 3},
     {T::BuiltinOperator_TANH, 3},             {T::BuiltinOperator_RELU, 2},
     {T::BuiltinOperator_RELU6, 2},            {T::BuiltinOperator_LEAKY_RELU, 2},
     {T::BuiltinOperator_HARD_SWISH, 1},       {T::BuiltinOperator_QUANTIZE, 2},
@@ -539,6 +539,7 @@ Status build_softmax(OpSite& s) {
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& xt = s.cx.graph.tensor(x);
   const Tensor& yt = s.cx.graph.tensor(y);
+  if (xt.dtype == DType::i16 && is_quant(xt)) TS_RETURN_IF_ERROR(check_int16_operator(s, OpKind::softmax, {x}, y));
   if (is_quant(xt) && yt.dtype != xt.dtype) {
     if (xt.dtype != DType::i8 || yt.dtype != DType::i16)
       return s.fail(std::string("a ") + dtype_name(xt.dtype) + " input needs an output of the same dtype (or i16 for "

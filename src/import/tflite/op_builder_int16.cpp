@@ -6,6 +6,9 @@
 //    (LOGISTIC exactly, TANH a power of two within CheckedLog2's tolerance of 2^-15); an
 //    input scale the int16 arithmetic can take (ops/quant_int16.h).
 //  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
+//  - SOFTMAX (activations.cc): output scale 1/32768 (within 0.1%), rank 1 to 4, an input
+//    scale times beta whose rescaling fits int32, rows of at most 65536 values.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,22 @@ Status check_unit_activation(OpSite& s, const Tensor& x, const Tensor& y, bool i
   return Status::Ok();
 }
 
+Status check_softmax(OpSite& s, const Tensor& x, const Tensor& y, float beta) {
+  if (!(std::abs(y.quant.scale[0] - 1.f / 32768) <= 0.001f * 1.f / 32768))
+    return s.fail("int16 output '" + y.name + "' must have scale 1/32768 (TFLite's int16 softmax), got " +
+                  std::to_string(y.quant.scale[0]));
+  if (x.shape.empty() || x.shape.size() > 4)
+    return s.fail("int16 input '" + x.name + "' has rank " + std::to_string(x.shape.size()) +
+                  "; TFLite's int16 softmax takes ranks 1 to 4");
+  if (x.shape.back() > 65536)
+    return s.fail("int16 input '" + x.name + "' has rows of " + std::to_string(x.shape.back()) +
+                  " values; the int32 sum of TFLite's int16 softmax takes at most 65536");
+  q::Multiplier m;
+  const std::string err = q::i16::softmax_rescale(x.quant.scale[0], beta, &m);
+  if (!err.empty()) return s.fail("int16 input '" + x.name + "': " + err);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out) {
@@ -52,6 +71,10 @@ Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>&
   switch (kind) {
     case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
     case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
+    case OpKind::softmax: {
+      const auto* o = s.op->builtin_options_as_SoftmaxOptions();
+      return check_softmax(s, g.tensor(ins[0]), g.tensor(out), o ? o->beta() : 1.0f);
+    }
     default: return Status::Ok();
   }
 }
