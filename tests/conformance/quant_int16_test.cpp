@@ -117,5 +117,59 @@ TESSERA_CONFORMANCE_CASES(softmax) {
   return cases;
 }
 
+// avg_pool2d / max_pool2d: 2x2 windows, stride 2, the input's parameters kept (TFLite);
+// the average rounds once (one code), the maximum is exact.
+std::vector<Case> pool_cases(Rng& rng, bool is_max) {
+  std::vector<Case> cases;
+  const int64_t H = pick(rng, 2, 9), W = pick(rng, 2, 9), C = pick(rng, 1, 5), F = 2;
+  I16Tensor x = random_i16(rng, H * W * C, 1.0f / 4096);
+  const int64_t OH = (H - F) / F + 1, OW = (W - F) / F + 1;
+  std::vector<double> real;
+  for (int64_t oy = 0; oy < OH; ++oy)
+    for (int64_t ox = 0; ox < OW; ++ox)
+      for (int64_t ch = 0; ch < C; ++ch) {
+        double acc = is_max ? -1e300 : 0;
+        for (int64_t ky = 0; ky < F; ++ky)
+          for (int64_t kx = 0; kx < F; ++kx) {
+            const double v = x.real[((oy * F + ky) * W + ox * F + kx) * C + ch];
+            acc = is_max ? std::max(acc, v) : acc + v / (F * F);
+          }
+        real.push_back(acc);
+      }
+  CaseGraph cg;
+  const OpKind op = is_max ? OpKind::max_pool2d : OpKind::avg_pool2d;
+  Case c = cg.finish(std::string(op_name(op)) + " i16 quantized", op, {cg.input("x", {1, H, W, C}, DType::i16, x.bytes, x.q)},
+                     {{"filter_h", F}, {"filter_w", F}, {"stride_h", F}, {"stride_w", F}}, DType::i16, x.q);
+  c.expected = codes16(real, 1.0f / 4096);
+  c.code_tolerance = is_max ? 0 : 1;
+  c.quantized = true;
+  cases.push_back(std::move(c));
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(avg_pool2d) { return pool_cases(rng, false); }
+TESSERA_CONFORMANCE_CASES(max_pool2d) { return pool_cases(rng, true); }
+
+// mean over the spatial axes: equal parameters (the integer mean, truncated: within one
+// code) and a finer output scale (the float mean rounded: within one code).
+TESSERA_CONFORMANCE_CASES(mean) {
+  std::vector<Case> cases;
+  for (float so : {1.0f / 4096, 1.0f / 16384}) {
+    const int64_t H = pick(rng, 1, 6), W = pick(rng, 1, 6), C = pick(rng, 1, 5);
+    I16Tensor x = random_i16(rng, H * W * C, 1.0f / 4096);
+    std::vector<double> real(static_cast<size_t>(C), 0.0);
+    for (int64_t i = 0; i < H * W; ++i)
+      for (int64_t ch = 0; ch < C; ++ch) real[ch] += x.real[i * C + ch] / static_cast<double>(H * W);
+    CaseGraph cg;
+    Case c = cg.finish("mean i16 quantized, output scale " + std::to_string(so), OpKind::mean,
+                       {cg.input("x", {1, H, W, C}, DType::i16, x.bytes, x.q)},
+                       {{"axes", std::vector<int64_t>{1, 2}}, {"keep_dims", int64_t{1}}}, DType::i16, q16(so));
+    c.expected = codes16(real, so);
+    c.code_tolerance = 1;
+    c.quantized = true;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 }  // namespace
 }  // namespace tessera::conformance

@@ -47,7 +47,7 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SUB, 3},              {T::BuiltinOperator_MUL, 4},
     {T::BuiltinOperator_DIV, 2},              {T::BuiltinOperator_MAXIMUM, 4},
     {T::BuiltinOperator_MINIMUM, 4},          {T::BuiltinOperator_AVERAGE_POOL_2D, 3},
-    {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 2},
+    {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 3},  // v3: int16
     // LOGISTIC / TANH / SOFTMAX v3: int16 (op_builder_int16.cpp).
     {T::BuiltinOperator_SOFTMAX, 3},          {T::BuiltinOperator_LOGISTIC, 3},
     {T::BuiltinOperator_TANH, 3},             {T::BuiltinOperator_RELU, 2},
@@ -463,6 +463,8 @@ Status build_pool(OpSite& s, OpKind kind) {
   a["filter_w"] = int64_t{o->filter_width()};
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  if (s.cx.graph.tensor(x).dtype == DType::i16 && is_quant(s.cx.graph.tensor(x)))
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   return s.add(kind, {x}, {y}, a);
 }
 
@@ -554,7 +556,7 @@ Status build_softmax(OpSite& s) {
 
 // MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD: constant axes (input 1, int32) within the
 // input's rank, ReducerOptions.keep_dims. Quantized forms as TFLite's reduce.cc takes them:
-// MEAN and SUM u8 / i8; REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
+// MEAN u8 / i8 / i16, SUM u8 / i8; REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
 // on the output (the codes are compared); REDUCE_PROD i8 / i16.
 Status build_reduce(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
@@ -575,19 +577,20 @@ Status build_reduce(OpSite& s, OpKind kind) {
   if (xt.dtype != DType::f32) {
     const bool max_min = kind == OpKind::reduce_max || kind == OpKind::reduce_min;
     const bool ok = is_quant(xt) && !xt.quant.per_axis() &&
-                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod
+                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod || kind == OpKind::mean
                                             : xt.dtype == DType::i8 || kind != OpKind::reduce_prod);
     if (!ok)
       return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) +
                     (is_quant(xt) ? "" : " without quantization parameters") +
                     " is not supported (f32; " +
-                    (max_min ? "u8, i8 or i16" : kind == OpKind::reduce_prod ? "i8 or i16" : "u8 or i8") +
+                    (max_min || kind == OpKind::mean ? "u8, i8 or i16" : kind == OpKind::reduce_prod ? "i8 or i16" : "u8 or i8") +
                     " quantized per tensor)");
     TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
     if (yt.quant.per_axis()) return s.fail("output '" + yt.name + "' has per-axis quantization");
     if (max_min && xt.quant != yt.quant)
       return s.fail("output '" + yt.name + "' must have the quantization of input '" + xt.name +
                     "' (TFLite compares codes)");
+    if (kind == OpKind::mean && xt.dtype == DType::i16) TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   }
   const auto* o = s.op->builtin_options_as_ReducerOptions();
   return s.add(kind, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});

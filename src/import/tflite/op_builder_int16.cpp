@@ -6,6 +6,9 @@
 //    (LOGISTIC exactly, TANH a power of two within CheckedLog2's tolerance of 2^-15); an
 //    input scale the int16 arithmetic can take (ops/quant_int16.h).
 //  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
+//  - AVERAGE_POOL_2D, MAX_POOL_2D (pooling.cc): zero points 0; the window at most 65536
+//    values (the average sums int16 codes in int32).
+//  - MEAN (reduce.cc): zero points 0; at most 65536 values per output (an int32 sum).
 //  - SOFTMAX (activations.cc): output scale 1/32768 (within 0.1%), rank 1 to 4, an input
 //    scale times beta whose rescaling fits int32, rows of at most 65536 values.
 #include <cmath>
@@ -62,6 +65,20 @@ Status check_softmax(OpSite& s, const Tensor& x, const Tensor& y, float beta) {
   return Status::Ok();
 }
 
+Status check_mean(OpSite& s, const Tensor& x) {
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axes, s.const_input(1));
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;  // (axes checked by the caller)
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[static_cast<size_t>(d)]) count *= x.shape[static_cast<size_t>(d)];
+  if (count > 65536)
+    return s.fail("int16 input '" + x.name + "' is averaged over " + std::to_string(count) +
+                  " values; TFLite's int32 sum of int16 codes takes at most 65536");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out) {
@@ -71,9 +88,18 @@ Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>&
   switch (kind) {
     case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
     case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
+    case OpKind::mean: return check_mean(s, g.tensor(ins[0]));
     case OpKind::softmax: {
       const auto* o = s.op->builtin_options_as_SoftmaxOptions();
       return check_softmax(s, g.tensor(ins[0]), g.tensor(out), o ? o->beta() : 1.0f);
+    }
+    case OpKind::avg_pool2d:
+    case OpKind::max_pool2d: {
+      const auto* o = s.op->builtin_options_as_Pool2DOptions();
+      if (o && int64_t{o->filter_height()} * o->filter_width() > 65536)
+        return s.fail("int16 pooling window " + std::to_string(o->filter_height()) + "x" +
+                      std::to_string(o->filter_width()) + " exceeds 65536 values (TFLite sums int16 codes in int32)");
+      return Status::Ok();
     }
     default: return Status::Ok();
   }
