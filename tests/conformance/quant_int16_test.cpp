@@ -171,5 +171,26 @@ TESSERA_CONFORMANCE_CASES(mean) {
   return cases;
 }
 
+// sum over the last axis, the input's parameters kept (TFLite's int16 SUM adds the codes):
+// codes small enough not to wrap, so the sum is exact.
+TESSERA_CONFORMANCE_CASES(sum) {
+  std::vector<Case> cases;
+  const int64_t R = pick(rng, 1, 5), L = pick(rng, 2, 30);
+  const float scale = 1.0f / 4096;
+  std::vector<int16_t> codes;
+  for (int64_t i = 0; i < R * L; ++i) codes.push_back(static_cast<int16_t>(pick(rng, -1000, 1000)));
+  std::vector<uint8_t> bytes(codes.size() * 2);
+  std::memcpy(bytes.data(), codes.data(), bytes.size());
+  std::vector<double> real(static_cast<size_t>(R), 0.0);
+  for (int64_t i = 0; i < R * L; ++i) real[static_cast<size_t>(i / L)] += static_cast<double>(scale) * codes[i];
+  CaseGraph cg;
+  Case c = cg.finish("sum i16 quantized", OpKind::sum, {cg.input("x", {R, L}, DType::i16, bytes, q16(scale))},
+                     {{"axes", std::vector<int64_t>{1}}, {"keep_dims", int64_t{0}}}, DType::i16, q16(scale));
+  c.expected = codes16(real, scale);
+  c.quantized = true;
+  cases.push_back(std::move(c));
+  return cases;
+}
+
 }  // namespace
 }  // namespace tessera::conformance

@@ -39,9 +39,9 @@ std::vector<int16_t> all_codes(uint32_t seed) {
   return std::vector<int16_t>(v.begin(), v.end());
 }
 
-std::vector<int16_t> random_codes(int64_t n, uint32_t seed) {
+std::vector<int16_t> random_codes(int64_t n, uint32_t seed, int32_t lo = -32768, int32_t hi = 32767) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(-32768, 32767);
+  std::uniform_int_distribution<int32_t> d(lo, hi);
   std::vector<int16_t> v(static_cast<size_t>(n));
   for (auto& x : v) x = static_cast<int16_t>(d(rng));
   return v;
@@ -205,6 +205,18 @@ TEST(TfliteOracle, Int16SoftmaxMatchesTheInterpreter) {
     checks.push_back(std::move(ch));
   }
   EXPECT_EQ(run_op_checks(checks, "int16_softmax"), static_cast<int>(checks.size()));
+}
+
+SingleOpModel compare_model(T::BuiltinOperator code, int version, std::vector<int32_t> a, std::vector<int32_t> b,
+                            std::vector<int32_t> y, float sa, float sb) {
+  SingleOpModel m;
+  m.code = code;
+  m.version = version;
+  m.tensors = {i16_tensor("a", std::move(a), sa), i16_tensor("b", std::move(b), sb),
+               testing::activation("y", T::TensorType_BOOL, std::move(y))};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  return m;
 }
 
 TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {

@@ -6,7 +6,8 @@
 // integer mean) and other scales (QuantizedMeanOrSum in float), over inner, outer, several
 // and all axes, and over the spatial axes of a 4-D tensor with keep_dims (which int8 and
 // uint8 treat apart, int16 not: those cases tell the paths apart). Refusals are checked by
-// their messages.
+// their messages. SUM (which the interpreter takes for int16 only with the input's
+// quantization on the output) adds codes, with and without wrapping.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -160,11 +161,46 @@ TEST(TfliteOracle, Int16MeanMatchesTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "int16_mean"), static_cast<int>(checks.size()));
 }
 
+SingleOpModel sum_model(const MeanCase& c) {
+  SingleOpModel m = mean_model(c);
+  m.code = T::BuiltinOperator_SUM;
+  m.version = 2;  // (op_version.cc gives int16 SUM no version of its own)
+  return m;
+}
+
+// SUM with the input's quantization on the output (the interpreter refuses other output
+// scales for int16): codes added in int16, wrapping, over small codes (no wrap) and the
+// full range (wrapping).
+TEST(TfliteOracle, Int16SumMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  const float k = 1.0f / 4096;
+  struct SumCase {
+    MeanCase shape;
+    int32_t spread;
+  };
+  const std::vector<SumCase> cases = {
+      {{"inner_small", {3, 4, 17}, {-1}, false, k, k}, 1000},
+      {{"outer_keep_small", {5, 3, 4}, {0}, true, k, k}, 3000},
+      {{"spatial_full_range", {2, 5, 7, 6}, {1, 2}, true, k, k}, 32767},
+      {{"all_full_range", {2, 3, 4}, {0, 1, 2}, false, k, k}, 32767},
+      {{"two_axes_full_range", {2, 6, 5, 3}, {0, 3}, true, k, k}, 32767},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 600;
+  for (const SumCase& c : cases) {
+    std::vector<std::vector<uint8_t>> ins = {bytes_of(random_codes(element_count(c.shape.shape), seed++, -c.spread, c.spread))};
+    OpCheck ch{std::string("sum_") + c.shape.name, sum_model(c.shape), std::move(ins), false, {}, {}};
+    checks.push_back(std::move(ch));
+  }
+  EXPECT_EQ(run_op_checks(checks, "int16_sum"), static_cast<int>(checks.size()));
+}
+
 TEST(TfliteOracle, Int16PoolMeanRefusalsNameTheTensor) {
   expect_refused(pool_model({"zp", true, {1, 4, 4, 2}, 2, 2, 2, false}, 3), {"AVERAGE_POOL_2D", "'x'", "zero point 3"});
   expect_refused(pool_model({"huge", true, {1, 300, 300, 1}, 300, 300, 1, false}), {"AVERAGE_POOL_2D", "65536"});
   expect_refused(mean_model({"zp", {2, 4}, {1}, false, 0.001f, 0.001f}, 7), {"MEAN", "'x'", "zero point 7"});
   expect_refused(mean_model({"long", {1, 70000}, {1}, false, 0.001f, 0.001f}), {"MEAN", "'x'", "65536"});
+  expect_refused(sum_model({"rescaled", {2, 4}, {1}, false, 0.001f, 0.005f}), {"SUM", "'y'", "quantization of input 'x'"});
 }
 
 }  // namespace

@@ -556,7 +556,7 @@ Status build_softmax(OpSite& s) {
 
 // MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD: constant axes (input 1, int32) within the
 // input's rank, ReducerOptions.keep_dims. Quantized forms as TFLite's reduce.cc takes them:
-// MEAN u8 / i8 / i16, SUM u8 / i8; REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
+// MEAN u8 / i8 / i16, SUM u8 / i8 (i16 keeping the input's quantization); REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
 // on the output (the codes are compared); REDUCE_PROD i8 / i16.
 Status build_reduce(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
@@ -577,20 +577,22 @@ Status build_reduce(OpSite& s, OpKind kind) {
   if (xt.dtype != DType::f32) {
     const bool max_min = kind == OpKind::reduce_max || kind == OpKind::reduce_min;
     const bool ok = is_quant(xt) && !xt.quant.per_axis() &&
-                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod || kind == OpKind::mean
+                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod || kind == OpKind::mean ||
+                                                  kind == OpKind::sum
                                             : xt.dtype == DType::i8 || kind != OpKind::reduce_prod);
     if (!ok)
       return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) +
                     (is_quant(xt) ? "" : " without quantization parameters") +
                     " is not supported (f32; " +
-                    (max_min || kind == OpKind::mean ? "u8, i8 or i16" : kind == OpKind::reduce_prod ? "i8 or i16" : "u8 or i8") +
+                    (kind == OpKind::reduce_prod ? "i8 or i16" : "u8, i8 or i16") +
                     " quantized per tensor)");
     TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
     if (yt.quant.per_axis()) return s.fail("output '" + yt.name + "' has per-axis quantization");
     if (max_min && xt.quant != yt.quant)
       return s.fail("output '" + yt.name + "' must have the quantization of input '" + xt.name +
                     "' (TFLite compares codes)");
-    if (kind == OpKind::mean && xt.dtype == DType::i16) TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
+    if ((kind == OpKind::mean || kind == OpKind::sum) && xt.dtype == DType::i16)
+      TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   }
   const auto* o = s.op->builtin_options_as_ReducerOptions();
   return s.add(kind, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});

@@ -9,6 +9,7 @@
 //  - AVERAGE_POOL_2D, MAX_POOL_2D (pooling.cc): zero points 0; the window at most 65536
 //    values (the average sums int16 codes in int32).
 //  - MEAN (reduce.cc): zero points 0; at most 65536 values per output (an int32 sum).
+//  - SUM (reduce.cc): the input's quantization on the output (the codes are added).
 //  - SOFTMAX (activations.cc): output scale 1/32768 (within 0.1%), rank 1 to 4, an input
 //    scale times beta whose rescaling fits int32, rows of at most 65536 values.
 #include <cmath>
@@ -89,6 +90,11 @@ Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>&
     case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
     case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
     case OpKind::mean: return check_mean(s, g.tensor(ins[0]));
+    case OpKind::sum:  // reduce.cc: the int16 sum keeps the input's quantization (codes added)
+      if (g.tensor(ins[0]).quant != g.tensor(out).quant)
+        return s.fail("int16 output '" + g.tensor(out).name + "' must have the quantization of input '" +
+                      g.tensor(ins[0]).name + "' (TFLite's int16 SUM adds the codes)");
+      return Status::Ok();
     case OpKind::softmax: {
       const auto* o = s.op->builtin_options_as_SoftmaxOptions();
       return check_softmax(s, g.tensor(ins[0]), g.tensor(out), o ? o->beta() : 1.0f);
