@@ -232,6 +232,16 @@ TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {
   expect_refused(unit_activation_model(T::BuiltinOperator_TANH, {4}, 100.0f), {"TANH", "'x'", "too large"});
   expect_refused(mul_model({4}, {4}, {4}, 0.1f, 0.1f, 0.1f, T::ActivationFunctionType_NONE, 5),
                  {"MUL", "'a'", "zero point 5"});
+  // ADD with scales within CheckedLog2's tolerance of powers of two (and pot_scale_int16):
+  // the interpreter takes its shift-only kernel, which Tessera does not implement.
+  SingleOpModel add;
+  add.code = T::BuiltinOperator_ADD;
+  add.version = 3;
+  add.tensors = {i16_tensor("a", {8}, 1.0f / 512 * 1.0003f), i16_tensor("b", {8}, 1.0f / 256 * 1.0003f),
+                 i16_tensor("y", {8}, 1.0f / 256 * 1.0003f)};
+  add.op_inputs = {0, 1};
+  add.op_outputs = {2};
+  expect_refused(add, {"ADD", "power-of-two scales"});
   expect_refused(softmax_model({2, 4}, 0.001f, 1.0f, 1.0f / 65536), {"SOFTMAX", "'y'", "1/32768"});
   expect_refused(softmax_model({1, 2, 2, 2, 4}, 0.001f, 1.0f), {"SOFTMAX", "'x'", "rank 5"});
   expect_refused(softmax_model({2, 4}, 8.0f, 1.0f), {"SOFTMAX", "'x'", "too large"});

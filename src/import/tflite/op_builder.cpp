@@ -7,6 +7,7 @@
 
 #include "convert/dtype.h"
 #include "import/tflite/import_context.h"
+#include "ops/quant_int16.h"
 
 namespace tessera::tflite {
 
@@ -485,8 +486,8 @@ Status check_int16_add(OpSite& s, OpKind kind, std::initializer_list<TensorId> i
     if (t.quant.zero_point_at(0) != 0)
       return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
                     ", TFLite's 16x8 quantization requires 0");
-    int e;
-    all_pot = all_pot && std::frexp(static_cast<double>(t.quant.scale[0]), &e) == 0.5;
+    int log2 = 0;  // add.cc / sub.cc test with CheckedLog2: a power of two within 1e-3 in log2
+    all_pot = all_pot && q::i16::checked_log2(t.quant.scale[0], &log2);
   }
   if (pot_option && all_pot)
     return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
