@@ -7,7 +7,6 @@
 
 #include "convert/dtype.h"
 #include "import/tflite/import_context.h"
-#include "ops/quant_int16.h"
 
 namespace tessera::tflite {
 
@@ -469,31 +468,6 @@ Status build_pool(OpSite& s, OpKind kind) {
   return s.add(kind, {x}, {y}, a);
 }
 
-// int16 ADD / SUB (TFLite's 16x8 quantization): symmetric operands, and the general-scale
-// kernel; TFLite takes a shift-only kernel instead when pot_scale_int16 is set (its default)
-// and every scale is a power of two, which Tessera does not implement.
-Status check_int16_add(OpSite& s, OpKind kind, std::initializer_list<TensorId> ids) {
-  const Graph& g = s.cx.graph;
-  if (kind != OpKind::add && kind != OpKind::sub) return Status::Ok();  // the kernels report the rest
-  bool pot_option = true;
-  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
-  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
-  bool all_pot = true;
-  for (TensorId id : ids) {
-    const Tensor& t = g.tensor(id);
-    if (t.dtype != DType::i16 || !is_quant(t) || t.quant.per_axis())
-      return s.fail("int16 operand '" + t.name + "' needs an int16 output and operands with one scale each");
-    if (t.quant.zero_point_at(0) != 0)
-      return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
-                    ", TFLite's 16x8 quantization requires 0");
-    int log2 = 0;  // add.cc / sub.cc test with CheckedLog2: a power of two within 1e-3 in log2
-    all_pot = all_pot && q::i16::checked_log2(t.quant.scale[0], &log2);
-  }
-  if (pot_option && all_pot)
-    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
-  return Status::Ok();
-}
-
 Status build_binary(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
   TS_ASSIGN_OR_RETURN(TensorId a0, s.input(0));
@@ -509,10 +483,9 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
-  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) {
-    TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
-    if (kind == OpKind::mul) TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {a0, a1}, y));
-  }
+  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0)) &&
+      (kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul))  // (the kernels report the rest)
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {a0, a1}, y));
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);

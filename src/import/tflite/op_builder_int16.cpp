@@ -5,6 +5,9 @@
 //  - LOGISTIC, TANH (activations.cc): input and output zero point 0; output scale 1/32768
 //    (LOGISTIC exactly, TANH a power of two within CheckedLog2's tolerance of 2^-15); an
 //    input scale the int16 arithmetic can take (ops/quant_int16.h).
+//  - ADD, SUB (add.cc, sub.cc): the general-scale kernel; TFLite takes a shift-only kernel
+//    instead when pot_scale_int16 is set (its default) and every scale is a power of two as
+//    CheckedLog2 sees it (within 1e-3 in log2), which Tessera does not implement: refused.
 //  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
 //  - AVERAGE_POOL_2D, MAX_POOL_2D (pooling.cc): zero points 0; the window at most 65536
 //    values (the average sums int16 codes in int32).
@@ -33,6 +36,20 @@ Status require_symmetric_i16(OpSite& s, const Tensor& t) {
                   ", TFLite's 16x8 quantization requires 0");
   const float sc = t.quant.scale[0];
   if (!(sc > 0) || !std::isfinite(sc)) return s.fail("int16 tensor '" + t.name + "' has scale " + std::to_string(sc));
+  return Status::Ok();
+}
+
+Status check_add_sub(OpSite& s, const std::vector<const Tensor*>& ts) {
+  bool pot_option = true;
+  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
+  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
+  bool all_pot = true;
+  for (const Tensor* t : ts) {
+    int log2 = 0;
+    all_pot = all_pot && q::i16::checked_log2(t->quant.scale[0], &log2);
+  }
+  if (pot_option && all_pot)
+    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
   return Status::Ok();
 }
 
@@ -87,6 +104,8 @@ Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>&
   for (TensorId id : ins) TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(id)));
   TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(out)));
   switch (kind) {
+    case OpKind::add:
+    case OpKind::sub: return check_add_sub(s, {&g.tensor(ins[0]), &g.tensor(ins[1]), &g.tensor(out)});
     case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
     case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
     case OpKind::mean: return check_mean(s, g.tensor(ins[0]));
