@@ -182,7 +182,8 @@ inline SoftmaxLuts softmax_luts() {
 // difference of up to 65535 shifted left past int32).
 inline std::string softmax_rescale(float in_scale, float beta, Multiplier* m) {
   const double real = static_cast<double>(in_scale * beta) / (10.0 / 65535.0);
-  if (!(real > 0) || !std::isfinite(real)) return "input scale times beta must be positive and finite";
+  // (beta 0, a model without SoftmaxOptions, gives multiplier 0: every row uniform.)
+  if (!(real >= 0) || !std::isfinite(real)) return "input scale times beta must be non-negative and finite";
   *m = quantize_multiplier(real);
   if (m->shift > 15)
     return "input scale times beta (" + std::to_string(in_scale * beta) + ") is too large for TFLite's int16 softmax";

@@ -147,9 +147,10 @@ SingleOpModel softmax_model(std::vector<int32_t> shape, float in_scale, float be
   m.tensors = {i16_tensor("x", shape, in_scale), i16_tensor("y", shape, out_scale)};
   m.op_inputs = {0};
   m.op_outputs = {1};
-  m.options = [beta](flatbuffers::FlatBufferBuilder& fb) {
-    return std::make_pair(T::BuiltinOptions_SoftmaxOptions, T::CreateSoftmaxOptions(fb, beta).Union());
-  };
+  if (beta >= 0)  // a negative beta here: no SoftmaxOptions (the interpreter then takes beta 0)
+    m.options = [beta](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_SoftmaxOptions, T::CreateSoftmaxOptions(fb, beta).Union());
+    };
   return m;
 }
 
@@ -193,6 +194,7 @@ TEST(TfliteOracle, Int16SoftmaxMatchesTheInterpreter) {
       {"long_2000", {1, 2000}, 0.0003f, 1.0f, 32767},
       {"constant_rows", {4, 12}, 0.001f, 1.0f, 32767, true},
       {"out_scale_near", {3, 21}, 0.0004f, 1.0f, 9000, false, 1.0f / 32768 * 1.0005f},
+      {"no_options", {3, 8}, 0.0004f, -1.0f, 9000},  // beta 0: rows uniform
   };
   std::vector<OpCheck> checks;
   uint32_t seed = 300;

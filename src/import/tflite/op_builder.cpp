@@ -508,8 +508,9 @@ constexpr int64_t kSoftmaxI16ZeroPoint = -32768;
 constexpr double kSoftmaxI16Scale = 1.0 / 65536;
 
 Status build_softmax(OpSite& s) {
+  // Without SoftmaxOptions the interpreter's parser leaves beta at 0 (every row uniform).
   const auto* o = s.op->builtin_options_as_SoftmaxOptions();
-  double beta = o ? o->beta() : 1.0;
+  double beta = o ? o->beta() : 0.0;
   TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));

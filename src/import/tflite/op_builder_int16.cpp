@@ -116,7 +116,7 @@ Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>&
       return Status::Ok();
     case OpKind::softmax: {
       const auto* o = s.op->builtin_options_as_SoftmaxOptions();
-      return check_softmax(s, g.tensor(ins[0]), g.tensor(out), o ? o->beta() : 1.0f);
+      return check_softmax(s, g.tensor(ins[0]), g.tensor(out), o ? o->beta() : 0.0f);  // (as build_softmax)
     }
     case OpKind::avg_pool2d:
     case OpKind::max_pool2d: {
