@@ -195,6 +195,34 @@ TEST(TfliteOracle, Int16SumMatchesTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "int16_sum"), static_cast<int>(checks.size()));
 }
 
+// u8 / i8 MEAN away from the spatial axes takes the same two paths: equal input and output
+// parameters the truncated integer mean of the codes, other parameters the float one.
+TEST(TfliteOracle, EightBitMeanWithEqualParametersMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  const std::vector<MeanCase> cases = {
+      {"equal_inner", {3, 4, 17}, {-1}, false, 0.05f, 0.05f},
+      {"equal_outer_keep", {6, 5, 4}, {0}, true, 0.02f, 0.02f},
+      {"equal_two_axes", {2, 6, 5, 3}, {0, 3}, true, 0.1f, 0.1f},
+      {"rescaled_inner", {3, 4, 17}, {-1}, false, 0.05f, 0.03f},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 700;
+  for (const bool u8 : {false, true})
+    for (const MeanCase& c : cases) {
+      SingleOpModel m = mean_model(c);
+      for (OpTensor& t : m.tensors)
+        if (t.type == T::TensorType_INT16) {
+          t.type = u8 ? T::TensorType_UINT8 : T::TensorType_INT8;
+          t.zero_point = u8 ? 128 : 3;
+        }
+      m.version = u8 ? 1 : 2;
+      OpCheck ch{std::string(u8 ? "u8_" : "i8_") + c.name, m, {random_bytes(static_cast<size_t>(element_count(c.shape)), seed++)},
+                 false, {}, {}};
+      checks.push_back(std::move(ch));
+    }
+  EXPECT_EQ(run_op_checks(checks, "mean8"), static_cast<int>(checks.size()));
+}
+
 TEST(TfliteOracle, Int16PoolMeanRefusalsNameTheTensor) {
   expect_refused(pool_model({"zp", true, {1, 4, 4, 2}, 2, 2, 2, false}, 3), {"AVERAGE_POOL_2D", "'x'", "zero point 3"});
   expect_refused(pool_model({"huge", true, {1, 300, 300, 1}, 300, 300, 1, false}), {"AVERAGE_POOL_2D", "65536"});

@@ -96,11 +96,11 @@ Status max_pool2d(KernelContext& c) { return pool(c, false); }
 //    multiplier in_s / out_s, then a rounded division by the count), which differs by one
 //    step on some values (measured with the TFLite oracle on tf2_mobilenet_v2 and the NCHW
 //    MobileNetV2);
+//  - otherwise, with equal input and output parameters, reference_ops::Mean: the integer
+//    sum of the codes over the count, truncated (measured with the oracle);
 //  - otherwise QuantizedMeanOrSum: float mean of the raw values, rescaled and rounded.
-//  int16 (16x8, zero points 0), whatever the axes (the interpreter's reduce.cc has no
-//  spatial path for int16; measured with the oracle): equal input and output parameters
-//  give the integer sum divided by the count, truncated (reference_ops::Mean), anything else
-//  QuantizedMeanOrSum as above.
+//  int16 (16x8, zero points 0) takes the last two, whatever the axes (the interpreter's
+//  reduce.cc has no spatial path for int16; measured with the oracle).
 Status mean(KernelContext& c) {
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, /*allow_i16=*/true));
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, /*allow_i16=*/true));
@@ -175,7 +175,7 @@ Status mean(KernelContext& c) {
       idx[d] = 0;
     }
   }
-  if (i16 && si == so) {  // reference_ops::Mean: the integer sum over the count, truncated
+  if (si == so && zi == zo) {  // reference_ops::Mean: the integer sum over the count, truncated
     for (int64_t o = 0; o < outs; ++o) q::store(y, t, o, static_cast<int32_t>(sums[o] / count));
     return Status::Ok();
   }
