@@ -14,19 +14,15 @@
 // on x86.
 #if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <arm_neon.h>
-#include <sys/auxv.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/arm/dotprod_neon.h"
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/linear_kq.h"
 #include "convert/gguf_kquants.h"
-
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20)  // the Linux aarch64 hwcap bit of the dot-product instructions
-#endif
 
 #pragma GCC push_options
 #pragma GCC target("arch=armv8.2-a+dotprod")
@@ -145,7 +141,7 @@ inline float dot(const Block& k, const int8_t* q, float dx, const int16_t* bsums
 
 }  // namespace
 
-bool available() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+bool available() { return arm::has_dotprod(); }
 
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
   const int64_t blocks = g.x.k / kSuper;

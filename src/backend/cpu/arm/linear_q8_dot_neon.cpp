@@ -10,19 +10,15 @@
 // kActRows activation rows; the weight stream is prefetched ahead.
 #if defined(__aarch64__)  // aarch64 only (cmake/arch.cmake leaves it out elsewhere)
 #include <arm_neon.h>
-#include <sys/auxv.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/arm/dotprod_neon.h"
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/linear_q8.h"
 #include "convert/gguf_kquants.h"
-
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20)  // the Linux aarch64 hwcap bit of the dot-product instructions
-#endif
 
 #pragma GCC push_options
 #pragma GCC target("arch=armv8.2-a+dotprod")
@@ -77,7 +73,7 @@ inline float weight_block(DType wt, const uint8_t* blk, int8x16_t& w0, int8x16_t
 
 }  // namespace
 
-bool available() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+bool available() { return arm::has_dotprod(); }
 
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
   const int64_t blocks = g.x.k / kBlock;
