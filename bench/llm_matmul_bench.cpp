@@ -67,7 +67,7 @@ void BM_Matmul(benchmark::State& state, DType t) {
         cpu::q8::quantize_row(x.data() + i * k, k, q.data() + i * k, d.data() + i * (k / kBlock));
         cpu::q8::block_sums(q.data() + i * k, k, sums.data() + i * (k / kBlock));
       }
-      const cpu::q8::QuantGemm g{t, wp, rb, {q.data(), d.data(), sums.data(), m, k}, y.data(), oc};
+      const cpu::q8::QuantGemm g{t, wp, rb, {q.data(), d.data(), sums.data(), nullptr, m, k}, y.data(), oc};
       pool.parallel_for(oc, [&](int64_t o0, int64_t o1) { cpu::q8::gemm_quant(g, o0, o1); }, 8);
     }
     benchmark::DoNotOptimize(y.data());

@@ -8,13 +8,15 @@
 #   TYPES=q4_0 THREADS=1 ROUNDS=5 DEPTH=1000 scripts/bench_llm_peer.sh
 #   SHAPE=tinyllama TYPES="Q4_K_M Q8_0 IQ4_XS" PP=64 TG=16 scripts/bench_llm_peer.sh
 #   SHAPE=qwen25 TYPES=Q4_K_M scripts/bench_llm_peer.sh
+#   SHAPE=llama32 TYPES="Q4_K_M" RSS=1 scripts/bench_llm_peer.sh   (RSS=1: also peak RSS of generate)
 #
 # Environment: LLAMA_BENCH (default /work/peers/llama.cpp/build/bin/llama-bench; build it as
 # ../shared/tools/peers/README.md says), LLAMA_QUANTIZE (default: llama-quantize beside
 # llama-bench), TESSERA (default build/tessera), MODELS (where the synthetic files go, default
 # build/llm-bench), SHAPE (stories110M, default; tinyllama = TinyLlama-1.1B: dim 2048, 22 layers,
 # 32 heads, 4 KV heads, FFN 5632, vocab 32000; qwen25 = Qwen2.5-0.5B: qwen2, dim 896, 24 layers,
-# 14 heads, 2 KV heads, FFN 4864, vocab 151936, tied), TYPES (lower case: what gguf-synth
+# 14 heads, 2 KV heads, FFN 4864, vocab 151936, tied; llama32 = Llama-3.2-1B: dim 2048, 16
+# layers, 32 heads, 8 KV heads, FFN 8192, vocab 128256, tied), TYPES (lower case: what gguf-synth
 # writes, q4_0 q8_0 f16; upper case: a llama-quantize type made from gguf-synth's F16 file,
 # Q4_K_M, Q6_K, IQ4_XS, ...), THREADS, ROUNDS (alternations, default 3), PP (512), TG (128),
 # DEPTH (0: llama-bench -d / tessera --depth). Run as root so every timed process gets
@@ -29,7 +31,8 @@ case "$shape" in
   stories110M) synth="--arch llama --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 4096" ;;
   tinyllama) synth="--arch llama --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --ctx 2048" ;;
   qwen25) synth="--arch qwen2 --tied --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --vocab 151936 --ctx 2048" ;;
-  *) echo "unknown SHAPE '$shape' (stories110M, tinyllama, qwen25)" >&2; exit 2 ;;
+  llama32) synth="--arch llama --tied --dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256 --ctx 2048" ;;
+  *) echo "unknown SHAPE '$shape' (stories110M, tinyllama, qwen25, llama32)" >&2; exit 2 ;;
 esac
 models=${MODELS:-$root/build/llm-bench}
 types=${TYPES:-"q4_0 q8_0 f16"}
@@ -99,4 +102,13 @@ for type in $types; do
     mlp=$(median "${lp[@]}") mlg=$(median "${lg[@]}") mtp=$(median "${tp[@]}") mtg=$(median "${tgv[@]}")
     echo "| ${type^^} | $t | $mlp | $mtp | $(ratio "$mtp" "$mlp") | $mlg | $mtg | $(ratio "$mtg" "$mlg") |"
   done
+  if [ "${RSS:-0}" = 1 ]; then
+    # Peak resident memory of a short generation at the same context (prompt + 16 tokens),
+    # llama.cpp's llama-simple against `tessera generate`, each as its defaults load the file.
+    simple="$(dirname "$llama_bench")/llama-simple"
+    prompt="Once upon a time, in a small village by the sea, there lived"
+    lr=$(/usr/bin/time -f %M "$simple" -m "$model" -n 16 "$prompt" 2>&1 >/dev/null | tail -1)
+    tr=$(/usr/bin/time -f %M "$tessera" generate "$model" -c 64 -n 16 -t 1 -q -p "$prompt" 2>&1 >/dev/null | tail -1)
+    echo "| ${type^^} | peak RSS (MiB) | llama-simple $((lr / 1024)) | tessera generate $((tr / 1024)) | $(ratio "$tr" "$lr") | | | |"
+  fi
 done

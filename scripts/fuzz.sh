@@ -39,9 +39,9 @@ run_target() {
 
 if [ -f fuzz/gguf_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   # Real files that mix f32, f16, q8_0 and q4_0 tensors (the smallest of the fixtures), and
-  # one that mixes the K-quants q2_K, q3_K, q4_K and q6_K.
+  # two that mix the K-quants q2_K, q3_K, q4_K, q5_K and q6_K.
   run_target gguf_fuzz "$SHARED/models/gguf/aidreams260K-Q4_0.gguf" "$SHARED/models/gguf/aidreams260K-Q8_0.gguf" \
-    "$SHARED/models/gguf/kquant/kq-llama-256d-4L-Q2_K.gguf"
+    "$SHARED/models/gguf/kquant/kq-llama-256d-4L-Q2_K.gguf" "$SHARED/models/gguf/kquant/kq-llama-256d-4L-Q3_K_M.gguf"
 fi
 
 # TFLite importer: the small shared models whole, and the first 64 KiB of the larger ones

@@ -147,6 +147,19 @@ inline void store(uint8_t* p, DType t, int64_t i, int32_t v) {
 }
 inline int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return std::min(std::max(v, lo), hi); }
 
+// TFLite's QUANTIZE of an integer tensor (Requantize): the input scale over the output's as
+// a quantized multiplier, applied to code - zi, plus zo, clamped to the output dtype. For
+// 8-bit inputs the cpu kernel tabulates it; the rknpu device holds the same table.
+struct Requantize {
+  Multiplier m;
+  int32_t zi = 0, zo = 0;
+  DType to = DType::i8;
+  int32_t code(int32_t v) const { return clamp(multiply(v - zi, m) + zo, qmin(to), qmax(to)); }
+};
+inline Requantize requantize_params(float si, int32_t zi, float so, int32_t zo, DType to) {
+  return Requantize{quantize_multiplier(static_cast<double>(si) / static_cast<double>(so)), zi, zo, to};
+}
+
 // TFLite's 8-bit LUT activations (activations.cc LUTPopulate, used by int8 / uint8
 // LOGISTIC and TANH): the output code of input code v, computed in float as TFLite does
 // (dequantize, f, divide by the output scale, round, add the zero point, clamp).

@@ -3,7 +3,9 @@
 // sigmoid(x); rknpu: one DPU lookup-table task each, docs/rknpu.md "Lookup tables"), whose
 // expected codes are the exact real results quantized with the output parameters (TFLite's
 // arithmetic may differ from them by one code, the quantized cases' tolerance); and channel
-// slices and concatenations of whole 16-channel blocks (rknpu: DPU copy tasks), exact.
+// slices and concatenations of whole 16-channel blocks (rknpu: DPU copy tasks), exact;
+// REQUANTIZE between 8-bit feature maps (rknpu: a lookup-table task), within one code of
+// the exact real results; RESIZE_NEAREST_NEIGHBOR x2 (rknpu: PPU tasks), exact.
 #include <cmath>
 
 #include "conformance/conformance.h"
@@ -134,6 +136,51 @@ TESSERA_CONFORMANCE_CASES(concat) {
     k.quantized = true;
     cases.push_back(std::move(k));
   }
+  return cases;
+}
+
+// QUANTIZE of an 8-bit feature map to 8 bits (u8 / i8 both ways), parameters that stretch
+// and shrink the range: the real value re-quantized exactly with the output's parameters.
+TESSERA_CONFORMANCE_CASES(requantize) {
+  std::vector<Case> cases;
+  for (DType ti : {DType::u8, DType::i8})
+    for (DType to : {DType::u8, DType::i8}) {
+      const int64_t h = pick(rng, 1, 6), w = pick(rng, 1, 9), c = pick(rng, 1, 40);
+      const QuantParams xq = quant_for_range(-4, 6, ti), yq = quant_for_range(ti == to ? -2.5 : -5, ti == to ? 3.5 : 7, to);
+      std::vector<uint8_t> codes = random_codes(rng, ti, h * w * c);
+      CaseGraph cg;
+      Case k = cg.finish(std::string("requantize NHWC ") + dtype_name(ti) + "->" + dtype_name(to), OpKind::requantize,
+                         {cg.input("x", {1, h, w, c}, ti, codes, xq)}, {}, to, yq);
+      k.expected = expected_codes(dequantize_codes(codes, ti, xq), to, yq);
+      k.code_tolerance = kOneCode;
+      k.quantized = true;
+      cases.push_back(std::move(k));
+    }
+  return cases;
+}
+
+// Nearest-neighbour resize by exactly 2 (YOLO's upsampling), with and without half-pixel
+// centres (the same pixels): each input pixel becomes a 2x2 block of its codes.
+TESSERA_CONFORMANCE_CASES(resize_nearest) {
+  std::vector<Case> cases;
+  for (DType t : {DType::u8, DType::i8})
+    for (int64_t half : {0, 1}) {
+      const int64_t h = pick(rng, 1, 6), w = pick(rng, 1, 9), c = pick(rng, 1, 40);
+      const QuantParams q = quant_for_range(-3, 5, t);
+      std::vector<uint8_t> codes = random_codes(rng, t, h * w * c);
+      CaseGraph cg;
+      Case k = cg.finish(std::string("resize_nearest x2 NHWC ") + dtype_name(t) + (half ? " half-pixel" : ""),
+                         OpKind::resize_nearest, {cg.input("x", {1, h, w, c}, t, codes, q)},
+                         {{"out_h", 2 * h}, {"out_w", 2 * w}, {"align_corners", int64_t{0}}, {"half_pixel_centers", half}}, t, q);
+      for (int64_t y = 0; y < 2 * h; ++y)
+        for (int64_t x = 0; x < 2 * w; ++x)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const uint8_t v = codes[static_cast<size_t>(((y / 2) * w + x / 2) * c + ch)];
+            k.expected.push_back(t == DType::u8 ? double(v) : double(int8_t(v)));
+          }
+      k.quantized = true;
+      cases.push_back(std::move(k));
+    }
   return cases;
 }
 

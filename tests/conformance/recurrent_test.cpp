@@ -1,5 +1,5 @@
-// Conformance cases: lstm (f32), over two runs that share the state tensors, against an
-// LSTM computed in double. The integer form is judged byte for byte by the TFLite
+// Conformance cases: lstm (f32; forward, and reverse: the steps from the last to the
+// first), over two runs that share the state tensors, against an LSTM computed in double. The integer form is judged byte for byte by the TFLite
 // interpreter instead (tests/oracle/lstm_oracle_test.cpp).
 // svdf (TFLite's SVDF), f32 and integer, over three runs of one session: the state (a
 // Role::state tensor, updated in place through the node's second output, which add_op
@@ -20,8 +20,8 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 TESSERA_CONFORMANCE_CASES(lstm) {
   std::vector<Case> cases;
-  for (int variant = 0; variant < 3; ++variant) {
-    const bool time_major = variant == 1, cifg = variant == 2;
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool time_major = variant == 1, cifg = variant == 2, reverse = variant == 3;
     const int64_t B = pick(rng, 1, 3), T = pick(rng, 1, 4), I = pick(rng, 1, 6), C = pick(rng, 1, 6);
     const double clip = variant == 0 ? 0.8 : 0.0;
     CaseGraph cg;
@@ -44,16 +44,17 @@ TESSERA_CONFORMANCE_CASES(lstm) {
     if (cifg) in.resize(12);  // the optional input-gate tensors are the last three
     Case c = cg.finish("lstm f32 B" + std::to_string(B) + " T" + std::to_string(T) + " I" + std::to_string(I) + " C" +
                            std::to_string(C) + (time_major ? " time-major" : "") + (cifg ? " cifg" : "") +
-                           (clip > 0 ? " clip" : "") + ", two runs",
+                           (clip > 0 ? " clip" : "") + (reverse ? " reverse" : "") + ", two runs",
                        OpKind::lstm, in,
-                       {{"cell_clip", clip}, {"time_major", int64_t{time_major ? 1 : 0}}});
+                       {{"cell_clip", clip}, {"time_major", int64_t{time_major ? 1 : 0}}, {"reverse", int64_t{reverse}}});
     c.runs.push_back({bytes_of(x2)});
     // The reference: both runs in sequence from a zero state; output 0 of the second.
     std::vector<double> h(B * C, 0.0), cell(B * C, 0.0);
     c.expected.assign(B * T * C, 0.0);
     for (const std::vector<float>* x : {&x1, &x2}) {
-      for (int64_t t = 0; t < T; ++t)
+      for (int64_t step = 0; step < T; ++step)
         for (int64_t bb = 0; bb < B; ++bb) {
+          const int64_t t = reverse ? T - 1 - step : step;  // reverse: the last step first
           const int64_t row = time_major ? t * B + bb : bb * T + t;
           std::vector<double> g[4];
           for (int k = cifg ? 1 : 0; k < 4; ++k) {

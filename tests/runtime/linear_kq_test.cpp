@@ -226,16 +226,16 @@ TEST(LinearKQ, ScalarMatchesDoubleOfTheRoundedActivations) {
     }
 }
 
-TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "no AVX2 kernels on this architecture";
-#else
-  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+using GemmFn = void (*)(const cpu::kq::KQuantGemm&, int64_t, int64_t);
+
+// A SIMD kernel against the scalar one, bit for bit, over a grid of types, row lengths,
+// activation rows and outputs, called on uneven output ranges as threads split them.
+void expect_bit_identical_on_a_grid(GemmFn kernel) {
   uint32_t seed = 500;
   for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
     for (int64_t k : {256, 512, 2048, 4096})
-      for (int64_t m : {1, 2, 4, 5, 9})
-        for (int64_t oc : {1, 7, 37}) {
+      for (int64_t m : {1, 2, 4, 5, 8, 9, 13})  // from 8 rows: x86's panel kernel
+        for (int64_t oc : {1, 7, 37, 77}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + " k " + std::to_string(k) + " m " + std::to_string(m) + " oc " +
                        std::to_string(oc));
           Weights w = random_weights(t, oc, k, ++seed);
@@ -245,10 +245,63 @@ TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
           cpu::kq::KQuantGemm g{t, w.bytes.data(), w.row_bytes(), r.rows(m, k), ys.data(), oc};
           cpu::kq::scalar::gemm_kquant(g, 0, oc);
           g.y = yv.data();
-          cpu::kq::avx2::gemm_kquant(g, 0, oc / 3);  // uneven calls, as threads split the rows
-          cpu::kq::avx2::gemm_kquant(g, oc / 3, oc);
+          kernel(g, 0, oc / 3);
+          kernel(g, oc / 3, oc);
           ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
         }
+}
+
+// The SIMD kernels add products in narrow lanes before scaling them (x86's panel kernel
+// sums up to eight maddubs results in int16: q4_K 8, q5_K / q2_K / q3_K 4, q6_K 2, iq4_xs
+// 1; at the largest codes and |q| = 127 of one sign those sums come within 1% of 2^15, and
+// one more would wrap). Blocks of all-ones or all-zero code bytes (each type's largest
+// unsigned code, or iq4_xs's -127) against rows of one constant value (q = 127 or -127
+// everywhere) must still give the scalar kernel's bits.
+void expect_bit_identical_at_the_integer_bounds(GemmFn kernel) {
+  uint32_t seed = 700;
+  for (DType t : {DType::q2_k, DType::q3_k, DType::q4_k, DType::q5_k, DType::q6_k, DType::iq4_xs})
+    for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}, uint8_t{0x77}})
+      for (float xv : {1.0f, -1.0f}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " fill " + std::to_string(fill) + " x " + std::to_string(xv));
+        const int64_t oc = 19, k = 1024, m = 11;
+        Weights w = random_weights(t, oc, k, ++seed);
+        const int64_t bb = dtype_block_bytes(t);
+        // Byte ranges of the binary16 d (and dmin) fields, kept from random_weights.
+        const int64_t d0 = t == DType::q2_k ? 80 : t == DType::q3_k ? 108 : t == DType::q6_k ? 208 : 0;
+        const int64_t d1 = d0 + (t == DType::q2_k || t == DType::q4_k || t == DType::q5_k ? 4 : 2);
+        for (size_t i = 0; i < w.bytes.size(); ++i) {
+          const int64_t off = static_cast<int64_t>(i) % bb;
+          if (off < d0 || off >= d1) w.bytes[i] = fill;
+        }
+        std::vector<float> x(static_cast<size_t>(m * k), xv);
+        Q8K r = round_rows(x, m, k);
+        ASSERT_EQ(std::abs(int{r.q[0]}), 127);
+        std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+        cpu::kq::KQuantGemm g{t, w.bytes.data(), w.row_bytes(), r.rows(m, k), ys.data(), oc};
+        cpu::kq::scalar::gemm_kquant(g, 0, oc);
+        g.y = yv.data();
+        kernel(g, 0, oc);
+        ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+      }
+}
+
+TEST(LinearKQ, Avx2MatchesScalarBitForBit) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
+  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  expect_bit_identical_on_a_grid(cpu::kq::avx2::gemm_kquant);
+  expect_bit_identical_at_the_integer_bounds(cpu::kq::avx2::gemm_kquant);
+#endif
+}
+
+TEST(LinearKQ, NeonDotprodMatchesScalarBitForBit) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "no NEON kernels on this architecture";
+#else
+  if (!cpu::kq::neon::available()) GTEST_SKIP() << "this CPU lacks the dot-product instructions";
+  expect_bit_identical_on_a_grid(cpu::kq::neon::gemm_kquant);
+  expect_bit_identical_at_the_integer_bounds(cpu::kq::neon::gemm_kquant);
 #endif
 }
 

@@ -41,6 +41,7 @@ struct Weights {
   int64_t oc, k;
   std::vector<uint8_t> bytes;
   std::vector<double> values;  // [oc, k] what the bytes represent
+  std::vector<double> mag;     // [oc, k] |d code| + |m| for q4_1 / q5_1, else |value| (the error bound's weights)
   int64_t row_bytes() const { return static_cast<int64_t>(bytes.size()) / oc; }
 };
 
@@ -50,8 +51,9 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> scale(0.005, 0.05), unit(-1, 1);
   std::uniform_int_distribution<int> byte(0, 255);
-  Weights w{t, oc, k, {}, {}};
+  Weights w{t, oc, k, {}, {}, {}};
   w.values.resize(static_cast<size_t>(oc * k));
+  w.mag.resize(w.values.size());
   for (int64_t o = 0; o < oc; ++o) {
     if (t == DType::f16) {
       for (int64_t i = 0; i < k; ++i) {
@@ -84,6 +86,24 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
           v[j] = d * ((lo | static_cast<int>((qh >> j) & 1) << 4) - 16);
           v[j + kBlock / 2] = d * ((hi | static_cast<int>((qh >> (j + 16)) & 1) << 4) - 16);
         }
+      } else if (t == DType::q4_1 || t == DType::q5_1) {  // d, m, (32 fifth bits,) 16 nibble bytes; d code + m
+        const uint16_t mh = f16_bits(scale(rng) * (byte(rng) % 2 ? -8 : 8));
+        const double mv = f16_value(mh);
+        w.bytes.push_back(mh & 0xff), w.bytes.push_back(mh >> 8);
+        uint32_t qh = 0;
+        if (t == DType::q5_1) {
+          for (int i = 0; i < 4; ++i) qh |= static_cast<uint32_t>(byte(rng)) << (8 * i);
+          for (int i = 0; i < 4; ++i) w.bytes.push_back(static_cast<uint8_t>(qh >> (8 * i)));
+        }
+        double* mg = &w.mag[o * k + b * kBlock];
+        for (int j = 0; j < kBlock / 2; ++j) {
+          const int lo = (byte(rng) & 15) | static_cast<int>((qh >> j) & 1) << 4;
+          const int hi = (byte(rng) & 15) | static_cast<int>((qh >> (j + 16)) & 1) << 4;
+          w.bytes.push_back(static_cast<uint8_t>((lo & 15) | (hi & 15) << 4));
+          v[j] = d * lo + mv, v[j + kBlock / 2] = d * hi + mv;
+          mg[j] = d * lo + std::fabs(mv), mg[j + kBlock / 2] = d * hi + std::fabs(mv);
+        }
+        continue;
       } else if (t == DType::iq4_nl) {  // d, 16 bytes of codes into the non-linear table
         static const int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
         for (int j = 0; j < kBlock / 2; ++j) {
@@ -100,6 +120,8 @@ Weights random_weights(DType t, int64_t oc, int64_t k, uint32_t seed) {
       }
     }
   }
+  if (t != DType::q4_1 && t != DType::q5_1)
+    for (size_t i = 0; i < w.values.size(); ++i) w.mag[i] = std::fabs(w.values[i]);
   return w;
 }
 
@@ -117,10 +139,12 @@ struct Rounded {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> s;  // block sums
+  std::vector<float> s1;   // offset sums (q4_1 / q5_1)
 };
 
 Rounded round_rows(const std::vector<float>& x, int64_t m, int64_t k, bool simd) {
-  Rounded r{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock), std::vector<int32_t>(x.size() / kBlock)};
+  Rounded r{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / kBlock), std::vector<int32_t>(x.size() / kBlock),
+            std::vector<float>(x.size() / kBlock)};
   auto* f = cpu::q8::scalar::quantize_row;
 #if defined(__x86_64__)
   if (simd) f = cpu::q8::avx2::quantize_row;
@@ -130,6 +154,7 @@ Rounded round_rows(const std::vector<float>& x, int64_t m, int64_t k, bool simd)
   for (int64_t i = 0; i < m; ++i) {
     f(x.data() + i * k, k, r.q.data() + i * k, r.d.data() + i * k / kBlock);
     cpu::q8::block_sums(r.q.data() + i * k, k, r.s.data() + i * k / kBlock);
+    cpu::q8::offset_sums(x.data() + i * k, k, r.s.data() + i * k / kBlock, r.s1.data() + i * k / kBlock);
   }
   return r;
 }
@@ -166,7 +191,7 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
 #else
   if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
   uint32_t seed = 100;
-  for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl, DType::f16})
     for (int64_t m : {1, 2, 5, 9, 70})
       for (int64_t oc : {1, 6, 7, 13}) {  // f16 k = 59: the decode order's chains 0-2 after the last 32
         const int64_t k = t == DType::f16 ? (oc == 6 ? 172 : 8 * oc + 3) : kBlock * (oc % 4 + 1) * 2;
@@ -190,7 +215,7 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
           Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
           ASSERT_EQ(rs.q, rv.q);
           ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
-          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), m, k}, ys.data(), oc};
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), rs.s1.data(), m, k}, ys.data(), oc};
           cpu::q8::scalar::gemm_quant(g, 0, oc);
           g.y = yv.data();
           cpu::q8::avx2::gemm_quant(g, 0, oc / 2);
@@ -198,6 +223,41 @@ TEST(LinearQ8, Avx2MatchesScalarBitForBit) {
         }
         ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
       }
+#endif
+}
+
+// The kernels' integer sums at their bounds: every code byte all ones, all zeros or 0x80
+// (each type's largest and smallest codes; q8_0's -128) against rows of one value of either
+// sign (q = 127 or -127 everywhere). The maddubs form sums eight (4-bit codes) or four
+// (5-bit) int16 pair sums before widening; one more would wrap.
+TEST(LinearQ8, Avx2MatchesScalarAtTheIntegerBounds) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no AVX2 kernels on this architecture";
+#else
+  if (!convert::cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  uint32_t seed = 800;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl})
+    for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}, uint8_t{0x80}})
+      for (float xv : {1.0f, -1.0f})
+        for (int64_t m : {1, 9}) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " fill " + std::to_string(fill) + " x " + std::to_string(xv) + " m " +
+                       std::to_string(m));
+          const int64_t oc = 11, k = 256;
+          Weights w = random_weights(t, oc, k, ++seed);
+          const int64_t bb = dtype_block_bytes(t);
+          const int64_t keep = t == DType::q4_1 || t == DType::q5_1 ? 4 : 2;  // the f16 d (and m) fields
+          for (size_t i = 0; i < w.bytes.size(); ++i)
+            if (static_cast<int64_t>(i) % bb >= keep) w.bytes[i] = fill;
+          std::vector<float> x(static_cast<size_t>(m * k), xv);
+          Rounded r = round_rows(x, m, k, false);
+          ASSERT_EQ(std::abs(int{r.q[0]}), 127);
+          std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, ys.data(), oc};
+          cpu::q8::scalar::gemm_quant(g, 0, oc);
+          g.y = yv.data();
+          cpu::q8::avx2::gemm_quant(g, 0, oc);
+          ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+        }
 #endif
 }
 
@@ -214,7 +274,7 @@ TEST(LinearQ8, Avx2MatchesScalarAtModelWidthsAndUnevenSplits) {
   uint32_t seed = 700;
   const int64_t oc = 45;
   for (int64_t k : {768, 5000})
-    for (DType t : {DType::q8_0, DType::q4_0, DType::f16})
+    for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl, DType::f16})
       for (int64_t m : {1, 67, 200}) {  // 200: several row chunks of the prompt kernels
         // (f16: m = 1 with exact activations, the others rounded to binary16)
         if (k % kBlock != 0 && t != DType::f16) continue;
@@ -233,7 +293,7 @@ TEST(LinearQ8, Avx2MatchesScalarAtModelWidthsAndUnevenSplits) {
               cpu::q8::F16Gemm g{reinterpret_cast<const uint16_t*>(w.bytes.data()), x.data(), m, k, y, oc, m > 1};
               pass == 0 ? cpu::q8::scalar::gemm_f16(g, o0, o1) : cpu::q8::avx2::gemm_f16(g, o0, o1);
             } else {
-              cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y, oc};
+              cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, y, oc};
               pass == 0 ? cpu::q8::scalar::gemm_quant(g, o0, o1) : cpu::q8::avx2::gemm_quant(g, o0, o1);
             }
             if (pass == 0) break;
@@ -261,7 +321,7 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
         Rounded rs = round_rows(x, m, k, false), rv = round_rows(x, m, k, true);
         ASSERT_EQ(rs.q, rv.q);
         ASSERT_EQ(0, std::memcmp(rs.d.data(), rv.d.data(), rs.d.size() * 4));
-        cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), m, k}, ys.data(), oc};
+        cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {rs.q.data(), rs.d.data(), rs.s.data(), rs.s1.data(), m, k}, ys.data(), oc};
         cpu::q8::scalar::gemm_quant(g, 0, oc);
         g.y = yv.data();
         cpu::q8::neon::gemm_quant(g, 0, oc / 2);  // two calls: a split like two threads make
@@ -289,15 +349,52 @@ TEST(LinearQ8, NeonMatchesScalarBitForBit) {
 #endif
 }
 
-// Against double: |y - exact| <= sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i|
+// The dot-product kernels (every quantized type) against the scalar ones: a grid of rows,
+// outputs and widths, split as two threads split it, and the integer bounds.
+TEST(LinearQ8, NeonDotprodMatchesScalarBitForBit) {
+#if !defined(__aarch64__)
+  GTEST_SKIP() << "no NEON kernels on this architecture";
+#else
+  if (!cpu::q8::neon_dot::available()) GTEST_SKIP() << "this CPU lacks the dot-product instructions";
+  uint32_t seed = 1300;
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl})
+    for (int64_t m : {1, 3, 4, 9})
+      for (int64_t oc : {1, 6, 13}) {
+        for (uint8_t fill : {uint8_t{0x5a}, uint8_t{0xff}, uint8_t{0x00}}) {  // 0x5a: the random bytes kept
+          const int64_t k = kBlock * (oc % 4 + 1) * 2;
+          SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + " oc " + std::to_string(oc) + " fill " +
+                       std::to_string(fill));
+          Weights w = random_weights(t, oc, k, ++seed);
+          std::vector<float> x = random_acts(m * k, ++seed);
+          if (fill != 0x5a) {  // codes at their extremes against rows of one value (q = +-127)
+            const int64_t bb = dtype_block_bytes(t), keep = t == DType::q4_1 || t == DType::q5_1 ? 4 : 2;
+            for (size_t i = 0; i < w.bytes.size(); ++i)
+              if (static_cast<int64_t>(i) % bb >= keep) w.bytes[i] = fill;
+            std::fill(x.begin(), x.end(), fill == 0xff ? 1.0f : -1.0f);
+          }
+          Rounded r = round_rows(x, m, k, false);
+          std::vector<float> ys(static_cast<size_t>(m * oc), -1), yv(ys.size(), -2);
+          cpu::q8::QuantGemm g{t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, ys.data(), oc};
+          cpu::q8::scalar::gemm_quant(g, 0, oc);
+          g.y = yv.data();
+          cpu::q8::neon_dot::gemm_quant(g, 0, oc / 2);
+          cpu::q8::neon_dot::gemm_quant(g, oc / 2, oc);
+          ASSERT_EQ(0, std::memcmp(ys.data(), yv.data(), ys.size() * 4));
+        }
+      }
+#endif
+}
+
+// Against double: |y - exact| <= sum_b amax_b (1/254 + 2^-11) sum_{i in b} |w_i| (q4_1 / q5_1:
+// |d code_i| + |m| in place of |w_i|: the min term m sum x is taken as m s1, within 32 amax_b (1/254 + 2^-11))
 // (activation rounding, linear_q8.h; for f16 with round_x the binary16 rounding of each
 // activation, 2^-11 sum |w x| + 2^-25 sum |w|; f16 without: none) + 1e-6 * sum |w x|
 // (float accumulation over at most a few hundred terms).
 TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
   uint32_t seed = 500;
-  for (int variant = 0; variant < 6; ++variant) {
+  for (int variant = 0; variant < 8; ++variant) {
     const DType t = variant == 0 ? DType::q8_0 : variant == 1 ? DType::q4_0 : variant == 4 ? DType::q5_0
-                    : variant == 5 ? DType::iq4_nl : DType::f16;
+                    : variant == 5 ? DType::iq4_nl : variant == 6 ? DType::q4_1 : variant == 7 ? DType::q5_1 : DType::f16;
     const bool exact_f16 = variant == 3;  // f16 weights, f32 activations
     SCOPED_TRACE(std::string(dtype_name(t)) + (exact_f16 ? " exact activations" : ""));
     const int64_t m = 3, oc = 7, k = t == DType::f16 ? 172 : 256;
@@ -309,7 +406,7 @@ TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
                         oc);
     } else {
       Rounded r = round_rows(x, m, k, convert::use_avx2());  // the level the dispatch uses
-      cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y.data(), oc}, 0, oc);
+      cpu::q8::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, y.data(), oc}, 0, oc);
     }
     double worst = 0;
     for (int64_t i = 0; i < m; ++i)
@@ -319,7 +416,7 @@ TEST(LinearQ8, WithinTheActivationRoundingBoundOfDouble) {
           double amax = 0, wsum = 0;
           for (int64_t j = b * kBlock; j < std::min(k, (b + 1) * kBlock); ++j) {
             const double xv = x[i * k + j], wv = w.values[o * k + j];
-            exact += xv * wv, mag += std::fabs(xv * wv), wsum += std::fabs(wv);
+            exact += xv * wv, mag += std::fabs(xv * wv), wsum += w.mag[o * k + j];
             amax = std::max(amax, std::fabs(xv));
           }
           if (t != DType::f16) bound += amax * (1.0 / 254 + 0x1p-11) * wsum;
@@ -383,7 +480,7 @@ std::vector<float> scalar_fc(const Weights& w, DType t, const std::vector<float>
                               0, oc);
   } else {
     Rounded r = round_rows(x, m, k, false);
-    cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), m, k}, y.data(), oc},
+    cpu::q8::scalar::gemm_quant({t, w.bytes.data(), w.row_bytes(), {r.q.data(), r.d.data(), r.s.data(), r.s1.data(), m, k}, y.data(), oc},
                                 0, oc);
   }
   return y;
@@ -428,7 +525,7 @@ TEST(LinearQ8, RowsTakenAtRunTimeGiveTheSameBits) {
 
 TEST(LinearQ8, SessionKernelTakesThePathItIsAskedFor) {
   uint32_t seed = 900;
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::iq4_nl, DType::f16}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_1, DType::q5_1, DType::iq4_nl, DType::f16}) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t m = 5, oc = 37, k = 128;
     Weights w = random_weights(t, oc, k, ++seed);

@@ -86,7 +86,7 @@ TEST_F(VisionCli, ClassifyOnADeviceModelSaysWhichTimeIsModelled) {
 
 // The whole frame on a device model: the modelled NPU time plus the cpu's share (fallback
 // ops and transfers) measured on the host, said so; frames/s from their sum, 1 core and 3
-// streams. YOLOv8n's SiLU, concatenations, slices, pools and resizes are among the cpu ops.
+// streams. YOLOv8n's detection head ([1, C, 8400] tensors) is among the cpu ops.
 TEST_F(VisionCli, BenchFrameTimeCountsTheCpuShare) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
   ASSERT_EQ(run("bench " + model + " --device rknpu -r 1 --top 0"), 0) << err_;

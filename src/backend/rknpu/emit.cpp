@@ -414,6 +414,43 @@ void emit_ppu(Regcmd& r, const NpuOp& op, const OpAddresses& a) {
   r.write(R::PPU_RDMA::RDMA_DATA_FORMAT__IN_PRECISION, kPrecisionInt8);
   r.write(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
 }
+// Nearest x2 resize (lower_resize.cpp): tile.out_row0 is the output row parity dy, tile.oc0
+// / ocn the view's channels (16 per surface s = c1 * H + y). PPU_RDMA reads each surface as
+// W lines of one atom; the PPU's 2 x 1 max with one pad of -128 each side writes each atom
+// twice (output atoms 2x, 2x + 1), surface s at output row 2y + dy of channel block c1.
+void emit_resize(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
+  const int64_t w = op.in_w, s0 = tile.oc0 / kC2;
+  const int64_t src = a.input + s0 * w * kC2;
+  const int64_t dst = a.output + s0 * 4 * w * kC2 + tile.out_row0 * 2 * w * kC2;
+  r.write(R::PPU::DATA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, 0);
+  r.write(R::PPU::DATA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, w - 1);
+  r.write(R::PPU::DATA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, tile.ocn - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_WIDTH__CUBE_OUT_WIDTH, 1);
+  r.write(R::PPU::DATA_CUBE_OUT_HEIGHT__CUBE_OUT_HEIGHT, w - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_CHANNEL__CUBE_OUT_CHANNEL, tile.ocn - 1);
+  r.set(R::PPU::OPERATION_MODE_CFG__POOLING_METHOD, kPoolMethodMax).set(R::PPU::OPERATION_MODE_CFG__FLYING_MODE, 1).emit();
+  r.set(R::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH, op.kw)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT, op.kh)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH, 1)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_HEIGHT, 1)
+      .emit();
+  r.write(R::PPU::RECIP_KERNEL_WIDTH__RECIP_KERNEL_WIDTH, 0);
+  r.write(R::PPU::RECIP_KERNEL_HEIGHT__RECIP_KERNEL_HEIGHT, 0);
+  r.set(R::PPU::POOLING_PADDING_CFG__PAD_LEFT, op.pad_left).set(R::PPU::POOLING_PADDING_CFG__PAD_RIGHT, 1).emit();
+  r.set_signed(R::PPU::PADDING_VALUE_1_CFG__PAD_VALUE_0, -128).emit();
+  r.write(R::PPU::DST_BASE_ADDR__DST_BASE_ADDR, dst / kAddrUnit);
+  r.write(R::PPU::DST_SURF_STRIDE__DST_SURF_STRIDE, 4 * w * kC2 / kAddrUnit);
+  r.write(R::PPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8);
+  r.write(R::PPU::OPERATION_ENABLE__OP_EN, 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, 0);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, w - 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, tile.ocn - 1);
+  r.write(R::PPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, src);
+  r.write(R::PPU_RDMA::RDMA_SRC_LINE_STRIDE__SRC_LINE_STRIDE, kC2 / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_SRC_SURF_STRIDE__SRC_SURF_STRIDE, w * kC2 / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_DATA_FORMAT__IN_PRECISION, kPrecisionInt8);
+  r.write(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
+}
 }  // namespace
 
 Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, const TaskTile& tile, const OpAddresses& a,
@@ -431,6 +468,7 @@ Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, c
     case NpuOpType::matmul: emit_matmul(r, op, tiling, tile, a, weight_reuse); break;
     case NpuOpType::lut:
     case NpuOpType::copy: emit_lut(r, op, tile, a); break;
+    case NpuOpType::resize: emit_resize(r, op, tile, a); break;
   }
   if (!r.status().ok()) return r.status().with_context("[rknpu] " + op.label);
   return std::move(r.entries());

@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy, resize };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -130,6 +130,10 @@ struct NpuOp {
   // NC1HWC2 surfaces). A concat lowers to one copy per input (`concat_parts`, program.cpp).
   int64_t src_c0 = 0, dst_c0 = 0;
   std::vector<TensorId> concat_parts;
+
+  // Nearest x2 resize (NpuOpType::resize, lower_resize.cpp): in_h/in_w/in_c the input,
+  // out_h/out_w = 2x; PPU max pooling of a re-shaped view with kw = 2, kh = 1, pad_left = 1
+  // (and right 1), one task per output row parity and run of at most 512 surfaces.
 
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
   int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD

@@ -716,6 +716,16 @@ class Executor {
     const bool avg = r_.get(R::PPU::OPERATION_MODE_CFG__POOLING_METHOD) == kPoolMethodAverage;
     const int64_t rw = r_.get(R::PPU::RECIP_KERNEL_WIDTH__RECIP_KERNEL_WIDTH), rh = r_.get(R::PPU::RECIP_KERNEL_HEIGHT__RECIP_KERNEL_HEIGHT);
     if (kw == 0 || kh == 0 || sx == 0 || sy == 0) return error(StatusCode::invalid_argument, "zero PPU kernel or stride");
+    // Right and bottom padding: 0 leaves the output size to DATA_CUBE_OUT (positions past the
+    // input read the pad value); otherwise the output must be exactly what the padded input
+    // gives, (in + before + after - kernel) / stride + 1 (NVDLA PDP), else the value is not modelled.
+    const int64_t pr = r_.get(R::PPU::POOLING_PADDING_CFG__PAD_RIGHT), pb = r_.get(R::PPU::POOLING_PADDING_CFG__PAD_BOTTOM);
+    if (pr != 0 && (iw + pl + pr < kw || (iw + pl + pr - kw) / sx + 1 != owd))
+      return error(StatusCode::unsupported, "PPU.POOLING_PADDING_CFG.PAD_RIGHT = ", pr, " with input width ", iw, ", PAD_LEFT ", pl,
+                   ", kernel ", kw, ", stride ", sx, " does not give CUBE_OUT_WIDTH + 1 = ", owd, " (not modelled)");
+    if (pb != 0 && (ih + pt + pb < kh || (ih + pt + pb - kh) / sy + 1 != ohd))
+      return error(StatusCode::unsupported, "PPU.POOLING_PADDING_CFG.PAD_BOTTOM = ", pb, " with input height ", ih, ", PAD_TOP ", pt,
+                   ", kernel ", kh, ", stride ", sy, " does not give CUBE_OUT_HEIGHT + 1 = ", ohd, " (not modelled)");
     TS_ASSIGN_OR_RETURN(Cube src, map_cube(m_, r_.get(R::PPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR), c, ih, iw,
                                            int64_t(r_.get(R::PPU_RDMA::RDMA_SRC_LINE_STRIDE__SRC_LINE_STRIDE)) * kAddrUnit,
                                            int64_t(r_.get(R::PPU_RDMA::RDMA_SRC_SURF_STRIDE__SRC_SURF_STRIDE)) * kAddrUnit, "PPU_RDMA source"));

@@ -137,8 +137,9 @@ class RknpuDevice : public Device {
     lo.weights = weights_;
     auto op = lower_node(g, n, lo);
     if (!op.ok()) return Support::no(op.status().message());
-    if (policy_ == SchedulePolicy::mesa && (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool))
-      return Support::no("the mesa schedule runs pooling on the cpu, as Mesa does");
+    if (policy_ == SchedulePolicy::mesa &&
+        (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool || op->type == NpuOpType::resize))
+      return Support::no("the mesa schedule runs pooling and resizes on the cpu, as Mesa does (no PPU)");
     // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares);
     // a matmul streams its weights from DRAM, which bounds it as often as the MACs do.
     double cost = double(op->macs) / double(kMacsPerCycle) / kClockHz + kTaskOverheadSeconds;
@@ -158,6 +159,7 @@ class RknpuDevice : public Device {
                                                           std::to_string(op->lut_exact_codes) + " of 256 input codes, at most " +
                                                           std::to_string(op->lut_max_error) + " steps off)"
                                                     : "") +
+                       (op->type == NpuOpType::resize ? " (nearest x2: PPU tasks, each pixel written as a 2x2 block)" : "") +
                        (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     return Support::yes(cost, note);
   }

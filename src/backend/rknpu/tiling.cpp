@@ -125,6 +125,21 @@ int64_t cbuf_row_bytes(const NpuOp& op) {
 Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
   if (op.type == NpuOpType::matmul) return plan_matmul_tiling(op);
   Tiling t;
+  if (op.type == NpuOpType::resize) {
+    // Nearest x2 (lower_resize.cpp): per output row parity dy (out_row0) one PPU task per run
+    // of at most kResizeSurfaces surfaces of the view (oc0, ocn in channels of that view:
+    // 16 per surface, one surface per channel block and input row).
+    const int64_t surfaces = ceil_div(op.in_c, kC2) * op.in_h;
+    const int64_t per_task = (int64_t(regs::PPU::DATA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL.max()) + 1) / kC2;
+    for (int64_t dy = 0; dy < 2; ++dy)
+      for (int64_t s0 = 0; s0 < surfaces; s0 += per_task) {
+        TaskTile tile;
+        tile.out_row0 = dy, tile.out_rows = 1;
+        tile.oc0 = s0 * kC2, tile.ocn = std::min(per_task, surfaces - s0) * kC2;
+        t.tiles.push_back(tile);
+      }
+    return t;
+  }
   if (op.type == NpuOpType::add || op.type == NpuOpType::lut || op.type == NpuOpType::copy || op.type == NpuOpType::avg_pool || op.type == NpuOpType::max_pool) {
     // The DPU and PPU read their operands from DRAM; one task covers the whole cube.
     TaskTile whole;

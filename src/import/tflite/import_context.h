@@ -61,6 +61,10 @@ struct OpSite {
 // option is an error naming the operator.
 Status build_operator(OpSite& site);
 
+// TFLite's 16x8 parameters (int16 tensors, zero point 0, the scales the interpreter's
+// Prepare demands) for an int16 operator of `kind` (op_builder_int16.cpp).
+Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out);
+
 // The highest operator version the importer accepts for `code`; 0 when unsupported.
 int max_supported_version(::tflite::BuiltinOperator code);
 

@@ -240,6 +240,9 @@ Status OpSite::check_rescale(const Node& n) const {
   // Softmax works in float from a table of exponentials: no integer rescaling (and an i16
   // output's scale is 1/65536, far below any input's).
   if (n.op == OpKind::softmax) return Status::Ok();
+  // Logistic and tanh: a float table (8-bit), or the int16 arithmetic whose input scales
+  // check_int16_operator bounds (its output scale is always 2^-15).
+  if (n.op == OpKind::logistic || n.op == OpKind::tanh) return Status::Ok();
   auto quantized = [](const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); };
   for (TensorId o : n.outputs) {
     const Tensor& out = cx.graph.tensor(o);

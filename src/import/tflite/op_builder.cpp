@@ -47,9 +47,10 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SUB, 3},              {T::BuiltinOperator_MUL, 4},
     {T::BuiltinOperator_DIV, 2},              {T::BuiltinOperator_MAXIMUM, 4},
     {T::BuiltinOperator_MINIMUM, 4},          {T::BuiltinOperator_AVERAGE_POOL_2D, 3},
-    {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 2},
-    {T::BuiltinOperator_SOFTMAX, 2},          {T::BuiltinOperator_LOGISTIC, 2},
-    {T::BuiltinOperator_TANH, 2},             {T::BuiltinOperator_RELU, 2},
+    {T::BuiltinOperator_MAX_POOL_2D, 3},      {T::BuiltinOperator_MEAN, 3},  // v3: int16
+    // LOGISTIC / TANH / SOFTMAX v3: int16 (op_builder_int16.cpp).
+    {T::BuiltinOperator_SOFTMAX, 3},          {T::BuiltinOperator_LOGISTIC, 3},
+    {T::BuiltinOperator_TANH, 3},             {T::BuiltinOperator_RELU, 2},
     {T::BuiltinOperator_RELU6, 2},            {T::BuiltinOperator_LEAKY_RELU, 2},
     {T::BuiltinOperator_HARD_SWISH, 1},       {T::BuiltinOperator_QUANTIZE, 2},
     {T::BuiltinOperator_DEQUANTIZE, 4},       {T::BuiltinOperator_RESHAPE, 1},
@@ -71,6 +72,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SVDF, 3},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
+    // v1 f32; v2 hybrid (refused by dtype), v3 asymmetric hybrid inputs.
+    {T::BuiltinOperator_BIDIRECTIONAL_SEQUENCE_LSTM, 3},
     // Math builtins (op_builder_math.cpp): v2 adds int8 (ABS, RSQRT), v3 int16 (ABS).
     {T::BuiltinOperator_ABS, 3},              {T::BuiltinOperator_NEG, 1},
     {T::BuiltinOperator_SQUARE, 1},           {T::BuiltinOperator_RSQRT, 2},
@@ -462,32 +465,9 @@ Status build_pool(OpSite& s, OpKind kind) {
   a["filter_w"] = int64_t{o->filter_width()};
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, o->fused_activation_function()));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  if (s.cx.graph.tensor(x).dtype == DType::i16 && is_quant(s.cx.graph.tensor(x)))
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   return s.add(kind, {x}, {y}, a);
-}
-
-// int16 ADD / SUB (TFLite's 16x8 quantization): symmetric operands, and the general-scale
-// kernel; TFLite takes a shift-only kernel instead when pot_scale_int16 is set (its default)
-// and every scale is a power of two, which Tessera does not implement.
-Status check_int16_add(OpSite& s, OpKind kind, std::initializer_list<TensorId> ids) {
-  const Graph& g = s.cx.graph;
-  if (kind != OpKind::add && kind != OpKind::sub) return Status::Ok();  // the kernels report the rest
-  bool pot_option = true;
-  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
-  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
-  bool all_pot = true;
-  for (TensorId id : ids) {
-    const Tensor& t = g.tensor(id);
-    if (t.dtype != DType::i16 || !is_quant(t) || t.quant.per_axis())
-      return s.fail("int16 operand '" + t.name + "' needs an int16 output and operands with one scale each");
-    if (t.quant.zero_point_at(0) != 0)
-      return s.fail("int16 tensor '" + t.name + "' has zero point " + std::to_string(t.quant.zero_point_at(0)) +
-                    ", TFLite's 16x8 quantization requires 0");
-    int e;
-    all_pot = all_pot && std::frexp(static_cast<double>(t.quant.scale[0]), &e) == 0.5;
-  }
-  if (pot_option && all_pot)
-    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
-  return Status::Ok();
 }
 
 Status build_binary(OpSite& s, OpKind kind) {
@@ -505,7 +485,9 @@ Status build_binary(OpSite& s, OpKind kind) {
     return s.fail(std::string("operand dtypes differ: ") + dtype_name(g.tensor(a0).dtype) + " and " +
                   dtype_name(g.tensor(a1).dtype));
   TS_RETURN_IF_ERROR(check_quant_io(s, {a0, a1}, {y}));
-  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0))) TS_RETURN_IF_ERROR(check_int16_add(s, kind, {a0, a1, y}));
+  if (g.tensor(a0).dtype == DType::i16 && is_quant(g.tensor(a0)) &&
+      (kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul))  // (the kernels report the rest)
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {a0, a1}, y));
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
   return s.add(kind, {a0, a1}, {y}, a);
@@ -516,6 +498,9 @@ Status build_unary(OpSite& s, OpKind kind, AttrMap a = {}) {
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
+  if ((kind == OpKind::logistic || kind == OpKind::tanh) && s.cx.graph.tensor(x).dtype == DType::i16 &&
+      is_quant(s.cx.graph.tensor(x)))
+    TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   return s.add(kind, {x}, {y}, std::move(a));
 }
 
@@ -525,13 +510,15 @@ constexpr int64_t kSoftmaxI16ZeroPoint = -32768;
 constexpr double kSoftmaxI16Scale = 1.0 / 65536;
 
 Status build_softmax(OpSite& s) {
+  // Without SoftmaxOptions the interpreter's parser leaves beta at 0 (every row uniform).
   const auto* o = s.op->builtin_options_as_SoftmaxOptions();
-  double beta = o ? o->beta() : 1.0;
+  double beta = o ? o->beta() : 0.0;
   TS_RETURN_IF_ERROR(s.expect_io(1, 1, 1));
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
   TS_ASSIGN_OR_RETURN(TensorId y, s.output(0));
   const Tensor& xt = s.cx.graph.tensor(x);
   const Tensor& yt = s.cx.graph.tensor(y);
+  if (xt.dtype == DType::i16 && is_quant(xt)) TS_RETURN_IF_ERROR(check_int16_operator(s, OpKind::softmax, {x}, y));
   if (is_quant(xt) && yt.dtype != xt.dtype) {
     if (xt.dtype != DType::i8 || yt.dtype != DType::i16)
       return s.fail(std::string("a ") + dtype_name(xt.dtype) + " input needs an output of the same dtype (or i16 for "
@@ -546,7 +533,7 @@ Status build_softmax(OpSite& s) {
 
 // MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD: constant axes (input 1, int32) within the
 // input's rank, ReducerOptions.keep_dims. Quantized forms as TFLite's reduce.cc takes them:
-// MEAN and SUM u8 / i8; REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
+// MEAN u8 / i8 / i16, SUM u8 / i8 (i16 keeping the input's quantization); REDUCE_MAX / REDUCE_MIN u8 / i8 / i16 with the input's quantization
 // on the output (the codes are compared); REDUCE_PROD i8 / i16.
 Status build_reduce(OpSite& s, OpKind kind) {
   TS_RETURN_IF_ERROR(s.expect_io(2, 2, 1));
@@ -567,19 +554,22 @@ Status build_reduce(OpSite& s, OpKind kind) {
   if (xt.dtype != DType::f32) {
     const bool max_min = kind == OpKind::reduce_max || kind == OpKind::reduce_min;
     const bool ok = is_quant(xt) && !xt.quant.per_axis() &&
-                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod
+                    (xt.dtype == DType::i16 ? max_min || kind == OpKind::reduce_prod || kind == OpKind::mean ||
+                                                  kind == OpKind::sum
                                             : xt.dtype == DType::i8 || kind != OpKind::reduce_prod);
     if (!ok)
       return s.fail(std::string("input '") + xt.name + "' of dtype " + dtype_name(xt.dtype) +
                     (is_quant(xt) ? "" : " without quantization parameters") +
                     " is not supported (f32; " +
-                    (max_min ? "u8, i8 or i16" : kind == OpKind::reduce_prod ? "i8 or i16" : "u8 or i8") +
+                    (kind == OpKind::reduce_prod ? "i8 or i16" : "u8, i8 or i16") +
                     " quantized per tensor)");
     TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
     if (yt.quant.per_axis()) return s.fail("output '" + yt.name + "' has per-axis quantization");
     if (max_min && xt.quant != yt.quant)
       return s.fail("output '" + yt.name + "' must have the quantization of input '" + xt.name +
                     "' (TFLite compares codes)");
+    if ((kind == OpKind::mean || kind == OpKind::sum) && xt.dtype == DType::i16)
+      TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {x}, y));
   }
   const auto* o = s.op->builtin_options_as_ReducerOptions();
   return s.add(kind, {x}, {y}, {{"axes", axes}, {"keep_dims", int64_t{o && o->keep_dims() ? 1 : 0}}});
@@ -666,6 +656,7 @@ Status build_custom_operator(OpSite& s);
 Status build_svdf(OpSite& s);
 // Implemented in op_builder_rnn.cpp.
 Status build_unidirectional_sequence_lstm(OpSite& s);
+Status build_bidirectional_sequence_lstm(OpSite& s);
 // Implemented in op_builder_math.cpp.
 Status build_math_operator(OpSite& s);
 // Implemented in op_builder_activation.cpp.
@@ -732,6 +723,7 @@ Status build_operator(OpSite& s) {
     case T::BuiltinOperator_DEQUANTIZE: return build_dequantize(s);
     case T::BuiltinOperator_CUSTOM: return build_custom_operator(s);
     case T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM: return build_unidirectional_sequence_lstm(s);
+    case T::BuiltinOperator_BIDIRECTIONAL_SEQUENCE_LSTM: return build_bidirectional_sequence_lstm(s);
     default: return build_shape_operator(s);
   }
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "fixtures.h"
 #include "import/tflite/image.h"
@@ -329,10 +330,11 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
 // MobileNetV1 1.0 224 runs with every convolution on the NPU, matches the cpu within two
 // steps, and its modelled time is reported for Mesa's schedule and Tessera's.
 // YOLOv8n (int8): every SiLU (LOGISTIC + MUL, one lookup table, run in its conv's DPU pass), the C2f channel
-// splits (STRIDED_SLICE) and concatenations of the backbone and neck run on the NPU; what
-// stays on the cpu is the head's rank-3 tail ([1, C, 8400]: the class LOGISTIC, DFL
-// softmax, reshapes and transposes), the two nearest-neighbour upsamplings and the two
-// MULs that are not SiLU (docs/rknpu.md "Lookup tables", "Channel copies").
+// splits (STRIDED_SLICE) and concatenations of the backbone and neck, both nearest x2
+// upsamplings (PPU tasks) and the requantize before the second run on the NPU; what stays
+// on the cpu is the head's rank-3 tail ([1, C, 8400]: the class LOGISTIC and its
+// requantize, DFL softmax, reshapes and transposes, the box MUL/ADD/SUB) (docs/rknpu.md
+// "Lookup tables", "Channel copies", "Nearest x2 resize").
 TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
   auto npu = make_session(model, "rknpu");
@@ -341,16 +343,19 @@ TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
                                                {OpKind::mul, {57, 2, ""}},
                                                {OpKind::strided_slice, {16, 4, ""}},
                                                {OpKind::concat, {16, 2, ""}},
-                                               {OpKind::max_pool2d, {3, 0, ""}}};
+                                               {OpKind::max_pool2d, {3, 0, ""}},
+                                               {OpKind::resize_nearest, {2, 0, ""}},
+                                               {OpKind::requantize, {1, 1, ""}}};
   for (const auto& [op, w] : want) {
     Placement p = placement(*npu, op);
     EXPECT_EQ(p.on_npu, w.on_npu) << op_name(op) << ": " << p.reasons;
     EXPECT_EQ(p.off_npu, w.off_npu) << op_name(op) << ": " << p.reasons;
   }
-  // NPU <-> cpu crossings: 134 before these lowerings.
+  // NPU <-> cpu crossings: 134 before these lowerings, 7 with the upsamplings on the cpu;
+  // now only the three head outputs cross.
   int transfers = 0;
   for (const Node& n : npu->plan().graph.nodes()) transfers += n.op == OpKind::transfer;
-  EXPECT_LE(transfers, 7);
+  EXPECT_LE(transfers, 3);
   // Every SiLU's table runs in its conv's pass: its LOGISTIC and MUL take no task time.
   std::vector<uint8_t> input(640 * 640 * 3);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
@@ -365,6 +370,102 @@ TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
   }
   EXPECT_EQ(muls, 57);
   EXPECT_EQ(in_conv_pass, 57);
+}
+
+// YOLOv8's output [1, 84, 8400] decoded as its users do: per anchor the best of 80 class
+// scores (rows 4..83), kept at >= 0.25, boxes (rows 0..3: cx, cy, w, h, normalized) merged
+// by per-class non-maximum suppression at IoU 0.45.
+struct Detection {
+  int cls = 0;
+  float score = 0, cx = 0, cy = 0, w = 0, h = 0;
+};
+std::vector<Detection> decode_yolo(const std::vector<uint8_t>& out, float scale, int zp) {
+  constexpr int kAnchors = 8400, kRows = 84;
+  auto v = [&](int row, int a) { return scale * float(int(int8_t(out[size_t(row) * kAnchors + a])) - zp); };
+  std::vector<Detection> cand;
+  for (int a = 0; a < kAnchors; ++a) {
+    Detection d;
+    d.score = -1;
+    for (int c = 0; c < kRows - 4; ++c)
+      if (v(4 + c, a) > d.score) d.score = v(4 + c, a), d.cls = c;
+    if (d.score < 0.25f) continue;
+    d.cx = v(0, a), d.cy = v(1, a), d.w = v(2, a), d.h = v(3, a);
+    cand.push_back(d);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [](const Detection& x, const Detection& y) { return x.score > y.score; });
+  auto iou = [](const Detection& x, const Detection& y) {
+    const float ix = std::max(0.f, std::min(x.cx + x.w / 2, y.cx + y.w / 2) - std::max(x.cx - x.w / 2, y.cx - y.w / 2));
+    const float iy = std::max(0.f, std::min(x.cy + x.h / 2, y.cy + y.h / 2) - std::max(x.cy - x.h / 2, y.cy - y.h / 2));
+    const float inter = ix * iy, uni = x.w * x.h + y.w * y.h - inter;
+    return uni > 0 ? inter / uni : 0.f;
+  };
+  std::vector<Detection> kept;
+  for (const Detection& d : cand) {
+    bool keep = true;
+    for (const Detection& k : kept) keep = keep && !(k.cls == d.cls && iou(k, d) > 0.45f);
+    if (keep) kept.push_back(d);
+  }
+  return kept;
+}
+
+// The whole model on the NPU path against the cpu, on a photograph (Grace Hopper: two
+// persons and a tie): the same detections after decoding (classes, boxes overlapping the
+// cpu's at IoU >= 0.9). Two steps end to end is NOT reached (measured: 171 steps at most,
+// 97.16% of the 705,600 values equal, the tie's score 0.610 against the cpu's 0.446):
+// the resizes, requantize, copies and tables are byte-exact op by op (their tests), and
+// the output is the same with the upsamplings and requantize on the cpu, so the gap comes
+// from the convolution passes (docs/rknpu.md "YOLOv8n end to end").
+TEST(RknpuYolov8n, SameDetectionsAsTheCpu) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/grace_hopper.bmp");
+  auto npu = make_session(model, "rknpu");
+  auto cpu = make_session(model, "cpu");
+  ASSERT_TRUE(npu && cpu);
+  const Tensor& in = npu->graph().tensor(npu->graph().inputs[0]);
+  const Tensor& out = npu->graph().tensor(npu->graph().outputs[0]);
+  auto img = tflite::read_image(image);
+  ASSERT_TRUE(img.ok()) << img.status().to_string();
+  const tflite::Image rgb = tflite::resize_bilinear(*img, 640, 640);
+  // YOLOv8 takes pixel / 255 in [0, 1], quantized with the input's own parameters.
+  std::vector<uint8_t> input(640 * 640 * 3);
+  const float si = in.quant.scale[0];
+  const int zi = static_cast<int>(in.quant.zero_point_at(0));
+  ASSERT_EQ(rgb.pixels.size(), input.size());
+  for (size_t i = 0; i < input.size(); ++i)
+    input[i] = static_cast<uint8_t>(std::clamp<long>(std::lround(rgb.pixels[i] / 255.0f / si) + zi, -128, 127));
+  auto a = run_once(*npu, input), b = run_once(*cpu, input);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), size_t(84 * 8400));
+  int max_diff = 0;
+  size_t exact = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(int(int8_t(a[i])) - int(int8_t(b[i]))));
+    exact += a[i] == b[i];
+  }
+  std::printf("[rknpu] yolov8n output vs cpu: max diff %d, exact %.2f%%\n", max_diff, 100.0 * exact / a.size());
+  EXPECT_GT(exact * 100, a.size() * 95);
+  const float so = out.quant.scale[0];
+  const int zo = static_cast<int>(out.quant.zero_point_at(0));
+  auto dn = decode_yolo(a, so, zo), dc = decode_yolo(b, so, zo);
+  ASSERT_FALSE(dc.empty()) << "the cpu finds nothing: the input is not what the model expects";
+  ASSERT_EQ(dn.size(), dc.size());
+  auto by_place = [](std::vector<Detection>& d) {
+    std::sort(d.begin(), d.end(), [](const Detection& x, const Detection& y) {
+      return std::tie(x.cls, x.cx, x.cy) < std::tie(y.cls, y.cx, y.cy);
+    });
+  };
+  by_place(dn), by_place(dc);
+  auto iou = [](const Detection& x, const Detection& y) {
+    const float ix = std::max(0.f, std::min(x.cx + x.w / 2, y.cx + y.w / 2) - std::max(x.cx - x.w / 2, y.cx - y.w / 2));
+    const float iy = std::max(0.f, std::min(x.cy + x.h / 2, y.cy + y.h / 2) - std::max(x.cy - x.h / 2, y.cy - y.h / 2));
+    return ix * iy / (x.w * x.h + y.w * y.h - ix * iy);
+  };
+  for (size_t i = 0; i < dc.size(); ++i) {
+    std::printf("[rknpu] yolov8n detection: class %d score %.3f (cpu %.3f) box %.3f %.3f %.3f %.3f (cpu %.3f %.3f %.3f %.3f)\n",
+                dc[i].cls, dn[i].score, dc[i].score, dn[i].cx, dn[i].cy, dn[i].w, dn[i].h, dc[i].cx, dc[i].cy, dc[i].w, dc[i].h);
+    EXPECT_EQ(dn[i].cls, dc[i].cls) << i;
+    EXPECT_GE(iou(dn[i], dc[i]), 0.9f) << i;
+  }
 }
 
 TEST(RknpuMobileNetV1, AllConvolutionsOnTheNpu) {

@@ -2,7 +2,8 @@
 // seeded weights and biases: f32, or the integer 8x8_16 form (i8 input, weights and hidden
 // state, i32 biases, i16 cell state with a power-of-two scale, and the five intermediate
 // tensors the converter writes). Inputs 9-11, 16-17 and 20-23 are absent. Used by the
-// oracle test (values) and the importer test (refusals, after editing the model).
+// oracle test (values) and the importer test (refusals, after editing the model). Also a
+// one-operator BIDIRECTIONAL_SEQUENCE_LSTM model (f32), bilstm_model.
 #pragma once
 
 #include <cmath>
@@ -122,6 +123,70 @@ inline SingleOpModel lstm_model(const LstmCase& c, int32_t steps) {
   m.options = [cc](flatbuffers::FlatBufferBuilder& fb) {
     return std::make_pair(T::BuiltinOptions_UnidirectionalSequenceLSTMOptions,
                           T::CreateUnidirectionalSequenceLSTMOptions(fb, cc.activation, cc.cell_clip, 0.0f, cc.time_major)
+                              .Union());
+  };
+  return m;
+}
+
+// A one-operator BIDIRECTIONAL_SEQUENCE_LSTM model (f32): forward and backward weights and
+// biases seeded, four variable state tensors, no auxiliary input, peephole or projection.
+struct BiLstmCase {
+  std::string name;
+  int32_t batch = 1, steps = 1, features = 1, cells_fw = 1, cells_bw = 1;
+  bool time_major = true;  // the operator's default
+  bool merge = false;      // merge_outputs: one output [.., cells_fw + cells_bw]
+  bool cifg = false;
+  T::ActivationFunctionType activation = T::ActivationFunctionType_TANH;
+  float cell_clip = 0.0f;
+  uint32_t seed = 1;
+};
+
+inline SingleOpModel bilstm_model(const BiLstmCase& c) {
+  SingleOpModel m;
+  m.code = T::BuiltinOperator_BIDIRECTIONAL_SEQUENCE_LSTM;
+  const auto ft = T::TensorType_FLOAT32;
+  uint32_t seed = c.seed * 100;
+  auto push = [&](OpTensor t) {
+    m.tensors.push_back(std::move(t));
+    return static_cast<int32_t>(m.tensors.size() - 1);
+  };
+  auto matrix = [&](const std::string& name, int32_t rows, int32_t cols) {
+    const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    return constant(name, ft, {rows, cols}, float_bytes(random_floats(n, seed++, -0.6f, 0.6f)));
+  };
+  auto seq = [&](int32_t width) {
+    return c.time_major ? std::vector<int32_t>{c.steps, c.batch, width} : std::vector<int32_t>{c.batch, c.steps, width};
+  };
+  std::vector<int32_t> in(48, -1);
+  in[0] = push(activation("x", ft, seq(c.features)));
+  for (int dir = 0; dir < 2; ++dir) {
+    const int32_t cells = dir == 0 ? c.cells_fw : c.cells_bw;
+    const int w0 = dir == 0 ? 1 : 18, r0 = dir == 0 ? 5 : 22, b0 = dir == 0 ? 12 : 29;
+    const std::string p = dir == 0 ? "fw_" : "bw_";
+    for (int k = c.cifg ? 1 : 0; k < 4; ++k) {
+      in[w0 + k] = push(matrix(p + "w" + std::to_string(k), cells, c.features));
+      in[r0 + k] = push(matrix(p + "r" + std::to_string(k), cells, cells));
+      in[b0 + k] = push(constant(p + "b" + std::to_string(k), ft, {cells},
+                                 float_bytes(random_floats(static_cast<size_t>(cells), seed++, -0.5f, 0.5f))));
+    }
+    OpTensor h = activation(p + "hidden_state", ft, {c.batch, cells});
+    OpTensor cs = activation(p + "cell_state", ft, {c.batch, cells});
+    h.variable = cs.variable = true;
+    in[dir == 0 ? 35 : 37] = push(h);
+    in[dir == 0 ? 36 : 38] = push(cs);
+  }
+  m.op_inputs = in;
+  if (c.merge) {
+    m.op_outputs = {push(activation("y", ft, seq(c.cells_fw + c.cells_bw)))};
+  } else {
+    m.op_outputs = {push(activation("y_fw", ft, seq(c.cells_fw)))};
+    m.op_outputs.push_back(push(activation("y_bw", ft, seq(c.cells_bw))));
+  }
+  const BiLstmCase cc = c;
+  m.options = [cc](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_BidirectionalSequenceLSTMOptions,
+                          T::CreateBidirectionalSequenceLSTMOptions(fb, cc.activation, cc.cell_clip, 0.0f, cc.merge,
+                                                                    cc.time_major)
                               .Union());
   };
   return m;

@@ -43,7 +43,7 @@ void expect_refused(const SingleOpModel& m, const std::vector<std::string>& phra
   } else {
     msg = g.status().to_string();
   }
-  EXPECT_TRUE(msg.find("lstm") != std::string::npos || msg.find("UNIDIRECTIONAL_SEQUENCE_LSTM") != std::string::npos)
+  EXPECT_TRUE(msg.find("lstm") != std::string::npos || msg.find("DIRECTIONAL_SEQUENCE_LSTM") != std::string::npos)
       << msg;
   for (const std::string& p : phrases) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
   std::printf("[refused] %s\n", msg.c_str());
@@ -122,6 +122,56 @@ TEST(TfliteLstm, HybridWeightsAreRefused) {
     w.scale = 0.01f;
   }
   expect_refused(m, {"hybrid LSTM", "'x'", "'w3'"});
+}
+
+// BIDIRECTIONAL_SEQUENCE_LSTM: two lstm nodes (the second reverse = 1) and a concat when
+// the outputs merge; what it cannot run is refused by name.
+TEST(TfliteLstm, BidirectionalBecomesTwoLstmNodesAndItsRefusalsNameTheInput) {
+  testing::BiLstmCase c{"bi", 2, 4, 3, 5, 5, true, true, false, ::tflite::ActivationFunctionType_TANH, 0.0f, 7};
+  {
+    const std::vector<uint8_t> bytes = testing::bilstm_model(c).bytes();
+    auto owner = std::make_shared<std::vector<uint8_t>>(bytes);
+    auto g = tflite::load_tflite_buffer(ConstData{owner->data(), static_cast<int64_t>(owner->size()), owner});
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    std::vector<int64_t> reverse;
+    int concats = 0;
+    for (const Node& n : g->nodes()) {
+      if (n.op == OpKind::lstm) reverse.push_back(n.get(attr::reverse));
+      if (n.op == OpKind::concat) ++concats;
+    }
+    EXPECT_EQ(reverse, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(concats, 1);
+    EXPECT_EQ(g->tensor(g->outputs[0]).shape, (Shape{4, 2, 10}));
+  }
+  struct Variant {
+    int input;
+    const char* phrase;
+  };
+  for (const Variant& v : {Variant{39, "auxiliary inputs and their weights (input 39 'extra')"},
+                           Variant{27, "peephole weights (input 27 'extra')"},
+                           Variant{33, "projection weights and bias (input 33 'extra')"}}) {
+    SCOPED_TRACE(v.phrase);
+    SingleOpModel m = testing::bilstm_model(c);
+    m.tensors.push_back(testing::constant("extra", ::tflite::TensorType_FLOAT32, {5},
+                                          testing::float_bytes(testing::random_floats(5, 3))));
+    m.op_inputs[static_cast<size_t>(v.input)] = static_cast<int32_t>(m.tensors.size() - 1);
+    expect_refused(m, {v.phrase, "not supported"});
+  }
+  SingleOpModel hybrid = testing::bilstm_model(c);
+  testing::OpTensor& w = hybrid.tensors[input_tensor(hybrid, 21)];  // the backward output gate's weights
+  w.type = ::tflite::TensorType_INT8;
+  w.data.resize(w.data.size() / 4);
+  w.scale = 0.01f;
+  expect_refused(hybrid, {"hybrid LSTM", "'bw_w3'"});
+  testing::BiLstmCase batch_major = c;
+  batch_major.time_major = false;
+  expect_refused(testing::bilstm_model(batch_major), {"merge_outputs with a batch-major"});
+  testing::BiLstmCase uneven = c;
+  uneven.cells_bw = 6;
+  expect_refused(testing::bilstm_model(uneven), {"forward and backward LSTMs have 5 and 6 cells"});
+  SingleOpModel stateless = testing::bilstm_model(c);
+  stateless.tensors[input_tensor(stateless, 38)].variable = false;
+  expect_refused(stateless, {"cell state (input 38 'bw_cell_state') must be a variable tensor"});
 }
 
 TEST(TfliteLstm, AStateThatIsNotAVariableTensorIsRefused) {

@@ -2,13 +2,14 @@
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
-// CUMSUM (i32), BATCH_MATMUL (i8), written by single_op_model.h. The test
-// checks each file is the model this code writes (so a seed can be regenerated:
-// TESSERA_WRITE_FUZZ_SEEDS=1 writes them) and that it imports and runs. Their agreement
+// CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
+// AVERAGE_POOL_2D (i16), written by single_op_model.h. The test checks each file is the
+// model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
+// them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
 // depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
-// tile_broadcast_oracle_test.cpp's, fill_shape_oracle_test.cpp's, activation_oracle_test.cpp's
-// and batch_matmul_oracle_test.cpp's.
+// tile_broadcast_oracle_test.cpp's, fill_shape_oracle_test.cpp's, activation_oracle_test.cpp's,
+// batch_matmul_oracle_test.cpp's and the int16_*_oracle_test.cpp files'.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -204,6 +205,37 @@ SingleOpModel batch_matmul_model() {
   return m;
 }
 
+// MUL i16: a [2, 3, 8] x b [8] (broadcast), RELU, zero points 0.
+SingleOpModel mul_i16_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("a", T::TensorType_INT16, {2, 3, 8}), testing::activation("b", T::TensorType_INT16, {8}),
+               testing::activation("y", T::TensorType_INT16, {2, 3, 8})};
+  const float scales[] = {0.001f, 0.002f, 0.0005f};
+  for (size_t i = 0; i < 3; ++i) m.tensors[i].scale = scales[i];
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_MUL;
+  m.version = 4;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_MulOptions, T::CreateMulOptions(fb, T::ActivationFunctionType_RELU).Union());
+  };
+  return m;
+}
+// AVERAGE_POOL_2D i16: x [1, 5, 5, 3], 3x3 window, stride 2, SAME.
+SingleOpModel avg_pool_i16_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("x", T::TensorType_INT16, {1, 5, 5, 3}), testing::activation("y", T::TensorType_INT16, {1, 3, 3, 3})};
+  for (auto& t : m.tensors) t.scale = 1.0f / 4096;
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  m.code = T::BuiltinOperator_AVERAGE_POOL_2D;
+  m.version = 3;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_Pool2DOptions, T::CreatePool2DOptions(fb, T::Padding_SAME, 2, 2, 3, 3).Union());
+  };
+  return m;
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -229,6 +261,12 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"l2_norm_u8", activation_model(T::BuiltinOperator_L2_NORMALIZATION, 1, T::TensorType_UINT8, 0.02f, 77, 1.0f / 128, 128)},
       {"cumsum_i32", cumsum_model()},
       {"batch_matmul_i8", batch_matmul_model()},
+      {"logistic_i16", activation_model(T::BuiltinOperator_LOGISTIC, 3, T::TensorType_INT16, 0.0007f, 0, 1.0f / 32768, 0)},
+      {"tanh_i16", activation_model(T::BuiltinOperator_TANH, 3, T::TensorType_INT16, 1.0f / 4096, 0, 1.0f / 32768, 0)},
+      {"softmax_i16", activation_model(T::BuiltinOperator_SOFTMAX, 3, T::TensorType_INT16, 0.0005f, 0, 1.0f / 32768, 0)},
+      {"mean_i16", reduce_model(T::BuiltinOperator_MEAN, 3, T::TensorType_INT16, 0.001f, 0)},
+      {"mul_i16", mul_i16_model()},
+      {"avg_pool_i16", avg_pool_i16_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);

@@ -205,6 +205,27 @@ DimList broadcast_strides(std::span<const int64_t> out, std::span<const int64_t>
 // The same into `st` (its capacity is reused: no allocation once it has grown).
 void broadcast_strides_into(const Shape& out, const Shape& in, std::vector<int64_t>& st);
 
+// Calls f(ia, ib, iy) for every output element with its broadcast input indices.
+template <typename F>
+void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
+  auto sa = broadcast_strides(out, a), sb = broadcast_strides(out, b);
+  const int rank = static_cast<int>(out.size());
+  DimList idx(static_cast<size_t>(rank));
+  int64_t ia = 0, ib = 0;
+  const int64_t total = num_elements(out);
+  for (int64_t i = 0; i < total; ++i) {
+    f(ia, ib, i);
+    for (int d = rank - 1; d >= 0; --d) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++idx[d] < out[d]) break;
+      ia -= sa[d] * out[d];
+      ib -= sb[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 // ---- activations (attr "activation" of conv, fc, add, pools) ----
 
 enum class Activation { none, relu, relu6, relu_n1_to_1 };

@@ -184,6 +184,11 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
   convert::use_avx2() ? avx2::gemm_kquant(g, o0, o1) : scalar::gemm_kquant(g, o0, o1);
 }
+#elif defined(__aarch64__)
+void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
+  static const bool dotprod = neon::available();
+  dotprod ? neon::gemm_kquant(g, o0, o1) : scalar::gemm_kquant(g, o0, o1);
+}
 #else
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) { scalar::gemm_kquant(g, o0, o1); }
 #endif

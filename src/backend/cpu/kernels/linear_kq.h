@@ -42,6 +42,10 @@ namespace tessera::cpu::kq {
 
 constexpr int64_t kSuper = 256;  // values per super-block (GGUF K-quants, ggml's QK_K)
 constexpr int64_t kGroup = 16;   // values per activation bsum
+// From this many activation rows (prompts), the x86 kernel unpacks eight weight rows at a
+// time into a panel and runs every activation row against it (x86/linear_kq_avx2.cpp); the
+// integers and the float chain per output are the same, so the bits are too.
+constexpr int64_t kPanelMinRows = 8;
 
 // Activation rows rounded to Q8_K: row r has q[r * k .. + k), d[r * k/256 ..] and
 // bsums[r * k/16 ..].
@@ -81,6 +85,13 @@ void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1);
 namespace avx2 {  // x86/linear_kq_avx2.cpp
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1);
 }  // namespace avx2
+#endif
+
+#if defined(__aarch64__)
+namespace neon {  // arm/linear_kq_neon.cpp: ARMv8.2 dot-product instructions
+bool available();  // whether this CPU has them (else the scalar kernel runs)
+void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1);
+}  // namespace neon
 #endif
 
 }  // namespace tessera::cpu::kq

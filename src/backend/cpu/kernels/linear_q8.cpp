@@ -24,12 +24,27 @@ namespace q8 {
 namespace {
 
 
-// Weight block b of a row as 32 signed values and its scale.
-float weight_block(DType wt, const uint8_t* row, int64_t b, int8_t* out) {
+// Weight block b of a row as 32 signed values (w of linear_q8.h) and its scale; q4_1 / q5_1
+// also their min in *mw.
+float weight_block(DType wt, const uint8_t* row, int64_t b, int8_t* out, float* mw = nullptr) {
   const uint8_t* blk = row + b * dtype_block_bytes(wt);
   uint16_t dh;
   std::memcpy(&dh, blk, 2);
-  if (wt == DType::q8_0) {
+  if (wt == DType::q4_1 || wt == DType::q5_1) {
+    // d, m, (q5_1: 32 fifth bits,) 16 bytes of nibbles (value j: low nibble of byte j, value
+    // j + 16: high nibble); w = code.
+    const bool q5 = wt == DType::q5_1;
+    uint16_t mh;
+    std::memcpy(&mh, blk + 2, 2);
+    *mw = f16_to_f32(mh);
+    uint32_t qh = 0;
+    if (q5) std::memcpy(&qh, blk + 4, 4);
+    const uint8_t* qs = blk + (q5 ? 8 : 4);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      out[j] = static_cast<int8_t>((qs[j] & 0x0f) | ((qh >> j) & 1) << 4);
+      out[j + kBlock / 2] = static_cast<int8_t>((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+    }
+  } else if (wt == DType::q8_0) {
     std::memcpy(out, blk + 2, kBlock);
   } else if (wt == DType::iq4_nl) {
     for (int j = 0; j < kBlock / 2; ++j) {
@@ -78,10 +93,12 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
       float acc = 0;
       const int8_t* xq = g.x.q + m * g.x.k;
       for (int64_t b = 0; b < blocks; ++b) {
-        const float dw = weight_block(g.wt, row, b, w);
+        float mw = 0;
+        const float dw = weight_block(g.wt, row, b, w, &mw);
         int32_t s = 0;
         for (int i = 0; i < kBlock; ++i) s += int32_t{w[i]} * xq[b * kBlock + i];
         acc = std::fma(dw * g.x.d[m * blocks + b], static_cast<float>(s), acc);
+        if (g.wt == DType::q4_1 || g.wt == DType::q5_1) acc = std::fma(mw, g.x.s1[m * blocks + b], acc);
       }
       g.y[m * g.ldy + o] = acc;
     }
@@ -132,13 +149,25 @@ void block_sums(const int8_t* q, int64_t n, int32_t* s) {
   }
 }
 
+void offset_sums(const float* x, int64_t n, const int32_t* s, float* s1) {
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    float amax = 0;
+    for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(x[b * kBlock + i]));
+    s1[b] = f16_to_f32(f32_to_f16(amax / 127.0f * static_cast<float>(s[b])));
+  }
+}
+
+bool quant_supported(DType wt) {
+  return wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q5_0 || wt == DType::q4_1 || wt == DType::q5_1 ||
+         wt == DType::iq4_nl;
+}
+
 #if defined(__x86_64__)
 void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
   convert::use_avx2() ? avx2::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
 }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
-  // q5_0 (a fallback type of K-quant files, for rows K-quants cannot hold) has the scalar kernel only.
-  convert::use_avx2() && g.wt != DType::q5_0 && g.wt != DType::iq4_nl ? avx2::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
+  convert::use_avx2() ? avx2::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
 }
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_avx2() ? avx2::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
@@ -154,7 +183,10 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d) {
   convert::use_neon() ? neon::quantize_row(x, n, q, d) : scalar::quantize_row(x, n, q, d);
 }
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
-  convert::use_neon() && g.wt != DType::q5_0 && g.wt != DType::iq4_nl ? neon::gemm_quant(g, o0, o1) : scalar::gemm_quant(g, o0, o1);
+  static const bool dotprod = neon_dot::available();
+  if (convert::use_neon() && dotprod) return neon_dot::gemm_quant(g, o0, o1);
+  convert::use_neon() && (g.wt == DType::q8_0 || g.wt == DType::q4_0) ? neon::gemm_quant(g, o0, o1)
+                                                                       : scalar::gemm_quant(g, o0, o1);
 }
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1) {
   convert::use_neon() ? neon::gemm_f16(g, o0, o1) : scalar::gemm_f16(g, o0, o1);
@@ -184,8 +216,7 @@ FcPath fc_path(const KernelContext& c) {
   if (wt == DType::f16) return FcPath::f16;
   // 8-bit activations change the result (within the bound of linear_q8.h), so a graph asks
   // for them per node: attribute input_rounding = "q8_0".
-  if ((wt == DType::q8_0 || wt == DType::q4_0 || wt == DType::q5_0 || wt == DType::iq4_nl) && ic % q8::kBlock == 0 &&
-      c.n.get(attr::input_rounding) == "q8_0")
+  if (q8::quant_supported(wt) && ic % q8::kBlock == 0 && c.n.get(attr::input_rounding) == "q8_0")
     return FcPath::quant;
   // K-quant weights under the same request: Q8_K activation super-blocks (linear_kq.h).
   if (kq::supported(wt) && ic % kq::kSuper == 0 && c.n.get(attr::input_rounding) == "q8_0") return FcPath::kquant;
@@ -226,6 +257,7 @@ struct ActScratch {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> s;
+  std::vector<float> s1;       // q4_1 / q5_1 weights: q8::offset_sums
   std::vector<int16_t> bsums;  // Q8_K rows (kquant path)
 };
 ActScratch& act_scratch() {
@@ -320,13 +352,18 @@ Status fully_connected(KernelContext& c) {
   int8_t* qp = s.q.data();
   float* dp = s.d.data();
   int32_t* sp = s.s.data();
+  const bool mins = w.dtype() == DType::q4_1 || w.dtype() == DType::q5_1;
+  if (mins && s.s1.size() < nd) s.s1.resize(nd);
+  float* s1p = mins ? s.s1.data() : nullptr;
   parallel_rows(c, m_n, [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
-      q8::quantize_row(xp + m * ic, ic, qp + m * ic, dp + m * (ic / q8::kBlock));
-      q8::block_sums(qp + m * ic, ic, sp + m * (ic / q8::kBlock));
+      const int64_t b0 = m * (ic / q8::kBlock);
+      q8::quantize_row(xp + m * ic, ic, qp + m * ic, dp + b0);
+      q8::block_sums(qp + m * ic, ic, sp + b0);
+      if (mins) q8::offset_sums(xp + m * ic, ic, sp + b0, s1p + b0);
     }
   }, min_rows_per_chunk(4 * ic));
-  q8::QuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, sp, m_n, ic}, y, oc_n};
+  q8::QuantGemm g{w.dtype(), w.data, row_bytes(w.dtype(), ic), {qp, dp, sp, s1p, m_n, ic}, y, oc_n};
   parallel_rows_guided(c, oc_n, 8, min_rows_per_chunk(m_n * ic),
                        [&](int64_t o0, int64_t o1) { q8::gemm_quant(g, o0, o1), finish(o0, o1); });
   return Status::Ok();

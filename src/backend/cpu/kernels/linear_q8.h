@@ -10,6 +10,10 @@
 //   S_b = sum_{i<32} w[32b+i] * q[32b+i]               (exact int; |S_b| < 2^24, so float(S_b) is exact)
 //   acc = fma(dw_b * dx_b, float(S_b), acc)           for b = 0, 1, ... in order, from acc = 0
 //   y = acc
+// (w: q8_0 the int8 values, q4_0 / q5_0 code - 8 / code - 16, iq4_nl the table values.)
+// q4_1 / q5_1 (value = dw code + mw): w = code, and after each block's step
+//   acc = fma(mw_b, sx_b, acc)   with sx_b = binary16(amax_b / 127 * sum_i q[32b+i])
+// (llama.cpp's q8_1 activation blocks store that product as binary16: their s).
 // (one float sum per output, as llama.cpp's interleaved q4_0 kernels keep one per column).
 // F16 weights (any row length K): with round_x, every activation is first rounded to
 // binary16 (round to nearest even, as llama.cpp rounds the inputs of its f16 matmuls),
@@ -50,14 +54,15 @@ constexpr int64_t kF16SeqMinRows = 8;  // f16: rows from which the one-chain ord
 struct ActRows {
   const int8_t* q = nullptr;
   const float* d = nullptr;
-  const int32_t* s = nullptr;  // [m * k/32] sum of each block's q (block_sums); q4_0 weights need it
+  const int32_t* s = nullptr;  // [m * k/32] sum of each block's q (block_sums); q4_0 / q5_0 weights need it
+  const float* s1 = nullptr;   // [m * k/32] sx_b above; q4_1 / q5_1 weights need it (offset_sums)
   int64_t m = 0;  // rows
   int64_t k = 0;  // values per row (multiple of 32)
 };
 
 // y[m * ldy + o] = dot(activation row m, weight row o) for every m and o in [o0, o1).
 struct QuantGemm {
-  DType wt = DType::q8_0;      // q8_0, q4_0, q5_0 or iq4_nl (the last two: the scalar kernel at every level)
+  DType wt = DType::q8_0;      // q8_0, q4_0, q5_0, q4_1, q5_1 or iq4_nl (aarch64 without dotprod: the last four scalar)
   const uint8_t* w = nullptr;  // [OC] rows of k / 32 GGUF blocks
   int64_t w_row_bytes = 0;
   ActRows x;
@@ -98,6 +103,11 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 // s[b] = sum of q[32b .. 32b + 32) for the n / 32 blocks of a rounded row (one definition, no
 // arithmetic choice: the integer sum).
 void block_sums(const int8_t* q, int64_t n, int32_t* s);
+// s1[b] = binary16(amax_b / 127 * s[b]) for the n / 32 blocks of x (amax_b: the largest
+// |x| of block b; s: the rounded row's block_sums).
+void offset_sums(const float* x, int64_t n, const int32_t* s, float* s1);
+// Weight types of gemm_quant.
+bool quant_supported(DType wt);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);
 
@@ -125,6 +135,11 @@ void quantize_row(const float* x, int64_t n, int8_t* q, float* d);
 void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
 void gemm_f16(const F16Gemm& g, int64_t o0, int64_t o1);  // arm/linear_f16_neon.cpp
 }  // namespace neon
+// ARMv8.2 dot-product instructions (arm/linear_q8_dot_neon.cpp): every quantized weight type.
+namespace neon_dot {
+bool available();  // whether this CPU has them
+void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1);
+}  // namespace neon_dot
 #endif
 
 }  // namespace tessera::cpu::q8

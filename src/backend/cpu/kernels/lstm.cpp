@@ -49,7 +49,10 @@ enum Gate { kInput = lstm::kInputGate, kForget = lstm::kForgetGate, kCell = lstm
 struct Dims {
   int64_t batch = 0, steps = 0, features = 0, cells = 0;
   bool time_major = false;
+  bool reverse = false;  // steps from the last to the first
   bool cifg = false;  // no input gate: i = 1 - f
+  // The step taken s-th.
+  int64_t step(int64_t s) const { return reverse ? steps - 1 - s : s; }
   // Row of x / y holding (batch row b, step t).
   int64_t row(int64_t b, int64_t t) const { return time_major ? t * batch + b : b * steps + t; }
 };
@@ -58,6 +61,7 @@ Dims dims_of(const Graph& g, const Node& n) {
   const Shape& xs = g.tensor(n.inputs[kX]).shape;
   Dims d;
   d.time_major = n.get(attr::time_major) != 0;
+  d.reverse = n.get(attr::reverse) != 0;
   d.batch = d.time_major ? xs[1] : xs[0];
   d.steps = d.time_major ? xs[0] : xs[1];
   d.features = xs[2];
@@ -126,7 +130,8 @@ Status lstm_f32(KernelContext& c) {
   for (int64_t b = 0; b < d.batch; ++b) {
     float* h = hs + b * C;
     float* cell = cs + b * C;
-    for (int64_t t = 0; t < d.steps; ++t) {
+    for (int64_t s = 0; s < d.steps; ++s) {
+      const int64_t t = d.step(s);
       const float* xt = x + d.row(b, t) * I;
       for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
         const float* w = c.in[weights(k)].as<float>();
@@ -300,7 +305,8 @@ Status lstm_integer(KernelContext& c) {
   for (int64_t b = 0; b < d.batch; ++b) {
     int8_t* h = hs + b * C;
     int16_t* cell = cs + b * C;
-    for (int64_t t = 0; t < d.steps; ++t) {
+    for (int64_t s = 0; s < d.steps; ++s) {
+      const int64_t t = d.step(s);
       const int8_t* xt = x + d.row(b, t) * I;
       for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
         const IntegerLstm::GateParams& gp = p.gate[k];

@@ -33,27 +33,6 @@ namespace {
 float scale_of(const TensorRef& r) { return r.t->quant.scale[0]; }
 int32_t zp_of(const TensorRef& r) { return static_cast<int32_t>(r.t->quant.zero_point_at(0)); }
 
-// Calls f(ia, ib, iy) for every output element with its broadcast input indices.
-template <typename F>
-void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
-  auto sa = broadcast_strides(out, a), sb = broadcast_strides(out, b);
-  const int rank = static_cast<int>(out.size());
-  DimList idx(static_cast<size_t>(rank));
-  int64_t ia = 0, ib = 0;
-  const int64_t total = num_elements(out);
-  for (int64_t i = 0; i < total; ++i) {
-    f(ia, ib, i);
-    for (int d = rank - 1; d >= 0; --d) {
-      ia += sa[d];
-      ib += sb[d];
-      if (++idx[d] < out[d]) break;
-      ia -= sa[d] * out[d];
-      ib -= sb[d] * out[d];
-      idx[d] = 0;
-    }
-  }
-}
-
 Status check_binary(const KernelContext& c, bool allow_i16 = false) {
   for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]})
     TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t, allow_i16));
@@ -194,6 +173,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_mul(const Graph& g, const Node& 
 }
 
 Status mul(KernelContext& c) {
+  if (c.in[0].dtype() == DType::i16) return q::mul_i16(c);
   TS_RETURN_IF_ERROR(check_binary(c));
   if (c.prepared) return run_pair_table(c);
   const DType t = c.out[0].dtype();
@@ -287,8 +267,10 @@ Status q::lut_unary(KernelContext& c, float (*f)(float)) {
 }
 namespace {
 
-Status logistic(KernelContext& c) { return q::lut_unary(c, q::logistic_f); }
-Status tanh_q(KernelContext& c) { return q::lut_unary(c, q::tanh_f); }
+Status logistic(KernelContext& c) {
+  return c.in[0].dtype() == DType::i16 ? q::logistic_i16(c) : q::lut_unary(c, q::logistic_f);
+}
+Status tanh_q(KernelContext& c) { return c.in[0].dtype() == DType::i16 ? q::tanh_i16(c) : q::lut_unary(c, q::tanh_f); }
 
 // HARD_SWISH (reference_ops::HardSwish with HardSwishParams from activations.cc): int16
 // fixed point with a "reluish" ramp, per input code (q::HardSwish in src/ops/quant_math.h).

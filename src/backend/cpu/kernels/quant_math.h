@@ -16,4 +16,10 @@ Status require_per_tensor(const Node& n, const Tensor& t, bool allow_i16 = false
 // float (quant_elementwise.cpp).
 Status lut_unary(KernelContext& c, float (*f)(float));
 
+// The int16 (16x8) forms of logistic, tanh, mul and softmax (quant_int16.cpp).
+Status logistic_i16(KernelContext& c);
+Status tanh_i16(KernelContext& c);
+Status mul_i16(KernelContext& c);
+Status softmax_i16(KernelContext& c);
+
 }  // namespace tessera::cpu::q

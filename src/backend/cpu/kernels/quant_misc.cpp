@@ -153,16 +153,14 @@ Status requantize(KernelContext& c) {
     TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *r->t, true));
   }
   const float si = c.in[0].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
-  const q::Multiplier m = q::quantize_multiplier(static_cast<double>(si) / static_cast<double>(so));
   const int32_t zi = static_cast<int32_t>(c.in[0].t->quant.zero_point_at(0));
   const int32_t zo = static_cast<int32_t>(c.out[0].t->quant.zero_point_at(0));
   const DType ti = c.in[0].dtype(), to = c.out[0].dtype();
+  const q::Requantize rq = q::requantize_params(si, zi, so, zo, to);
+  const q::Multiplier m = rq.m;
   if (ti == DType::u8 || ti == DType::i8) {  // 8-bit input: the 256 possible results first, then a lookup
     int32_t table[256];
-    for (int v = 0; v < 256; ++v) {
-      const int32_t code = ti == DType::u8 ? v : static_cast<int8_t>(v);
-      table[v] = q::clamp(q::multiply(code - zi, m) + zo, q::qmin(to), q::qmax(to));
-    }
+    for (int v = 0; v < 256; ++v) table[v] = rq.code(ti == DType::u8 ? v : static_cast<int8_t>(v));
     const int64_t n = c.in[0].elements();
     const uint8_t* x = c.in[0].data;
     if (to == DType::u8 || to == DType::i8) {  // 8-bit codes: a byte table

@@ -1,5 +1,6 @@
 // TFLite-exact quantized pooling and mean: avg_pool2d, max_pool2d (NHWC, input and output
-// share quantization, as TFLite requires) and mean over axes.
+// share quantization, as TFLite requires; u8, i8 and int16 with zero point 0, whose
+// reference_integer_ops kernels compute the same) and mean over axes.
 #include <algorithm>
 #include <vector>
 
@@ -10,12 +11,22 @@ namespace tessera::cpu {
 
 namespace {
 
+// int16 (16x8): zero points 0 (pooling.cc), and windows whose int32 sum of int16 codes
+// cannot overflow (reference_integer_ops::AveragePool sums in int32).
+constexpr int64_t kMaxInt16Window = 65536;
+
 Status check_pool(const KernelContext& c) {
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, /*allow_i16=*/true));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, /*allow_i16=*/true));
   if (c.in[0].dtype() != c.out[0].dtype()) return kernel_error(c.n, "input and output must have the same dtype");
   if (c.in[0].t->quant != c.out[0].t->quant)
     return kernel_error(c.n, "input and output must share quantization parameters (TFLite pooling)");
+  if (c.in[0].dtype() == DType::i16) {
+    if (c.in[0].t->quant.zero_point_at(0) != 0)
+      return kernel_error(c.n, "int16 tensor '" + c.in[0].t->name + "' has a non-zero zero point (TFLite's 16x8 form needs 0)");
+    if (c.n.get(attr::filter_h) * c.n.get(attr::filter_w) > kMaxInt16Window)
+      return kernel_error(c.n, "int16 pooling windows are limited to 65536 values (an int32 sum)");
+  }
   return Status::Ok();
 }
 
@@ -85,12 +96,21 @@ Status max_pool2d(KernelContext& c) { return pool(c, false); }
 //    multiplier in_s / out_s, then a rounded division by the count), which differs by one
 //    step on some values (measured with the TFLite oracle on tf2_mobilenet_v2 and the NCHW
 //    MobileNetV2);
+//  - otherwise, with equal input and output parameters, reference_ops::Mean: the integer
+//    sum of the codes over the count, truncated (measured with the oracle);
 //  - otherwise QuantizedMeanOrSum: float mean of the raw values, rescaled and rounded.
+//  int16 (16x8, zero points 0) takes the last two, whatever the axes (the interpreter's
+//  reduce.cc has no spatial path for int16; measured with the oracle).
 Status mean(KernelContext& c) {
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
-  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t, /*allow_i16=*/true));
+  TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, /*allow_i16=*/true));
   const DType t = c.in[0].dtype();
   if (c.out[0].dtype() != t) return kernel_error(c.n, "input and output must have the same dtype");
+  const bool i16 = t == DType::i16;
+  if (i16 && (c.in[0].t->quant.zero_point_at(0) != 0 || c.out[0].t->quant.zero_point_at(0) != 0))
+    return kernel_error(c.n, "int16 tensors need zero point 0 (TFLite's 16x8 form)");
+  if (i16 && c.out[0].elements() > 0 && c.in[0].elements() / c.out[0].elements() > kMaxInt16Window)
+    return kernel_error(c.n, "int16 mean over more than 65536 values (TFLite sums int16 codes in int32)");
   const Shape& xs = c.in[0].shape();
   const int rank = static_cast<int>(xs.size());
   DimList red(static_cast<size_t>(rank));  // 1 for a reduced axis
@@ -106,7 +126,7 @@ Status mean(KernelContext& c) {
   const uint8_t* x = c.in[0].data;
   uint8_t* y = c.out[0].data;
   const bool spatial = rank == 4 && red[1] && red[2] && !red[0] && !red[3] && c.n.get(attr::keep_dims) != 0;
-  if (spatial) {
+  if (spatial && !i16) {  // (int16 takes the general path below)
     const int64_t N = xs[0], HW = xs[1] * xs[2], C = xs[3];
     const int32_t count = static_cast<int32_t>(HW);
     float temp = zi * si / so;
@@ -154,6 +174,10 @@ Status mean(KernelContext& c) {
       o -= ostride[d] * xs[d];
       idx[d] = 0;
     }
+  }
+  if (si == so && zi == zo) {  // reference_ops::Mean: the integer sum over the count, truncated
+    for (int64_t o = 0; o < outs; ++o) q::store(y, t, o, static_cast<int32_t>(sums[o] / count));
+    return Status::Ok();
   }
   const float scale = si / so;
   const float bias = -zi * scale;

@@ -1,4 +1,5 @@
-// TFLite-exact quantized reductions over attr axes: sum (u8 / i8), reduce_max and reduce_min
+// TFLite-exact quantized reductions over attr axes: sum (u8 / i8; i16 with the input's
+// quantization on the output), reduce_max and reduce_min
 // (u8 / i8 / i16), reduce_prod (i8 / i16). TFLite's reduce.cc, as the oracle's interpreter
 // computes them (MEAN is in quant_pool.cpp):
 //  - SUM with the input's scale and zero point on the output: EvalGeneric, the raw codes
@@ -87,7 +88,9 @@ int32_t wrap(int64_t v, DType t) {
 }
 
 Status sum(KernelContext& c) {
-  TS_RETURN_IF_ERROR(check_io(c, false));
+  TS_RETURN_IF_ERROR(check_io(c, true));
+  if (c.in[0].dtype() == DType::i16 && c.in[0].t->quant != c.out[0].t->quant)
+    return kernel_error(c.n, "int16 sum needs the input's quantization on the output (TFLite's reduce.cc)");
   TS_ASSIGN_OR_RETURN(ReducePlan p, plan_of(c));
   const DType t = c.in[0].dtype();
   const int64_t outs = c.out[0].elements();

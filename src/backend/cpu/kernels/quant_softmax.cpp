@@ -44,6 +44,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_softmax(const Graph& g, const No
 }
 
 Status softmax(KernelContext& c) {
+  if (c.in[0].dtype() == DType::i16) return q::softmax_i16(c);  // quant_int16.cpp
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.out[0].t, /*allow_i16=*/true));
   if (c.out[0].dtype() != c.in[0].dtype() && !(c.in[0].dtype() == DType::i8 && c.out[0].dtype() == DType::i16))

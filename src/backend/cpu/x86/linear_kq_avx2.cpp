@@ -14,9 +14,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "backend/cpu/kernels/linear_kq.h"
+#include "backend/cpu/x86/dpbusd.h"
 #include "convert/gguf_kquants.h"
+#include "convert/simd.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -28,6 +32,7 @@ namespace {
 
 constexpr int kActRows = 4;  // activation rows per pass over a weight row's super-block
 constexpr int64_t kBsums = kSuper / kGroup;
+constexpr int64_t kAheadBytes = 2048;  // decode: weight bytes prefetched ahead of the block in use
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -278,6 +283,10 @@ void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
       const int n = static_cast<int>(std::min<int64_t>(kActRows, g.x.m - m0));
       float acc[kActRows] = {};
       for (int64_t i = 0; i < blocks; ++i) {
+        // Prefetch kAheadBytes ahead in the weights (rows are contiguous: one stream; past the
+        // last row a prefetch never faults).
+        const char* ahead = reinterpret_cast<const char*>(row + i * block_bytes) + kAheadBytes;
+        for (int64_t l = 0; l < block_bytes; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
         w.load_block(row + i * block_bytes);
         for (int r = 0; r < n; ++r) {
           const int64_t m = m0 + r;
@@ -290,15 +299,254 @@ void gemm_t(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// Prompts (many activation rows): a panel of kPanel weight rows is unpacked once, by the
+// structs above, into the layout an outer-product tile wants, and every activation row
+// runs against it. Lane j of a 256-bit vector is weight row j: for each group of four
+// values, the panel holds 32 bytes (row j's four codes in bytes 4j .. 4j + 3), so one
+// broadcast of an activation row's four bytes and one maddubs give all eight rows' pair
+// sums. Those int16 pairs are summed over as many groups as cannot saturate (the type's
+// largest code: q4_K 8 groups, q5_K / q2_K / q3_K 4, q6_K 2, iq4_xs 1 with the sign
+// trick), then madd by the group's scale (row j's int16 scale in both halves of lane j)
+// into int32 lanes. The bsum terms (q4_K/q5_K/q2_K mins; q6_K's -32 and q3_K's -4 code
+// offsets) are sum_g corr_g * bsums_g, eight madds of int16 pairs. Every S_i and M_i is
+// the scalar kernel's exact integer and the float chain per output is the scalar one, now
+// in eight lanes: y = fma(d_v * dx, float(S), y), then fma(-(dmin_v * dx), float(M), y).
+
+constexpr int kPanel = 8;          // weight rows per panel (int32 lanes)
+constexpr int kPanelActRows = 4;   // activation rows per pass over a panel's super-block
+
+struct alignas(32) PanelBlock {
+  uint8_t codes[64][kPanel][4];  // group of four values, weight row, the four codes
+  int32_t scale[16][kPanel];     // 16-value scale group, row: int16 scale in both halves
+  int32_t corr[8][kPanel];       // pair p of 16-value groups, row: (corr_2p, corr_2p+1)
+  float d[kPanel], dmin[kPanel];
+};
+static_assert(sizeof(PanelBlock) % 32 == 0);
+
+// Per-type constants: summable groups (above), whether the bsum term is a separate min
+// term (true) or part of S (false), signed codes (iq4_xs).
+template <typename Block> struct PanelTraits;
+template <> struct PanelTraits<Q45K<false>> { static constexpr int kSum = 8; static constexpr bool kMins = true, kSigned = false; };
+template <> struct PanelTraits<Q45K<true>> { static constexpr int kSum = 4; static constexpr bool kMins = true, kSigned = false; };
+template <> struct PanelTraits<Q23K<false>> { static constexpr int kSum = 4; static constexpr bool kMins = true, kSigned = false; };
+template <> struct PanelTraits<Q23K<true>> { static constexpr int kSum = 4; static constexpr bool kMins = false, kSigned = false; };
+template <> struct PanelTraits<Q6K> { static constexpr int kSum = 2; static constexpr bool kMins = false, kSigned = false; };
+template <> struct PanelTraits<IQ4XS> { static constexpr int kSum = 1; static constexpr bool kMins = false, kSigned = true; };
+
+// The sixteen 16-value group scales and bsum factors of one super-block (the definitions
+// of linear_kq.h) and its d, dmin.
+template <typename Block>
+void block_scales(const uint8_t* b, int16_t sc[16], int16_t corr[16], float& d, float& dmin) {
+  namespace kd = convert::kquant_detail;
+  dmin = 0;
+  if constexpr (std::is_same_v<Block, Q45K<false>> || std::is_same_v<Block, Q45K<true>>) {
+    for (int c = 0; c < 8; ++c) {
+      int s, m;
+      kd::scale_min_k4(b + 4, c, s, m);
+      sc[2 * c] = sc[2 * c + 1] = static_cast<int16_t>(s);
+      corr[2 * c] = corr[2 * c + 1] = static_cast<int16_t>(m);
+    }
+    d = f16_at(b), dmin = f16_at(b + 2);
+  } else if constexpr (std::is_same_v<Block, Q23K<false>>) {
+    for (int g = 0; g < 16; ++g) sc[g] = static_cast<int16_t>(b[g] & 15), corr[g] = static_cast<int16_t>(b[g] >> 4);
+    d = f16_at(b + 80), dmin = f16_at(b + 82);
+  } else if constexpr (std::is_same_v<Block, Q23K<true>>) {
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = static_cast<int16_t>(kd::scale_q3_k(b + 96, g) - 32);
+      corr[g] = static_cast<int16_t>(-4 * sc[g]);
+    }
+    d = f16_at(b + 108);
+  } else if constexpr (std::is_same_v<Block, Q6K>) {
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = static_cast<int8_t>(b[192 + g]);
+      corr[g] = static_cast<int16_t>(-32 * sc[g]);
+    }
+    d = f16_at(b + 208);
+  } else {
+    for (int c = 0; c < 8; ++c) sc[2 * c] = sc[2 * c + 1] = static_cast<int16_t>(convert::iq4_xs_scale(b, c));
+    for (int g = 0; g < 16; ++g) corr[g] = 0;
+    d = f16_at(b);
+  }
+}
+
+inline int32_t pair16(int16_t lo, int16_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) | static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16);
+}
+
+// out[j] = column j of the 8 x 8 matrix of int32 whose row i is in[i].
+inline void transpose8x8(const __m256i in[8], __m256i out[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {
+    u[4 * h] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+    u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+    u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+    u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    out[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
+    out[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
+  }
+}
+
+// Weight rows o .. o + kPanel unpacked into panel[blocks].
+template <typename Block>
+void pack_panel(const KQuantGemm& g, int64_t o, int64_t block_bytes, PanelBlock* panel) {
+  const int64_t blocks = g.x.k / kSuper;
+  Block w;
+  for (int64_t i = 0; i < blocks; ++i) {
+    PanelBlock& p = panel[i];
+    alignas(32) __m256i rows[8][kPanel];  // chunk, weight row
+    for (int j = 0; j < kPanel; ++j) {
+      const uint8_t* b = g.w + (o + j) * g.w_row_bytes + i * block_bytes;
+      // Eight streams, one per row: the next super-block of each asked for ahead.
+      for (int64_t l = 0; l < block_bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(b + block_bytes + l), _MM_HINT_T0);
+      w.load_block(b);
+      for (int c = 0; c < 8; ++c) {
+        if constexpr (PanelTraits<Block>::kSigned) rows[c][j] = w.w[c];
+        else rows[c][j] = w.code[c];
+      }
+      int16_t sc[16], corr[16];
+      block_scales<Block>(b, sc, corr, p.d[j], p.dmin[j]);
+      for (int s = 0; s < 16; ++s) p.scale[s][j] = pair16(sc[s], sc[s]);
+      for (int q = 0; q < 8; ++q) p.corr[q][j] = pair16(corr[2 * q], corr[2 * q + 1]);
+    }
+    for (int c = 0; c < 8; ++c) {
+      __m256i cols[8];
+      transpose8x8(rows[c], cols);  // cols[k]: group 8c + k of every row
+      for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(p.codes[8 * c + k]), cols[k]);
+    }
+  }
+}
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// y[m, o .. o + 8) for activation rows m0 .. m0 + R against the panel.
+using x86::Dot;
+using x86::dpbusd;
+
+template <typename Block, int R, Dot kDot>
+void panel_rows(const KQuantGemm& g, const PanelBlock* panel, int64_t o, int64_t m0) {
+  using T = PanelTraits<Block>;
+  // Values per scale: 32 for q4_K / q5_K / iq4_xs, 16 for the others (block_scales).
+  constexpr int kScaleGroups = std::is_same_v<Block, Q45K<false>> || std::is_same_v<Block, Q45K<true>> ||
+                                       std::is_same_v<Block, IQ4XS> ? 8 : 4;
+  const int64_t blocks = g.x.k / kSuper;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < blocks; ++i) {
+    const PanelBlock& p = panel[i];
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) q[r] = g.x.q + (m0 + r) * g.x.k + i * kSuper;
+    __m256i s[R];
+    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+    if constexpr (kDot != Dot::madd) {
+      // VNNI: vpdpbusd adds each group's products into int32 lanes (no saturation), so a
+      // whole scale group is summed before one multiply by the scale (the same integers).
+      for (int g0 = 0; g0 < 64; g0 += kScaleGroups) {
+        const __m256i* wp = reinterpret_cast<const __m256i*>(p.codes[g0]);
+        const __m256i sc = _mm256_srai_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.scale[g0 / 4])), 16);
+        for (int r = 0; r < R; ++r) {
+          const int8_t* qr = q[r] + 4 * g0;
+          __m256i t = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int k = 0; k < kScaleGroups; ++k) {
+            const __m256i wv = _mm256_load_si256(wp + k);
+            if constexpr (T::kSigned) t = dpbusd<kDot>(t, _mm256_abs_epi8(wv), _mm256_sign_epi8(bcast4(qr + 4 * k), wv));
+            else t = dpbusd<kDot>(t, wv, bcast4(qr + 4 * k));
+          }
+          s[r] = _mm256_add_epi32(s[r], _mm256_mullo_epi32(t, sc));
+        }
+      }
+    }
+    for (int g0 = 0; kDot == Dot::madd && g0 < 64; g0 += T::kSum) {
+      __m256i part[R];
+      const __m256i* wp = reinterpret_cast<const __m256i*>(p.codes[g0]);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qr = q[r] + 4 * g0;
+#pragma GCC unroll 8
+        for (int k = 0; k < T::kSum; ++k) {
+          const __m256i wv = _mm256_load_si256(wp + k);
+          __m256i t;
+          if constexpr (T::kSigned) t = _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(bcast4(qr + 4 * k), wv));
+          else t = _mm256_maddubs_epi16(wv, bcast4(qr + 4 * k));
+          part[r] = k == 0 ? t : _mm256_add_epi16(part[r], t);
+        }
+      }
+      const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.scale[g0 / 4]));
+      for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(part[r], sc));
+    }
+    const __m256 d = _mm256_load_ps(p.d);
+    const __m256 dmin = _mm256_load_ps(p.dmin);
+    for (int r = 0; r < R; ++r) {
+      const int64_t m = m0 + r;
+      __m256i t = _mm256_setzero_si256();
+      if constexpr (!std::is_same_v<Block, IQ4XS>) {
+        const int16_t* bs = g.x.bsums + (m * blocks + i) * kBsums;
+        for (int q2 = 0; q2 < 8; ++q2) {
+          int32_t pairv;
+          std::memcpy(&pairv, bs + 2 * q2, 4);
+          t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(p.corr[q2])),
+                                                    _mm256_set1_epi32(pairv)));
+        }
+      }
+      const __m256 dx = _mm256_set1_ps(g.x.d[m * blocks + i]);
+      if constexpr (T::kMins) {
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(s[r]), acc[r]);
+        const __m256 neg = _mm256_xor_ps(_mm256_mul_ps(dmin, dx), _mm256_set1_ps(-0.0f));
+        acc[r] = _mm256_fmadd_ps(neg, _mm256_cvtepi32_ps(t), acc[r]);
+      } else {
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_add_epi32(s[r], t)), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(g.y + (m0 + r) * g.ldy + o, acc[r]);
+}
+
+template <typename Block, Dot kDot>
+void gemm_panels(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
+  const int64_t blocks = g.x.k / kSuper;
+  thread_local std::vector<PanelBlock> scratch;
+  if (scratch.size() < static_cast<size_t>(blocks)) scratch.resize(static_cast<size_t>(blocks));
+  int64_t o = o0;
+  for (; o + kPanel <= o1; o += kPanel) {
+    pack_panel<Block>(g, o, block_bytes, scratch.data());
+    int64_t m = 0;
+    for (; m + kPanelActRows <= g.x.m; m += kPanelActRows) panel_rows<Block, kPanelActRows, kDot>(g, scratch.data(), o, m);
+    for (; m < g.x.m; ++m) panel_rows<Block, 1, kDot>(g, scratch.data(), o, m);
+  }
+  if (o < o1) gemm_t<Block>(g, o, o1, block_bytes);
+}
+
+template <typename Block>
+void gemm_any(const KQuantGemm& g, int64_t o0, int64_t o1, int64_t block_bytes) {
+  // VNNI where the CPU has it (TESSERA_SIMD=avx2 keeps maddubs): the same integers.
+  static const convert::Vnni vnni = convert::cpu_vnni();
+  if (g.x.m >= kPanelMinRows) {
+    if (vnni == convert::Vnni::evex) return gemm_panels<Block, Dot::vnni_evex>(g, o0, o1, block_bytes);
+    if (vnni == convert::Vnni::vex) return gemm_panels<Block, Dot::vnni_vex>(g, o0, o1, block_bytes);
+    return gemm_panels<Block, Dot::madd>(g, o0, o1, block_bytes);
+  }
+  gemm_t<Block>(g, o0, o1, block_bytes);
+}
+
 }  // namespace
 
 void gemm_kquant(const KQuantGemm& g, int64_t o0, int64_t o1) {
-  if (g.wt == DType::q4_k) return gemm_t<Q45K<false>>(g, o0, o1, kQ4_KBlockBytes);
-  if (g.wt == DType::q5_k) return gemm_t<Q45K<true>>(g, o0, o1, kQ5_KBlockBytes);
-  if (g.wt == DType::q2_k) return gemm_t<Q23K<false>>(g, o0, o1, kQ2_KBlockBytes);
-  if (g.wt == DType::q3_k) return gemm_t<Q23K<true>>(g, o0, o1, kQ3_KBlockBytes);
-  if (g.wt == DType::iq4_xs) return gemm_t<IQ4XS>(g, o0, o1, kIQ4_XSBlockBytes);
-  gemm_t<Q6K>(g, o0, o1, kQ6_KBlockBytes);
+  if (g.wt == DType::q4_k) return gemm_any<Q45K<false>>(g, o0, o1, kQ4_KBlockBytes);
+  if (g.wt == DType::q5_k) return gemm_any<Q45K<true>>(g, o0, o1, kQ5_KBlockBytes);
+  if (g.wt == DType::q2_k) return gemm_any<Q23K<false>>(g, o0, o1, kQ2_KBlockBytes);
+  if (g.wt == DType::q3_k) return gemm_any<Q23K<true>>(g, o0, o1, kQ3_KBlockBytes);
+  if (g.wt == DType::iq4_xs) return gemm_any<IQ4XS>(g, o0, o1, kIQ4_XSBlockBytes);
+  gemm_any<Q6K>(g, o0, o1, kQ6_KBlockBytes);
 }
 
 }  // namespace tessera::cpu::kq::avx2

@@ -1,9 +1,10 @@
 // AVX2 + FMA + F16C kernels of linear_q8.h; bit-identical to the scalar ones there.
 //
-// q8_0 / q4_0: eight weight rows per pass, their blocks interleaved in registers so each
-// 32-bit lane is one row (see interleave_block): one broadcast of four activation bytes
-// feeds eight rows, maddubs multiplies, the lanes end as the eight exact block sums S_b,
-// and one fma per block adds dw * dx * S_b for the eight rows. A prompt (several
+// 32-value blocks (q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl): eight weight rows per pass, their
+// blocks interleaved in registers so each 32-bit lane is one row (see interleave_block):
+// one broadcast of four activation bytes feeds eight rows, maddubs (or vpdpbusd) multiplies,
+// the lanes end as the eight exact block sums S_b, and one fma per block adds
+// dw * dx * S_b for the eight rows (q4_1 / q5_1: a second adds mw * sx). A prompt (several
 // activation rows) packs each group of eight rows once into a small scratch and runs tiles
 // of 2 activation rows over it. F16: the activations rounded to binary16 once per call
 // (linear_q8.h); decode and batches below kF16SeqMinRows rows read each weight row start
@@ -21,8 +22,10 @@
 #include <vector>
 
 #include "backend/cpu/kernels/linear_q8.h"
+#include "backend/cpu/x86/dpbusd.h"
 #include "backend/cpu/x86/hsum8_avx2.h"
 #include "convert/dtype.h"
+#include "convert/gguf_kquants.h"
 #include "convert/simd.h"
 
 #pragma GCC push_options
@@ -62,16 +65,51 @@ inline __m256i load_pair(const uint8_t* lo, const uint8_t* hi) {
                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo)));
 }
 
-// Block b of rows[0..8) interleaved into W[8], and the eight scales.
-template <bool kQ4>
-inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m256i W[8]) {
-  constexpr int64_t kBytes = kQ4 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+// The 32-value block types of this kernel. Signed: the values are int8 (q8_0, iq4_nl's
+// table values) and maddubs takes them by the sign trick; else unsigned codes of kBits
+// bits, with value = code - kOffset (q4_0, q5_0) or value = d code + m (q4_1, q5_1: kMin).
+enum class WKind { q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl };
+
+template <WKind K> struct Kind;
+template <> struct Kind<WKind::q8_0> { static constexpr bool kSigned = true, kMin = false; static constexpr int kBits = 8, kOffset = 0, kQs = 2, kQh = 0; static constexpr int64_t kBytes = kQ8_0BlockBytes; };
+template <> struct Kind<WKind::iq4_nl> { static constexpr bool kSigned = true, kMin = false; static constexpr int kBits = 4, kOffset = 0, kQs = 2, kQh = 0; static constexpr int64_t kBytes = kIQ4_NLBlockBytes; };
+template <> struct Kind<WKind::q4_0> { static constexpr bool kSigned = false, kMin = false; static constexpr int kBits = 4, kOffset = 8, kQs = 2, kQh = 0; static constexpr int64_t kBytes = kQ4_0BlockBytes; };
+template <> struct Kind<WKind::q5_0> { static constexpr bool kSigned = false, kMin = false; static constexpr int kBits = 5, kOffset = 16, kQs = 6, kQh = 2; static constexpr int64_t kBytes = kQ5_0BlockBytes; };
+template <> struct Kind<WKind::q4_1> { static constexpr bool kSigned = false, kMin = true; static constexpr int kBits = 4, kOffset = 0, kQs = 4, kQh = 0; static constexpr int64_t kBytes = kQ4_1BlockBytes; };
+template <> struct Kind<WKind::q5_1> { static constexpr bool kSigned = false, kMin = true; static constexpr int kBits = 5, kOffset = 0, kQs = 8, kQh = 4; static constexpr int64_t kBytes = kQ5_1BlockBytes; };
+
+// Bit 4 of the codes in W[j] (values 4j .. 4j + 3) from the eight rows' 32 fifth bits, H
+// (lane r: row r's bits, bit v for value v): value 4j + t is bit 4 (j % 2) + t of byte j / 2.
+inline __m256i fifth_bits(__m256i H, int j) {
+  const int byte = j / 2;
+  const __m256i idx = _mm256_setr_epi8(byte, byte, byte, byte, 4 + byte, 4 + byte, 4 + byte, 4 + byte, 8 + byte, 8 + byte,
+                                       8 + byte, 8 + byte, 12 + byte, 12 + byte, 12 + byte, 12 + byte, byte, byte, byte, byte,
+                                       4 + byte, 4 + byte, 4 + byte, 4 + byte, 8 + byte, 8 + byte, 8 + byte, 8 + byte, 12 + byte,
+                                       12 + byte, 12 + byte, 12 + byte);
+  const int sh = 4 * (j % 2);
+  const __m256i mask = _mm256_set1_epi32(static_cast<int>(0x08040201u << sh));
+  const __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(H, idx), mask), mask);
+  return _mm256_and_si256(on, _mm256_set1_epi8(16));
+}
+
+// Block b of rows[0..8) interleaved into W[8]; returns the eight scales d (and the eight
+// mins in *mw for q4_1 / q5_1).
+template <WKind K>
+inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m256i W[8], __m256* mw = nullptr) {
+  using T = Kind<K>;
+  constexpr int64_t kBytes = T::kBytes;
   alignas(16) uint16_t dh[kRows];
   for (int r = 0; r < kRows; ++r) std::memcpy(&dh[r], rows[r] + b * kBytes, 2);
   __m256i A[4];
-  if constexpr (kQ4) {
+  if constexpr (K == WKind::q8_0) {
+    for (int h = 0; h < 2; ++h) {  // values 0..15, then 16..31
+      for (int k = 0; k < 4; ++k)
+        A[k] = load_pair(rows[k] + b * kBytes + 2 + 16 * h, rows[k + 4] + b * kBytes + 2 + 16 * h);
+      transpose4(A, W + 4 * h);
+    }
+  } else {
     // Byte i of the 16 holds value i (low nibble) and value i + 16 (high nibble).
-    for (int k = 0; k < 4; ++k) A[k] = load_pair(rows[k] + b * kBytes + 2, rows[k + 4] + b * kBytes + 2);
+    for (int k = 0; k < 4; ++k) A[k] = load_pair(rows[k] + b * kBytes + T::kQs, rows[k + 4] + b * kBytes + T::kQs);
     __m256i D[4];
     transpose4(A, D);
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
@@ -79,12 +117,21 @@ inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m2
       W[j] = _mm256_and_si256(D[j], lo4);
       W[j + 4] = _mm256_and_si256(_mm256_srli_epi16(D[j], 4), lo4);
     }
-  } else {
-    for (int h = 0; h < 2; ++h) {  // values 0..15, then 16..31
-      for (int k = 0; k < 4; ++k)
-        A[k] = load_pair(rows[k] + b * kBytes + 2 + 16 * h, rows[k + 4] + b * kBytes + 2 + 16 * h);
-      transpose4(A, W + 4 * h);
+    if constexpr (K == WKind::iq4_nl) {
+      const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(convert::kIQ4Values)));
+      for (int j = 0; j < 8; ++j) W[j] = _mm256_shuffle_epi8(table, W[j]);
     }
+    if constexpr (T::kBits == 5) {
+      alignas(32) int32_t qh[kRows];
+      for (int r = 0; r < kRows; ++r) std::memcpy(&qh[r], rows[r] + b * kBytes + T::kQh, 4);
+      const __m256i H = _mm256_load_si256(reinterpret_cast<const __m256i*>(qh));
+      for (int j = 0; j < 8; ++j) W[j] = _mm256_or_si256(W[j], fifth_bits(H, j));
+    }
+  }
+  if constexpr (T::kMin) {
+    alignas(16) uint16_t mh[kRows];
+    for (int r = 0; r < kRows; ++r) std::memcpy(&mh[r], rows[r] + b * kBytes + 2, 2);
+    *mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
   }
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
 }
@@ -97,36 +144,32 @@ inline __m256 interleave_block(const uint8_t* const rows[kRows], int64_t b, __m2
 //
 // With VNNI (Dot::vnni_*) one vpdpbusd per four bytes adds the same u8 x s8 products into
 // the int32 lanes directly: the same sums (neither form saturates on these operands).
-enum class Dot { madd, vnni_vex, vnni_evex };
+using x86::Dot;
+using x86::dpbusd;
 
-// acc + the four u8 x s8 products of each 32-bit lane (vpdpbusd; VEX: AVX-VNNI, EVEX:
-// AVX512-VNNI with AVX512VL). Written as asm: it needs no target attribute, so one
-// template serves every instruction set.
-template <Dot kDot>
-inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-  if constexpr (kDot == Dot::vnni_vex) asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-  if constexpr (kDot == Dot::vnni_evex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-  return acc;
-}
-
-template <bool kQ4, Dot kDot = Dot::madd>
+template <WKind K, Dot kDot = Dot::madd>
 inline __m256i block_dot(const __m256i* W, const __m256i* AW, const int8_t* xq, int32_t sx) {
+  using T = Kind<K>;
+  // sum (code - offset) x = sum code x - offset sum x
+  const __m256i off = _mm256_set1_epi32(T::kOffset * sx);
   if constexpr (kDot != Dot::madd) {
     __m256i acc = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j)
-      acc = kQ4 ? dpbusd<kDot>(acc, W[j], bcast4(xq + 4 * j))
-                : dpbusd<kDot>(acc, AW[j], _mm256_sign_epi8(bcast4(xq + 4 * j), W[j]));
-    return kQ4 ? _mm256_sub_epi32(acc, _mm256_set1_epi32(8 * sx)) : acc;
+      acc = T::kSigned ? dpbusd<kDot>(acc, AW[j], _mm256_sign_epi8(bcast4(xq + 4 * j), W[j]))
+                       : dpbusd<kDot>(acc, W[j], bcast4(xq + 4 * j));
+    return T::kOffset ? _mm256_sub_epi32(acc, off) : acc;
   }
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i p[8];
-  if constexpr (kQ4) {
+  if constexpr (!T::kSigned) {
     for (int j = 0; j < 8; ++j) p[j] = _mm256_maddubs_epi16(W[j], bcast4(xq + 4 * j));
-    const __m256i s = _mm256_add_epi16(
-        _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3])),
-        _mm256_add_epi16(_mm256_add_epi16(p[4], p[5]), _mm256_add_epi16(p[6], p[7])));
-    // sum (nib - 8) x = sum nib x - 8 sum x
-    return _mm256_sub_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(8 * sx));
+    const __m256i s0 = _mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3]));
+    const __m256i s1 = _mm256_add_epi16(_mm256_add_epi16(p[4], p[5]), _mm256_add_epi16(p[6], p[7]));
+    // 4-bit codes: eight pair sums <= 8 * 2 * 15 * 127 = 30480 fit int16; 5-bit codes: four
+    // (4 * 2 * 31 * 127 = 31496), so each half is widened on its own.
+    const __m256i s = T::kBits == 4 ? _mm256_madd_epi16(_mm256_add_epi16(s0, s1), ones)
+                                    : _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones));
+    return T::kOffset ? _mm256_sub_epi32(s, off) : s;
   } else {
     for (int j = 0; j < 8; ++j)
       p[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(AW[j], _mm256_sign_epi8(bcast4(xq + 4 * j), W[j])), ones);
@@ -159,8 +202,9 @@ constexpr int64_t kPrefetchGroups = 2;
 
 // One activation row (decode): interleaves in registers, no scratch. [pf, pf_end) are the
 // bytes to prefetch over this group's blocks.
-template <bool kQ4, Dot kDot>
+template <WKind K, Dot kDot>
 void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const uint8_t* pf_end) {
+  using T = Kind<K>;
   const int64_t blocks = g.x.k / kBlock;
   const uint8_t* rows[kRows];
   group_rows(g, o, n, rows);
@@ -170,58 +214,66 @@ void gemv_group(const QuantGemm& g, int64_t o, int n, const uint8_t* pf, const u
     for (const uint8_t* p = pf + b * pf_step, *e = std::min(pf_end, p + pf_step); p < e; p += 64)
       _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
     __m256i W[8], AW[8];
-    const __m256 dw = interleave_block<kQ4>(rows, b, W);
-    if constexpr (!kQ4)
+    __m256 mw;
+    const __m256 dw = interleave_block<K>(rows, b, W, &mw);
+    if constexpr (T::kSigned)
       for (int j = 0; j < 8; ++j) AW[j] = _mm256_sign_epi8(W[j], W[j]);
-    const __m256i S = block_dot<kQ4, kDot>(W, AW, g.x.q + b * kBlock, kQ4 ? g.x.s[b] : 0);
+    const __m256i S = block_dot<K, kDot>(W, AW, g.x.q + b * kBlock, T::kOffset ? g.x.s[b] : 0);
     acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[b])), _mm256_cvtepi32_ps(S), acc);
+    if constexpr (T::kMin) acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(g.x.s1[b]), acc);
   }
   store_rows(g.y + o, acc, n);
 }
 
 // Several activation rows (prompt): a group's interleaved blocks are written once to a
-// scratch (per block: W[8], for q8_0 then |W|[8]; scales apart) and serve every row of a
-// chunk of activation rows.
+// scratch (per block: W[8], for signed kinds then |W|[8]; scales and mins apart) and serve
+// every row of a chunk of activation rows.
 struct GroupScratch {
   std::vector<uint8_t> bytes;  // the interleaved blocks (32-byte aligned inside) and the scales
 };
 
-// The packed group: per block kRegs registers, then blocks x 8 scales. Plain pointers, taken
-// once per call: reaching a thread_local through a reference inside the loops made the
-// compiler call __tls_get_addr on every block.
+// The packed group: per block kRegs registers, then blocks x 8 scales, then blocks x 8
+// mins. Plain pointers, taken once per call: reaching a thread_local through a reference
+// inside the loops made the compiler call __tls_get_addr on every block.
 struct Packed {
   __m256i* w;
   float* d;
+  float* m;
 };
 
-template <bool kQ4>
+template <WKind K> constexpr int kRegsOf = Kind<K>::kSigned ? 16 : 8;
+
+template <WKind K>
 Packed group_buffer(int64_t blocks) {
-  constexpr int kRegs = kQ4 ? 8 : 16;
+  constexpr int kRegs = kRegsOf<K>;
   thread_local GroupScratch s;
-  const size_t need = static_cast<size_t>(blocks) * (kRegs * sizeof(__m256i) + kRows * sizeof(float)) + 32;
+  const size_t need = static_cast<size_t>(blocks) * (kRegs * sizeof(__m256i) + 2 * kRows * sizeof(float)) + 32;
   if (s.bytes.size() < need) s.bytes.resize(need);
   const uintptr_t p = reinterpret_cast<uintptr_t>(s.bytes.data());
   auto* w = reinterpret_cast<__m256i*>(s.bytes.data() + ((32 - p % 32) % 32));
-  return {w, reinterpret_cast<float*>(w + blocks * kRegs)};
+  float* d = reinterpret_cast<float*>(w + blocks * kRegs);
+  return {w, d, d + blocks * kRows};
 }
 
-template <bool kQ4>
+template <WKind K>
 void pack_group(const QuantGemm& g, int64_t o, int n, Packed pk) {
-  constexpr int kRegs = kQ4 ? 8 : 16;
+  constexpr int kRegs = kRegsOf<K>;
   const int64_t blocks = g.x.k / kBlock;
   const uint8_t* rows[kRows];
   group_rows(g, o, n, rows);
   for (int64_t b = 0; b < blocks; ++b) {
     __m256i* W = pk.w + b * kRegs;
-    _mm256_storeu_ps(pk.d + b * kRows, interleave_block<kQ4>(rows, b, W));
-    if constexpr (!kQ4)
+    __m256 mw;
+    _mm256_storeu_ps(pk.d + b * kRows, interleave_block<K>(rows, b, W, &mw));
+    if constexpr (Kind<K>::kMin) _mm256_storeu_ps(pk.m + b * kRows, mw);
+    if constexpr (Kind<K>::kSigned)
       for (int j = 0; j < 8; ++j) W[8 + j] = _mm256_sign_epi8(W[j], W[j]);
   }
 }
 
-template <bool kQ4, int MR, Dot kDot>
+template <WKind K, int MR, Dot kDot>
 void gemm_tile(const QuantGemm& g, Packed pk, int64_t m0, int64_t o, int n) {
-  constexpr int kRegs = kQ4 ? 8 : 16;
+  constexpr int kRegs = kRegsOf<K>;
   const int64_t blocks = g.x.k / kBlock;
   __m256 acc[MR];
   for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
@@ -230,8 +282,9 @@ void gemm_tile(const QuantGemm& g, Packed pk, int64_t m0, int64_t o, int n) {
     const __m256 dw = _mm256_loadu_ps(pk.d + b * kRows);
     for (int m = 0; m < MR; ++m) {
       const int64_t r = (m0 + m) * blocks + b;
-      const __m256i S = block_dot<kQ4, kDot>(W, W + 8, g.x.q + r * kBlock, kQ4 ? g.x.s[r] : 0);
+      const __m256i S = block_dot<K, kDot>(W, W + 8, g.x.q + r * kBlock, Kind<K>::kOffset ? g.x.s[r] : 0);
       acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(g.x.d[r])), _mm256_cvtepi32_ps(S), acc[m]);
+      if constexpr (Kind<K>::kMin) acc[m] = _mm256_fmadd_ps(_mm256_loadu_ps(pk.m + b * kRows), _mm256_set1_ps(g.x.s1[r]), acc[m]);
     }
   }
   for (int m = 0; m < MR; ++m) store_rows(g.y + (m0 + m) * g.ldy + o, acc[m], n);
@@ -244,27 +297,39 @@ constexpr int64_t kRowChunk = 64;
 // the q8_0 tile's registers; 1 reloads each packed block twice as often).
 constexpr int kTileRows = 2;
 
-template <bool kQ4, Dot kDot>
+template <WKind K, Dot kDot>
 void gemm_quant_t(const QuantGemm& g, int64_t o0, int64_t o1) {
   if (g.x.m == 1) {
     const uint8_t* end = g.w + o1 * g.w_row_bytes;
     const int64_t group_bytes = kRows * g.w_row_bytes;
     for (int64_t o = o0; o < o1; o += kRows) {
       const uint8_t* pf = std::min(end, g.w + o * g.w_row_bytes + kPrefetchGroups * group_bytes);
-      gemv_group<kQ4, kDot>(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + group_bytes));
+      gemv_group<K, kDot>(g, o, static_cast<int>(std::min<int64_t>(kRows, o1 - o)), pf, std::min(end, pf + group_bytes));
     }
     return;
   }
-  const Packed pk = group_buffer<kQ4>(g.x.k / kBlock);
+  const Packed pk = group_buffer<K>(g.x.k / kBlock);
   for (int64_t mc = 0; mc < g.x.m; mc += kRowChunk) {
     const int64_t mend = std::min(g.x.m, mc + kRowChunk);
     for (int64_t o = o0; o < o1; o += kRows) {
       const int n = static_cast<int>(std::min<int64_t>(kRows, o1 - o));
-      pack_group<kQ4>(g, o, n, pk);
+      pack_group<K>(g, o, n, pk);
       int64_t m = mc;
-      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<kQ4, kTileRows, kDot>(g, pk, m, o, n);
-      for (; m < mend; ++m) gemm_tile<kQ4, 1, kDot>(g, pk, m, o, n);
+      for (; m + kTileRows <= mend; m += kTileRows) gemm_tile<K, kTileRows, kDot>(g, pk, m, o, n);
+      for (; m < mend; ++m) gemm_tile<K, 1, kDot>(g, pk, m, o, n);
     }
+  }
+}
+
+template <Dot kDot>
+void gemm_quant_kind(const QuantGemm& g, int64_t o0, int64_t o1) {
+  switch (g.wt) {
+    case DType::q4_0: return gemm_quant_t<WKind::q4_0, kDot>(g, o0, o1);
+    case DType::q5_0: return gemm_quant_t<WKind::q5_0, kDot>(g, o0, o1);
+    case DType::q4_1: return gemm_quant_t<WKind::q4_1, kDot>(g, o0, o1);
+    case DType::q5_1: return gemm_quant_t<WKind::q5_1, kDot>(g, o0, o1);
+    case DType::iq4_nl: return gemm_quant_t<WKind::iq4_nl, kDot>(g, o0, o1);
+    default: return gemm_quant_t<WKind::q8_0, kDot>(g, o0, o1);
   }
 }
 
@@ -369,14 +434,10 @@ void gemm_quant(const QuantGemm& g, int64_t o0, int64_t o1) {
   // same integers, so the tests that compare this function with the scalar kernels check
   // whichever form the CPU runs.
   static const convert::Vnni vnni = convert::cpu_vnni();
-  const bool q4 = g.wt == DType::q4_0;
   switch (vnni) {
-    case convert::Vnni::vex:
-      return q4 ? gemm_quant_t<true, Dot::vnni_vex>(g, o0, o1) : gemm_quant_t<false, Dot::vnni_vex>(g, o0, o1);
-    case convert::Vnni::evex:
-      return q4 ? gemm_quant_t<true, Dot::vnni_evex>(g, o0, o1) : gemm_quant_t<false, Dot::vnni_evex>(g, o0, o1);
-    default:
-      return q4 ? gemm_quant_t<true, Dot::madd>(g, o0, o1) : gemm_quant_t<false, Dot::madd>(g, o0, o1);
+    case convert::Vnni::vex: return gemm_quant_kind<Dot::vnni_vex>(g, o0, o1);
+    case convert::Vnni::evex: return gemm_quant_kind<Dot::vnni_evex>(g, o0, o1);
+    default: return gemm_quant_kind<Dot::madd>(g, o0, o1);
   }
 }
 

@@ -1,0 +1,44 @@
+// Helpers shared by the lowering files (lower.cpp, lower_eltwise.cpp, lower_resize.cpp):
+// feature-map checks, the unsupported-node reason, and the lookup-table builder. Internal to
+// the rknpu compiler; lower.h is the interface the rest of the device uses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "backend/rknpu/lower.h"
+
+namespace tessera::rknpu::detail {
+
+// The error (StatusCode::unsupported) that `inspect` shows as the reason node `n` stays off the NPU.
+Status no(const Node& n, const std::string& why);
+// 0x80 for u8 (stored as q - 0x80), 0 for i8.
+int32_t storage_offset(DType t);
+bool quantized8(const Tensor& t);
+std::string dt(const Tensor& t);  // "i8[1,2,3,4]"
+// `t` is a u8/i8 per-tensor [1, H, W, C] activation within the CNA/DPU field limits.
+Status check_feature(const Node& n, const Tensor& t, const char* what);
+float quant_scale(const Tensor& t);
+int32_t quant_zp(const Tensor& t);
+
+// TFLite's output code for each input code.
+using CodeFn = std::function<int32_t(int32_t)>;
+// y = f(x) element-wise as one DPU lookup-table task (lower.cpp lower_lut).
+Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi, const CodeFn& code, const std::string& what);
+// A unary node whose output code is a function of its input code: checks x and y as feature
+// maps of one dtype, then `make(x, y)` gives the code function (or the reason it cannot).
+Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string& name,
+                               const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make);
+
+// lower_eltwise.cpp, lookup tables: LOGISTIC / TANH (TFLite's float tables), HARD_SWISH,
+// the SiLU MUL (x * logistic(x); other MULs are refused with the reason) and QUANTIZE of
+// an 8-bit tensor to 8 bits (requantize).
+Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name);
+Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n);
+Result<NpuOp> lower_mul(const Graph& g, const Node& n);
+Result<NpuOp> lower_requantize(const Graph& g, const Node& n);
+// lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
+Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
+
+}  // namespace tessera::rknpu::detail

@@ -1,0 +1,253 @@
+// TFLite's 16x8 quantization (int16 activations, zero point 0) for LOGISTIC, TANH, MUL and
+// SOFTMAX, single-operator models judged by the interpreter byte for byte (op_checks.h).
+// LOGISTIC and TANH take every int16 code once (a seeded permutation of all 65536) over
+// input scales that take each of the interpreter's paths: 2^-12 read as Q3.12 (gemmlowp
+// fixed point), TANH's 2^-11 (doubled with saturation first), a scale within CheckedLog2's
+// tolerance of 2^-12, and general scales through the interpolated sigmoid table (1e-6 to 4).
+// MUL takes seeded full-range codes over shapes with and without broadcasting, several
+// scale triples (saturating and not) and the fused activations; SOFTMAX its own grid
+// (below). Refusals (zero points, output scales, input scales the arithmetic cannot take)
+// are checked by their messages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "oracle/op_checks.h"
+
+namespace tessera::oracle {
+namespace {
+
+namespace T = ::tflite;
+using testing::OpTensor;
+using testing::SingleOpModel;
+
+OpTensor i16_tensor(const std::string& name, std::vector<int32_t> shape, float scale, int64_t zero_point = 0) {
+  OpTensor t = testing::activation(name, T::TensorType_INT16, std::move(shape));
+  t.scale = scale;
+  t.zero_point = zero_point;
+  return t;
+}
+
+// Every int16 code once, in a seeded order.
+std::vector<int16_t> all_codes(uint32_t seed) {
+  std::vector<int32_t> v(65536);
+  std::iota(v.begin(), v.end(), -32768);
+  std::mt19937 rng(seed);
+  std::shuffle(v.begin(), v.end(), rng);
+  return std::vector<int16_t>(v.begin(), v.end());
+}
+
+std::vector<int16_t> random_codes(int64_t n, uint32_t seed, int32_t lo = -32768, int32_t hi = 32767) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(lo, hi);
+  std::vector<int16_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<int16_t>(d(rng));
+  return v;
+}
+
+SingleOpModel unit_activation_model(T::BuiltinOperator code, std::vector<int32_t> shape, float in_scale,
+                                    float out_scale = 1.0f / 32768, int64_t in_zp = 0, int64_t out_zp = 0) {
+  SingleOpModel m;
+  m.code = code;
+  m.version = 3;  // op_version.cc: int16 LOGISTIC / TANH
+  m.tensors = {i16_tensor("x", shape, in_scale, in_zp), i16_tensor("y", shape, out_scale, out_zp)};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  return m;
+}
+
+SingleOpModel mul_model(std::vector<int32_t> a, std::vector<int32_t> b, std::vector<int32_t> y, float sa, float sb,
+                        float so, T::ActivationFunctionType act, int64_t zp = 0) {
+  SingleOpModel m;
+  m.code = T::BuiltinOperator_MUL;
+  m.version = 4;  // op_version.cc: int16 MUL
+  m.tensors = {i16_tensor("a", std::move(a), sa, zp), i16_tensor("b", std::move(b), sb), i16_tensor("y", std::move(y), so)};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.options = [act](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_MulOptions, T::CreateMulOptions(fb, act).Union());
+  };
+  return m;
+}
+
+TEST(TfliteOracle, Int16LogisticAndTanhMatchTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct Scale {
+    const char* name;
+    float scale;
+  };
+  const Scale scales[] = {
+      {"pot_q3_12", 1.0f / 4096},              // power of two, Q3.12: gemmlowp
+      {"pot_q4_11", 1.0f / 2048},              // TANH: doubled (saturating) to Q3.12; LOGISTIC: the table
+      {"pot_q2_13", 1.0f / 8192},              // the table for both (a right shift is not taken)
+      {"near_pot", 1.0f / 4096 * 1.0004f},     // within CheckedLog2's tolerance: read as Q3.12
+      {"general_3_over_32768", 3.0f / 32768},  // covers [-3, 3]
+      {"general_8_over_32768", 8.0f / 32768 * 1.1f},
+      {"general_0_0003", 0.0003f},
+      {"general_1e_6", 1e-6f},
+      {"general_0_01", 0.01f},
+      {"general_4", 4.0f},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 1;
+  for (T::BuiltinOperator code : {T::BuiltinOperator_LOGISTIC, T::BuiltinOperator_TANH}) {
+    const std::string op = code == T::BuiltinOperator_LOGISTIC ? "logistic" : "tanh";
+    for (const Scale& s : scales) {
+      const std::vector<int32_t> shape = seed % 2 ? std::vector<int32_t>{1, 256, 256} : std::vector<int32_t>{4, 64, 16, 16};
+      OpCheck c{op + "_" + s.name, unit_activation_model(code, shape, s.scale), {bytes_of(all_codes(seed++))}, false, {}, {}};
+      checks.push_back(std::move(c));
+    }
+  }
+  // TANH's output scale need only be 2^-15 within CheckedLog2's tolerance.
+  OpCheck near{"tanh_out_near_pot", unit_activation_model(T::BuiltinOperator_TANH, {3, 77}, 0.0007f, 1.0f / 32768 * 1.0003f),
+               {bytes_of(random_codes(3 * 77, 99))}, false, {}, {}};
+  checks.push_back(std::move(near));
+  EXPECT_EQ(run_op_checks(checks, "int16_unit_activation"), static_cast<int>(checks.size()));
+}
+
+TEST(TfliteOracle, Int16MulMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct MulCase {
+    const char* name;
+    std::vector<int32_t> a, b, y;
+    float sa, sb, so;
+    T::ActivationFunctionType act = T::ActivationFunctionType_NONE;
+  };
+  const float k = 1.0f / 32768;
+  const std::vector<MulCase> cases = {
+      {"same_shape", {2, 8, 8, 16}, {2, 8, 8, 16}, {2, 8, 8, 16}, 4 * k, 4 * k, 16 * k},
+      {"saturating", {4, 300}, {4, 300}, {4, 300}, 8 * k, 8 * k, 4 * k},
+      {"large_scales", {1, 5, 7, 3}, {1, 5, 7, 3}, {1, 5, 7, 3}, 0.05f, 0.5f, 900.0f},
+      {"tiny_output_scale", {3, 40}, {3, 40}, {3, 40}, 1e-4f, 2e-4f, 1e-6f},
+      {"broadcast_channel", {2, 6, 6, 8}, {8}, {2, 6, 6, 8}, 3 * k, 0.01f, 0.0005f},
+      {"broadcast_both", {3, 1, 5}, {1, 4, 1}, {3, 4, 5}, 0.001f, 0.002f, 0.0001f},
+      {"scalar", {5, 9}, {1}, {5, 9}, 0.002f, 0.003f, 0.0002f},
+      {"relu", {6, 50}, {6, 50}, {6, 50}, 2 * k, 5 * k, 6 * k, T::ActivationFunctionType_RELU},
+      {"relu6", {6, 50}, {50}, {6, 50}, 0.0004f, 0.0005f, 7.0f / 32768, T::ActivationFunctionType_RELU6},
+      {"relu_n1_to_1", {6, 50}, {6, 50}, {6, 50}, 0.001f, 0.0002f, 2.0f / 32768, T::ActivationFunctionType_RELU_N1_TO_1},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 200;
+  for (const MulCase& c : cases) {
+    std::vector<std::vector<uint8_t>> ins = {bytes_of(random_codes(element_count(c.a), seed)),
+                                             bytes_of(random_codes(element_count(c.b), seed + 1))};
+    seed += 2;
+    OpCheck ch{std::string("mul_") + c.name, mul_model(c.a, c.b, c.y, c.sa, c.sb, c.so, c.act), std::move(ins), false, {}, {}};
+    checks.push_back(std::move(ch));
+  }
+  EXPECT_EQ(run_op_checks(checks, "int16_mul"), static_cast<int>(checks.size()));
+}
+
+SingleOpModel softmax_model(std::vector<int32_t> shape, float in_scale, float beta, float out_scale = 1.0f / 32768) {
+  SingleOpModel m;
+  m.code = T::BuiltinOperator_SOFTMAX;
+  m.version = 3;  // op_version.cc: int16 SOFTMAX
+  m.tensors = {i16_tensor("x", shape, in_scale), i16_tensor("y", shape, out_scale)};
+  m.op_inputs = {0};
+  m.op_outputs = {1};
+  if (beta >= 0)  // a negative beta here: no SoftmaxOptions (the interpreter then takes beta 0)
+    m.options = [beta](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_SoftmaxOptions, T::CreateSoftmaxOptions(fb, beta).Union());
+    };
+  return m;
+}
+
+// Seeded codes in [-spread, spread] (a row's differences, and so its exponentials, vary
+// with the spread), optionally every row constant.
+std::vector<int16_t> spread_codes(int64_t n, int32_t spread, uint32_t seed, int64_t constant_rows_of = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(-spread, spread);
+  std::vector<int16_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<int16_t>(d(rng));
+  if (constant_rows_of > 0)
+    for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = v[static_cast<size_t>(k / constant_rows_of * constant_rows_of)];
+  return v;
+}
+
+// SOFTMAX: input scales from coarse (most exponentials under the table's exp(-10)) to fine,
+// betas other than 1, row lengths 1 to 2000, ranks 1 to 4, code spreads from 40 to the
+// whole int16 range, constant rows, and an output scale within TF_LITE_ENSURE_NEAR of 2^-15.
+TEST(TfliteOracle, Int16SoftmaxMatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct SoftmaxCase {
+    const char* name;
+    std::vector<int32_t> shape;
+    float scale, beta;
+    int32_t spread;
+    bool constant_rows = false;
+    float out_scale = 1.0f / 32768;
+  };
+  const std::vector<SoftmaxCase> cases = {
+      {"full_range_10", {4, 10}, 10.0f / 32768, 1.0f, 32767},
+      {"full_range_rank1", {300}, 10.0f / 32768, 1.0f, 32767},
+      {"narrow_q3_12", {3, 2, 5, 16}, 1.0f / 4096, 1.0f, 8000},
+      {"fine_0_0001", {2, 300}, 0.0001f, 1.0f, 20000},
+      {"fine_1e_5_spread_40", {5, 7}, 1e-5f, 1.0f, 40},
+      {"coarse_0_01", {6, 33}, 0.01f, 1.0f, 2000},
+      {"coarse_0_05_full", {2, 64}, 0.05f, 1.0f, 32767},
+      {"beta_half", {3, 100}, 0.0005f, 0.5f, 15000},
+      {"beta_3", {2, 3, 50}, 0.0002f, 3.0f, 32767},
+      {"row_1", {7, 1}, 0.001f, 1.0f, 32767},
+      {"row_2", {9, 2}, 0.001f, 1.0f, 3000},
+      {"long_2000", {1, 2000}, 0.0003f, 1.0f, 32767},
+      {"constant_rows", {4, 12}, 0.001f, 1.0f, 32767, true},
+      {"out_scale_near", {3, 21}, 0.0004f, 1.0f, 9000, false, 1.0f / 32768 * 1.0005f},
+      {"no_options", {3, 8}, 0.0004f, -1.0f, 9000},  // beta 0: rows uniform
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 300;
+  for (const SoftmaxCase& c : cases) {
+    const int64_t n = element_count(c.shape);
+    std::vector<std::vector<uint8_t>> ins = {
+        bytes_of(spread_codes(n, c.spread, seed++, c.constant_rows ? c.shape.back() : 0))};
+    OpCheck ch{std::string("softmax_") + c.name, softmax_model(c.shape, c.scale, c.beta, c.out_scale), std::move(ins),
+               false, {}, {}};
+    checks.push_back(std::move(ch));
+  }
+  EXPECT_EQ(run_op_checks(checks, "int16_softmax"), static_cast<int>(checks.size()));
+}
+
+SingleOpModel compare_model(T::BuiltinOperator code, int version, std::vector<int32_t> a, std::vector<int32_t> b,
+                            std::vector<int32_t> y, float sa, float sb) {
+  SingleOpModel m;
+  m.code = code;
+  m.version = version;
+  m.tensors = {i16_tensor("a", std::move(a), sa), i16_tensor("b", std::move(b), sb),
+               testing::activation("y", T::TensorType_BOOL, std::move(y))};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  return m;
+}
+
+TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {
+  // (No interpreter needed: Tessera's import errors.)
+  expect_refused(unit_activation_model(T::BuiltinOperator_LOGISTIC, {4}, 1.0f / 4096, 1.0f / 32768, 3),
+                 {"LOGISTIC", "'x'", "zero point 3"});
+  expect_refused(unit_activation_model(T::BuiltinOperator_LOGISTIC, {4}, 1.0f / 4096, 1.0f / 16384),
+                 {"LOGISTIC", "'y'", "1/32768"});
+  expect_refused(unit_activation_model(T::BuiltinOperator_LOGISTIC, {4}, 1.0f / 4096, 1.0f / 32768 * 1.0003f),
+                 {"LOGISTIC", "'y'", "1/32768"});
+  expect_refused(unit_activation_model(T::BuiltinOperator_TANH, {4}, 1.0f / 4096, 1.0f / 65536), {"TANH", "'y'"});
+  expect_refused(unit_activation_model(T::BuiltinOperator_TANH, {4}, 1e-16f), {"TANH", "'x'", "too small"});
+  expect_refused(unit_activation_model(T::BuiltinOperator_TANH, {4}, 100.0f), {"TANH", "'x'", "too large"});
+  expect_refused(mul_model({4}, {4}, {4}, 0.1f, 0.1f, 0.1f, T::ActivationFunctionType_NONE, 5),
+                 {"MUL", "'a'", "zero point 5"});
+  // ADD with scales within CheckedLog2's tolerance of powers of two (and pot_scale_int16):
+  // the interpreter takes its shift-only kernel, which Tessera does not implement.
+  SingleOpModel add;
+  add.code = T::BuiltinOperator_ADD;
+  add.version = 3;
+  add.tensors = {i16_tensor("a", {8}, 1.0f / 512 * 1.0003f), i16_tensor("b", {8}, 1.0f / 256 * 1.0003f),
+                 i16_tensor("y", {8}, 1.0f / 256 * 1.0003f)};
+  add.op_inputs = {0, 1};
+  add.op_outputs = {2};
+  expect_refused(add, {"ADD", "power-of-two scales"});
+  expect_refused(softmax_model({2, 4}, 0.001f, 1.0f, 1.0f / 65536), {"SOFTMAX", "'y'", "1/32768"});
+  expect_refused(softmax_model({1, 2, 2, 2, 4}, 0.001f, 1.0f), {"SOFTMAX", "'x'", "rank 5"});
+  expect_refused(softmax_model({2, 4}, 8.0f, 1.0f), {"SOFTMAX", "'x'", "too large"});
+}
+
+}  // namespace
+}  // namespace tessera::oracle
