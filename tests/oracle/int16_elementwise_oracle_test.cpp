@@ -23,12 +23,7 @@ namespace T = ::tflite;
 using testing::OpTensor;
 using testing::SingleOpModel;
 
-OpTensor i16_tensor(const std::string& name, std::vector<int32_t> shape, float scale, int64_t zero_point = 0) {
-  OpTensor t = testing::activation(name, T::TensorType_INT16, std::move(shape));
-  t.scale = scale;
-  t.zero_point = zero_point;
-  return t;
-}
+using testing::i16_tensor;
 
 // Every int16 code once, in a seeded order.
 std::vector<int16_t> all_codes(uint32_t seed) {

@@ -21,12 +21,7 @@ namespace T = ::tflite;
 using testing::OpTensor;
 using testing::SingleOpModel;
 
-OpTensor i16_tensor(const std::string& name, std::vector<int32_t> shape, float scale, int64_t zero_point = 0) {
-  OpTensor t = testing::activation(name, T::TensorType_INT16, std::move(shape));
-  t.scale = scale;
-  t.zero_point = zero_point;
-  return t;
-}
+using testing::i16_tensor;
 
 std::vector<int16_t> random_codes(int64_t n, uint32_t seed, int32_t lo = -32768, int32_t hi = 32767) {
   std::mt19937 rng(seed);

@@ -39,6 +39,13 @@ inline OpTensor constant(std::string name, ::tflite::TensorType type, std::vecto
   t.data = std::move(data);
   return t;
 }
+// An int16 activation tensor (TFLite's 16x8 form) with its scale and zero point.
+inline OpTensor i16_tensor(std::string name, std::vector<int32_t> shape, float scale, int64_t zero_point = 0) {
+  OpTensor t = activation(std::move(name), ::tflite::TensorType_INT16, std::move(shape));
+  t.scale = scale;
+  t.zero_point = zero_point;
+  return t;
+}
 
 inline std::vector<uint8_t> int32_bytes(const std::vector<int32_t>& v) {
   std::vector<uint8_t> b(v.size() * 4);
