@@ -57,6 +57,49 @@ inline bool checked_log2(float x, int* log2_result) {
   return std::fabs(x_log2 - rounded) < 1e-3f;
 }
 
+// TFLite's shift-only int16 ADD / SUB (add.cc, sub.cc), taken instead of the general-scale
+// kernel when the options' pot_scale_int16 is set (its default) and both operand scales and
+// the output scale are powers of two as CheckedLog2 sees them. Each operand's shift is
+// log2(its scale) - log2(the output's); Prepare demands both <= 0 and one of them 0: the
+// other operand is divided by 2^-shift (gemmlowp's RoundingDivideByPOT in int16), then the
+// two codes are added (or subtracted) with int16 saturation and clamped to the activation.
+struct PotAddSub {
+  int shift1 = 0, shift2 = 0;  // <= 0, one of them 0
+};
+inline bool pot_add_sub_applies(bool pot_option, float s1, float s2, float so) {
+  int l = 0;
+  return pot_option && checked_log2(s1, &l) && checked_log2(s2, &l) && checked_log2(so, &l);
+}
+// The shifts, or the reason Prepare refuses the scales ("" when they are taken).
+inline std::string pot_add_sub(float s1, float s2, float so, PotAddSub* p) {
+  int l1 = 0, l2 = 0, lo = 0;
+  checked_log2(s1, &l1), checked_log2(s2, &l2), checked_log2(so, &lo);
+  p->shift1 = l1 - lo;
+  p->shift2 = l2 - lo;
+  if (p->shift1 > 0 || p->shift2 > 0 || (p->shift1 != 0 && p->shift2 != 0))
+    return "power-of-two scales 2^" + std::to_string(l1) + " and 2^" + std::to_string(l2) + " with output 2^" +
+           std::to_string(lo) + ": TFLite's shift-only kernel needs one operand at the output's scale and the other at a scale no larger";
+  if (p->shift1 < -31 || p->shift2 < -31)
+    return "an operand scale 2^" + std::to_string(std::min(l1, l2)) + " is more than 2^31 below the output's 2^" +
+           std::to_string(lo) + " (gemmlowp's RoundingDivideByPOT takes exponents up to 31)";
+  return "";
+}
+// gemmlowp's RoundingDivideByPOT instantiated for int16: mask, remainder and threshold are
+// int16 values (so exponents from 16 on give what that arithmetic gives).
+inline int16_t rounding_divide_by_pot_i16(int16_t x, int exponent) {
+  const auto mask = static_cast<int16_t>((1ll << exponent) - 1);
+  const auto remainder = static_cast<int16_t>(x & mask);
+  const auto threshold = static_cast<int16_t>((mask >> 1) + (x < 0 ? 1 : 0));
+  return static_cast<int16_t>((x >> exponent) + (remainder > threshold ? 1 : 0));
+}
+inline int16_t pot_add_sub_code(const PotAddSub& p, int16_t a, int16_t b, bool subtract) {
+  // The operand with shift 0 is taken as is; the other one is divided.
+  const int32_t x1 = p.shift1 == 0 ? a : rounding_divide_by_pot_i16(a, -p.shift1);
+  const int32_t x2 = p.shift2 == 0 ? b : rounding_divide_by_pot_i16(b, -p.shift2);
+  const int32_t r = subtract ? x1 - x2 : x1 + x2;
+  return static_cast<int16_t>(r < -32768 ? -32768 : r > 32767 ? 32767 : r);
+}
+
 // The output scale TFLite requires of int16 LOGISTIC and TANH (Q0.15).
 inline constexpr double kUnitOutputScale = 1.0 / 32768;
 

@@ -2,7 +2,8 @@
 // element-wise ops, against the real-valued op in double on the dequantized inputs,
 // quantized with the output parameters. TFLite's int16 arithmetic approximates: logistic
 // and tanh through gemmlowp's fixed point or an interpolated 256-entry table (a few codes
-// of 2^-15), mul with one rounding of the product (one code).
+// of 2^-15), mul with one rounding of the product (one code), add / sub with the general
+// scales or shifts (one code).
 #include "conformance/conformance.h"
 
 namespace tessera::conformance {
@@ -86,6 +87,38 @@ TESSERA_CONFORMANCE_CASES(mul) {
   }
   return cases;
 }
+
+// add / sub: general scales (left shift 15, within one code) and the power-of-two form
+// (pot_int16: b at half or a quarter of the output's scale, shifted right with rounding:
+// within one code), with a broadcast operand; results past the range saturate.
+std::vector<Case> add_sub_cases(Rng& rng, OpKind op) {
+  std::vector<Case> cases;
+  struct Form {
+    float sa, sb, so;
+    bool pot;
+  };
+  for (const Form& f : {Form{1.0f / 4096, 0.0003f, 1.0f / 2048, false}, Form{1.0f / 2048, 1.0f / 8192, 1.0f / 2048, true},
+                        Form{1.0f / 16384, 1.0f / 4096, 1.0f / 4096, true}}) {
+    const Shape s = {pick(rng, 1, 4), pick(rng, 2, 9), pick(rng, 2, 17)};
+    I16Tensor a = random_i16(rng, num_elements(s), f.sa), b = random_i16(rng, s.back(), f.sb);
+    std::vector<double> real;
+    for (int64_t i = 0; i < num_elements(s); ++i)
+      real.push_back(op == OpKind::add ? a.real[i] + b.real[i % s.back()] : a.real[i] - b.real[i % s.back()]);
+    CaseGraph cg;
+    AttrMap attrs;
+    if (f.pot) attrs["pot_int16"] = int64_t{1};
+    Case c = cg.finish(std::string(op_name(op)) + " i16 quantized" + (f.pot ? ", power-of-two scales" : ", general scales"), op,
+                       {cg.input("a", s, DType::i16, a.bytes, a.q), cg.input("b", {s.back()}, DType::i16, b.bytes, b.q)},
+                       attrs, DType::i16, q16(f.so));
+    c.expected = codes16(real, f.so);
+    c.code_tolerance = 1;
+    c.quantized = true;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+TESSERA_CONFORMANCE_CASES(add) { return add_sub_cases(rng, OpKind::add); }
+TESSERA_CONFORMANCE_CASES(sub) { return add_sub_cases(rng, OpKind::sub); }
 
 // softmax: rows of int16 codes in a band (so the exponentials spread over [exp(-10), 1]), two
 // input scales and a beta; the output is Q0.15.

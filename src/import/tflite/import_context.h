@@ -64,6 +64,8 @@ Status build_operator(OpSite& site);
 // TFLite's 16x8 parameters (int16 tensors, zero point 0, the scales the interpreter's
 // Prepare demands) for an int16 operator of `kind` (op_builder_int16.cpp).
 Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out);
+// Whether an int16 ADD / SUB takes TFLite's shift-only (pot_scale_int16) kernel.
+bool int16_add_sub_is_pot(OpSite& s, const Tensor& a, const Tensor& b, const Tensor& y);
 
 // The highest operator version the importer accepts for `code`; 0 when unsupported.
 int max_supported_version(::tflite::BuiltinOperator code);

@@ -490,6 +490,8 @@ Status build_binary(OpSite& s, OpKind kind) {
     TS_RETURN_IF_ERROR(check_int16_operator(s, kind, {a0, a1}, y));
   AttrMap a;
   TS_ASSIGN_OR_RETURN(a["activation"], activation(s, act));
+  if ((kind == OpKind::add || kind == OpKind::sub) && int16_add_sub_is_pot(s, g.tensor(a0), g.tensor(a1), g.tensor(y)))
+    a["pot_int16"] = int64_t{1};
   return s.add(kind, {a0, a1}, {y}, a);
 }
 

@@ -5,9 +5,10 @@
 //  - LOGISTIC, TANH (activations.cc): input and output zero point 0; output scale 1/32768
 //    (LOGISTIC exactly, TANH a power of two within CheckedLog2's tolerance of 2^-15); an
 //    input scale the int16 arithmetic can take (ops/quant_int16.h).
-//  - ADD, SUB (add.cc, sub.cc): the general-scale kernel; TFLite takes a shift-only kernel
-//    instead when pot_scale_int16 is set (its default) and every scale is a power of two as
-//    CheckedLog2 sees it (within 1e-3 in log2), which Tessera does not implement: refused.
+//  - ADD, SUB (add.cc, sub.cc): the general-scale kernel, or the shift-only kernel when
+//    pot_scale_int16 is set (its default) and every scale is a power of two as CheckedLog2
+//    sees it (within 1e-3 in log2): one operand at the output's scale, the other at one no
+//    larger (ops/quant_int16.h; the node's pot_int16 attribute).
 //  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
 //  - AVERAGE_POOL_2D, MAX_POOL_2D (pooling.cc): zero points 0; the window at most 65536
 //    values (the average sums int16 codes in int32).
@@ -39,17 +40,24 @@ Status require_symmetric_i16(OpSite& s, const Tensor& t) {
   return Status::Ok();
 }
 
-Status check_add_sub(OpSite& s, const std::vector<const Tensor*>& ts) {
-  bool pot_option = true;
-  if (const auto* o = s.op->builtin_options_as_AddOptions()) pot_option = o->pot_scale_int16();
-  if (const auto* o = s.op->builtin_options_as_SubOptions()) pot_option = o->pot_scale_int16();
-  bool all_pot = true;
-  for (const Tensor* t : ts) {
-    int log2 = 0;
-    all_pot = all_pot && q::i16::checked_log2(t->quant.scale[0], &log2);
+bool pot_option(OpSite& s) {
+  if (const auto* o = s.op->builtin_options_as_AddOptions()) return o->pot_scale_int16();
+  if (const auto* o = s.op->builtin_options_as_SubOptions()) return o->pot_scale_int16();
+  return true;  // the schema's default
+}
+
+Status check_add_sub(OpSite& s, OpKind kind, const std::vector<const Tensor*>& ts) {
+  if (!q::i16::pot_add_sub_applies(pot_option(s), ts[0]->quant.scale[0], ts[1]->quant.scale[0], ts[2]->quant.scale[0]))
+    return Status::Ok();
+  q::i16::PotAddSub p;
+  const std::string err = q::i16::pot_add_sub(ts[0]->quant.scale[0], ts[1]->quant.scale[0], ts[2]->quant.scale[0], &p);
+  if (!err.empty()) return s.fail("int16 operands '" + ts[0]->name + "' and '" + ts[1]->name + "': " + err);
+  // add.cc's shift-only kernel has no broadcasting form (the interpreter aborts); sub.cc's has.
+  if (kind == OpKind::add) {
+    if (ts[0]->shape != ts[2]->shape || ts[1]->shape != ts[2]->shape)
+      return s.fail("int16 operands '" + ts[0]->name + "' " + shape_str(ts[0]->shape) + " and '" + ts[1]->name + "' " +
+                    shape_str(ts[1]->shape) + " with power-of-two scales: TFLite's shift-only ADD does not broadcast");
   }
-  if (pot_option && all_pot)
-    return s.fail("int16 operands with power-of-two scales (pot_scale_int16) are not supported");
   return Status::Ok();
 }
 
@@ -99,13 +107,18 @@ Status check_mean(OpSite& s, const Tensor& x) {
 
 }  // namespace
 
+bool int16_add_sub_is_pot(OpSite& s, const Tensor& a, const Tensor& b, const Tensor& y) {
+  return a.dtype == DType::i16 && !a.quant.empty() && !b.quant.empty() && !y.quant.empty() &&
+         q::i16::pot_add_sub_applies(pot_option(s), a.quant.scale[0], b.quant.scale[0], y.quant.scale[0]);
+}
+
 Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out) {
   const Graph& g = s.cx.graph;
   for (TensorId id : ins) TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(id)));
   TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(out)));
   switch (kind) {
     case OpKind::add:
-    case OpKind::sub: return check_add_sub(s, {&g.tensor(ins[0]), &g.tensor(ins[1]), &g.tensor(out)});
+    case OpKind::sub: return check_add_sub(s, kind, {&g.tensor(ins[0]), &g.tensor(ins[1]), &g.tensor(out)});
     case OpKind::logistic: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), false);
     case OpKind::tanh: return check_unit_activation(s, g.tensor(ins[0]), g.tensor(out), true);
     case OpKind::mean: return check_mean(s, g.tensor(ins[0]));

@@ -2,8 +2,8 @@
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
-// CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
-// AVERAGE_POOL_2D (i16), written by single_op_model.h. The test checks each file is the
+// CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL,
+// AVERAGE_POOL_2D and power-of-two-scale SUB (i16), written by single_op_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
@@ -221,6 +221,23 @@ SingleOpModel mul_i16_model() {
   };
   return m;
 }
+// SUB i16 with power-of-two scales (the shift-only kernel): a [2, 3, 8] at 2^-10 minus
+// b [8] (broadcast) at 2^-13, output 2^-10.
+SingleOpModel sub_pot_i16_model() {
+  SingleOpModel m;
+  m.tensors = {testing::activation("a", T::TensorType_INT16, {2, 3, 8}), testing::activation("b", T::TensorType_INT16, {8}),
+               testing::activation("y", T::TensorType_INT16, {2, 3, 8})};
+  const float scales[] = {1.0f / 1024, 1.0f / 8192, 1.0f / 1024};
+  for (size_t i = 0; i < 3; ++i) m.tensors[i].scale = scales[i];
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  m.code = T::BuiltinOperator_SUB;
+  m.version = 3;
+  m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(T::BuiltinOptions_SubOptions, T::CreateSubOptions(fb, T::ActivationFunctionType_NONE, true).Union());
+  };
+  return m;
+}
 // AVERAGE_POOL_2D i16: x [1, 5, 5, 3], 3x3 window, stride 2, SAME.
 SingleOpModel avg_pool_i16_model() {
   SingleOpModel m;
@@ -267,6 +284,7 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"mean_i16", reduce_model(T::BuiltinOperator_MEAN, 3, T::TensorType_INT16, 0.001f, 0)},
       {"mul_i16", mul_i16_model()},
       {"avg_pool_i16", avg_pool_i16_model()},
+      {"sub_pot_i16", sub_pot_i16_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);

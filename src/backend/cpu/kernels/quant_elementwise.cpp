@@ -94,7 +94,8 @@ Result<std::unique_ptr<PreparedKernel>> pair_table(const Graph& g, const Node& n
 }
 
 // ADD / SUB (TFLite add.cc, sub.cc: left shift 20 for 8-bit operands, 15 for int16 ones,
-// whose zero points are 0; the importer refuses the power-of-two-scale int16 form).
+// whose zero points are 0; the power-of-two-scale int16 form, attribute pot_int16, in
+// quant_int16.cpp).
 struct AddParams {
   q::AddRescale p;
   q::Range r;
@@ -109,7 +110,8 @@ AddParams add_params(const Node& n, const Tensor& x0, const Tensor& x1, const Te
 
 Result<std::unique_ptr<PreparedKernel>> prepare_add_sub(const Graph& g, const Node& n, bool subtract) {
   const Tensor &x0 = g.tensor(n.inputs[0]), &x1 = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
-  if (x0.quant.empty() || x1.quant.empty() || y.quant.empty()) return std::unique_ptr<PreparedKernel>();
+  if (x0.quant.empty() || x1.quant.empty() || y.quant.empty() || n.get(attr::pot_int16))
+    return std::unique_ptr<PreparedKernel>();
   const AddParams ap = add_params(n, x0, x1, y);
   TS_ASSIGN_OR_RETURN(
       std::unique_ptr<PreparedKernel> k,
@@ -140,6 +142,7 @@ Status add_sub(KernelContext& c, bool subtract) {
   TS_RETURN_IF_ERROR(check_binary(c, true));
   if (c.prepared) return run_pair_table(c);
   const DType t = c.out[0].dtype();
+  if (c.n.get(attr::pot_int16)) return q::add_sub_pot_i16(c, subtract);
   if (t == DType::i16)
     for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]})
       if (zp_of(*r) != 0) return kernel_error(c.n, "int16 tensor '" + r->t->name + "' has a non-zero zero point");

@@ -6,6 +6,8 @@
 //  - MUL (mul.cc -> reference_integer_ops::Mul / BroadcastMul4DSlow for int16): the product
 //    of the codes rescaled by QuantizeMultiplier(s1·s2/so, the product in float), clamped to
 //    the fused activation's range.
+//  - ADD, SUB with power-of-two scales (add.cc / sub.cc's pot_scale_int16 kernels,
+//    reference_ops::Add / Sub16 for int16): ops/quant_int16.h's pot_add_sub_code.
 //  - SOFTMAX (reference_ops::SoftmaxInt16, which the builtin kernel calls): the tables of
 //    exp and 1/(1 + x) of src/ops/quant_int16.h; the output is Q0.15.
 // The kernels in quant_elementwise.cpp and quant_softmax.cpp hand their int16 nodes here.
@@ -72,6 +74,21 @@ Status mul_i16(KernelContext& c) {
   int16_t* y = c.out[0].as<int16_t>();
   for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(),
                      [&](int64_t ia, int64_t ib, int64_t iy) { y[iy] = static_cast<int16_t>(p.code(a[ia], b[ib])); });
+  return Status::Ok();
+}
+
+Status add_sub_pot_i16(KernelContext& c, bool subtract) {
+  for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]}) TS_RETURN_IF_ERROR(require_i16_zero_point(c.n, *r->t));
+  const float s1 = c.in[0].t->quant.scale[0], s2 = c.in[1].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
+  i16::PotAddSub p;
+  const std::string err = i16::pot_add_sub(s1, s2, so, &p);
+  if (!err.empty()) return kernel_error(c.n, err);
+  const Range r = activation_range(c.n.get(attr::activation), DType::i16, so, 0);
+  const int16_t *a = c.in[0].as<int16_t>(), *b = c.in[1].as<int16_t>();
+  int16_t* y = c.out[0].as<int16_t>();
+  for_each_broadcast(c.out[0].shape(), c.in[0].shape(), c.in[1].shape(), [&](int64_t ia, int64_t ib, int64_t iy) {
+    y[iy] = static_cast<int16_t>(clamp(i16::pot_add_sub_code(p, a[ia], b[ib], subtract), r.lo, r.hi));
+  });
   return Status::Ok();
 }
 

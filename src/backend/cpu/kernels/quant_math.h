@@ -20,6 +20,7 @@ Status lut_unary(KernelContext& c, float (*f)(float));
 Status logistic_i16(KernelContext& c);
 Status tanh_i16(KernelContext& c);
 Status mul_i16(KernelContext& c);
+Status add_sub_pot_i16(KernelContext& c, bool subtract);
 Status softmax_i16(KernelContext& c);
 
 }  // namespace tessera::cpu::q
