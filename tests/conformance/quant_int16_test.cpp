@@ -85,6 +85,27 @@ TESSERA_CONFORMANCE_CASES(mul) {
     c.quantized = true;
     cases.push_back(std::move(c));
   }
+  {
+    // int16 x int16 -> uint8 (TFLite's legacy form): Q0.15 operands, a Q0.7 output (scale
+    // 1/128) around its zero point; within one code of the real product.
+    const Shape s = {pick(rng, 1, 4), pick(rng, 2, 17)};
+    const float k = 1.0f / 32768;
+    I16Tensor a = random_i16(rng, num_elements(s), k), b = random_i16(rng, num_elements(s), k);
+    QuantParams qo;
+    qo.scale = {1.0f / 128};
+    qo.zero_point = {pick(rng, 0, 255)};
+    std::vector<double> expected;
+    for (int64_t i = 0; i < num_elements(s); ++i)
+      expected.push_back(std::clamp(std::round(a.real[i] * b.real[i] * 128) + static_cast<double>(qo.zero_point[0]), 0.0, 255.0));
+    CaseGraph cg;
+    Case c = cg.finish("mul i16 x i16 -> u8 (Q0.7)", OpKind::mul,
+                       {cg.input("a", s, DType::i16, a.bytes, a.q), cg.input("b", s, DType::i16, b.bytes, b.q)}, {},
+                       DType::u8, qo);
+    c.expected = expected;
+    c.code_tolerance = 1;
+    c.quantized = true;
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

@@ -174,6 +174,42 @@ TEST(TfliteOracle, Int16PowerOfTwoAddSubMatchTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "int16_pot_add_sub"), static_cast<int>(checks.size()));
 }
 
+// MUL int16 x int16 -> uint8: mul.cc's legacy path (reference_ops::Mul for an int16 product
+// and a uint8 output), which reads the codes as Q0.15, takes gemmlowp's rounding doubling
+// high product, divides it by 2^8 (a Q0.7 value) and adds the output's zero point; the
+// scales take no part. Over zero points and the fused activations (the interpreter has no
+// broadcasting form: it aborts; refused in Int16ElementwiseRefusalsNameTheTensor).
+TEST(TfliteOracle, Int16MulToUint8MatchesTheInterpreter) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct Case {
+    const char* name;
+    std::vector<int32_t> a, b, y;
+    int64_t zo;
+    T::ActivationFunctionType act = T::ActivationFunctionType_NONE;
+  };
+  const std::vector<Case> cases = {
+      {"zp_128", {4, 300}, {4, 300}, {4, 300}, 128},
+      {"zp_0", {3, 77}, {3, 77}, {3, 77}, 0},
+      {"zp_255", {3, 77}, {3, 77}, {3, 77}, 255},
+      {"zp_37", {2, 6, 6, 8}, {2, 6, 6, 8}, {2, 6, 6, 8}, 37},
+      {"relu", {6, 50}, {6, 50}, {6, 50}, 100, T::ActivationFunctionType_RELU},
+      {"relu6", {6, 50}, {6, 50}, {6, 50}, 20, T::ActivationFunctionType_RELU6},
+      {"relu_n1_to_1", {6, 50}, {6, 50}, {6, 50}, 128, T::ActivationFunctionType_RELU_N1_TO_1},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 400;
+  for (const Case& c : cases) {
+    SingleOpModel m = mul_model(c.a, c.b, c.y, 1.0f / 32768, 1.0f / 32768, 1.0f / 128, c.act);
+    m.tensors[2].type = T::TensorType_UINT8;
+    m.tensors[2].zero_point = c.zo;
+    std::vector<std::vector<uint8_t>> ins = {bytes_of(random_codes(element_count(c.a), seed)),
+                                             bytes_of(random_codes(element_count(c.b), seed + 1))};
+    seed += 2;
+    checks.push_back(OpCheck{std::string("mul_i16_u8_") + c.name, std::move(m), std::move(ins), false, {}, {}});
+  }
+  EXPECT_EQ(run_op_checks(checks, "int16_mul_u8"), static_cast<int>(checks.size()));
+}
+
 TEST(TfliteOracle, Int16MulMatchesTheInterpreter) {
   TESSERA_REQUIRE_ORACLE(script);
   struct MulCase {
@@ -307,6 +343,10 @@ TEST(TfliteOracle, Int16ElementwiseRefusalsNameTheTensor) {
                  {"ADD", "'a'", "'b'", "one operand at the output's scale"});
   expect_refused(add_sub_model(T::BuiltinOperator_SUB, {8}, {8}, {8}, 1.0f / 1024, 1.0f / 2048, 1.0f / 2048),
                  {"SUB", "'a'", "one operand at the output's scale"});
+  SingleOpModel mul_u8 = mul_model({2, 8}, {8}, {2, 8}, 1.0f / 32768, 1.0f / 32768, 1.0f / 128, T::ActivationFunctionType_NONE);
+  mul_u8.tensors[2].type = T::TensorType_UINT8;
+  mul_u8.tensors[2].zero_point = 128;
+  expect_refused(mul_u8, {"MUL", "'a' [2,8]", "'b' [8]", "does not broadcast"});
   expect_refused(add_sub_model(T::BuiltinOperator_ADD, {2, 8}, {8}, {2, 8}, 1.0f / 1024, 1.0f / 2048, 1.0f / 1024),
                  {"ADD", "'a' [2,8]", "'b' [8]", "does not broadcast"});
   expect_refused(softmax_model({2, 4}, 0.001f, 1.0f, 1.0f / 65536), {"SOFTMAX", "'y'", "1/32768"});

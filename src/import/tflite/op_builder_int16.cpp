@@ -9,7 +9,8 @@
 //    pot_scale_int16 is set (its default) and every scale is a power of two as CheckedLog2
 //    sees it (within 1e-3 in log2): one operand at the output's scale, the other at one no
 //    larger (ops/quant_int16.h; the node's pot_int16 attribute).
-//  - MUL (mul.cc): both operands and the output int16, one scale each, zero points 0.
+//  - MUL (mul.cc): both operands int16, zero points 0; the output int16 (one scale, zero
+//    point 0) or uint8 (the legacy Q0.15 x Q0.15 -> Q0.7 path: same shapes, scales unused).
 //  - AVERAGE_POOL_2D, MAX_POOL_2D (pooling.cc): zero points 0; the window at most 65536
 //    values (the average sums int16 codes in int32).
 //  - MEAN (reduce.cc): zero points 0; at most 65536 values per output (an int32 sum).
@@ -105,6 +106,18 @@ Status check_mean(OpSite& s, const Tensor& x) {
   return Status::Ok();
 }
 
+// MUL int16 x int16 -> uint8 (mul.cc's legacy path): the codes are read as Q0.15 whatever
+// the scales; the interpreter has no broadcasting form of it (it aborts).
+Status check_mul_to_u8(OpSite& s, const Graph& g, const std::vector<TensorId>& ins, TensorId out) {
+  const Tensor &a = g.tensor(ins[0]), &b = g.tensor(ins[1]), &y = g.tensor(out);
+  if (y.quant.empty() || y.quant.per_axis())
+    return s.fail("uint8 output '" + y.name + "' of an int16 MUL needs one scale and zero point");
+  if (a.shape != y.shape || b.shape != y.shape)
+    return s.fail("int16 operands '" + a.name + "' " + shape_str(a.shape) + " and '" + b.name + "' " + shape_str(b.shape) +
+                  " with a uint8 output: TFLite's int16 -> uint8 MUL does not broadcast");
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool int16_add_sub_is_pot(OpSite& s, const Tensor& a, const Tensor& b, const Tensor& y) {
@@ -115,6 +128,7 @@ bool int16_add_sub_is_pot(OpSite& s, const Tensor& a, const Tensor& b, const Ten
 Status check_int16_operator(OpSite& s, OpKind kind, const std::vector<TensorId>& ins, TensorId out) {
   const Graph& g = s.cx.graph;
   for (TensorId id : ins) TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(id)));
+  if (kind == OpKind::mul && g.tensor(out).dtype == DType::u8) return check_mul_to_u8(s, g, ins, out);
   TS_RETURN_IF_ERROR(require_symmetric_i16(s, g.tensor(out)));
   switch (kind) {
     case OpKind::add:

@@ -5,7 +5,7 @@
 //    output is Q0.15 (scale 1/32768, zero point 0);
 //  - MUL (mul.cc -> reference_integer_ops::Mul / BroadcastMul4DSlow for int16): the product
 //    of the codes rescaled by QuantizeMultiplier(s1·s2/so, the product in float), clamped to
-//    the fused activation's range.
+//    the fused activation's range; to a uint8 output the legacy Q0.15 product (below).
 //  - ADD, SUB with power-of-two scales (add.cc / sub.cc's pot_scale_int16 kernels,
 //    reference_ops::Add / Sub16 for int16): ops/quant_int16.h's pot_add_sub_code.
 //  - SOFTMAX (reference_ops::SoftmaxInt16, which the builtin kernel calls): the tables of
@@ -66,7 +66,30 @@ bool near_f(float a, float b, float eps) { return std::abs(a - b) <= eps; }
 Status logistic_i16(KernelContext& c) { return unit_activation_i16(c, false); }
 Status tanh_i16(KernelContext& c) { return unit_activation_i16(c, true); }
 
+// MUL int16 x int16 -> uint8 (mul.cc -> reference_ops::Mul's legacy form): the codes as
+// Q0.15, their rounding doubling high product divided by 2^8 (Q0.7), clamped to the
+// activation's range less the output zero point, plus that zero point. Scales unused.
+Status mul_i16_to_u8(KernelContext& c) {
+  for (const TensorRef* r : {&c.in[0], &c.in[1]}) TS_RETURN_IF_ERROR(require_i16_zero_point(c.n, *r->t));
+  const Tensor& yt = *c.out[0].t;
+  if (yt.quant.empty() || yt.quant.per_axis()) return kernel_error(c.n, "uint8 output '" + yt.name + "' needs one scale and zero point");
+  if (c.in[0].shape() != c.out[0].shape() || c.in[1].shape() != c.out[0].shape())
+    return kernel_error(c.n, "int16 -> uint8 MUL takes operands of the output's shape (TFLite's kernel does not broadcast)");
+  const int32_t zo = static_cast<int32_t>(yt.quant.zero_point_at(0));
+  const Range r = activation_range(c.n.get(attr::activation), DType::u8, yt.quant.scale[0], zo);
+  const int16_t *a = c.in[0].as<int16_t>(), *b = c.in[1].as<int16_t>();
+  uint8_t* y = c.out[0].data;
+  const int64_t n = c.out[0].elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const int16_t v = fx16::rounding_divide_by_pot(fx16::mul(a[i], b[i]), 8);
+    const auto clamped = static_cast<int16_t>(std::max<int32_t>(r.lo - zo, std::min<int32_t>(r.hi - zo, v)));
+    y[i] = static_cast<uint8_t>(zo + clamped);
+  }
+  return Status::Ok();
+}
+
 Status mul_i16(KernelContext& c) {
+  if (c.out[0].dtype() == DType::u8) return mul_i16_to_u8(c);
   for (const TensorRef* r : {&c.in[0], &c.in[1], &c.out[0]}) TS_RETURN_IF_ERROR(require_i16_zero_point(c.n, *r->t));
   const float s1 = c.in[0].t->quant.scale[0], s2 = c.in[1].t->quant.scale[0], so = c.out[0].t->quant.scale[0];
   const MulRescale p = mul_rescale(c.n.get(attr::activation), s1, 0, s2, 0, so, 0, DType::i16);
