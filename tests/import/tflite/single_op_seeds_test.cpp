@@ -3,7 +3,7 @@
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
 // CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL,
-// AVERAGE_POOL_2D and power-of-two-scale SUB (i16), written by single_op_model.h. The test checks each file is the
+// AVERAGE_POOL_2D, power-of-two-scale SUB (i16) and MUL i16 -> u8, written by single_op_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
@@ -221,6 +221,16 @@ SingleOpModel mul_i16_model() {
   };
   return m;
 }
+// MUL i16 x i16 -> u8 (the legacy Q0.7 product): a, b [3, 5], output zero point 128.
+SingleOpModel mul_i16_u8_model() {
+  SingleOpModel m = mul_i16_model();
+  for (auto& t : m.tensors) t.shape = {3, 5};
+  m.tensors[0].scale = m.tensors[1].scale = 1.0f / 32768;
+  m.tensors[2].type = T::TensorType_UINT8;
+  m.tensors[2].scale = 1.0f / 128;
+  m.tensors[2].zero_point = 128;
+  return m;
+}
 // SUB i16 with power-of-two scales (the shift-only kernel): a [2, 3, 8] at 2^-10 minus
 // b [8] (broadcast) at 2^-13, output 2^-10.
 SingleOpModel sub_pot_i16_model() {
@@ -285,6 +295,7 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"mul_i16", mul_i16_model()},
       {"avg_pool_i16", avg_pool_i16_model()},
       {"sub_pot_i16", sub_pot_i16_model()},
+      {"mul_i16_u8", mul_i16_u8_model()},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
