@@ -52,7 +52,7 @@ fi
 # REDUCE_MIN / REDUCE_PROD / DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO /
 # FILL / ZEROS_LIKE / SHAPE / PRELU / ELU / GELU / LOG_SOFTMAX / L2_NORMALIZATION / CUMSUM /
 # BATCH_MATMUL seeds, and LSTM seeds with peephole weights, projection and layer norm (f32,
-# i8; bidirectional f32) (tests/import/tflite/single_op_seeds_test.cpp writes and checks
+# i8, hybrid; bidirectional f32) (tests/import/tflite/single_op_seeds_test.cpp writes and checks
 # them) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"

@@ -22,7 +22,9 @@ InferResult infer_lstm(const Graph& g, const Node& n) {
   const int64_t features = x.shape[2];
   const bool integer = x.dtype == DType::i8;
   if (x.dtype != DType::f32 && !integer) return fail(n, "input 0 " + desc(x) + ": only f32 and i8 inputs are supported");
-  const DType weight_dtype = integer ? DType::i8 : DType::f32;
+  // Hybrid: f32 x with i8 weights (TFLite's dynamic-range quantization).
+  const bool hybrid = !integer && in(g, n, weights(kOutputGate)).dtype == DType::i8;
+  const DType weight_dtype = integer || hybrid ? DType::i8 : DType::f32;
   const DType bias_dtype = integer ? DType::i32 : DType::f32;
   const int64_t cells = in(g, n, weights(kOutputGate)).shape.empty() ? 0 : in(g, n, weights(kOutputGate)).shape[0];
   const bool cifg = !has_in(n, weights(kInputGate));
@@ -48,7 +50,8 @@ InferResult infer_lstm(const Graph& g, const Node& n) {
   // Peephole weights: the forget and output gates' together, the input gate's with them
   // when there is an input gate.
   const bool has_peephole = has_in(n, peephole(kForgetGate));
-  const DType diag_dtype = integer ? DType::i16 : DType::f32;
+  const DType diag_dtype = integer ? DType::i16 : hybrid ? DType::i8 : DType::f32;
+  const DType norm_dtype = integer ? DType::i16 : DType::f32;
   for (int gate : {kInputGate, kForgetGate, kOutputGate}) {
     const bool want = has_peephole && !(gate == kInputGate && cifg);
     const size_t k = lstm::peephole(gate);
@@ -66,9 +69,9 @@ InferResult infer_lstm(const Graph& g, const Node& n) {
     if (has_in(n, k) != want)
       return fail(n, std::string("the layer-norm coefficients (inputs 20-23) must be given for every gate or none; the ") +
                          kGateName[gate] + " gate's (input " + std::to_string(k) + ") is " + (want ? "missing" : "extra"));
-    if (want && (in(g, n, k).dtype != diag_dtype || in(g, n, k).shape != Shape{cells}))
+    if (want && (in(g, n, k).dtype != norm_dtype || in(g, n, k).shape != Shape{cells}))
       return fail(n, "input " + std::to_string(k) + " " + desc(in(g, n, k)) + " (" + kGateName[gate] +
-                         " gate's layer-norm coefficients) must be " + dtype_name(diag_dtype) + shape_str({cells}));
+                         " gate's layer-norm coefficients) must be " + dtype_name(norm_dtype) + shape_str({cells}));
   }
   for (int gate = cifg ? 1 : 0; gate < 4; ++gate) {
     const std::string what = std::string(" (") + kGateName[gate] + " gate)";

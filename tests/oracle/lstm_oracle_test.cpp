@@ -7,7 +7,8 @@
 // bias and clipping, layer norm, and their combinations) in both forms, with and without
 // the input gate, over several sizes. The state persists across runs of one session, as
 // the interpreter keeps its variable tensors between invocations: two runs of T steps must
-// give the last T outputs of one interpreter run over the 2T steps.
+// give the last T outputs of one interpreter run over the 2T steps. The hybrid form (f32
+// x with i8 weights; symmetric and asymmetric input quantization) is judged the same way.
 // BIDIRECTIONAL_SEQUENCE_LSTM (f32, with peephole weights and projection too) likewise.
 #include <gtest/gtest.h>
 
@@ -130,6 +131,51 @@ std::vector<LstmCase> variant_cases() {
   return out;
 }
 
+// The hybrid form (f32 x with i8 weights, TFLite's dynamic-range quantization): plain and
+// with the optional parts, symmetric and asymmetric input quantization, with and without
+// the input gate (f32 outputs within 1e-5).
+std::vector<LstmCase> hybrid_cases() {
+  struct Variant {
+    const char* name;
+    bool peephole, layer_norm;
+    bool projection;
+    float proj_clip;
+  };
+  const Variant variants[] = {{"plain", false, false, false, 0.0f},
+                              {"peephole", true, false, false, 0.0f},
+                              {"proj_clip", false, false, true, 0.4f},
+                              {"layer_norm", false, true, false, 0.0f},
+                              {"all", true, true, true, 0.0f}};
+  std::vector<LstmCase> out;
+  uint32_t seed = 80;
+  for (const Variant& v : variants)
+    for (int asymmetric = 0; asymmetric < 2; ++asymmetric)
+      for (int cifg = 0; cifg < 2; ++cifg) {
+        LstmCase c;
+        c.seed = ++seed;
+        c.hybrid = true;
+        c.asymmetric = asymmetric != 0;
+        c.cifg = cifg != 0;
+        c.batch = 1 + static_cast<int32_t>(seed % 3);
+        c.steps = 3 + static_cast<int32_t>(seed % 4);
+        c.features = 4 + static_cast<int32_t>((seed * 7) % 9);
+        c.cells = 4 + static_cast<int32_t>((seed * 5) % 11);
+        c.time_major = seed % 2 == 0;
+        c.cell_clip = seed % 3 == 0 ? 0.0f : 3.0f;
+        c.peephole = v.peephole;
+        c.layer_norm = v.layer_norm;
+        c.projection = v.projection ? c.cells / 2 + 2 : 0;
+        c.projection_bias = v.projection;
+        c.proj_clip = v.proj_clip;
+        c.name = std::string("hybrid_") + (c.asymmetric ? "asym_" : "sym_") + v.name + (c.cifg ? "_cifg" : "") + "_b" +
+                 std::to_string(c.batch) + "_t" + std::to_string(c.steps) + "_i" + std::to_string(c.features) + "_c" +
+                 std::to_string(c.cells) + (c.projection ? "_p" + std::to_string(c.projection) : "") +
+                 (c.time_major ? "_tm" : "");
+        out.push_back(c);
+      }
+  return out;
+}
+
 // Runs every case through the interpreter and Tessera's cpu and compares the outputs.
 void expect_cases_match(const std::vector<LstmCase>& cs, const char* dirname) {
   TESSERA_REQUIRE_ORACLE(script);
@@ -168,13 +214,15 @@ TEST(TfliteOracle, LstmPeepholeProjectionAndLayerNormMatchTheInterpreter) {
   expect_cases_match(variant_cases(), "lstm_variants");
 }
 
+TEST(TfliteOracle, HybridLstmMatchesTheInterpreter) { expect_cases_match(hybrid_cases(), "lstm_hybrid"); }
+
 // Two runs of one session over T steps each = the last T steps of one interpreter run over
 // 2T steps (batch 1, batch-major: the two inputs concatenate along time).
 TEST(TfliteOracle, LstmStatePersistsAcrossRunsLikeTheInterpretersVariables) {
   TESSERA_REQUIRE_ORACLE(script);
   TempDir dir("lstm_state");
   std::vector<LstmCase> picked = {cases()[0], cases()[5], cases()[8], variant_cases()[12], variant_cases()[14],
-                                  variant_cases()[26]};
+                                  variant_cases()[26], hybrid_cases()[2], hybrid_cases()[19]};
   std::vector<Job> jobs;
   for (LstmCase& c : picked) {
     c.batch = 1;

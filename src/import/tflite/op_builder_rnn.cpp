@@ -9,8 +9,9 @@
 // values between invocations; layer-norm coefficients 20-23. Tessera runs the f32 form and
 // the integer 8x8_16 form (i8 x / weights / hidden state / projection weights, i32 biases,
 // i16 cell state, peephole weights and layer-norm coefficients), with or without the input
-// gate, peephole weights, projection and layer norm; the hybrid form (f32 x with i8
-// weights) and int16 activations are refused, naming the operator and the tensor.
+// gate, peephole weights, projection and layer norm, and the hybrid form (f32 x, state and
+// biases with i8 weights, symmetric or asymmetric_quantize_inputs); int16 activations and
+// hybrid weights of another type are refused, naming the operator and the tensor.
 #include <cmath>
 #include <cstring>
 
@@ -202,9 +203,9 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
   {
     // References into the graph's tensors last only until the next tensor is created.
     const Tensor &xt = g.tensor(x), &wt = g.tensor(w_out);
-    if (xt.dtype == DType::f32 && wt.dtype != DType::f32)
+    if (xt.dtype == DType::f32 && wt.dtype != DType::f32 && wt.dtype != DType::i8)
       return s.fail("hybrid LSTM (f32 input '" + xt.name + "' with " + dtype_name(wt.dtype) + " weights '" + wt.name +
-                    "') is not supported");
+                    "') is not supported (int8 weights only)");
     if (xt.dtype != DType::f32 && xt.dtype != DType::i8)
       return s.fail("input '" + xt.name + "' is " + dtype_name(xt.dtype) + ": only f32 and int8 (8x8_16) LSTMs are supported");
     if (xt.shape.size() != 3)
@@ -212,6 +213,7 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
                     " must have rank 3 ([batch, time, features], or [time, batch, features] when time-major)");
   }
   const bool integer = g.tensor(x).dtype == DType::i8;
+  const bool hybrid = !integer && g.tensor(w_out).dtype == DType::i8;
   const int64_t batch = g.tensor(x).shape[o_time_major(s) ? 1 : 0];
   const int64_t cells = g.tensor(w_out).shape.empty() ? 0 : g.tensor(w_out).shape[0];
   TS_ASSIGN_OR_RETURN(const int64_t outputs, lstm_outputs(s, kUnidirectional));
@@ -231,6 +233,22 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
                    {"cell_clip", double{cell_clip}},
                    {"proj_clip", double{proj_clip}},
                    {"time_major", int64_t{o && o->time_major() ? 1 : 0}}};
+  if (hybrid) {
+    // TFLite's hybrid kernel reads one scale per weight tensor and no zero point.
+    attrs["asymmetric_inputs"] = int64_t{o && o->asymmetric_quantize_inputs() ? 1 : 0};
+    for (int k = 0; k < 4; ++k)
+      for (size_t i : {lstm::weights(k), lstm::recurrent(k), lstm::peephole(k)}) {
+        if (ins[i] == kNoTensor) continue;
+        const Tensor& t = g.tensor(ins[i]);
+        if (t.dtype == DType::i8 && (t.quant.scale.size() != 1 || t.quant.zero_point_at(0) != 0))
+          return s.fail("hybrid LSTM weights '" + t.name + "' need one quantization scale and zero point 0 (per-tensor)");
+      }
+    if (ins[lstm::kProjectionWeights] != kNoTensor) {
+      const Tensor& t = g.tensor(ins[lstm::kProjectionWeights]);
+      if (t.dtype == DType::i8 && (t.quant.scale.size() != 1 || t.quant.zero_point_at(0) != 0))
+        return s.fail("hybrid LSTM projection weights '" + t.name + "' need one quantization scale and zero point 0");
+    }
+  }
 
   if (integer) {
     // The interpreter requires the five intermediate tensors of the integer form; the last

@@ -4,7 +4,8 @@
 // tensors the converter writes), optionally with peephole weights (9-11), a projection
 // (16-17) and layer-norm coefficients (20-23; in the integer form the intermediates 0-3
 // then carry the gates' scales). Used by the oracle test (values) and the importer test
-// (refusals, after editing the model). Also a one-operator BIDIRECTIONAL_SEQUENCE_LSTM
+// (refusals, after editing the model). With `hybrid`, TFLite's dynamic-range form: f32 x,
+// state, biases and layer-norm coefficients with i8 weights (per-tensor scales). Also a one-operator BIDIRECTIONAL_SEQUENCE_LSTM
 // model (f32, optionally with peephole weights and projection), bilstm_model.
 #pragma once
 
@@ -53,6 +54,8 @@ struct LstmCase {
   bool projection_bias = false;
   float proj_clip = 0.0f;
   bool layer_norm = false;
+  bool hybrid = false;      // f32 x with i8 weights (integer = false)
+  bool asymmetric = false;  // hybrid: asymmetric_quantize_inputs
   int32_t outputs() const { return projection > 0 ? projection : cells; }
 };
 
@@ -85,13 +88,14 @@ inline SingleOpModel lstm_model(const LstmCase& c, int32_t steps) {
   SingleOpModel m;
   m.code = T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM;
   const auto ft = T::TensorType_FLOAT32;
-  const auto wt = c.integer ? T::TensorType_INT8 : ft;
+  const bool i8_weights = c.integer || c.hybrid;
+  const auto wt = i8_weights ? T::TensorType_INT8 : ft;
   uint32_t seed = c.seed * 100;
   auto weights = [&](const std::string& name, int32_t cols, int32_t rows = 0) {
     if (rows == 0) rows = c.cells;
     const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
     OpTensor t;
-    if (c.integer) {
+    if (i8_weights) {
       t = constant(name, wt, {rows, cols}, seeded_bytes(n, seed++));
       t.scale = kWeightScale * (1.0f + 0.1f * static_cast<float>(seed % 7));
     } else {
@@ -102,6 +106,11 @@ inline SingleOpModel lstm_model(const LstmCase& c, int32_t steps) {
   // A [C] vector: peephole weights (f32 or i16) or layer-norm coefficients (around 1).
   auto diagonal = [&](const std::string& name, bool norm) {
     const size_t n = static_cast<size_t>(c.cells);
+    if (c.hybrid && !norm) {  // the hybrid form's peephole weights are int8
+      OpTensor t = constant(name, T::TensorType_INT8, {c.cells}, seeded_bytes(n, seed++));
+      t.scale = 0.004f;
+      return t;
+    }
     if (!c.integer)
       return constant(name, ft, {c.cells},
                       float_bytes(norm ? random_floats(n, seed++, 0.5f, 1.5f) : random_floats(n, seed++, -0.5f, 0.5f)));
@@ -155,7 +164,7 @@ inline SingleOpModel lstm_model(const LstmCase& c, int32_t steps) {
     for (int k = c.cifg ? 1 : 0; k < 3; ++k) in[9 + k] = push(diagonal("p" + std::to_string(k), false));
   if (c.projection > 0) {
     OpTensor wp = weights("projection", c.cells, P);
-    if (c.integer) wp.scale = kProjectionScale;
+    if (i8_weights) wp.scale = kProjectionScale;
     in[16] = push(wp);
     if (c.projection_bias) in[17] = push(bias("projection_bias", P, kProjectionScale * kHScale));
   }
@@ -183,7 +192,8 @@ inline SingleOpModel lstm_model(const LstmCase& c, int32_t steps) {
   const LstmCase cc = c;
   m.options = [cc](flatbuffers::FlatBufferBuilder& fb) {
     return std::make_pair(T::BuiltinOptions_UnidirectionalSequenceLSTMOptions,
-                          T::CreateUnidirectionalSequenceLSTMOptions(fb, cc.activation, cc.cell_clip, cc.proj_clip, cc.time_major)
+                          T::CreateUnidirectionalSequenceLSTMOptions(fb, cc.activation, cc.cell_clip, cc.proj_clip, cc.time_major,
+                                                                     cc.asymmetric)
                               .Union());
   };
   return m;

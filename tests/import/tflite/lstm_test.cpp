@@ -155,15 +155,27 @@ TEST(TfliteLstm, MalformedPeepholeProjectionAndLayerNormAreRefusedNamingTheTenso
   expect_refused(no_scale, {"(the cell gate's, layer norm) needs one positive scale"});
 }
 
-TEST(TfliteLstm, HybridWeightsAreRefused) {
+// The hybrid form (f32 x with i8 weights) runs (tests/oracle/lstm_oracle_test.cpp); other
+// weight types and weights without one scale and zero point 0 are refused.
+TEST(TfliteLstm, HybridWeightsOtherThanPerTensorInt8AreRefused) {
   SingleOpModel m = lstm_model(kFloat, kFloat.steps);
   for (int k = 1; k <= 8; ++k) {
     testing::OpTensor& w = m.tensors[input_tensor(m, k)];
-    w.type = ::tflite::TensorType_INT8;
+    w.type = ::tflite::TensorType_UINT8;
     w.data.resize(w.data.size() / 4);
     w.scale = 0.01f;
   }
-  expect_refused(m, {"hybrid LSTM", "'x'", "'w3'"});
+  expect_refused(m, {"hybrid LSTM", "'x'", "'w3'", "int8 weights only"});
+  LstmCase h = kFloat;
+  h.hybrid = true;
+  ASSERT_TRUE(load(lstm_model(h, h.steps)).ok());
+  SingleOpModel zp = lstm_model(h, h.steps);
+  zp.tensors[input_tensor(zp, 6)].zero_point = 3;
+  expect_refused(zp, {"hybrid LSTM weights 'r1' need one quantization scale and zero point 0"});
+  SingleOpModel per_channel = lstm_model(h, h.steps);
+  per_channel.tensors[input_tensor(per_channel, 2)].scale = 0.0f;
+  per_channel.tensors[input_tensor(per_channel, 2)].scales = {0.01f, 0.02f, 0.01f, 0.02f, 0.01f};
+  expect_refused(per_channel, {"hybrid LSTM weights 'w1' need one quantization scale"});
 }
 
 // BIDIRECTIONAL_SEQUENCE_LSTM: two lstm nodes (the second reverse = 1) and a concat when
@@ -237,7 +249,11 @@ TEST(TfliteLstm, DevicesWithoutAnLstmKernelFallBackToTheCpu) {
   full.peephole = full.layer_norm = full.projection_bias = true;
   full.projection = 3;
   full.proj_clip = 2.0f;
-  for (const LstmCase& c : {kFloat, kInt8, full}) {
+  LstmCase hybrid = kFloat;
+  hybrid.name = "hybrid asymmetric peephole projection";
+  hybrid.hybrid = hybrid.asymmetric = hybrid.peephole = true;
+  hybrid.projection = 4;
+  for (const LstmCase& c : {kFloat, kInt8, full, hybrid}) {
     const SingleOpModel m = lstm_model(c, c.steps);
     const size_t n = static_cast<size_t>(c.batch * c.steps * c.features) * (c.integer ? 1 : 4);
     const std::vector<uint8_t> x = testing::seeded_bytes(n, 11);

@@ -4,7 +4,7 @@
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
 // CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
 // AVERAGE_POOL_2D (i16), written by single_op_model.h, and UNIDIRECTIONAL_SEQUENCE_LSTM with
-// peephole weights, projection and layer norm (f32 and i8) and BIDIRECTIONAL_SEQUENCE_LSTM
+// peephole weights, projection and layer norm (f32, i8 and hybrid) and BIDIRECTIONAL_SEQUENCE_LSTM
 // with peephole weights and projection (f32), written by lstm_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
@@ -242,10 +242,11 @@ SingleOpModel avg_pool_i16_model() {
 
 // An LSTM with every optional part: peephole weights, projection with bias and clipping,
 // layer norm (f32 or the integer 8x8_16 form).
-SingleOpModel lstm_variants_model(bool integer) {
+SingleOpModel lstm_variants_model(bool integer, bool hybrid = false) {
   testing::LstmCase c;
   c.name = integer ? "lstm_i8" : "lstm_f32";
   c.integer = integer;
+  c.hybrid = c.asymmetric = hybrid;
   c.batch = 2;
   c.steps = 3;
   c.features = 4;
@@ -292,6 +293,7 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"avg_pool_i16", avg_pool_i16_model()},
       {"lstm_peephole_projection_layer_norm_f32", lstm_variants_model(false)},
       {"lstm_peephole_projection_layer_norm_i8", lstm_variants_model(true)},
+      {"lstm_hybrid_asymmetric_peephole_projection_layer_norm", lstm_variants_model(false, true)},
       {"bilstm_peephole_projection_f32",
        testing::bilstm_model({"bilstm", 2, 3, 4, 4, 4, true, true, false, T::ActivationFunctionType_TANH, 2.0f, 62, true, 3,
                               true, 0.5f})},

@@ -14,6 +14,14 @@
 // a = a * ln + b. Then sigmoid (the cell gate: `activation`); c = f * c, then c += g * i
 // (CIFG: i = 1 - f), clipped to +-cell_clip; m = o * activation(c); h = m, or with
 // projection h = b_p + (w_p . m) (b_p absent: 0), clipped to +-proj_clip.
+//
+// Hybrid (f32 x with i8 weights: TFLite's EvalHybrid), the same steps with the products
+// of w, r and w_p made in integers: at each step x, h (for the gates) and m (for the
+// projection) are quantized to int8 per batch row (symmetric: scale max|v| / 127, codes
+// roundf(v * 127 / max|v|); asymmetric_inputs: TFLite's AsymmetricQuantizeFloats, min..max
+// with a zero point; an all-zero row: scale 1, codes 0), each row's int32 dot product less
+// zero point x the weights' row sum becomes float(dot) * (row scale * weight scale) and
+// is added to the gate; peephole weights are p_code * p_scale (float) before p * c.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/lstm_common.h"
 
 namespace tessera::cpu {
@@ -71,6 +80,72 @@ void normalize(float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = (v[i] - mean) * stddev_inv;
 }
 
+// ---- hybrid: int8 codes of a float row ----
+
+struct RowCodes {
+  std::vector<int8_t> q;
+  float scale = 1.0f;
+  int32_t offset = 0;
+};
+
+// TFLite's AsymmetricQuantizeFloats (tensor_utils): the range min(0, min) .. max(0, max)
+// in double, the zero point from whichever end rounds with the smaller error.
+void quantize_asymmetric(const float* v, int64_t n, RowCodes& r) {
+  float mn = v[0], mx = v[0];
+  for (int64_t i = 1; i < n; ++i) {
+    mn = std::min(mn, v[i]);
+    mx = std::max(mx, v[i]);
+  }
+  const double rmin = std::min(0.0f, mn), rmax = std::max(0.0f, mx);
+  if (rmin == rmax) {
+    std::fill(r.q.begin(), r.q.begin() + n, int8_t{0});
+    r.scale = 1.0f;
+    r.offset = 0;
+    return;
+  }
+  const double qmin = -128, qmax = 127;
+  const double scale = (rmax - rmin) / (qmax - qmin);
+  const double zp_from_min = qmin - rmin / scale, zp_from_max = qmax - rmax / scale;
+  const double err_min = std::fabs(qmin) + std::fabs(rmin / scale), err_max = std::fabs(qmax) + std::fabs(rmax / scale);
+  const double zp = err_min < err_max ? zp_from_min : zp_from_max;
+  const int32_t offset = zp <= qmin ? -128 : zp >= qmax ? 127 : static_cast<int32_t>(static_cast<int8_t>(std::round(zp)));
+  r.scale = static_cast<float>(scale);
+  r.offset = offset;
+  const float inv = 1.0f / r.scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::round(static_cast<float>(offset) + v[i] * inv);
+    r.q[static_cast<size_t>(i)] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, q)));
+  }
+}
+
+void quantize_row(const float* v, int64_t n, bool asymmetric, RowCodes& r) {
+  if (r.q.size() < static_cast<size_t>(n)) r.q.resize(static_cast<size_t>(n));
+  if (asymmetric) return quantize_asymmetric(v, n, r);
+  r.offset = 0;
+  r.scale = quantize_symmetric_row(v, n, r.q.data());
+}
+
+// float(w . codes - offset * rowsum(w)) * scale: one row of TFLite's hybrid
+// MatrixBatchVectorMultiplyAccumulate (scale = row scale * weight scale, in float).
+float hybrid_dot(const int8_t* w, const RowCodes& r, int64_t n, float scale) {
+  int32_t acc = 0, row_sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    acc += int32_t{w[i]} * r.q[static_cast<size_t>(i)];
+    row_sum += w[i];
+  }
+  acc -= row_sum * r.offset;
+  return static_cast<float>(acc) * scale;
+}
+
+// A hybrid weight's per-tensor scale.
+Result<float> weight_scale(const KernelContext& c, size_t k) {
+  const Tensor& t = *c.in[k].t;
+  if (t.quant.scale.size() != 1)
+    return kernel_error(c.n, "hybrid weights (input " + std::to_string(k) + " '" + t.name +
+                                 "') need one quantization scale (per-tensor)");
+  return t.quant.scale[0];
+}
+
 const float* data_or_null(const KernelContext& c, size_t k) {
   return present(c.n, k) && k < c.in.size() ? c.in[k].as<float>() : nullptr;
 }
@@ -89,15 +164,40 @@ Status lstm_f32(KernelContext& c) {
   float* y = c.out[0].as<float>();
   float* hs = c.out[1].as<float>();
   float* cs = c.out[2].as<float>();
+  const bool hybrid = c.in[weights(kOutput)].dtype() == DType::i8;
+  const bool asymmetric = c.n.get(attr::asymmetric_inputs) != 0;
+  // Hybrid: each weight's scale ([0] input, [1] recurrent, [2] peephole per gate; the
+  // projection's), and the peephole weights as floats.
+  float scale[4][3] = {}, proj_scale = 0.0f;
+  thread_local std::vector<float> recovered[4];
   const float* peep[4] = {};
   const float* norm[4] = {};
   for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
-    if (d.peephole && k != kCell) peep[k] = data_or_null(c, peephole(k));
+    if (hybrid) {
+      TS_ASSIGN_OR_RETURN(scale[k][0], weight_scale(c, weights(k)));
+      TS_ASSIGN_OR_RETURN(scale[k][1], weight_scale(c, recurrent(k)));
+    }
+    if (d.peephole && k != kCell) {
+      if (hybrid) {  // TFLite's VectorScalarMultiply: p_code * scale, once per step
+        TS_ASSIGN_OR_RETURN(scale[k][2], weight_scale(c, peephole(k)));
+        const int8_t* pq = c.in[peephole(k)].as<int8_t>();
+        recovered[k].resize(static_cast<size_t>(C));
+        for (int64_t j = 0; j < C; ++j) recovered[k][static_cast<size_t>(j)] = scale[k][2] * static_cast<float>(pq[j]);
+        peep[k] = recovered[k].data();
+      } else {
+        peep[k] = data_or_null(c, peephole(k));
+      }
+    }
     if (d.layer_norm) norm[k] = data_or_null(c, layer_norm(k));
   }
-  const float* wp = d.projection ? c.in[lstm::kProjectionWeights].as<float>() : nullptr;
+  if (hybrid && d.projection) {
+    TS_ASSIGN_OR_RETURN(proj_scale, weight_scale(c, lstm::kProjectionWeights));
+  }
+  const float* wp = d.projection && !hybrid ? c.in[lstm::kProjectionWeights].as<float>() : nullptr;
+  const int8_t* wpq = d.projection && hybrid ? c.in[lstm::kProjectionWeights].as<int8_t>() : nullptr;
   const float* bp = d.projection ? data_or_null(c, lstm::kProjectionBias) : nullptr;
   thread_local std::vector<float> gate[4], m;  // [C] each; grow once, so runs allocate nothing
+  thread_local RowCodes xq, hq, mq;            // hybrid: this step's x, h and m codes
   for (auto* v : {&gate[0], &gate[1], &gate[2], &gate[3], &m})
     if (v->size() < static_cast<size_t>(C)) v->resize(static_cast<size_t>(C));
   for (int64_t b = 0; b < d.batch; ++b) {
@@ -106,17 +206,34 @@ Status lstm_f32(KernelContext& c) {
     for (int64_t s = 0; s < d.steps; ++s) {
       const int64_t t = d.step(s);
       const float* xt = x + d.row(b, t) * I;
+      if (hybrid) {
+        quantize_row(xt, I, asymmetric, xq);
+        quantize_row(h, P, asymmetric, hq);
+      }
       auto compute = [&](int k) {
-        const float* w = c.in[weights(k)].as<float>();
-        const float* r = c.in[recurrent(k)].as<float>();
         const float* b0 = c.in[bias(k)].as<float>();
         float* gk = gate[k].data();
-        for (int64_t j = 0; j < C; ++j) {
-          float v = norm[k] ? 0.0f : b0[j];
-          v += dot(w + j * I, xt, I);
-          v += dot(r + j * P, h, P);
-          if (peep[k]) v += peep[k][j] * cell[j];
-          gk[j] = v;
+        if (hybrid) {
+          const int8_t* w = c.in[weights(k)].as<int8_t>();
+          const int8_t* r = c.in[recurrent(k)].as<int8_t>();
+          const float sx = xq.scale * scale[k][0], sh = hq.scale * scale[k][1];
+          for (int64_t j = 0; j < C; ++j) {
+            float v = norm[k] ? 0.0f : b0[j];
+            v += hybrid_dot(w + j * I, xq, I, sx);
+            v += hybrid_dot(r + j * P, hq, P, sh);
+            if (peep[k]) v += peep[k][j] * cell[j];
+            gk[j] = v;
+          }
+        } else {
+          const float* w = c.in[weights(k)].as<float>();
+          const float* r = c.in[recurrent(k)].as<float>();
+          for (int64_t j = 0; j < C; ++j) {
+            float v = norm[k] ? 0.0f : b0[j];
+            v += dot(w + j * I, xt, I);
+            v += dot(r + j * P, h, P);
+            if (peep[k]) v += peep[k][j] * cell[j];
+            gk[j] = v;
+          }
         }
         if (norm[k]) {
           normalize(gk, C);
@@ -136,10 +253,11 @@ Status lstm_f32(KernelContext& c) {
       }
       compute(kOutput);  // its peephole reads the updated cell state
       for (int64_t j = 0; j < C; ++j) m[static_cast<size_t>(j)] = gate[kOutput][j] * apply(act, cell[j]);
-      if (wp) {
+      if (d.projection) {
+        if (wpq) quantize_row(m.data(), C, asymmetric, mq);
         for (int64_t p = 0; p < P; ++p) {
           float v = bp ? bp[p] : 0.0f;
-          v += dot(wp + p * C, m.data(), C);
+          v += wpq ? hybrid_dot(wpq + p * C, mq, C, mq.scale * proj_scale) : dot(wp + p * C, m.data(), C);
           if (proj_clip > 0.0f) v = std::min(std::max(v, -proj_clip), proj_clip);
           h[p] = v;
         }
