@@ -265,7 +265,8 @@ TEST(TfliteOracle, LstmStatePersistsAcrossRunsLikeTheInterpretersVariables) {
 }
 
 // BIDIRECTIONAL_SEQUENCE_LSTM (f32), separate and merged outputs, time- and batch-major,
-// CIFG, relu, cell clipping, peephole weights, projection (with bias and clipping). (The interpreter requires the two directions' cell counts to
+// CIFG, relu, cell clipping, peephole weights, projection (with bias and clipping), and the
+// hybrid form (int8 weights; symmetric and asymmetric input quantization). (The interpreter requires the two directions' cell counts to
 // be equal, and its merged batch-major output differs from the separate outputs joined
 // from the second batch row on; Tessera refuses both, tests/import/tflite/lstm_test.cpp.)
 TEST(TfliteOracle, BidirectionalSequenceLstmMatchesTheInterpreter) {
@@ -283,6 +284,12 @@ TEST(TfliteOracle, BidirectionalSequenceLstmMatchesTheInterpreter) {
        true},
       {"bi_b2_t6_i4_c4_merge_peep_cifg_proj7_clip", 2, 6, 4, 4, 4, true, true, true, A::ActivationFunctionType_TANH, 0.0f, 28,
        true, 7, true, 0.4f},
+      {"bi_hybrid_sym_b2_t5_i6_c5_tm", 2, 5, 6, 5, 5, true, false, false, A::ActivationFunctionType_TANH, 0.0f, 29, false, 0,
+       false, 0.0f, true},
+      {"bi_hybrid_asym_b3_t4_i5_c6_bm_peep_proj4", 3, 4, 5, 6, 6, false, false, false, A::ActivationFunctionType_TANH, 2.0f, 30,
+       true, 4, true, 0.0f, true, true},
+      {"bi_hybrid_asym_b2_t6_i4_c4_merge_cifg", 2, 6, 4, 4, 4, true, true, true, A::ActivationFunctionType_TANH, 0.0f, 31, false,
+       0, false, 0.0f, true, true},
   };
   TempDir dir("bilstm");
   std::vector<Job> jobs;

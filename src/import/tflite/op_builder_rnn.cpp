@@ -107,6 +107,19 @@ Result<double> intermediate_scale(OpSite& s, int k) {
   return double{scale};
 }
 
+// The hybrid form's weights (gates, peephole, projection): TFLite's hybrid kernel reads
+// one scale per weight tensor and no zero point.
+Status check_hybrid_weights(OpSite& s, const std::vector<TensorId>& ins) {
+  const Graph& g = s.cx.graph;
+  for (size_t i = 1; i < ins.size(); ++i) {
+    if (ins[i] == kNoTensor || i == lstm::kHidden || i == lstm::kCell) continue;
+    const Tensor& t = g.tensor(ins[i]);
+    if (t.dtype == DType::i8 && (t.quant.scale.size() != 1 || t.quant.zero_point_at(0) != 0))
+      return s.fail("hybrid LSTM weights '" + t.name + "' need one quantization scale and zero point 0 (per-tensor)");
+  }
+  return Status::Ok();
+}
+
 // The lstm node's inputs for direction d (x given): the gate weights and biases, the
 // peephole weights and projection when present, the layer-norm coefficients from TFLite
 // input `layer_norm` on (-1: none), and the two state tensors, which must be variable
@@ -236,18 +249,7 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
   if (hybrid) {
     // TFLite's hybrid kernel reads one scale per weight tensor and no zero point.
     attrs["asymmetric_inputs"] = int64_t{o && o->asymmetric_quantize_inputs() ? 1 : 0};
-    for (int k = 0; k < 4; ++k)
-      for (size_t i : {lstm::weights(k), lstm::recurrent(k), lstm::peephole(k)}) {
-        if (ins[i] == kNoTensor) continue;
-        const Tensor& t = g.tensor(ins[i]);
-        if (t.dtype == DType::i8 && (t.quant.scale.size() != 1 || t.quant.zero_point_at(0) != 0))
-          return s.fail("hybrid LSTM weights '" + t.name + "' need one quantization scale and zero point 0 (per-tensor)");
-      }
-    if (ins[lstm::kProjectionWeights] != kNoTensor) {
-      const Tensor& t = g.tensor(ins[lstm::kProjectionWeights]);
-      if (t.dtype == DType::i8 && (t.quant.scale.size() != 1 || t.quant.zero_point_at(0) != 0))
-        return s.fail("hybrid LSTM projection weights '" + t.name + "' need one quantization scale and zero point 0");
-    }
+    TS_RETURN_IF_ERROR(check_hybrid_weights(s, ins));
   }
 
   if (integer) {
@@ -313,8 +315,8 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
 // BIDIRECTIONAL_SEQUENCE_LSTM (f32): two lstm nodes over the same input, the backward one
 // with reverse = 1 (its y[t] is its state after reading steps T-1 .. t, as TFLite's
 // bw_output), and with merge_outputs their outputs joined along the last axis. Peephole
-// weights and projection as in the unidirectional LSTM. Refused by name: auxiliary inputs
-// (39-47), the hybrid form (TFLite has no integer one).
+// weights and projection as in the unidirectional LSTM, f32 or hybrid (int8 weights).
+// Refused by name: auxiliary inputs (39-47); TFLite has no integer form.
 Status build_bidirectional_sequence_lstm(OpSite& s) {
   if (s.num_inputs() != 48) return s.fail("has " + std::to_string(s.num_inputs()) + " inputs, expected 48");
   const auto* o = s.op->builtin_options_as_BidirectionalSequenceLSTMOptions();
@@ -330,15 +332,17 @@ Status build_bidirectional_sequence_lstm(OpSite& s) {
   Graph& g = s.cx.graph;
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(kInput));
   int64_t cells[2] = {0, 0}, outputs[2] = {0, 0};
+  bool hybrid[2] = {false, false};
   for (int dir = 0; dir < 2; ++dir) {
     const Direction& d = dir == 0 ? kForward : kBackward;
     TS_ASSIGN_OR_RETURN(TensorId w_out, s.input(d.input_weights + 3));
     const Tensor &xt = g.tensor(x), &wt = g.tensor(w_out);
     if (xt.dtype != DType::f32)
       return s.fail("input '" + xt.name + "' is " + dtype_name(xt.dtype) + ": only the f32 bidirectional LSTM is supported");
-    if (wt.dtype != DType::f32)
+    if (wt.dtype != DType::f32 && wt.dtype != DType::i8)
       return s.fail("hybrid LSTM (f32 input '" + xt.name + "' with " + dtype_name(wt.dtype) + " weights '" + wt.name +
-                    "') is not supported");
+                    "') is not supported (int8 weights only)");
+    hybrid[dir] = wt.dtype == DType::i8;
     if (xt.shape.size() != 3)
       return s.fail("input 0 '" + xt.name + "' " + shape_str(xt.shape) +
                     " must have rank 3 ([time, batch, features] when time-major, else [batch, time, features])");
@@ -382,6 +386,10 @@ Status build_bidirectional_sequence_lstm(OpSite& s) {
                      {"proj_clip", double{proj_clip}},
                      {"time_major", int64_t{time_major ? 1 : 0}},
                      {"reverse", int64_t{dir}}};
+    if (hybrid[dir]) {
+      attrs["asymmetric_inputs"] = int64_t{o && o->asymmetric_quantize_inputs() ? 1 : 0};
+      TS_RETURN_IF_ERROR(check_hybrid_weights(s, ins));
+    }
     TS_RETURN_IF_ERROR(s.add(OpKind::lstm, ins, {ys[dir], h2, c2}, std::move(attrs), dir == 0 ? "/forward" : "/backward"));
   }
   if (merge) return s.add(OpKind::concat, {ys[0], ys[1]}, {y0}, {{"axis", int64_t{2}}}, "/merge");

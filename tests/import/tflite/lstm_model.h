@@ -214,6 +214,8 @@ struct BiLstmCase {
   int32_t projection = 0;  // > 0: both directions project to this many outputs
   bool projection_bias = false;
   float proj_clip = 0.0f;
+  bool hybrid = false;      // int8 weights (peephole and projection too)
+  bool asymmetric = false;  // hybrid: asymmetric_quantize_inputs
 };
 
 inline SingleOpModel bilstm_model(const BiLstmCase& c) {
@@ -227,6 +229,11 @@ inline SingleOpModel bilstm_model(const BiLstmCase& c) {
   };
   auto matrix = [&](const std::string& name, int32_t rows, int32_t cols) {
     const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    if (c.hybrid) {
+      OpTensor t = constant(name, T::TensorType_INT8, {rows, cols}, seeded_bytes(n, seed++));
+      t.scale = kWeightScale;
+      return t;
+    }
     return constant(name, ft, {rows, cols}, float_bytes(random_floats(n, seed++, -0.6f, 0.6f)));
   };
   auto seq = [&](int32_t width) {
@@ -248,8 +255,11 @@ inline SingleOpModel bilstm_model(const BiLstmCase& c) {
     }
     if (c.peephole)
       for (int k = c.cifg ? 1 : 0; k < 3; ++k)
-        in[p0 + k] = push(constant(p + "p" + std::to_string(k), ft, {cells},
-                                   float_bytes(random_floats(static_cast<size_t>(cells), seed++, -0.5f, 0.5f))));
+        in[p0 + k] = push(c.hybrid ? matrix(p + "p" + std::to_string(k), 1, cells)
+                                   : constant(p + "p" + std::to_string(k), ft, {cells},
+                                              float_bytes(random_floats(static_cast<size_t>(cells), seed++, -0.5f, 0.5f))));
+    if (c.peephole && c.hybrid)  // [C], not [1, C]
+      for (int k = c.cifg ? 1 : 0; k < 3; ++k) m.tensors[static_cast<size_t>(in[p0 + k])].shape = {cells};
     if (c.projection > 0) {
       in[proj0] = push(matrix(p + "projection", outputs, cells));
       if (c.projection_bias)
@@ -275,7 +285,7 @@ inline SingleOpModel bilstm_model(const BiLstmCase& c) {
   m.options = [cc](flatbuffers::FlatBufferBuilder& fb) {
     return std::make_pair(T::BuiltinOptions_BidirectionalSequenceLSTMOptions,
                           T::CreateBidirectionalSequenceLSTMOptions(fb, cc.activation, cc.cell_clip, cc.proj_clip, cc.merge,
-                                                                    cc.time_major)
+                                                                    cc.time_major, cc.asymmetric)
                               .Union());
   };
   return m;

@@ -209,12 +209,16 @@ TEST(TfliteLstm, BidirectionalBecomesTwoLstmNodesAndItsRefusalsNameTheInput) {
     m.op_inputs[static_cast<size_t>(v.input)] = static_cast<int32_t>(m.tensors.size() - 1);
     expect_refused(m, {v.phrase, "not supported"});
   }
+  // Hybrid (int8 weights) runs; other weight types, and a direction mixing f32 and int8
+  // weights, are refused naming the tensor.
   SingleOpModel hybrid = testing::bilstm_model(c);
   testing::OpTensor& w = hybrid.tensors[input_tensor(hybrid, 21)];  // the backward output gate's weights
-  w.type = ::tflite::TensorType_INT8;
+  w.type = ::tflite::TensorType_UINT8;
   w.data.resize(w.data.size() / 4);
   w.scale = 0.01f;
-  expect_refused(hybrid, {"hybrid LSTM", "'bw_w3'"});
+  expect_refused(hybrid, {"hybrid LSTM", "'bw_w3'", "int8 weights only"});
+  w.type = ::tflite::TensorType_INT8;
+  expect_refused(hybrid, {"'bw_w0' f32[5,3] (input gate) must be i8[5,3]"});
   testing::BiLstmCase batch_major = c;
   batch_major.time_major = false;
   expect_refused(testing::bilstm_model(batch_major), {"merge_outputs with a batch-major"});
