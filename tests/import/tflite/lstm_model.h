@@ -6,7 +6,7 @@
 // then carry the gates' scales). Used by the oracle test (values) and the importer test
 // (refusals, after editing the model). With `hybrid`, TFLite's dynamic-range form: f32 x,
 // state, biases and layer-norm coefficients with i8 weights (per-tensor scales). Also a one-operator BIDIRECTIONAL_SEQUENCE_LSTM
-// model (f32, optionally with peephole weights and projection), bilstm_model.
+// model (f32 or hybrid, optionally with peephole weights and projection), bilstm_model.
 #pragma once
 
 #include <cmath>
