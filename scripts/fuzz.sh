@@ -51,8 +51,9 @@ fi
 # SELECT_V2 seeds (tests/import/tflite/math_ops_test.cpp) and one-op SUM / REDUCE_MAX /
 # REDUCE_MIN / REDUCE_PROD / DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO /
 # FILL / ZEROS_LIKE / SHAPE / PRELU / ELU / GELU / LOG_SOFTMAX / L2_NORMALIZATION / CUMSUM /
-# BATCH_MATMUL seeds (tests/import/tflite/single_op_seeds_test.cpp writes and
-# checks them) are in fuzz/regressions/tflite_fuzz/.
+# BATCH_MATMUL seeds, and LSTM seeds with peephole weights, projection and layer norm (f32,
+# i8, hybrid; bidirectional f32) (tests/import/tflite/single_op_seeds_test.cpp writes and checks
+# them) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"

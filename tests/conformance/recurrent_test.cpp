@@ -1,5 +1,6 @@
 // Conformance cases: lstm (f32; forward, and reverse: the steps from the last to the
-// first), over two runs that share the state tensors, against an LSTM computed in double. The integer form is judged byte for byte by the TFLite
+// first; with peephole weights, projection with bias and clipping, layer norm), over two
+// runs that share the state tensors, against an LSTM computed in double. The integer form is judged byte for byte by the TFLite
 // interpreter instead (tests/oracle/lstm_oracle_test.cpp).
 // svdf (TFLite's SVDF), f32 and integer, over three runs of one session: the state (a
 // Role::state tensor, updated in place through the node's second output, which add_op
@@ -20,64 +21,109 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 TESSERA_CONFORMANCE_CASES(lstm) {
   std::vector<Case> cases;
-  for (int variant = 0; variant < 4; ++variant) {
-    const bool time_major = variant == 1, cifg = variant == 2, reverse = variant == 3;
-    const int64_t B = pick(rng, 1, 3), T = pick(rng, 1, 4), I = pick(rng, 1, 6), C = pick(rng, 1, 6);
-    const double clip = variant == 0 ? 0.8 : 0.0;
+  for (int variant = 0; variant < 8; ++variant) {
+    // 0 clipping, 1 time-major, 2 CIFG, 3 reverse, 4 peephole, 5 projection (bias, clip),
+    // 6 layer norm, 7 all three with CIFG.
+    const bool time_major = variant == 1 || variant == 5, cifg = variant == 2 || variant == 7, reverse = variant == 3;
+    const bool peephole = variant == 4 || variant == 7, projection = variant == 5 || variant == 7;
+    const bool norm = variant == 6 || variant == 7;
+    const int64_t B = pick(rng, 1, 3), T = pick(rng, 1, 4), I = pick(rng, 1, 6), C = pick(rng, norm ? 2 : 1, 6);
+    const int64_t P = projection ? pick(rng, 1, 7) : C;
+    const double clip = variant == 0 || variant == 7 ? 0.8 : 0.0;
+    const double proj_clip = variant == 5 ? 0.6 : 0.0;
     CaseGraph cg;
     const Shape xs = time_major ? Shape{T, B, I} : Shape{B, T, I};
     const std::vector<float> x1 = uniform(rng, B * T * I), x2 = uniform(rng, B * T * I);
-    std::vector<TensorId> in(15, kNoTensor);
+    std::vector<TensorId> in(lstm::kNumInputs, kNoTensor);
     in[0] = cg.input_f32("x", xs, x1);
-    std::vector<float> w[4], r[4], b[4];
+    std::vector<float> w[4], r[4], b[4], pw[4], ln[4], wp, bp;
     const char* gate = "ifco";
     for (int k = cifg ? 1 : 0; k < 4; ++k) {
       w[k] = uniform(rng, C * I, -0.7f, 0.7f);
-      r[k] = uniform(rng, C * C, -0.7f, 0.7f);
+      r[k] = uniform(rng, C * P, -0.7f, 0.7f);
       b[k] = uniform(rng, C, -0.5f, 0.5f);
       in[lstm::weights(k)] = cg.weight(std::string("w_") + gate[k], {C, I}, DType::f32, bytes_of(w[k]));
-      in[lstm::recurrent(k)] = cg.weight(std::string("r_") + gate[k], {C, C}, DType::f32, bytes_of(r[k]));
+      in[lstm::recurrent(k)] = cg.weight(std::string("r_") + gate[k], {C, P}, DType::f32, bytes_of(r[k]));
       in[lstm::bias(k)] = cg.weight(std::string("b_") + gate[k], {C}, DType::f32, bytes_of(b[k]));
+      if (peephole && k != 2) {
+        pw[k] = uniform(rng, C, -0.5f, 0.5f);
+        in[lstm::peephole(k)] = cg.weight(std::string("p_") + gate[k], {C}, DType::f32, bytes_of(pw[k]));
+      }
+      if (norm) {
+        ln[k] = uniform(rng, C, 0.5f, 1.5f);
+        in[lstm::layer_norm(k)] = cg.weight(std::string("ln_") + gate[k], {C}, DType::f32, bytes_of(ln[k]));
+      }
     }
-    in[lstm::kHidden] = cg.state("h", {B, C}, DType::f32);
+    if (projection) {
+      wp = uniform(rng, P * C, -0.6f, 0.6f);
+      bp = uniform(rng, P, -0.3f, 0.3f);
+      in[lstm::kProjectionWeights] = cg.weight("w_proj", {P, C}, DType::f32, bytes_of(wp));
+      in[lstm::kProjectionBias] = cg.weight("b_proj", {P}, DType::f32, bytes_of(bp));
+    }
+    in[lstm::kHidden] = cg.state("h", {B, P}, DType::f32);
     in[lstm::kCell] = cg.state("c", {B, C}, DType::f32);
-    if (cifg) in.resize(12);  // the optional input-gate tensors are the last three
+    // The optional tensors at the end may be left off.
+    while (in.size() > 12 && in.back() == kNoTensor) in.pop_back();
     Case c = cg.finish("lstm f32 B" + std::to_string(B) + " T" + std::to_string(T) + " I" + std::to_string(I) + " C" +
-                           std::to_string(C) + (time_major ? " time-major" : "") + (cifg ? " cifg" : "") +
-                           (clip > 0 ? " clip" : "") + (reverse ? " reverse" : "") + ", two runs",
+                           std::to_string(C) + (projection ? " P" + std::to_string(P) : "") +
+                           (time_major ? " time-major" : "") + (cifg ? " cifg" : "") + (clip > 0 ? " clip" : "") +
+                           (reverse ? " reverse" : "") + (peephole ? " peephole" : "") + (norm ? " layer-norm" : "") +
+                           (proj_clip > 0 ? " proj-clip" : "") + ", two runs",
                        OpKind::lstm, in,
-                       {{"cell_clip", clip}, {"time_major", int64_t{time_major ? 1 : 0}}, {"reverse", int64_t{reverse}}});
+                       {{"cell_clip", clip}, {"proj_clip", proj_clip}, {"time_major", int64_t{time_major ? 1 : 0}},
+                        {"reverse", int64_t{reverse}}});
     c.runs.push_back({bytes_of(x2)});
     // The reference: both runs in sequence from a zero state; output 0 of the second.
-    std::vector<double> h(B * C, 0.0), cell(B * C, 0.0);
-    c.expected.assign(B * T * C, 0.0);
+    std::vector<double> h(B * P, 0.0), cell(B * C, 0.0);
+    c.expected.assign(B * T * P, 0.0);
     for (const std::vector<float>* x : {&x1, &x2}) {
       for (int64_t step = 0; step < T; ++step)
         for (int64_t bb = 0; bb < B; ++bb) {
           const int64_t t = reverse ? T - 1 - step : step;  // reverse: the last step first
           const int64_t row = time_major ? t * B + bb : bb * T + t;
           std::vector<double> g[4];
-          for (int k = cifg ? 1 : 0; k < 4; ++k) {
+          auto compute = [&](int k) {  // the output gate's peephole reads the new cell state
             g[k].resize(C);
             for (int64_t j = 0; j < C; ++j) {
-              double v = b[k][j];
+              double v = norm ? 0.0 : b[k][j];
               for (int64_t q = 0; q < I; ++q) v += double{w[k][j * I + q]} * (*x)[row * I + q];
-              for (int64_t q = 0; q < C; ++q) v += double{r[k][j * C + q]} * h[bb * C + q];
-              g[k][j] = k == 2 ? std::tanh(v) : sigmoid(v);
+              for (int64_t q = 0; q < P; ++q) v += double{r[k][j * P + q]} * h[bb * P + q];
+              if (peephole && k != 2) v += double{pw[k][j]} * cell[bb * C + j];
+              g[k][j] = v;
             }
-          }
+            if (norm) {
+              double mean = 0, var = 0;
+              for (double v : g[k]) mean += v / static_cast<double>(C);
+              for (double v : g[k]) var += (v - mean) * (v - mean) / static_cast<double>(C);
+              for (int64_t j = 0; j < C; ++j) g[k][j] = (g[k][j] - mean) / std::sqrt(var + 1e-8) * ln[k][j] + b[k][j];
+            }
+            for (double& v : g[k]) v = k == 2 ? std::tanh(v) : sigmoid(v);
+          };
+          for (int k = cifg ? 1 : 0; k < 3; ++k) compute(k);
           for (int64_t j = 0; j < C; ++j) {
             const double i = cifg ? 1.0 - g[1][j] : g[0][j];
             double v = g[1][j] * cell[bb * C + j] + g[2][j] * i;
             if (clip > 0) v = std::min(std::max(v, -clip), clip);
             cell[bb * C + j] = v;
-            h[bb * C + j] = g[3][j] * std::tanh(v);
-            c.expected[row * C + j] = h[bb * C + j];
+          }
+          compute(3);
+          std::vector<double> m(C);
+          for (int64_t j = 0; j < C; ++j) m[j] = g[3][j] * std::tanh(cell[bb * C + j]);
+          for (int64_t o = 0; o < P; ++o) {
+            double v = m[o % C];
+            if (projection) {
+              v = bp[o];
+              for (int64_t j = 0; j < C; ++j) v += double{wp[o * C + j]} * m[j];
+              if (proj_clip > 0) v = std::min(std::max(v, -proj_clip), proj_clip);
+            }
+            h[bb * P + o] = v;
+            c.expected[row * P + o] = v;
           }
         }
     }
-    c.magnitude.assign(c.expected.size(), 1.0);  // gates and tanh keep every value in [-1, 1]
-    c.accum = 2 * T * (I + C + 4);               // sums per gate, carried through the steps
+    // Gates and tanh keep m in [-1, 1]; a projection sums C of them.
+    c.magnitude.assign(c.expected.size(), projection ? 1.0 + 0.6 * static_cast<double>(C) : 1.0);
+    c.accum = 2 * T * (I + P + C + 8);  // sums per gate (and layer norm), carried through the steps
     cases.push_back(std::move(c));
   }
   return cases;

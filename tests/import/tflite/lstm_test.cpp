@@ -1,9 +1,9 @@
 // UNIDIRECTIONAL_SEQUENCE_LSTM on hand-built models (lstm_model.h): the lstm node it
 // becomes (state tensors, attributes), the variants Tessera refuses with an error naming
-// the operator and the tensor (wrong input rank, state of the wrong size, peephole,
-// projection, layer norm, hybrid weights, a state that is not a variable tensor, a cell
-// state scale that is not a power of two), and devices without an lstm kernel falling back
-// to the cpu. The values are judged against the TFLite interpreter in
+// the operator and the tensor (wrong input rank, state of the wrong size, malformed
+// peephole weights, projection or layer-norm coefficients, hybrid weights, a state that is
+// not a variable tensor, a cell state scale that is not a power of two), and devices
+// without an lstm kernel falling back to the cpu. The values are judged against the TFLite interpreter in
 // tests/oracle/lstm_oracle_test.cpp.
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ TEST(TfliteLstm, BecomesOneLstmNodeWhoseStateOutputsUpdateTheVariableTensors) {
     ASSERT_EQ(g->nodes().size(), 1u);
     const Node& n = g->nodes()[0];
     EXPECT_EQ(n.op, OpKind::lstm);
-    ASSERT_EQ(n.inputs.size(), 15u);
+    ASSERT_EQ(n.inputs.size(), 24u);
     ASSERT_EQ(n.outputs.size(), 3u);
     EXPECT_EQ(g->tensor(n.inputs[10]).name, "hidden_state");
     EXPECT_EQ(g->tensor(n.inputs[10]).role, Role::state);
@@ -72,8 +72,26 @@ TEST(TfliteLstm, BecomesOneLstmNodeWhoseStateOutputsUpdateTheVariableTensors) {
       EXPECT_EQ(n.get(attr::hidden_zero_point), 2);
       EXPECT_FLOAT_EQ(static_cast<float>(*n.find(attr::hidden_scale)), testing::kHScale);
     }
-    for (size_t k = 0; k < 15; ++k) EXPECT_NE(n.inputs[k], kNoTensor);
+    for (size_t k = 0; k < 24; ++k) EXPECT_EQ(n.inputs[k] != kNoTensor, k < 15) << k;
   }
+  // Peephole weights (TFLite 9-11), projection (16-17) and layer norm (20-23) go to their
+  // lstm inputs (ops.def); the integer form's gate scales come from intermediates 0-3.
+  LstmCase full = kInt8;
+  full.peephole = full.layer_norm = full.projection_bias = true;
+  full.projection = 3;
+  full.proj_clip = 1.5f;
+  auto g = load(lstm_model(full, full.steps));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const Node& n = g->nodes()[0];
+  const char* names[9] = {"p0", "p1", "p2", "projection", "projection_bias", "ln0", "ln1", "ln2", "ln3"};
+  for (size_t k = 15; k < 24; ++k) {
+    ASSERT_NE(n.inputs[k], kNoTensor) << k;
+    EXPECT_EQ(g->tensor(n.inputs[k]).name, names[k - 15]);
+  }
+  EXPECT_DOUBLE_EQ(n.get(attr::proj_clip), 1.5);
+  const std::vector<double> scales = n.get(attr::gate_scales);
+  ASSERT_EQ(scales.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_FLOAT_EQ(static_cast<float>(scales[k]), testing::kGateAccScale[k]);
 }
 
 TEST(TfliteLstm, AnInputThatIsNotRank3IsRefusedNamingTheTensor) {
@@ -87,41 +105,77 @@ TEST(TfliteLstm, ARecurrentStateOfTheWrongSizeIsRefusedNamingTheTensor) {
   for (int k : {18, 19}) {
     SingleOpModel m = lstm_model(kInt8, kInt8.steps);
     m.tensors[input_tensor(m, k)].shape = {kInt8.batch, kInt8.cells + 1};
-    expect_refused(m, {k == 18 ? "(input 18 'hidden_state')" : "(input 19 'cell_state')", "must hold batch 1 x 3 cells"});
+    expect_refused(m, {k == 18 ? "(input 18 'hidden_state')" : "(input 19 'cell_state')",
+                       k == 18 ? "must hold batch 1 x 3 outputs" : "must hold batch 1 x 3 cells"});
   }
 }
 
-TEST(TfliteLstm, PeepholeProjectionAndLayerNormAreRefusedNamingTheTensor) {
+// Peephole weights, projection and layer norm run (tests/oracle/lstm_oracle_test.cpp);
+// given partly or with the wrong shapes, they are refused naming the tensor.
+TEST(TfliteLstm, MalformedPeepholeProjectionAndLayerNormAreRefusedNamingTheTensor) {
   struct Variant {
-    int input;
+    std::vector<int> inputs;
     std::vector<int32_t> shape;
-    const char* phrase;
+    std::vector<std::string> phrases;
   };
-  const Variant variants[] = {{9, {5}, "peephole weights (input 9 'extra')"},
-                              {11, {5}, "peephole weights (input 11 'extra')"},
-                              {16, {5, 5}, "projection weights and bias (input 16 'extra')"},
-                              {21, {5}, "layer-norm coefficients (input 21 'extra')"}};
+  const Variant variants[] = {
+      {{11}, {5}, {"peephole weights (input 11 'extra') are given without the forget gate's (input 10)"}},
+      {{10, 11}, {5}, {"the input gate's peephole weights (input 9) are missing"}},
+      {{9, 10, 11}, {4}, {"'extra' f32[4] (input gate's peephole weights) must be f32[5]"}},
+      {{17}, {5}, {"projection bias (input 17 'extra') is given without projection weights (input 16)"}},
+      {{16}, {5, 4}, {"'extra' f32[5,4] (projection weights) must be f32[P, 5]"}},
+      {{21}, {5}, {"the input gate's layer-norm coefficients (input 20) are missing"}},
+      {{21, 20, 22}, {5}, {"the output gate's layer-norm coefficients (input 23) are missing"}},
+      {{20}, {5}, {"layer-norm coefficients without the forget gate's (input 20 'extra') are not supported"}}};
   for (const Variant& v : variants) {
-    SCOPED_TRACE(v.phrase);
+    SCOPED_TRACE(v.phrases[0]);
     SingleOpModel m = lstm_model(kFloat, kFloat.steps);
     size_t n = 1;
     for (int32_t d : v.shape) n *= static_cast<size_t>(d);
     m.tensors.push_back(testing::constant("extra", ::tflite::TensorType_FLOAT32, v.shape,
                                           testing::float_bytes(testing::random_floats(n, 3))));
-    m.op_inputs[static_cast<size_t>(v.input)] = static_cast<int32_t>(m.tensors.size() - 1);
-    expect_refused(m, {v.phrase, "not supported"});
+    for (int k : v.inputs) m.op_inputs[static_cast<size_t>(k)] = static_cast<int32_t>(m.tensors.size() - 1);
+    expect_refused(m, v.phrases);
   }
+  // The integer form: peephole weights must be int16; with a projection to fewer outputs
+  // than cells the interpreter's peephole product is not an LSTM's, so it is refused.
+  LstmCase c = kInt8;
+  c.peephole = true;
+  SingleOpModel f32_peephole = lstm_model(c, c.steps);
+  testing::OpTensor& p = f32_peephole.tensors[input_tensor(f32_peephole, 10)];
+  p.type = ::tflite::TensorType_INT8;
+  p.data.resize(p.data.size() / 2);
+  expect_refused(f32_peephole, {"'p1' i8[3] (forget gate's peephole weights) must be i16[3]"});
+  c.projection = 2;
+  expect_refused(lstm_model(c, c.steps), {"peephole weights with a projection to 2 outputs from 3 cells", "not supported"});
+  LstmCase ln = kInt8;
+  ln.layer_norm = true;
+  SingleOpModel no_scale = lstm_model(ln, ln.steps);
+  no_scale.tensors[static_cast<size_t>(no_scale.intermediates[2])].scale = 0.0f;
+  expect_refused(no_scale, {"(the cell gate's, layer norm) needs one positive scale"});
 }
 
-TEST(TfliteLstm, HybridWeightsAreRefused) {
+// The hybrid form (f32 x with i8 weights) runs (tests/oracle/lstm_oracle_test.cpp); other
+// weight types and weights without one scale and zero point 0 are refused.
+TEST(TfliteLstm, HybridWeightsOtherThanPerTensorInt8AreRefused) {
   SingleOpModel m = lstm_model(kFloat, kFloat.steps);
   for (int k = 1; k <= 8; ++k) {
     testing::OpTensor& w = m.tensors[input_tensor(m, k)];
-    w.type = ::tflite::TensorType_INT8;
+    w.type = ::tflite::TensorType_UINT8;
     w.data.resize(w.data.size() / 4);
     w.scale = 0.01f;
   }
-  expect_refused(m, {"hybrid LSTM", "'x'", "'w3'"});
+  expect_refused(m, {"hybrid LSTM", "'x'", "'w3'", "int8 weights only"});
+  LstmCase h = kFloat;
+  h.hybrid = true;
+  ASSERT_TRUE(load(lstm_model(h, h.steps)).ok());
+  SingleOpModel zp = lstm_model(h, h.steps);
+  zp.tensors[input_tensor(zp, 6)].zero_point = 3;
+  expect_refused(zp, {"hybrid LSTM weights 'r1' need one quantization scale and zero point 0"});
+  SingleOpModel per_channel = lstm_model(h, h.steps);
+  per_channel.tensors[input_tensor(per_channel, 2)].scale = 0.0f;
+  per_channel.tensors[input_tensor(per_channel, 2)].scales = {0.01f, 0.02f, 0.01f, 0.02f, 0.01f};
+  expect_refused(per_channel, {"hybrid LSTM weights 'w1' need one quantization scale"});
 }
 
 // BIDIRECTIONAL_SEQUENCE_LSTM: two lstm nodes (the second reverse = 1) and a concat when
@@ -147,9 +201,7 @@ TEST(TfliteLstm, BidirectionalBecomesTwoLstmNodesAndItsRefusalsNameTheInput) {
     int input;
     const char* phrase;
   };
-  for (const Variant& v : {Variant{39, "auxiliary inputs and their weights (input 39 'extra')"},
-                           Variant{27, "peephole weights (input 27 'extra')"},
-                           Variant{33, "projection weights and bias (input 33 'extra')"}}) {
+  for (const Variant& v : {Variant{39, "auxiliary inputs and their weights (input 39 'extra')"}}) {
     SCOPED_TRACE(v.phrase);
     SingleOpModel m = testing::bilstm_model(c);
     m.tensors.push_back(testing::constant("extra", ::tflite::TensorType_FLOAT32, {5},
@@ -157,12 +209,16 @@ TEST(TfliteLstm, BidirectionalBecomesTwoLstmNodesAndItsRefusalsNameTheInput) {
     m.op_inputs[static_cast<size_t>(v.input)] = static_cast<int32_t>(m.tensors.size() - 1);
     expect_refused(m, {v.phrase, "not supported"});
   }
+  // Hybrid (int8 weights) runs; other weight types, and a direction mixing f32 and int8
+  // weights, are refused naming the tensor.
   SingleOpModel hybrid = testing::bilstm_model(c);
   testing::OpTensor& w = hybrid.tensors[input_tensor(hybrid, 21)];  // the backward output gate's weights
-  w.type = ::tflite::TensorType_INT8;
+  w.type = ::tflite::TensorType_UINT8;
   w.data.resize(w.data.size() / 4);
   w.scale = 0.01f;
-  expect_refused(hybrid, {"hybrid LSTM", "'bw_w3'"});
+  expect_refused(hybrid, {"hybrid LSTM", "'bw_w3'", "int8 weights only"});
+  w.type = ::tflite::TensorType_INT8;
+  expect_refused(hybrid, {"'bw_w0' f32[5,3] (input gate) must be i8[5,3]"});
   testing::BiLstmCase batch_major = c;
   batch_major.time_major = false;
   expect_refused(testing::bilstm_model(batch_major), {"merge_outputs with a batch-major"});
@@ -192,7 +248,16 @@ TEST(TfliteLstm, TheIntegerFormNeedsItsIntermediatesAndAPowerOfTwoCellScale) {
 // Devices without an lstm kernel (tile, rknpu) run it on the cpu: the same bytes. So does
 // the cpu's reference mode, where the integer parameters are not prepared but made per run.
 TEST(TfliteLstm, DevicesWithoutAnLstmKernelFallBackToTheCpu) {
-  for (const LstmCase& c : {kFloat, kInt8}) {
+  LstmCase full = kInt8;  // every optional part of the integer form
+  full.name = "i8 peephole layer norm projection";
+  full.peephole = full.layer_norm = full.projection_bias = true;
+  full.projection = 3;
+  full.proj_clip = 2.0f;
+  LstmCase hybrid = kFloat;
+  hybrid.name = "hybrid asymmetric peephole projection";
+  hybrid.hybrid = hybrid.asymmetric = hybrid.peephole = true;
+  hybrid.projection = 4;
+  for (const LstmCase& c : {kFloat, kInt8, full, hybrid}) {
     const SingleOpModel m = lstm_model(c, c.steps);
     const size_t n = static_cast<size_t>(c.batch * c.steps * c.features) * (c.integer ? 1 : 4);
     const std::vector<uint8_t> x = testing::seeded_bytes(n, 11);

@@ -3,13 +3,16 @@
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
 // CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL,
-// AVERAGE_POOL_2D, power-of-two-scale SUB (i16) and MUL i16 -> u8, written by single_op_model.h. The test checks each file is the
+// AVERAGE_POOL_2D, power-of-two-scale SUB (i16) and MUL i16 -> u8, written by single_op_model.h, and UNIDIRECTIONAL_SEQUENCE_LSTM with
+// peephole weights, projection and layer norm (f32, i8 and hybrid) and BIDIRECTIONAL_SEQUENCE_LSTM
+// with peephole weights and projection (f32), written by lstm_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
 // with the interpreter is tests/oracle/reduce_oracle_test.cpp's and
 // depth_space_oracle_test.cpp's, mirror_pad_oracle_test.cpp's and
 // tile_broadcast_oracle_test.cpp's, fill_shape_oracle_test.cpp's, activation_oracle_test.cpp's,
-// batch_matmul_oracle_test.cpp's and the int16_*_oracle_test.cpp files'.
+// batch_matmul_oracle_test.cpp's, the int16_*_oracle_test.cpp files' and
+// lstm_oracle_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,6 +20,7 @@
 #include <fstream>
 
 #include "fixtures.h"
+#include "import/tflite/lstm_model.h"
 #include "import/tflite/single_op_model.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
@@ -263,6 +267,26 @@ SingleOpModel avg_pool_i16_model() {
   return m;
 }
 
+// An LSTM with every optional part: peephole weights, projection with bias and clipping,
+// layer norm (f32 or the integer 8x8_16 form).
+SingleOpModel lstm_variants_model(bool integer, bool hybrid = false) {
+  testing::LstmCase c;
+  c.name = integer ? "lstm_i8" : "lstm_f32";
+  c.integer = integer;
+  c.hybrid = c.asymmetric = hybrid;
+  c.batch = 2;
+  c.steps = 3;
+  c.features = 4;
+  c.cells = 5;
+  c.cell_clip = 3.0f;
+  c.x_zero_point = integer ? 3 : 0;
+  c.peephole = c.layer_norm = c.projection_bias = true;
+  c.projection = integer ? 5 : 3;  // the integer peephole needs P = C
+  c.proj_clip = 0.5f;
+  c.seed = 61;
+  return testing::lstm_model(c, c.steps);
+}
+
 TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
   const char* env = std::getenv("TESSERA_SOURCE_DIR");
   const fs::path dir = (env ? fs::path(env) : fs::path(TESSERA_BINARY_DIR).parent_path()) / "fuzz/regressions/tflite_fuzz";
@@ -296,6 +320,12 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"avg_pool_i16", avg_pool_i16_model()},
       {"sub_pot_i16", sub_pot_i16_model()},
       {"mul_i16_u8", mul_i16_u8_model()},
+      {"lstm_peephole_projection_layer_norm_f32", lstm_variants_model(false)},
+      {"lstm_peephole_projection_layer_norm_i8", lstm_variants_model(true)},
+      {"lstm_hybrid_asymmetric_peephole_projection_layer_norm", lstm_variants_model(false, true)},
+      {"bilstm_peephole_projection_f32",
+       testing::bilstm_model({"bilstm", 2, 3, 4, 4, 4, true, true, false, T::ActivationFunctionType_TANH, 2.0f, 62, true, 3,
+                              true, 0.5f})},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);

@@ -1,88 +1,42 @@
 // lstm (ops.def): a one-layer LSTM over a sequence, as the TFLite interpreter's builtin
-// UNIDIRECTIONAL_SEQUENCE_LSTM computes it (lstm_eval.cc: EvalFloat, EvalInteger8x8_16),
-// without peephole, projection or layer norm. Batch rows are independent; every step reads
-// the state the previous one wrote. The state lives in outputs 1 and 2, which share the
-// storage of the state inputs 10 and 11 (Role::state, persistent across runs).
+// UNIDIRECTIONAL_SEQUENCE_LSTM computes it (lstm_eval.cc), with or without peephole
+// weights, projection and layer norm. This file: the f32 form (EvalFloat) and the
+// registration; lstm_integer.cpp: the integer 8x8_16 form. Batch rows are independent;
+// every step reads the state the previous one wrote. The state lives in outputs 1 and 2,
+// which share the storage of the state inputs 10 and 11 (Role::state, persistent across
+// runs).
 //
-// f32, per step and batch row: for each gate, g = b + (w . x) + (r . h) with each dot
-// product summed on its own, then sigmoid (the cell gate: `activation`); c = f * c, then
-// c += g * i (CIFG: i = 1 - f), clipped to +-cell_clip; h = o * activation(c).
+// f32, per step and batch row, gates in the interpreter's order (input, forget, cell, then
+// the cell update, then output): a = b + (w . x) + (r . h) with each dot product summed on
+// its own, + p * c with peephole weights (the input and forget gates read the old cell
+// state, the output gate the updated one). With layer norm a starts at 0 instead of b, is
+// normalized over the C cells ((a - mean) / sqrt(variance + 1e-8), both in float), then
+// a = a * ln + b. Then sigmoid (the cell gate: `activation`); c = f * c, then c += g * i
+// (CIFG: i = 1 - f), clipped to +-cell_clip; m = o * activation(c); h = m, or with
+// projection h = b_p + (w_p . m) (b_p absent: 0), clipped to +-proj_clip.
 //
-// Integer (8x8_16): x, w, r, h and y i8, biases i32, c i16 with scale 2^cell_shift.
-// Prepared once per node (TFLite's Prepare, PopulateQuantizedLstmParams8x8_16):
-//  * gate g's accumulators are rescaled to Q3.12 by w_scale * x_scale / 2^-12 and
-//    r_scale * h_scale / 2^-12, each product and quotient in float, then as a Q31
-//    multiplier (QuantizeMultiplier);
-//  * the zero points fold into the biases: bias_x = b - x_zp * rowsum(w), bias_h =
-//    -h_zp * rowsum(r) (int32);
-//  * o * tanh(c) (Q0.15 * Q0.15) goes to h by 2^-15 / hidden_scale * 2^-15 (in double,
-//    stored as float) with hidden_zero_point; hidden_scale is TFLite's intermediate
-//    tensor 4 (the converters give it h's own parameters);
-//  * cell_clip becomes int16 as cell_clip / c_scale, clamped, truncated.
-// Per step: gate = clamp16(M_x(bias_x + x . w)); gate = clamp16(M_h(bias_h + h . r) + gate);
-// sigmoid on Q3.12 (tanh on Q3.12 for the cell gate) -> Q0.15 (gemmlowp fixed point,
-// fixed_point16.h); c = rdivpot(f * c, 15); c = sat16(c + rdivpot(i * g, 30 + cell_shift))
-// (CIFG: i = 32767 - f); clip; h = clamp8(M_hidden(o * tanh_{15 + cell_shift}(c)) -
-// hidden_zero_point) (the interpreter subtracts the zero point there: PortableCwiseMul).
+// Hybrid (f32 x with i8 weights: TFLite's EvalHybrid), the same steps with the products
+// of w, r and w_p made in integers: at each step x, h (for the gates) and m (for the
+// projection) are quantized to int8 per batch row (symmetric: scale max|v| / 127, codes
+// roundf(v * 127 / max|v|); asymmetric_inputs: TFLite's AsymmetricQuantizeFloats, min..max
+// with a zero point; an all-zero row: scale 1, codes 0), each row's int32 dot product less
+// zero point x the weights' row sum becomes float(dot) * (row scale * weight scale) and
+// is added to the gate; peephole weights are p_code * p_scale (float) before p * c.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kernels/fixed_point16.h"
-#include "backend/cpu/kernels/kernel_util.h"
-#include "backend/cpu/kernels/quant_math.h"
-#include "ops/lstm_inputs.h"
+#include "backend/cpu/kernels/hybrid.h"
+#include "backend/cpu/kernels/lstm_common.h"
 
 namespace tessera::cpu {
 
 namespace {
 
-using lstm::bias;
-using lstm::recurrent;
-using lstm::weights;
-using lstm::kX;
-constexpr size_t kH = lstm::kHidden, kC = lstm::kCell;
-enum Gate { kInput = lstm::kInputGate, kForget = lstm::kForgetGate, kCell = lstm::kCellGate, kOutput = lstm::kOutputGate };
-
-struct Dims {
-  int64_t batch = 0, steps = 0, features = 0, cells = 0;
-  bool time_major = false;
-  bool reverse = false;  // steps from the last to the first
-  bool cifg = false;  // no input gate: i = 1 - f
-  // The step taken s-th.
-  int64_t step(int64_t s) const { return reverse ? steps - 1 - s : s; }
-  // Row of x / y holding (batch row b, step t).
-  int64_t row(int64_t b, int64_t t) const { return time_major ? t * batch + b : b * steps + t; }
-};
-
-Dims dims_of(const Graph& g, const Node& n) {
-  const Shape& xs = g.tensor(n.inputs[kX]).shape;
-  Dims d;
-  d.time_major = n.get(attr::time_major) != 0;
-  d.reverse = n.get(attr::reverse) != 0;
-  d.batch = d.time_major ? xs[1] : xs[0];
-  d.steps = d.time_major ? xs[0] : xs[1];
-  d.features = xs[2];
-  d.cells = g.tensor(n.inputs[weights(kOutput)]).shape[0];
-  d.cifg = n.inputs.size() <= weights(kInput) || n.inputs[weights(kInput)] == kNoTensor;
-  return d;
-}
-
-// The state outputs share the state inputs' storage; copies in case a caller bound them apart.
-Status state_in_place(KernelContext& c) {
-  if (c.out.size() != 3)
-    return kernel_error(c.n, "needs 3 outputs (the sequence and the updated state), has " +
-                                 std::to_string(c.out.size()));
-  for (size_t k = 0; k < 2; ++k) {
-    const TensorRef &in = c.in[kH + k], &out = c.out[1 + k];
-    if (out.data != in.data) std::memcpy(out.data, in.data, static_cast<size_t>(in.elements() * dtype_size(in.dtype())));
-  }
-  return Status::Ok();
-}
-
-// ---- f32 ----
+using namespace lstm_kernel;
 
 enum class Act { tanh, relu, relu6, relu_n1_to_1 };
 
@@ -111,6 +65,91 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// The interpreter's MeanStddevNormalization over n values, in place.
+void normalize(float* v, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += v[i];
+  const float mean = sum / static_cast<float>(n);
+  float sum_diff_sq = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float diff = v[i] - mean;
+    sum_diff_sq += diff * diff;
+  }
+  const float variance = sum_diff_sq / static_cast<float>(n);
+  const float stddev_inv = 1.0f / std::sqrt(variance + 1e-8f);
+  for (int64_t i = 0; i < n; ++i) v[i] = (v[i] - mean) * stddev_inv;
+}
+
+// ---- hybrid: int8 codes of a float row ----
+
+struct RowCodes {
+  std::vector<int8_t> q;
+  float scale = 1.0f;
+  int32_t offset = 0;
+};
+
+// TFLite's AsymmetricQuantizeFloats (tensor_utils): the range min(0, min) .. max(0, max)
+// in double, the zero point from whichever end rounds with the smaller error.
+void quantize_asymmetric(const float* v, int64_t n, RowCodes& r) {
+  float mn = v[0], mx = v[0];
+  for (int64_t i = 1; i < n; ++i) {
+    mn = std::min(mn, v[i]);
+    mx = std::max(mx, v[i]);
+  }
+  const double rmin = std::min(0.0f, mn), rmax = std::max(0.0f, mx);
+  if (rmin == rmax) {
+    std::fill(r.q.begin(), r.q.begin() + n, int8_t{0});
+    r.scale = 1.0f;
+    r.offset = 0;
+    return;
+  }
+  const double qmin = -128, qmax = 127;
+  const double scale = (rmax - rmin) / (qmax - qmin);
+  const double zp_from_min = qmin - rmin / scale, zp_from_max = qmax - rmax / scale;
+  const double err_min = std::fabs(qmin) + std::fabs(rmin / scale), err_max = std::fabs(qmax) + std::fabs(rmax / scale);
+  const double zp = err_min < err_max ? zp_from_min : zp_from_max;
+  const int32_t offset = zp <= qmin ? -128 : zp >= qmax ? 127 : static_cast<int32_t>(static_cast<int8_t>(std::round(zp)));
+  r.scale = static_cast<float>(scale);
+  r.offset = offset;
+  const float inv = 1.0f / r.scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::round(static_cast<float>(offset) + v[i] * inv);
+    r.q[static_cast<size_t>(i)] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, q)));
+  }
+}
+
+void quantize_row(const float* v, int64_t n, bool asymmetric, RowCodes& r) {
+  if (r.q.size() < static_cast<size_t>(n)) r.q.resize(static_cast<size_t>(n));
+  if (asymmetric) return quantize_asymmetric(v, n, r);
+  r.offset = 0;
+  r.scale = quantize_symmetric_row(v, n, r.q.data());
+}
+
+// float(w . codes - offset * rowsum(w)) * scale: one row of TFLite's hybrid
+// MatrixBatchVectorMultiplyAccumulate (scale = row scale * weight scale, in float).
+float hybrid_dot(const int8_t* w, const RowCodes& r, int64_t n, float scale) {
+  int32_t acc = 0, row_sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    acc += int32_t{w[i]} * r.q[static_cast<size_t>(i)];
+    row_sum += w[i];
+  }
+  acc -= row_sum * r.offset;
+  return static_cast<float>(acc) * scale;
+}
+
+// A hybrid weight's per-tensor scale.
+Result<float> weight_scale(const KernelContext& c, size_t k) {
+  const Tensor& t = *c.in[k].t;
+  if (t.quant.scale.size() != 1)
+    return kernel_error(c.n, "hybrid weights (input " + std::to_string(k) + " '" + t.name +
+                                 "') need one quantization scale (per-tensor)");
+  return t.quant.scale[0];
+}
+
+const float* data_or_null(const KernelContext& c, size_t k) {
+  return present(c.n, k) && k < c.in.size() ? c.in[k].as<float>() : nullptr;
+}
+
 Status lstm_f32(KernelContext& c) {
   if (c.in[kX].dtype() != DType::f32)
     return kernel_error(c.n, "input 0 '" + c.in[kX].t->name + "' is " + dtype_name(c.in[kX].dtype()) +
@@ -118,219 +157,114 @@ Status lstm_f32(KernelContext& c) {
   const Dims d = dims_of(c.g, c.n);
   const Act act = act_of(c.n.get(attr::activation));
   const float clip = static_cast<float>(c.n.get(attr::cell_clip));
+  const float proj_clip = static_cast<float>(c.n.get(attr::proj_clip));
   TS_RETURN_IF_ERROR(state_in_place(c));
-  const int64_t C = d.cells, I = d.features;
+  const int64_t C = d.cells, I = d.features, P = d.outputs;
   const float* x = c.in[kX].as<float>();
   float* y = c.out[0].as<float>();
   float* hs = c.out[1].as<float>();
   float* cs = c.out[2].as<float>();
-  thread_local std::vector<float> gate[4];  // [C] each; grows once, so runs allocate nothing
-  for (auto& v : gate)
-    if (v.size() < static_cast<size_t>(C)) v.resize(static_cast<size_t>(C));
+  const bool hybrid = c.in[weights(kOutput)].dtype() == DType::i8;
+  const bool asymmetric = c.n.get(attr::asymmetric_inputs) != 0;
+  // Hybrid: each weight's scale ([0] input, [1] recurrent, [2] peephole per gate; the
+  // projection's), and the peephole weights as floats.
+  float scale[4][3] = {}, proj_scale = 0.0f;
+  thread_local std::vector<float> recovered[4];
+  const float* peep[4] = {};
+  const float* norm[4] = {};
+  for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
+    if (hybrid) {
+      TS_ASSIGN_OR_RETURN(scale[k][0], weight_scale(c, weights(k)));
+      TS_ASSIGN_OR_RETURN(scale[k][1], weight_scale(c, recurrent(k)));
+    }
+    if (d.peephole && k != kCell) {
+      if (hybrid) {  // TFLite's VectorScalarMultiply: p_code * scale, once per step
+        TS_ASSIGN_OR_RETURN(scale[k][2], weight_scale(c, peephole(k)));
+        const int8_t* pq = c.in[peephole(k)].as<int8_t>();
+        recovered[k].resize(static_cast<size_t>(C));
+        for (int64_t j = 0; j < C; ++j) recovered[k][static_cast<size_t>(j)] = scale[k][2] * static_cast<float>(pq[j]);
+        peep[k] = recovered[k].data();
+      } else {
+        peep[k] = data_or_null(c, peephole(k));
+      }
+    }
+    if (d.layer_norm) norm[k] = data_or_null(c, layer_norm(k));
+  }
+  if (hybrid && d.projection) {
+    TS_ASSIGN_OR_RETURN(proj_scale, weight_scale(c, lstm::kProjectionWeights));
+  }
+  const float* wp = d.projection && !hybrid ? c.in[lstm::kProjectionWeights].as<float>() : nullptr;
+  const int8_t* wpq = d.projection && hybrid ? c.in[lstm::kProjectionWeights].as<int8_t>() : nullptr;
+  const float* bp = d.projection ? data_or_null(c, lstm::kProjectionBias) : nullptr;
+  thread_local std::vector<float> gate[4], m;  // [C] each; grow once, so runs allocate nothing
+  thread_local RowCodes xq, hq, mq;            // hybrid: this step's x, h and m codes
+  for (auto* v : {&gate[0], &gate[1], &gate[2], &gate[3], &m})
+    if (v->size() < static_cast<size_t>(C)) v->resize(static_cast<size_t>(C));
   for (int64_t b = 0; b < d.batch; ++b) {
-    float* h = hs + b * C;
+    float* h = hs + b * P;
     float* cell = cs + b * C;
     for (int64_t s = 0; s < d.steps; ++s) {
       const int64_t t = d.step(s);
       const float* xt = x + d.row(b, t) * I;
-      for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
-        const float* w = c.in[weights(k)].as<float>();
-        const float* r = c.in[recurrent(k)].as<float>();
-        const float* b0 = c.in[bias(k)].as<float>();
-        for (int64_t j = 0; j < C; ++j) {
-          float v = b0[j];
-          v += dot(w + j * I, xt, I);
-          v += dot(r + j * C, h, C);
-          gate[k][j] = k == kCell ? apply(act, v) : sigmoid(v);
-        }
+      if (hybrid) {
+        quantize_row(xt, I, asymmetric, xq);
+        quantize_row(h, P, asymmetric, hq);
       }
+      auto compute = [&](int k) {
+        const float* b0 = c.in[bias(k)].as<float>();
+        float* gk = gate[k].data();
+        if (hybrid) {
+          const int8_t* w = c.in[weights(k)].as<int8_t>();
+          const int8_t* r = c.in[recurrent(k)].as<int8_t>();
+          const float sx = xq.scale * scale[k][0], sh = hq.scale * scale[k][1];
+          for (int64_t j = 0; j < C; ++j) {
+            float v = norm[k] ? 0.0f : b0[j];
+            v += hybrid_dot(w + j * I, xq, I, sx);
+            v += hybrid_dot(r + j * P, hq, P, sh);
+            if (peep[k]) v += peep[k][j] * cell[j];
+            gk[j] = v;
+          }
+        } else {
+          const float* w = c.in[weights(k)].as<float>();
+          const float* r = c.in[recurrent(k)].as<float>();
+          for (int64_t j = 0; j < C; ++j) {
+            float v = norm[k] ? 0.0f : b0[j];
+            v += dot(w + j * I, xt, I);
+            v += dot(r + j * P, h, P);
+            if (peep[k]) v += peep[k][j] * cell[j];
+            gk[j] = v;
+          }
+        }
+        if (norm[k]) {
+          normalize(gk, C);
+          for (int64_t j = 0; j < C; ++j) gk[j] = norm[k][j] * gk[j] + b0[j];
+        }
+        for (int64_t j = 0; j < C; ++j) gk[j] = k == kCell ? apply(act, gk[j]) : sigmoid(gk[j]);
+      };
+      if (!d.cifg) compute(kInput);
+      compute(kForget);
+      compute(kCell);
       for (int64_t j = 0; j < C; ++j) {
         const float i = d.cifg ? 1.0f - gate[kForget][j] : gate[kInput][j];
         float v = gate[kForget][j] * cell[j];
         v += gate[kCell][j] * i;
         if (clip > 0.0f) v = std::min(std::max(v, -clip), clip);
         cell[j] = v;
-        h[j] = gate[kOutput][j] * apply(act, v);
       }
-      std::memcpy(y + d.row(b, t) * C, h, static_cast<size_t>(C) * sizeof(float));
-    }
-  }
-  return Status::Ok();
-}
-
-// ---- integer 8x8_16 ----
-
-// Q3.12: the gates' pre-activation format (TFLite's intermediate scale 2^-12 without layer norm).
-constexpr float kGateScale = 1.0f / 4096.0f;
-
-struct IntegerLstm : PreparedKernel {
-  struct GateParams {
-    std::vector<int32_t> bias_x, bias_h;  // [C]: bias and zero-point terms (see the file comment)
-    q::Multiplier m_x, m_h;               // accumulator -> Q3.12
-  };
-  GateParams gate[4];
-  q::Multiplier m_hidden;      // o * tanh(c) (Q0.30) -> h codes
-  int32_t hidden_zero_point = 0;
-  int cell_shift = 0;          // c scale = 2^cell_shift
-  int16_t cell_clip = 0;       // 0: none
-};
-
-// int32 arithmetic as the interpreter does it, wrapping instead of overflowing (only
-// absurd sizes or biases get there; real models stay far inside int32).
-int32_t wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
-
-// Row sums of an int8 [rows, cols] matrix times `scalar`, added to `out` (TFLite's
-// MatrixScalarMultiplyAccumulate).
-void add_row_sums(const int8_t* m, int64_t rows, int64_t cols, int32_t scalar, std::vector<int32_t>& out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t s = 0;
-    for (int64_t k = 0; k < cols; ++k) s += m[r * cols + k];
-    out[static_cast<size_t>(r)] = wrap32(out[static_cast<size_t>(r)] + int64_t{wrap32(s)} * scalar);
-  }
-}
-
-// A positive finite real multiplier as TFLite's QuantizeMultiplier makes it; 0 stays 0.
-Result<q::Multiplier> multiplier(float real, const std::string& what) {
-  if (!std::isfinite(real) || real < 0)
-    return error(StatusCode::unsupported, "the " + what + " rescaling factor " + std::to_string(real) + " is not a finite positive number");
-  return q::quantize_multiplier(real);
-}
-
-// The parameters' errors name the tensor; the caller adds the node.
-Status fail(const std::string& msg) { return error(StatusCode::unsupported, msg); }
-
-// Fills `p` (reusing its vectors' storage, so that the unprepared path allocates nothing
-// once warm).
-Status integer_params(const Graph& g, const Node& n, IntegerLstm& p) {
-  const Dims d = dims_of(g, n);
-  auto per_tensor = [&](size_t k) -> Result<const Tensor*> {
-    const Tensor& t = g.tensor(n.inputs[k]);
-    if (t.quant.scale.size() != 1)
-      return fail("input " + std::to_string(k) + " '" + t.name + "' needs one quantization scale (per-tensor)");
-    return &t;
-  };
-  auto constant = [&](size_t k) -> Result<const uint8_t*> {
-    const Tensor& t = g.tensor(n.inputs[k]);
-    if (!t.data) return fail("input " + std::to_string(k) + " '" + t.name + "' must be a constant");
-    return t.data->data;
-  };
-  TS_ASSIGN_OR_RETURN(const Tensor* x, per_tensor(kX));
-  TS_ASSIGN_OR_RETURN(const Tensor* h, per_tensor(kH));
-  TS_ASSIGN_OR_RETURN(const Tensor* cst, per_tensor(kC));
-  const Tensor& y = g.tensor(n.outputs[0]);
-  if (y.quant.scale.size() != 1) return fail("output '" + y.name + "' needs one quantization scale");
-  if (cst->quant.zero_point_at(0) != 0)
-    return fail("cell state '" + cst->name + "' must have zero point 0");
-  p.cell_clip = 0;
-  // TFLite's CheckedLog2: the cell state's scale must be a power of two.
-  const float c_scale = cst->quant.scale[0];
-  const float log2 = std::log(c_scale) * (1.0f / std::log(2.0f));
-  const float rounded = std::round(log2);
-  if (!(std::fabs(log2 - rounded) < 1e-3f))
-    return fail("cell state '" + cst->name + "' scale " + std::to_string(c_scale) + " is not a power of two");
-  p.cell_shift = static_cast<int>(rounded);
-  // tanh(c) reads c as Q(15 + cell_shift); the interpreter handles 0..6 integer bits.
-  if (15 + p.cell_shift < 0 || 15 + p.cell_shift > 6)
-    return fail("cell state '" + cst->name + "' scale 2^" + std::to_string(p.cell_shift) +
-                               " is outside 2^-15 .. 2^-9, which the integer LSTM supports");
-  const float clip = static_cast<float>(n.get(attr::cell_clip));
-  if (clip > 0.0f) p.cell_clip = static_cast<int16_t>(std::min(std::max(clip / c_scale, -32768.0f), 32767.0f));
-  const float x_scale = x->quant.scale[0], h_scale = h->quant.scale[0];
-  const int32_t x_zp = static_cast<int32_t>(x->quant.zero_point_at(0)), h_zp = static_cast<int32_t>(h->quant.zero_point_at(0));
-  for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
-    TS_ASSIGN_OR_RETURN(const Tensor* w, per_tensor(weights(k)));
-    TS_ASSIGN_OR_RETURN(const Tensor* r, per_tensor(recurrent(k)));
-    TS_ASSIGN_OR_RETURN(const uint8_t* wd, constant(weights(k)));
-    TS_ASSIGN_OR_RETURN(const uint8_t* rd, constant(recurrent(k)));
-    TS_ASSIGN_OR_RETURN(const uint8_t* bd, constant(bias(k)));
-    if (w->quant.zero_point_at(0) != 0 || r->quant.zero_point_at(0) != 0)
-      return fail("weights '" + w->name + "' and '" + r->name + "' must have zero point 0");
-    IntegerLstm::GateParams& gp = p.gate[k];
-    const float eff_x = w->quant.scale[0] * x_scale / kGateScale;
-    const float eff_h = r->quant.scale[0] * h_scale / kGateScale;
-    TS_ASSIGN_OR_RETURN(gp.m_x, multiplier(eff_x, "input-to-gate"));
-    TS_ASSIGN_OR_RETURN(gp.m_h, multiplier(eff_h, "recurrent-to-gate"));
-    gp.bias_x.assign(static_cast<size_t>(d.cells), 0);
-    gp.bias_h.assign(static_cast<size_t>(d.cells), 0);
-    std::memcpy(gp.bias_x.data(), bd, static_cast<size_t>(d.cells) * 4);
-    if (x_zp != 0) add_row_sums(reinterpret_cast<const int8_t*>(wd), d.cells, d.features, -x_zp, gp.bias_x);
-    if (h_zp != 0) add_row_sums(reinterpret_cast<const int8_t*>(rd), d.cells, d.cells, -h_zp, gp.bias_h);
-  }
-  const float hidden_scale = static_cast<float>(n.find(attr::hidden_scale).value_or(h_scale));
-  const float eff_hidden = static_cast<float>(std::pow(2.0, -15) / hidden_scale * std::pow(2.0, -15));
-  TS_ASSIGN_OR_RETURN(p.m_hidden, multiplier(eff_hidden, "hidden"));
-  p.hidden_zero_point = static_cast<int32_t>(n.get(attr::hidden_zero_point));
-  return Status::Ok();
-}
-
-Result<std::unique_ptr<PreparedKernel>> prepare_lstm_integer(const Graph& g, const Node& n) {
-  auto p = std::make_unique<IntegerLstm>();
-  TS_RETURN_IF_ERROR(integer_params(g, n, *p));
-  return std::unique_ptr<PreparedKernel>(std::move(p));
-}
-
-int16_t sat16(int32_t v) { return static_cast<int16_t>(std::min(std::max(v, -32768), 32767)); }
-
-// gate[j] = sat16(M(bias[j] + v . m[j]) + gate[j]) for an int8 vector v and int8 matrix m.
-void accumulate(const int8_t* v, const int8_t* m, const int32_t* bias, const q::Multiplier& mult, int64_t rows,
-                int64_t cols, int16_t* gate) {
-  for (int64_t j = 0; j < rows; ++j) {
-    int64_t acc = bias[j];
-    const int8_t* row = m + j * cols;
-    for (int64_t k = 0; k < cols; ++k) acc += int32_t{v[k]} * row[k];
-    gate[j] = sat16(wrap32(int64_t{q::multiply(wrap32(acc), mult)} + gate[j]));
-  }
-}
-
-Status lstm_integer(KernelContext& c) {
-  const Dims d = dims_of(c.g, c.n);
-  thread_local IntegerLstm made;  // the unprepared path (no packed kernels): rebuilt per run
-  if (!c.prepared) {
-    Status st = integer_params(c.g, c.n, made);
-    if (!st.ok()) return kernel_error(c.n, st.message());
-  }
-  const IntegerLstm& p = c.prepared ? static_cast<const IntegerLstm&>(*c.prepared) : made;
-  TS_RETURN_IF_ERROR(state_in_place(c));
-  const int64_t C = d.cells, I = d.features;
-  const int8_t* x = c.in[kX].as<int8_t>();
-  int8_t* y = c.out[0].as<int8_t>();
-  int8_t* hs = c.out[1].as<int8_t>();
-  int16_t* cs = c.out[2].as<int16_t>();
-  thread_local std::vector<int16_t> gate[4];  // [C] each, Q0.15 after the activations
-  thread_local std::vector<int8_t> h_new;     // [C]
-  for (auto& v : gate)
-    if (v.size() < static_cast<size_t>(C)) v.resize(static_cast<size_t>(C));
-  if (h_new.size() < static_cast<size_t>(C)) h_new.resize(static_cast<size_t>(C));
-  const int cell_bits = 15 + p.cell_shift;  // integer bits of c as a Q(n).(15-n) value
-  for (int64_t b = 0; b < d.batch; ++b) {
-    int8_t* h = hs + b * C;
-    int16_t* cell = cs + b * C;
-    for (int64_t s = 0; s < d.steps; ++s) {
-      const int64_t t = d.step(s);
-      const int8_t* xt = x + d.row(b, t) * I;
-      for (int k = d.cifg ? 1 : 0; k < 4; ++k) {
-        const IntegerLstm::GateParams& gp = p.gate[k];
-        int16_t* gk = gate[k].data();
-        std::fill(gk, gk + C, int16_t{0});
-        accumulate(xt, c.in[weights(k)].as<int8_t>(), gp.bias_x.data(), gp.m_x, C, I, gk);
-        accumulate(h, c.in[recurrent(k)].as<int8_t>(), gp.bias_h.data(), gp.m_h, C, C, gk);
-        for (int64_t j = 0; j < C; ++j) gk[j] = k == kCell ? fx16::tanh(gk[j], 3) : fx16::logistic(gk[j], 3);
+      compute(kOutput);  // its peephole reads the updated cell state
+      for (int64_t j = 0; j < C; ++j) m[static_cast<size_t>(j)] = gate[kOutput][j] * apply(act, cell[j]);
+      if (d.projection) {
+        if (wpq) quantize_row(m.data(), C, asymmetric, mq);
+        for (int64_t p = 0; p < P; ++p) {
+          float v = bp ? bp[p] : 0.0f;
+          v += wpq ? hybrid_dot(wpq + p * C, mq, C, mq.scale * proj_scale) : dot(wp + p * C, m.data(), C);
+          if (proj_clip > 0.0f) v = std::min(std::max(v, -proj_clip), proj_clip);
+          h[p] = v;
+        }
+      } else {
+        std::memcpy(h, m.data(), static_cast<size_t>(C) * sizeof(float));
       }
-      for (int64_t j = 0; j < C; ++j) {
-        const int16_t f = gate[kForget][j];
-        const int16_t i = d.cifg ? static_cast<int16_t>(32767 - f) : gate[kInput][j];
-        const int16_t kept = static_cast<int16_t>(q::rounding_divide_by_pot(int32_t{f} * cell[j], 15));
-        const int16_t added =
-            static_cast<int16_t>(q::rounding_divide_by_pot(int32_t{i} * gate[kCell][j], 30 + p.cell_shift));
-        int16_t v = sat16(int32_t{kept} + added);
-        if (p.cell_clip > 0) v = std::min<int16_t>(std::max<int16_t>(v, static_cast<int16_t>(-p.cell_clip)), p.cell_clip);
-        cell[j] = v;
-        const int32_t prod = int32_t{gate[kOutput][j]} * fx16::tanh(v, cell_bits);
-        const int64_t code = int64_t{q::multiply(prod, p.m_hidden)} - p.hidden_zero_point;
-        h_new[static_cast<size_t>(j)] = static_cast<int8_t>(std::min<int64_t>(std::max<int64_t>(code, -128), 127));
-      }
-      std::memcpy(h, h_new.data(), static_cast<size_t>(C));
-      std::memcpy(y + d.row(b, t) * C, h, static_cast<size_t>(C));
+      std::memcpy(y + d.row(b, t) * P, h, static_cast<size_t>(P) * sizeof(float));
     }
   }
   return Status::Ok();
@@ -340,7 +274,7 @@ Status lstm_integer(KernelContext& c) {
 
 void register_lstm_kernels(KernelTable& t) {
   t.add(OpKind::lstm, KernelKind::plain, lstm_f32);
-  t.add(OpKind::lstm, KernelKind::quant, lstm_integer, prepare_lstm_integer);
+  t.add(OpKind::lstm, KernelKind::quant, lstm_kernel::lstm_integer, lstm_kernel::prepare_lstm_integer);
 }
 
 }  // namespace tessera::cpu
