@@ -2,7 +2,8 @@
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
-// CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
+// CUMSUM (i32), BATCH_MATMUL (i8), hybrid FULLY_CONNECTED and BATCH_MATMUL with asymmetric
+// input quantization, and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
 // AVERAGE_POOL_2D (i16), written by single_op_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -26,6 +28,7 @@ namespace {
 
 namespace T = ::tflite;
 namespace fs = std::filesystem;
+using testing::OpTensor;
 using testing::SingleOpModel;
 
 SingleOpModel reduce_model(T::BuiltinOperator code, int version, T::TensorType type, float scale, int64_t zp) {
@@ -184,6 +187,48 @@ SingleOpModel cumsum_model() {
   };
   return m;
 }
+// Hybrid with asymmetric_quantize_inputs: FULLY_CONNECTED (v9, x f32 [3, 8], w i8 [4, 8]
+// per channel, bias f32 [4]) or BATCH_MATMUL (v4, a f32 [3, 8] x constant b i8 [8, 4]).
+SingleOpModel hybrid_asym_model(bool batch_matmul) {
+  SingleOpModel m;
+  std::vector<uint8_t> wb(32);
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127));
+  OpTensor w = testing::constant(batch_matmul ? "b" : "w", T::TensorType_INT8, batch_matmul ? std::vector<int32_t>{8, 4}
+                                                                                               : std::vector<int32_t>{4, 8}, wb);
+  if (batch_matmul) {
+    w.scale = 0.02f;
+  } else {
+    w.scales = {0.01f, 0.02f, 0.015f, 0.03f};
+    w.quantized_dimension = 0;
+  }
+  m.tensors = {testing::activation(batch_matmul ? "a" : "x", T::TensorType_FLOAT32, {3, 8}), w,
+               testing::activation("y", T::TensorType_FLOAT32, {3, 4})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  if (batch_matmul) {
+    m.code = T::BuiltinOperator_BATCH_MATMUL;
+    m.version = 4;
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_BatchMatMulOptions, T::CreateBatchMatMulOptions(fb, false, false, true).Union());
+    };
+  } else {
+    std::vector<float> bias = {0.5f, -0.25f, 0.125f, 1.0f};
+    std::vector<uint8_t> bb(16);
+    std::memcpy(bb.data(), bias.data(), bb.size());
+    m.tensors.insert(m.tensors.begin() + 2, testing::constant("bias", T::TensorType_FLOAT32, {4}, bb));
+    m.op_inputs = {0, 1, 2};
+    m.op_outputs = {3};
+    m.code = T::BuiltinOperator_FULLY_CONNECTED;
+    m.version = 9;
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      T::FullyConnectedOptionsBuilder b(fb);
+      b.fbb_.AddElement<uint8_t>(10, 1, 0);  // asymmetric_quantize_inputs (newer than the compiled schema)
+      return std::make_pair(T::BuiltinOptions_FullyConnectedOptions, b.Finish().Union());
+    };
+  }
+  return m;
+}
+
 // BATCH_MATMUL i8: a [2, 3, 4] x b [2, 5, 4] with adj_y.
 SingleOpModel batch_matmul_model() {
   SingleOpModel m;
@@ -267,6 +312,8 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"mean_i16", reduce_model(T::BuiltinOperator_MEAN, 3, T::TensorType_INT16, 0.001f, 0)},
       {"mul_i16", mul_i16_model()},
       {"avg_pool_i16", avg_pool_i16_model()},
+      {"fully_connected_hybrid_asym", hybrid_asym_model(false)},
+      {"batch_matmul_hybrid_asym", hybrid_asym_model(true)},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
