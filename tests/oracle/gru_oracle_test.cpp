@@ -48,7 +48,7 @@ struct Built {
 };
 
 // Quantization of an int8 activation (zero point 0 unless given).
-OpTensor act(GraphSubgraph&, const std::string& name, std::vector<int32_t> shape, Form form, float scale, int64_t zp = 0) {
+OpTensor act(const std::string& name, std::vector<int32_t> shape, Form form, float scale, int64_t zp = 0) {
   OpTensor t = testing::activation(name, form == Form::i8 ? T::TensorType_INT8 : T::TensorType_FLOAT32, std::move(shape));
   if (form == Form::i8) {
     t.scale = scale;
@@ -68,8 +68,8 @@ Built gru_model(const GruCase& c, uint32_t seed) {
   // Scales (int8): x in [-2, 2), h in [-1, 1), the FC outputs in [-4, 4), the gate sums in
   // [-8, 8), the sigmoid / tanh outputs at TFLite's fixed int8 scales.
   const float sx = 1.0f / 64, sh = 1.0f / 128, sg = 1.0f / 32, ssum = 1.0f / 16;
-  const int32_t x = g.add(act(g, "x", {B, S, I}, c.form, sx));
-  const int32_t h0 = g.add(act(g, "h0", {B, U}, c.form, sh));
+  const int32_t x = g.add(act("x", {B, S, I}, c.form, sx));
+  const int32_t h0 = g.add(act("h0", {B, U}, c.form, sh));
   g.inputs = {x, h0};
   // Kernels [3U, in] (FULLY_CONNECTED's [out, in]) and biases [3U], as the converter folds
   // Keras' kernel [in, 3U] (transposed) and bias.
@@ -121,7 +121,7 @@ Built gru_model(const GruCase& c, uint32_t seed) {
   const int ev = i8 ? 2 : 1;  // elementwise versions: v2 adds int8
 
   std::vector<int32_t> xs;
-  for (int t = 0; t < S; ++t) xs.push_back(g.add(act(g, "x_" + std::to_string(t), {B, I}, c.form, sx)));
+  for (int t = 0; t < S; ++t) xs.push_back(g.add(act("x_" + std::to_string(t), {B, I}, c.form, sx)));
   g.op(T::BuiltinOperator_UNPACK, {x}, xs,
        [S](flatbuffers::FlatBufferBuilder& fb) {
          return std::make_pair(T::BuiltinOptions_UnpackOptions, T::CreateUnpackOptions(fb, S, 1).Union());
@@ -131,9 +131,9 @@ Built gru_model(const GruCase& c, uint32_t seed) {
   std::vector<int32_t> hs;
   for (int t = 0; t < S; ++t) {
     const std::string p = "step" + std::to_string(t) + "/";
-    auto T3 = [&](const std::string& n, float scale, int64_t zp = 0) { return g.add(act(g, p + n, {B, U}, c.form, scale, zp)); };
-    const int32_t gx = g.add(act(g, p + "gx", {B, 3 * U}, c.form, sg));
-    const int32_t gh = g.add(act(g, p + "gh", {B, 3 * U}, c.form, sg));
+    auto T3 = [&](const std::string& n, float scale, int64_t zp = 0) { return g.add(act(p + n, {B, U}, c.form, scale, zp)); };
+    const int32_t gx = g.add(act(p + "gx", {B, 3 * U}, c.form, sg));
+    const int32_t gh = g.add(act(p + "gh", {B, 3 * U}, c.form, sg));
     g.op(T::BuiltinOperator_FULLY_CONNECTED, {xs[static_cast<size_t>(t)], W, Wb}, {gx}, fc_options, fc_version);
     g.op(T::BuiltinOperator_FULLY_CONNECTED, {h, R, Rb}, {gh}, fc_options, fc_version);
     const int32_t xz = T3("xz", sg), xr = T3("xr", sg), xn = T3("xn", sg);
@@ -163,7 +163,7 @@ Built gru_model(const GruCase& c, uint32_t seed) {
     h = hn2;
     hs.push_back(h);
   }
-  const int32_t seq = g.add(act(g, "sequence", {B, S, U}, c.form, sh));
+  const int32_t seq = g.add(act("sequence", {B, S, U}, c.form, sh));
   g.op(T::BuiltinOperator_PACK, hs, {seq},
        [S](flatbuffers::FlatBufferBuilder& fb) {
          return std::make_pair(T::BuiltinOptions_PackOptions, T::CreatePackOptions(fb, S, 1).Union());
@@ -257,48 +257,7 @@ TEST(TfliteOracle, UnrolledGruMatchesTheInterpreter) {
 // a body that doubles the state). The interpreter runs it (8 x); Tessera refuses it by
 // operator and subgraph names.
 TEST(TfliteOracle, WhileLoopIsRefusedByName) {
-  const auto i32 = T::TensorType_INT32, f32 = T::TensorType_FLOAT32;
-  GraphModel m;
-  GraphSubgraph main, cond, body;
-  main.name = "main";
-  const int32_t x = main.add(testing::activation("x", f32, {1, 4}));
-  const int32_t i0 = main.add(testing::constant("i0", i32, {}, testing::int32_bytes({0})));
-  const int32_t i_end = main.add(testing::activation("i_end", i32, {}));
-  const int32_t y = main.add(testing::activation("y", f32, {1, 4}));
-  main.inputs = {x};
-  main.outputs = {y};
-  main.op(T::BuiltinOperator_WHILE, {i0, x}, {i_end, y}, [](flatbuffers::FlatBufferBuilder& fb) {
-    // WhileOptions (union type 93: cond_subgraph_index, body_subgraph_index), newer than the
-    // compiled schema.
-    const auto start = fb.StartTable();
-    fb.AddElement<int32_t>(4, 1, 0);
-    fb.AddElement<int32_t>(6, 2, 0);
-    return std::make_pair(static_cast<T::BuiltinOptions>(93), flatbuffers::Offset<void>(fb.EndTable(start)));
-  });
-  cond.name = "cond";
-  {
-    const int32_t ci = cond.add(testing::activation("i", i32, {}));
-    const int32_t cx = cond.add(testing::activation("x", f32, {1, 4}));
-    const int32_t n = cond.add(testing::constant("n", i32, {}, testing::int32_bytes({3})));
-    const int32_t lt = cond.add(testing::activation("continue", T::TensorType_BOOL, {}));
-    cond.inputs = {ci, cx};
-    cond.outputs = {lt};
-    cond.op(T::BuiltinOperator_LESS, {ci, n}, {lt});
-  }
-  body.name = "body";
-  {
-    const int32_t bi = body.add(testing::activation("i", i32, {}));
-    const int32_t bx = body.add(testing::activation("x", f32, {1, 4}));
-    const int32_t one = body.add(testing::constant("one", i32, {}, testing::int32_bytes({1})));
-    const int32_t bi2 = body.add(testing::activation("i_next", i32, {}));
-    const int32_t bx2 = body.add(testing::activation("x_next", f32, {1, 4}));
-    body.inputs = {bi, bx};
-    body.outputs = {bi2, bx2};
-    body.op(T::BuiltinOperator_ADD, {bi, one}, {bi2});
-    body.op(T::BuiltinOperator_ADD, {bx, bx}, {bx2});
-  }
-  m.subgraphs = {main, cond, body};
-  const std::vector<uint8_t> model = m.bytes();
+  const std::vector<uint8_t> model = testing::while_model().bytes();
   const std::vector<float> xv = {0.5f, -1.25f, 2.0f, 0.125f};
   if (const std::string script = oracle_script(); !script.empty()) {
     TempDir dir("while");

@@ -323,7 +323,7 @@ Status control_flow_refusal(const ImportContext& cx, const ::tflite::Operator* o
   };
   const auto* t = static_cast<const flatbuffers::Table*>(op->builtin_options());
   // The file's verifier passes over union types the schema lacks: verify this table here.
-  flatbuffers::Verifier v(cx.file.data, static_cast<size_t>(cx.file.size));
+  flatbuffers::Verifier v(cx.file.data, std::min(static_cast<size_t>(cx.file.size), kMaxFlatbufferBytes));
   if (name == "WHILE" && static_cast<uint8_t>(op->builtin_options_type()) == kWhileOptions && t &&
       t->VerifyTableStart(v) && t->VerifyField<int32_t>(v, kCond, 4) && t->VerifyField<int32_t>(v, kBody, 4)) {
     detail = " (cond subgraph " + subgraph(t->GetField<int32_t>(kCond, 0)) + ", body subgraph " +

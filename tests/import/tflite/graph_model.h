@@ -85,4 +85,48 @@ struct GraphModel {
   }
 };
 
+// The converter's loop form, small: WHILE over (i, x) with cond subgraph `cond` (i < 3) and
+// body subgraph `body` (i + 1, x + x); the main subgraph's input is x f32 [1, 4], its
+// output the final x (8 x). WhileOptions (union type 93: cond_subgraph_index,
+// body_subgraph_index) is newer than the compiled schema: written as a raw table.
+inline GraphModel while_model(int32_t cond_index = 1, int32_t body_index = 2) {
+  namespace T = ::tflite;
+  const auto i32 = T::TensorType_INT32, f32 = T::TensorType_FLOAT32;
+  GraphSubgraph main, cond, body;
+  main.name = "main";
+  const int32_t x = main.add(activation("x", f32, {1, 4}));
+  const int32_t i0 = main.add(constant("i0", i32, {}, int32_bytes({0})));
+  const int32_t i_end = main.add(activation("i_end", i32, {}));
+  const int32_t y = main.add(activation("y", f32, {1, 4}));
+  main.inputs = {x};
+  main.outputs = {y};
+  main.op(T::BuiltinOperator_WHILE, {i0, x}, {i_end, y}, [cond_index, body_index](flatbuffers::FlatBufferBuilder& fb) {
+    const auto start = fb.StartTable();
+    fb.AddElement<int32_t>(4, cond_index, 0);
+    fb.AddElement<int32_t>(6, body_index, 0);
+    return std::make_pair(static_cast<T::BuiltinOptions>(93), flatbuffers::Offset<void>(fb.EndTable(start)));
+  });
+  cond.name = "cond";
+  const int32_t ci = cond.add(activation("i", i32, {}));
+  const int32_t cx = cond.add(activation("x", f32, {1, 4}));
+  const int32_t n = cond.add(constant("n", i32, {}, int32_bytes({3})));
+  const int32_t lt = cond.add(activation("continue", T::TensorType_BOOL, {}));
+  cond.inputs = {ci, cx};
+  cond.outputs = {lt};
+  cond.op(T::BuiltinOperator_LESS, {ci, n}, {lt});
+  body.name = "body";
+  const int32_t bi = body.add(activation("i", i32, {}));
+  const int32_t bx = body.add(activation("x", f32, {1, 4}));
+  const int32_t one = body.add(constant("one", i32, {}, int32_bytes({1})));
+  const int32_t bi2 = body.add(activation("i_next", i32, {}));
+  const int32_t bx2 = body.add(activation("x_next", f32, {1, 4}));
+  body.inputs = {bi, bx};
+  body.outputs = {bi2, bx2};
+  body.op(T::BuiltinOperator_ADD, {bi, one}, {bi2});
+  body.op(T::BuiltinOperator_ADD, {bx, bx}, {bx2});
+  GraphModel m;
+  m.subgraphs = {main, cond, body};
+  return m;
+}
+
 }  // namespace tessera::testing

@@ -3,7 +3,7 @@
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
 // CUMSUM (i32), BATCH_MATMUL (i8), hybrid FULLY_CONNECTED and BATCH_MATMUL with asymmetric
-// input quantization, and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
+// input quantization, a WHILE loop (refused by name), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL and
 // AVERAGE_POOL_2D (i16), written by single_op_model.h. The test checks each file is the
 // model this code writes (so a seed can be regenerated: TESSERA_WRITE_FUZZ_SEEDS=1 writes
 // them) and that it imports and runs. Their agreement
@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "fixtures.h"
+#include "import/tflite/graph_model.h"
 #include "import/tflite/single_op_model.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
@@ -333,6 +334,22 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
     auto s = Session::create(std::move(*g), so);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
   }
+  // WHILE (control flow): refused naming the operator and its subgraphs, also when its
+  // options point past the file's subgraphs.
+  const std::vector<uint8_t> loop = testing::while_model().bytes();
+  const fs::path file = dir / "while_f32";
+  if (write) std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(loop.data()), static_cast<std::streamsize>(loop.size()));
+  std::ifstream f(file, std::ios::binary);
+  ASSERT_TRUE(f) << file << " is missing (TESSERA_WRITE_FUZZ_SEEDS=1 writes it)";
+  EXPECT_EQ(std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()), loop);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(loop));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("operator WHILE (cond subgraph 1 'cond', body subgraph 2 'body') is not supported"),
+            std::string::npos)
+      << g.status().to_string();
+  auto bad = tflite::load_tflite_buffer(ConstData::from_vector(testing::while_model(7, -1).bytes()));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("(cond subgraph 7, body subgraph -1)"), std::string::npos) << bad.status().to_string();
 }
 
 }  // namespace
