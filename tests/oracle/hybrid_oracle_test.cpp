@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "import/tflite/single_op_model.h"
 #include "oracle/hybrid_rows.h"
@@ -247,6 +248,56 @@ TEST(TfliteOracle, HybridAsymmetricFullyConnectedIsBitExact) {
     std::memcpy(w.data(), want.data(), want.size());
     EXPECT_NE(*std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
     std::printf("[oracle] hybrid %-30s %zu floats bit-exact\n", cases[i].name.c_str(), w.size());
+  }
+}
+
+// Per-channel hybrid FULLY_CONNECTED with asymmetric inputs, which the oracle's interpreter
+// predates (newer TFLite multiplies each output channel by its own scale): against a
+// reference computed here in double from TFLite's definition of the row quantization
+// (AsymmetricQuantizeFloats: range and zero point in double, codes in float).
+TEST(TfliteOracle, HybridAsymmetricPerChannelFullyConnectedMatchesADoubleReference) {
+  for (const auto& [rows, depth, units] : {std::tuple{5, 24, 7}, std::tuple{8, 300, 12}}) {
+    HybridCase c{"fc_channel", Kind::fc, {rows, depth}, {units, depth}, true};
+    c.asymmetric = true;
+    const testing::SingleOpModel m = hybrid_model(c, 900 + static_cast<uint32_t>(depth));
+    const std::vector<float> x = patterned_rows(rows, depth, 901 + static_cast<uint32_t>(depth), rows - 1);
+    auto outs = run_tessera(m.bytes(), {float_bytes(x)}, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    std::vector<float> y((*outs)[0].size() / 4);
+    ASSERT_EQ(y.size(), static_cast<size_t>(rows * units));
+    std::memcpy(y.data(), (*outs)[0].data(), (*outs)[0].size());
+    const std::vector<uint8_t>& wb = m.tensors[1].data;
+    std::vector<float> bias(static_cast<size_t>(units));
+    std::memcpy(bias.data(), m.tensors[2].data.data(), bias.size() * 4);
+    int64_t bad = 0;
+    for (int r = 0; r < rows; ++r) {
+      const float* row = x.data() + r * depth;
+      double rmin = 0, rmax = 0;
+      for (int k = 0; k < depth; ++k) rmin = std::min(rmin, double{row[k]}), rmax = std::max(rmax, double{row[k]});
+      double scale = 1;
+      int zp = 0;
+      std::vector<int> codes(static_cast<size_t>(depth), 0);
+      if (rmin != rmax) {
+        scale = (rmax - rmin) / 255;
+        const double zmin = -128 - rmin / scale, zmax = 127 - rmax / scale;
+        const double z = 128 + std::fabs(rmin / scale) < 127 + std::fabs(rmax / scale) ? zmin : zmax;
+        zp = z <= -128 ? -128 : z >= 127 ? 127 : static_cast<int>(std::round(z));
+        const float inv = 1.0f / static_cast<float>(scale);
+        for (int k = 0; k < depth; ++k)
+          codes[static_cast<size_t>(k)] = std::clamp(static_cast<int>(std::round(static_cast<float>(zp) + row[k] * inv)), -128, 127);
+      }
+      for (int o = 0; o < units; ++o) {
+        int64_t acc = 0;
+        for (int k = 0; k < depth; ++k)
+          acc += int64_t{static_cast<int8_t>(wb[static_cast<size_t>(o * depth + k)])} * (codes[static_cast<size_t>(k)] - zp);
+        const double want = bias[static_cast<size_t>(o)] +
+                            static_cast<double>(acc) * static_cast<float>(scale) * m.tensors[1].scales[static_cast<size_t>(o)];
+        const double got = y[static_cast<size_t>(r * units + o)];
+        bad += !(std::fabs(got - want) <= 1e-6 * std::max(1.0, std::fabs(want)));
+      }
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << y.size() << " outputs differ from the double reference (rows " << rows << ", depth "
+                      << depth << ")";
   }
 }
 
