@@ -16,6 +16,11 @@
 
 namespace tessera::q {
 
+// Hybrid operators (f32 activations, int8 weights) with TFLite's asymmetric on-the-fly input
+// quantization sum w * (code - zero point) in int32: at most INT32_MAX / (127 * 255)
+// products (weights in [-127, 127], code - zero point in [-255, 255]) fit.
+constexpr int64_t kAsymmetricHybridMaxDepth = 66311;
+
 // A real multiplier as a Q31 significand and a power-of-two exponent:
 // real ~= multiplier * 2^(shift - 31) (TFLite QuantizeMultiplier).
 struct Multiplier {

@@ -39,7 +39,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
       return apply([alpha](float x) { return x >= 0 ? x : alpha * x; });
     }
     case OpKind::logistic: return apply(logistic_value);
-    case OpKind::tanh: return apply([](float x) { return std::tanh(x); });
+    case OpKind::tanh: return apply([](float x) { return tanh_value(x); });  // TFLite's (exp_approx.h)
     case OpKind::hard_swish:
       return apply([](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
     case OpKind::silu: return apply(silu_value);  // x / (1 + e^-x), e^x by exp_approx

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "oracle/hybrid_rows.h"
 #include "oracle/op_checks.h"
 
 namespace tessera::oracle {
@@ -121,6 +122,85 @@ TEST(TfliteOracle, HybridBatchMatMulMatchesTheInterpreter) {
   EXPECT_EQ(run_op_checks(checks, "batch_matmul_hybrid"), static_cast<int>(checks.size()));
 }
 
+// Hybrid with asymmetric_quantize_inputs (version 4): each lhs row gets its own scale and
+// zero point; the interpreter corrects the int32 sums by the rhs column sums times the zero
+// point. Bit-exact, including deep cases with all-positive rhs codes whose corrections pass
+// 2^24 (there a correction computed in float would round: the interpreter's is exact).
+TEST(TfliteOracle, HybridAsymmetricBatchMatMulIsBitExact) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct AsymCase {
+    MatCase k;
+    bool positive_rhs = false;  // rhs codes in [1, 127]: large column sums
+  };
+  const std::vector<AsymCase> cases = {
+      {{{1, 4, 16}, {16, 6}, false, false, true}},      {{{2, 8, 9}, {2, 9, 5}, false, false, true}},
+      {{{2, 1, 5, 8}, {3, 8, 4}, false, false, true}},  {{{2, 8, 3}, {2, 6, 8}, true, true, true}},
+      {{{8, 40}, {7, 40}, false, true, true}},          {{{3, 12, 20}, {20, 10}, false, false, true}},
+      {{{4, 3000}, {3000, 5}, false, false, true}, true}, {{{5, 2500}, {6, 2500}, false, true, true}, true},
+  };
+  std::vector<OpCheck> checks;
+  uint32_t seed = 38000;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MatCase& k = cases[i].k;
+    OpCheck c = matmul_check("batch_matmul_hybrid_asym_" + std::to_string(i), k, T::TensorType_FLOAT32, {}, {}, {}, seed += 2);
+    OpTensor& b = c.model.tensors[1];
+    b.type = T::TensorType_INT8;
+    b.scale = 0.011f;
+    b.zero_point = 0;
+    b.data = random_bytes(static_cast<size_t>(element_count(b.shape)), seed + 1);
+    for (uint8_t& v : b.data) {
+      if (v == 0x80) v = 0x81;  // symmetric int8 weights: [-127, 127]
+      if (cases[i].positive_rhs) v = static_cast<uint8_t>(1 + v % 127);
+    }
+    c.model.version = 4;
+    const bool ax = k.adj_x, ay = k.adj_y;
+    c.model.options = [ax, ay](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_BatchMatMulOptions, T::CreateBatchMatMulOptions(fb, ax, ay, true).Union());
+    };
+    // lhs rows (K values each after adj_x) of every kind, one all-zero row in the first case.
+    const int64_t depth = ax ? k.a[k.a.size() - 2] : k.a.back();
+    const int64_t rows = element_count(k.a) / depth;
+    std::vector<float> x = patterned_rows(rows, depth, seed + 3, i == 0 ? 2 : -1);
+    if (ax) {  // the patterns belong to the rows of the transposed lhs [..., M, K]
+      const int64_t m = k.a.back(), inner = depth, batches = element_count(k.a) / (m * inner);
+      std::vector<float> t(x.size());
+      for (int64_t bb = 0; bb < batches; ++bb)
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t kk = 0; kk < inner; ++kk) t[static_cast<size_t>((bb * inner + kk) * m + r)] = x[static_cast<size_t>((bb * m + r) * inner + kk)];
+      x = t;
+    }
+    c.inputs[0] = bytes_of(x);
+    c.is_float = true;
+    checks.push_back(std::move(c));
+  }
+  // Byte for byte: run_op_checks compares floats within 1e-5; these must match exactly.
+  TempDir dir("batch_matmul_hybrid_asym");
+  std::vector<Job> jobs;
+  std::vector<std::vector<uint8_t>> models;
+  for (const OpCheck& c : checks) {
+    models.push_back(c.model.bytes());
+    const fs::path file = dir.path / (c.name + ".tflite");
+    write_bytes(file, models.back());
+    jobs.push_back(Job{c.name, file.string(), c.inputs, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < checks.size(); ++i) {
+    SCOPED_TRACE(checks[i].name);
+    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    const std::vector<uint8_t>& got = (*outs)[0];
+    const std::vector<uint8_t>& want = jobs[i].outputs[0];
+    ASSERT_EQ(got.size(), want.size());
+    int64_t differ = 0;
+    for (size_t k = 0; k < got.size(); k += 4) differ += std::memcmp(&got[k], &want[k], 4) != 0;
+    EXPECT_EQ(differ, 0) << differ << " of " << got.size() / 4 << " floats differ from the interpreter's bits";
+    std::vector<float> w(want.size() / 4);
+    std::memcpy(w.data(), want.data(), want.size());
+    EXPECT_NE(*std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
+    std::printf("[oracle] %-32s %zu floats bit-exact\n", checks[i].name.c_str(), w.size());
+  }
+}
+
 TEST(TfliteOracle, BatchMatMulRefusals) {
   const auto f32 = T::TensorType_FLOAT32, i8 = T::TensorType_INT8, i16 = T::TensorType_INT16;
   {  // hybrid with a non-zero rhs zero point, and with a run-time rhs
@@ -133,6 +213,18 @@ TEST(TfliteOracle, BatchMatMulRefusals) {
     c.model.tensors[1].zero_point = 0;
     c.model.tensors[1].data.clear();
     expect_refused(c.model, {"BATCH_MATMUL", "hybrid rhs 'b' must be constant"});
+  }
+  {  // asymmetric hybrid deeper than the int32 sums hold
+    MatCase k = {{1, 66312}, {66312, 1}, false, false, true};
+    OpCheck c = matmul_check("hybrid_asym_deep", k, f32, {}, {}, {}, 5);
+    c.model.tensors[1].type = i8;
+    c.model.tensors[1].scale = 0.1f;
+    c.model.tensors[1].data.resize(c.model.tensors[1].data.size() / 4);
+    c.model.version = 4;
+    c.model.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_BatchMatMulOptions, T::CreateBatchMatMulOptions(fb, false, false, true).Union());
+    };
+    expect_refused(c.model, {"BATCH_MATMUL", "lhs 'a'", "depth 66312", "asymmetric_quantize_inputs", "66311 products"});
   }
   {  // int16 with a non-zero zero point
     OpCheck c = matmul_check("i16_zp", kCases[0], i16, {0.001f, 3}, {0.001f, 0}, {0.01f, 0}, 2);

@@ -6,9 +6,13 @@
 // or the difference is a whole weight step. Also: the importer's clear refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <tuple>
 
 #include "import/tflite/single_op_model.h"
+#include "oracle/hybrid_rows.h"
 #include "oracle/oracle.h"
 
 namespace tessera::oracle {
@@ -30,6 +34,8 @@ struct HybridCase {
   T::ActivationFunctionType act = T::ActivationFunctionType_NONE;
   bool bias = true;
   float input_lo = -1.0f, input_hi = 1.0f;
+  bool asymmetric = false;  // fc: FullyConnectedOptions.asymmetric_quantize_inputs
+  bool keep_dims = false;   // fc: keep_num_dims
 };
 
 std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
@@ -59,7 +65,10 @@ SingleOpModel hybrid_model(const HybridCase& c, uint32_t seed) {
     w.scale = 0.0075f;
   }
   std::vector<int32_t> y_shape;
-  if (c.kind == Kind::fc) {
+  if (c.kind == Kind::fc && c.keep_dims) {
+    y_shape = c.x_shape;
+    y_shape.back() = oc;
+  } else if (c.kind == Kind::fc) {
     y_shape = {static_cast<int32_t>(count(c.x_shape) / c.w_shape[1]), oc};
   } else {
     auto out = [&](int32_t in, int32_t k) {
@@ -100,9 +109,14 @@ SingleOpModel hybrid_model(const HybridCase& c, uint32_t seed) {
       break;
     case Kind::fc:
       m.code = T::BuiltinOperator_FULLY_CONNECTED;
-      m.version = 3;
+      m.version = c.asymmetric ? 9 : c.keep_dims ? 5 : 3;
       m.options = [cc](flatbuffers::FlatBufferBuilder& fb) {
-        return std::make_pair(T::BuiltinOptions_FullyConnectedOptions, T::CreateFullyConnectedOptions(fb, cc.act).Union());
+        T::FullyConnectedOptionsBuilder b(fb);
+        b.add_fused_activation_function(cc.act);
+        if (cc.keep_dims) b.add_keep_num_dims(true);
+        // asymmetric_quantize_inputs: field 3 (vtable offset 10), newer than the compiled schema.
+        if (cc.asymmetric) b.fbb_.AddElement<uint8_t>(10, 1, 0);
+        return std::make_pair(T::BuiltinOptions_FullyConnectedOptions, b.Finish().Union());
       };
       break;
   }
@@ -176,24 +190,143 @@ TEST(TfliteOracle, HybridConvDepthwiseAndFullyConnectedMatchTheInterpreter) {
   }
 }
 
-// What the importer refuses, by name: asymmetric input quantization for FULLY_CONNECTED (not
-// implemented), a depthwise filter with one scale for several channels (TFLite's hybrid
-// kernel refuses it too), uint8 hybrid weights.
-TEST(TfliteOracle, HybridRefusalsNameOperatorAndTensor) {
-  HybridCase fc{"fc", Kind::fc, {2, 8}, {3, 8}};
-  SingleOpModel asym = hybrid_model(fc, 1);
-  asym.options = [](flatbuffers::FlatBufferBuilder& fb) {
-    T::FullyConnectedOptionsBuilder b(fb);
-    b.fbb_.AddElement<uint8_t>(10, 1, 0);  // asymmetric_quantize_inputs = true
-    return std::make_pair(T::BuiltinOptions_FullyConnectedOptions, b.Finish().Union());
+// FULLY_CONNECTED with asymmetric_quantize_inputs: each input row gets its own scale and zero
+// point, the sums are corrected by the weights' row sums times the zero point. Bit-exact to
+// the interpreter (the codes, the int32 sums and the float products all match).
+TEST(TfliteOracle, HybridAsymmetricFullyConnectedIsBitExact) {
+  TESSERA_REQUIRE_ORACLE(script);
+  const auto none = T::ActivationFunctionType_NONE, relu = T::ActivationFunctionType_RELU,
+             relu6 = T::ActivationFunctionType_RELU6, relu1 = T::ActivationFunctionType_RELU_N1_TO_1;
+  auto fc = [](std::string name, std::vector<int32_t> x, std::vector<int32_t> w, bool per_channel, T::ActivationFunctionType act,
+               bool bias, bool keep_dims) {
+    HybridCase c{std::move(name), Kind::fc, std::move(x), std::move(w), per_channel, 1, 1, T::Padding_SAME, act, bias};
+    c.asymmetric = true;
+    c.keep_dims = keep_dims;
+    return c;
   };
+  const std::vector<HybridCase> cases = {
+      fc("asym_fc_b1", {1, 20}, {7, 20}, false, none, true, false),
+      fc("asym_fc_b4", {4, 33}, {9, 33}, false, none, true, false),
+      fc("asym_fc_b8_relu", {8, 16}, {5, 16}, false, relu, true, false),
+      fc("asym_fc_nobias_relu6", {5, 24}, {6, 24}, false, relu6, false, false),
+      fc("asym_fc_rank3_flat", {2, 3, 16}, {5, 16}, false, relu1, true, false),
+      fc("asym_fc_rank3_keep", {2, 3, 16}, {5, 16}, false, none, true, true),
+      fc("asym_fc_rank4_keep_relu", {2, 2, 3, 12}, {4, 12}, false, relu, true, true),
+      fc("asym_fc_deep", {4, 1500}, {10, 1500}, false, none, true, false),
+      fc("asym_fc_b3_deep_relu6", {3, 700}, {12, 700}, false, relu6, false, false),
+  };
+  // Per-channel hybrid FULLY_CONNECTED is not in the grid: the oracle's interpreter predates
+  // it (it reads the filter's per-tensor scale, 0 there, and gives the bias alone).
+  TempDir dir("hybrid_asym_fc");
+  std::vector<Job> jobs;
+  std::vector<std::vector<uint8_t>> models;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const HybridCase& c = cases[i];
+    const uint32_t seed = 4100 + 10 * static_cast<uint32_t>(i);
+    models.push_back(hybrid_model(c, seed).bytes());
+    const fs::path file = dir.path / (c.name + ".tflite");
+    write_bytes(file, models.back());
+    const int64_t cols = c.w_shape[1], rows = count(c.x_shape) / cols;
+    // One all-zero row in every other case (not in a one-row case: the whole input would be zero).
+    const int64_t zero_row = rows > 2 && i % 2 == 0 ? rows - 1 : -1;
+    jobs.push_back(Job{c.name, file.string(), {float_bytes(patterned_rows(rows, cols, seed + 2, zero_row))}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    auto outs = run_tessera(models[i], jobs[i].inputs, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    ASSERT_EQ(outs->size(), 1u);
+    const std::vector<uint8_t>& got = (*outs)[0];
+    const std::vector<uint8_t>& want = jobs[i].outputs[0];
+    ASSERT_EQ(got.size(), want.size());
+    int64_t differ = 0;
+    for (size_t k = 0; k < got.size(); k += 4) differ += std::memcmp(&got[k], &want[k], 4) != 0;
+    EXPECT_EQ(differ, 0) << differ << " of " << got.size() / 4 << " floats differ from the interpreter's bits";
+    // The interpreter's output is not degenerate (a constant output catches no wrong code).
+    std::vector<float> w(want.size() / 4);
+    std::memcpy(w.data(), want.data(), want.size());
+    EXPECT_NE(*std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
+    std::printf("[oracle] hybrid %-30s %zu floats bit-exact\n", cases[i].name.c_str(), w.size());
+  }
+}
+
+// Per-channel hybrid FULLY_CONNECTED with asymmetric inputs, which the oracle's interpreter
+// predates (newer TFLite multiplies each output channel by its own scale): against a
+// reference computed here in double from TFLite's definition of the row quantization
+// (AsymmetricQuantizeFloats: range and zero point in double, codes in float).
+TEST(TfliteOracle, HybridAsymmetricPerChannelFullyConnectedMatchesADoubleReference) {
+  for (const auto& [rows, depth, units] : {std::tuple{5, 24, 7}, std::tuple{8, 300, 12}}) {
+    HybridCase c{"fc_channel", Kind::fc, {rows, depth}, {units, depth}, true};
+    c.asymmetric = true;
+    const testing::SingleOpModel m = hybrid_model(c, 900 + static_cast<uint32_t>(depth));
+    const std::vector<float> x = patterned_rows(rows, depth, 901 + static_cast<uint32_t>(depth), rows - 1);
+    auto outs = run_tessera(m.bytes(), {float_bytes(x)}, "cpu");
+    ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+    std::vector<float> y((*outs)[0].size() / 4);
+    ASSERT_EQ(y.size(), static_cast<size_t>(rows * units));
+    std::memcpy(y.data(), (*outs)[0].data(), (*outs)[0].size());
+    const std::vector<uint8_t>& wb = m.tensors[1].data;
+    std::vector<float> bias(static_cast<size_t>(units));
+    std::memcpy(bias.data(), m.tensors[2].data.data(), bias.size() * 4);
+    int64_t bad = 0;
+    for (int r = 0; r < rows; ++r) {
+      const float* row = x.data() + r * depth;
+      double rmin = 0, rmax = 0;
+      for (int k = 0; k < depth; ++k) rmin = std::min(rmin, double{row[k]}), rmax = std::max(rmax, double{row[k]});
+      double scale = 1;
+      int zp = 0;
+      std::vector<int> codes(static_cast<size_t>(depth), 0);
+      if (rmin != rmax) {
+        scale = (rmax - rmin) / 255;
+        const double zmin = -128 - rmin / scale, zmax = 127 - rmax / scale;
+        const double z = 128 + std::fabs(rmin / scale) < 127 + std::fabs(rmax / scale) ? zmin : zmax;
+        zp = z <= -128 ? -128 : z >= 127 ? 127 : static_cast<int>(std::round(z));
+        const float inv = 1.0f / static_cast<float>(scale);
+        for (int k = 0; k < depth; ++k)
+          codes[static_cast<size_t>(k)] = std::clamp(static_cast<int>(std::round(static_cast<float>(zp) + row[k] * inv)), -128, 127);
+      }
+      for (int o = 0; o < units; ++o) {
+        int64_t acc = 0;
+        for (int k = 0; k < depth; ++k)
+          acc += int64_t{static_cast<int8_t>(wb[static_cast<size_t>(o * depth + k)])} * (codes[static_cast<size_t>(k)] - zp);
+        const double want = bias[static_cast<size_t>(o)] +
+                            static_cast<double>(acc) * static_cast<float>(scale) * m.tensors[1].scales[static_cast<size_t>(o)];
+        const double got = y[static_cast<size_t>(r * units + o)];
+        bad += !(std::fabs(got - want) <= 1e-6 * std::max(1.0, std::fabs(want)));
+      }
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << y.size() << " outputs differ from the double reference (rows " << rows << ", depth "
+                      << depth << ")";
+  }
+}
+
+// The same models without the option are symmetric: on mostly-positive rows the two differ,
+// so the asymmetric grid above cannot pass by quantizing symmetrically.
+TEST(TfliteOracle, HybridAsymmetricFullyConnectedDiffersFromSymmetric) {
+  HybridCase c{"fc", Kind::fc, {4, 40}, {6, 40}};
+  const std::vector<uint8_t> x = float_bytes(patterned_rows(4, 40, 77));
+  auto sym = run_tessera(hybrid_model(c, 5).bytes(), {x}, "cpu");
+  c.asymmetric = true;
+  auto asym = run_tessera(hybrid_model(c, 5).bytes(), {x}, "cpu");
+  ASSERT_TRUE(sym.ok() && asym.ok());
+  EXPECT_NE((*sym)[0], (*asym)[0]);
+}
+
+// What the importer refuses, by name: asymmetric input quantization for FULLY_CONNECTED with
+// a depth whose int32 sums could overflow, a depthwise filter with one scale for several
+// channels (TFLite's hybrid kernel refuses it too), uint8 hybrid weights.
+TEST(TfliteOracle, HybridRefusalsNameOperatorAndTensor) {
+  HybridCase fc{"fc", Kind::fc, {1, 66312}, {1, 66312}};
+  fc.asymmetric = true;
+  SingleOpModel asym = hybrid_model(fc, 1);
   HybridCase dw{"dw", Kind::depthwise, {1, 5, 5, 4}, {1, 3, 3, 4}};
   SingleOpModel dw_tensor = hybrid_model(dw, 2);
   SingleOpModel u8w = hybrid_model(HybridCase{"conv", Kind::conv, {1, 5, 5, 2}, {3, 3, 3, 2}}, 3);
   u8w.tensors[1].type = T::TensorType_UINT8;
   u8w.tensors[1].zero_point = 128;
   const std::vector<std::pair<SingleOpModel*, std::vector<std::string>>> refused = {
-      {&asym, {"FULLY_CONNECTED", "asymmetric_quantize_inputs", "'w'"}},
+      {&asym, {"FULLY_CONNECTED", "asymmetric_quantize_inputs", "'w'", "depth 66312", "66311 products"}},
       {&dw_tensor, {"DEPTHWISE_CONV_2D", "one scale per output channel", "'w'"}},
       {&u8w, {"CONV_2D", "int8", "'w'"}},
   };

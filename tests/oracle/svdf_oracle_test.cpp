@@ -70,6 +70,7 @@ void run_cases(const std::vector<SvdfCase>& cases, uint32_t seed0) {
       } else {
         double worst = 0;
         EXPECT_EQ(float_differences(ours, theirs, &worst), 0) << "worst relative difference " << worst;
+        if (cases[i].asymmetric) EXPECT_TRUE(ours == theirs) << "not bit-exact (worst relative difference " << worst << ")";
         worst_all = std::max(worst_all, worst);
       }
     }
@@ -121,6 +122,26 @@ TEST(TfliteOracle, HybridSvdfMatchesTheInterpreterOverInvokes) {
                 h({"hybrid_b1_i40_u16_r2_m10_relu6", false, 1, 40, 16, 2, 10, true, kRelu6}),
             },
             900);
+}
+
+// Hybrid with asymmetric_quantize_inputs (SVDF v4): each batch row quantized with its own
+// zero point, the feature sums corrected by the weights' row sums (rows of every sign
+// pattern, a zero row and an all-zero invoke, as above).
+TEST(TfliteOracle, HybridAsymmetricSvdfMatchesTheInterpreterOverInvokes) {
+  auto h = [](SvdfCase c) {
+    c.hybrid = true;
+    c.asymmetric = true;
+    return c;
+  };
+  run_cases({
+                h({"asym_b1_i3_u1_r1_m1", false, 1, 3, 1, 1, 1}),
+                h({"asym_b2_i10_u4_r1_m3", false, 2, 10, 4, 1, 3}),
+                h({"asym_b4_i5_u3_r2_m4_relu", false, 4, 5, 3, 2, 4, true, kRelu}),
+                h({"asym_b3_i20_u8_r3_m2_nobias", false, 3, 20, 8, 3, 2, false}),
+                h({"asym_b4_i40_u16_r2_m10_relu6", false, 4, 40, 16, 2, 10, true, kRelu6}),
+                h({"asym_b2_i300_u12_r1_m5", false, 2, 300, 12, 1, 5}),
+            },
+            950);
 }
 
 // The interpreter's integer SVDF requires fused activation RELU (svdf.cc refuses the others

@@ -307,6 +307,33 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
 
 namespace {
 
+// WHILE, IF and CALL_ONCE run other subgraphs of the file; only subgraph 0 is imported. The
+// message names the subgraphs the operator would run (WhileOptions: cond_subgraph_index and
+// body_subgraph_index, union type 93, newer than the compiled schema; read from the table).
+Status control_flow_refusal(const ImportContext& cx, const ::tflite::Operator* op, int index, const std::string& name) {
+  constexpr uint8_t kWhileOptions = 93;
+  constexpr flatbuffers::voffset_t kCond = 4, kBody = 6;
+  std::string detail;
+  const auto* sgs = cx.model->subgraphs();
+  auto subgraph = [&](int32_t k) {
+    std::string s = std::to_string(k);
+    if (k >= 0 && static_cast<uint32_t>(k) < sgs->size() && sgs->Get(static_cast<uint32_t>(k))->name())
+      s += " '" + sgs->Get(static_cast<uint32_t>(k))->name()->str() + "'";
+    return s;
+  };
+  const auto* t = static_cast<const flatbuffers::Table*>(op->builtin_options());
+  // The file's verifier passes over union types the schema lacks: verify this table here.
+  flatbuffers::Verifier v(cx.file.data, std::min(static_cast<size_t>(cx.file.size), kMaxFlatbufferBytes));
+  if (name == "WHILE" && static_cast<uint8_t>(op->builtin_options_type()) == kWhileOptions && t &&
+      t->VerifyTableStart(v) && t->VerifyField<int32_t>(v, kCond, 4) && t->VerifyField<int32_t>(v, kBody, 4)) {
+    detail = " (cond subgraph " + subgraph(t->GetField<int32_t>(kCond, 0)) + ", body subgraph " +
+             subgraph(t->GetField<int32_t>(kBody, 0)) + ")";
+  }
+  return error(StatusCode::unsupported, "tflite op ", index, ": operator ", name, detail,
+               " is not supported: control flow over subgraphs is not imported (a recurrent layer converted "
+               "unrolled, one set of builtins per time step, imports)");
+}
+
 Status import_model(ImportContext& cx) {
   const auto* m = cx.model;
   if (m->version() != kSchemaVersion)
@@ -348,6 +375,9 @@ Status import_model(ImportContext& cx) {
     if (code == ::tflite::BuiltinOperator_CUSTOM)
       name = "CUSTOM '" + (oc->custom_code() ? oc->custom_code()->str() : std::string("?")) + "'";
     OpSite site{cx, op, i, code, version, "op " + std::to_string(i) + " (" + name + " v" + std::to_string(version) + ")"};
+    if (code == ::tflite::BuiltinOperator_WHILE || code == ::tflite::BuiltinOperator_IF ||
+        code == ::tflite::BuiltinOperator_CALL_ONCE)
+      return control_flow_refusal(cx, op, i, name);
     int max_v = max_supported_version(code);
     if (max_v == 0)
       return error(StatusCode::unsupported, "tflite op ", i, ": operator ", name, " (version ", version,

@@ -7,6 +7,7 @@
 
 #include "convert/dtype.h"
 #include "import/tflite/import_context.h"
+#include "ops/quant_math.h"
 
 namespace tessera::tflite {
 
@@ -68,8 +69,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_SPLIT, 4},            {T::BuiltinOperator_SPLIT_V, 3},
     // v2 int8 / uint8, v3 bias input and int16x8, v4 fused activation.
     {T::BuiltinOperator_TRANSPOSE_CONV, 4},
-    // v1 f32, v2 hybrid, v3 int8; v4 adds asymmetric hybrid inputs (refused).
-    {T::BuiltinOperator_SVDF, 3},
+    // v1 f32, v2 hybrid, v3 int8, v4 asymmetric hybrid inputs.
+    {T::BuiltinOperator_SVDF, 4},
     // v1 f32 and integer 8x8_16; v2-3 hybrid (refused by dtype); v4 diagonal recurrent weights.
     {T::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM, 3},
     // v1 f32; v2 hybrid (refused by dtype), v3 asymmetric hybrid inputs.
@@ -105,8 +106,8 @@ constexpr VersionEntry kVersions[] = {
     {T::BuiltinOperator_GELU, 2},             {T::BuiltinOperator_LOG_SOFTMAX, 2},
     {T::BuiltinOperator_L2_NORMALIZATION, 2}, {T::BuiltinOperator_ARG_MIN, 2},
     {T::BuiltinOperator_CUMSUM, 1},
-    // op_builder_matmul.cpp: BATCH_MATMUL v1 f32, v2 int8, v3 int16 (v4's hybrid refused).
-    {T::BuiltinOperator_BATCH_MATMUL, 3},
+    // op_builder_matmul.cpp: BATCH_MATMUL v1 f32, v2 int8, v3 int16, v4 hybrid.
+    {T::BuiltinOperator_BATCH_MATMUL, 4},
 };
 
 bool is_quant(const Tensor& t) { return dtype_is_quantized_int(t.dtype) && !t.quant.empty(); }
@@ -440,11 +441,16 @@ Status build_fully_connected(OpSite& s) {
   if (wt.shape.size() != 2) return s.fail("weights '" + wt.name + "' must be rank 2, got " + shape_str(wt.shape));
   TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, 0));
   // FullyConnectedOptions.asymmetric_quantize_inputs (field 3, vtable offset 10) is newer
-  // than the schema the project compiles.
+  // than the schema the project compiles. It matters only for hybrid weights (f32 input):
+  // each input row then gets its own zero point (hybrid.cpp).
   constexpr flatbuffers::voffset_t kAsymmetricQuantizeInputs = 10;
-  if (o && reinterpret_cast<const flatbuffers::Table*>(o)->GetField<uint8_t>(kAsymmetricQuantizeInputs, 0) != 0 && s.cx.graph.tensor(x).dtype == DType::f32 &&
-      wt.dtype != DType::f32)
-    return s.fail("asymmetric_quantize_inputs (hybrid weights '" + wt.name + "') is not supported");
+  if (o && reinterpret_cast<const flatbuffers::Table*>(o)->GetField<uint8_t>(kAsymmetricQuantizeInputs, 0) != 0 &&
+      s.cx.graph.tensor(x).dtype == DType::f32 && wt.dtype != DType::f32) {
+    if (wt.shape[1] > q::kAsymmetricHybridMaxDepth)
+      return s.fail("asymmetric_quantize_inputs with weights '" + wt.name + "' of depth " + std::to_string(wt.shape[1]) +
+                    ": the int32 sums of the hybrid kernel hold " + std::to_string(q::kAsymmetricHybridMaxDepth) + " products");
+    a["hybrid_inputs"] = std::string("asymmetric");
+  }
   TS_RETURN_IF_ERROR(check_quant_io(s, {x}, {y}));
   TS_RETURN_IF_ERROR(check_accumulator_range(s, x, w, b, y, static_cast<double>(wt.shape[1])));
   return s.add(OpKind::fully_connected, {x, w, b}, {y}, a);

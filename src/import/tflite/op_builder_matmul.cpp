@@ -2,13 +2,15 @@
 // broadcast (ranks 2 to 5). adj_y becomes transpose_b; adj_x a `transpose` of the lhs's last
 // two dims first. Forms as TFLite's kernel defines them: f32; i8 (per tensor, any zero
 // points); i16 (zero points 0); hybrid: an f32 lhs with a constant int8 rhs (one scale,
-// zero point 0), the lhs rows quantized symmetrically (asymmetric_quantize_inputs refused).
+// zero point 0), the lhs rows quantized symmetrically, or asymmetrically with
+// asymmetric_quantize_inputs (version 4; the node's hybrid_inputs = "asymmetric").
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "convert/dtype.h"
 #include "import/tflite/import_context.h"
+#include "ops/quant_math.h"
 
 namespace tessera::tflite {
 
@@ -29,11 +31,10 @@ Status build_batch_matmul(OpSite& s) {
     if (t->shape.size() < 2 || t->shape.size() > 5)
       return s.fail("operand '" + t->name + "' has rank " + std::to_string(t->shape.size()) + "; BATCH_MATMUL takes 2 to 5");
   auto form = [](const Tensor& t) { return std::string(dtype_name(t.dtype)) + (t.quant.empty() ? "" : " quantized"); };
+  bool asymmetric = false;
   if (at.dtype == DType::f32 && bt.dtype != DType::f32) {
     // Hybrid: a constant int8 rhs with one scale and zero point 0; each lhs row is quantized
-    // symmetrically at run time (the asymmetric form, version 4, is refused).
-    if (o && o->asymmetric_quantize_inputs())
-      return s.fail("asymmetric_quantize_inputs (hybrid BATCH_MATMUL version 4) is not supported");
+    // at run time, symmetrically or (asymmetric_quantize_inputs) with its own zero point.
     if (bt.dtype != DType::i8 || bt.quant.empty() || bt.quant.per_axis() || bt.quant.zero_point_at(0) != 0)
       return s.fail("rhs '" + bt.name + "' is " + form(bt) +
                     " with an f32 lhs: hybrid BATCH_MATMUL takes int8 with one scale and zero point 0");
@@ -42,6 +43,13 @@ Status build_batch_matmul(OpSite& s) {
     const int64_t depth = adj_x ? at.shape[at.shape.size() - 2] : at.shape.back();
     if (depth > 132104)  // at most 127 * 128 per product in an int32 sum
       return s.fail("lhs '" + at.name + "' has depth " + std::to_string(depth) + "; the hybrid int32 sum holds 132104 products");
+    if (o && o->asymmetric_quantize_inputs()) {
+      if (depth > q::kAsymmetricHybridMaxDepth)
+        return s.fail("lhs '" + at.name + "' has depth " + std::to_string(depth) +
+                      "; with asymmetric_quantize_inputs the hybrid int32 sum holds " +
+                      std::to_string(q::kAsymmetricHybridMaxDepth) + " products");
+      asymmetric = true;
+    }
   } else {
     for (const Tensor* t : {&bt, &yt})
       if (t->dtype != at.dtype || t->quant.empty() != at.quant.empty())
@@ -71,7 +79,9 @@ Status build_batch_matmul(OpSite& s) {
     lhs = s.cx.temp_tensor(at.name + "/adj_x_" + std::to_string(s.index), ts, at.dtype, at.quant);
     TS_RETURN_IF_ERROR(s.add(OpKind::transpose, {a}, {lhs}, {{"perm", perm}}, "adj_x"));
   }
-  return s.add(OpKind::matmul, {lhs, b}, {y}, {{"transpose_b", int64_t{adj_y ? 1 : 0}}});
+  AttrMap attrs{{"transpose_b", int64_t{adj_y ? 1 : 0}}};
+  if (asymmetric) attrs["hybrid_inputs"] = std::string("asymmetric");
+  return s.add(OpKind::matmul, {lhs, b}, {y}, attrs);
 }
 
 }  // namespace tessera::tflite

@@ -1,6 +1,7 @@
 // TFLite operators with state: SVDF (its activation_state is a variable tensor, a
 // Role::state tensor here, updated in place every run).
 #include "import/tflite/import_context.h"
+#include "ops/quant_math.h"
 
 namespace tessera::tflite {
 
@@ -30,15 +31,21 @@ Status build_svdf(OpSite& s) {
   const Tensor& st = g.tensor(state);
   if (st.role != Role::state)
     return s.fail("input 4 '" + st.name + "' (activation_state) must be a variable tensor");
+  bool asymmetric = false;
   if (xt.dtype == DType::f32 && wft.dtype != DType::f32) {
-    // Hybrid (dynamic-range) SVDF: int8 weights, inputs quantized symmetrically per batch
-    // row. SVDFOptions.asymmetric_quantize_inputs (v4) is refused.
+    // Hybrid (dynamic-range) SVDF: int8 weights, inputs quantized per batch row,
+    // symmetrically or (SVDFOptions.asymmetric_quantize_inputs, v4) with a zero point each.
     if (wft.dtype != DType::i8 || g.tensor(wt).dtype != DType::i8)
       return s.fail(std::string("hybrid SVDF (f32 input) needs i8 weights_feature and weights_time, '") + wft.name +
                     "' is " + dtype_name(wft.dtype) + " and '" + g.tensor(wt).name + "' " +
                     dtype_name(g.tensor(wt).dtype));
-    if (o->asymmetric_quantize_inputs())
-      return s.fail("asymmetric_quantize_inputs (hybrid weights '" + wft.name + "') is not supported");
+    if (o->asymmetric_quantize_inputs()) {
+      if (xt.shape.size() == 2 && xt.shape[1] > q::kAsymmetricHybridMaxDepth)
+        return s.fail("input '" + xt.name + "' has " + std::to_string(xt.shape[1]) +
+                      " features; with asymmetric_quantize_inputs the hybrid int32 sum holds " +
+                      std::to_string(q::kAsymmetricHybridMaxDepth) + " products");
+      asymmetric = true;
+    }
     if (!wft.data || !g.tensor(wt).data)
       return s.fail("hybrid weights '" + wft.name + "' and '" + g.tensor(wt).name + "' must be constant");
   }
@@ -52,8 +59,9 @@ Status build_svdf(OpSite& s) {
     return s.fail("integer SVDF needs fused activation RELU (as TFLite's kernel), got " +
                   std::string(T::EnumNameActivationFunctionType(o->fused_activation_function())));
   TensorId updated = s.cx.temp_tensor(st.name + "/updated", st.shape, st.dtype, st.quant);
-  return s.add(OpKind::svdf, {x, wf, wt, state, bias}, {y, updated},
-               {{"rank", int64_t{o->rank()}}, {"activation", act}});
+  AttrMap a{{"rank", int64_t{o->rank()}}, {"activation", act}};
+  if (asymmetric) a["hybrid_inputs"] = std::string("asymmetric");
+  return s.add(OpKind::svdf, {x, wf, wt, state, bias}, {y, updated}, a);
 }
 
 }  // namespace tessera::tflite

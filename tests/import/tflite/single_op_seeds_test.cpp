@@ -2,7 +2,8 @@
 // (fuzz/regressions/tflite_fuzz/): SUM (i8), REDUCE_MAX (f32), REDUCE_MIN (u8), REDUCE_PROD
 // (i16), DEPTH_TO_SPACE (u8), SPACE_TO_DEPTH (i8), MIRROR_PAD (u8 REFLECT), TILE (i8), BROADCAST_TO (f32), FILL (f32), ZEROS_LIKE (i32),
 // SHAPE (i32), PRELU (i8), ELU (i8), GELU (u8), LOG_SOFTMAX (i8), L2_NORMALIZATION (u8),
-// CUMSUM (i32), BATCH_MATMUL (i8), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL,
+// CUMSUM (i32), BATCH_MATMUL (i8), hybrid FULLY_CONNECTED and BATCH_MATMUL with asymmetric
+// input quantization, a WHILE loop (refused by name), and the 16x8 LOGISTIC, TANH, SOFTMAX, MEAN, MUL,
 // AVERAGE_POOL_2D, power-of-two-scale SUB (i16) and MUL i16 -> u8, written by single_op_model.h, and UNIDIRECTIONAL_SEQUENCE_LSTM with
 // peephole weights, projection and layer norm (f32, i8 and hybrid) and BIDIRECTIONAL_SEQUENCE_LSTM
 // with peephole weights and projection (f32), written by lstm_model.h. The test checks each file is the
@@ -16,11 +17,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "fixtures.h"
 #include "import/tflite/lstm_model.h"
+#include "import/tflite/graph_model.h"
 #include "import/tflite/single_op_model.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
@@ -30,6 +33,7 @@ namespace {
 
 namespace T = ::tflite;
 namespace fs = std::filesystem;
+using testing::OpTensor;
 using testing::SingleOpModel;
 
 SingleOpModel reduce_model(T::BuiltinOperator code, int version, T::TensorType type, float scale, int64_t zp) {
@@ -188,6 +192,48 @@ SingleOpModel cumsum_model() {
   };
   return m;
 }
+// Hybrid with asymmetric_quantize_inputs: FULLY_CONNECTED (v9, x f32 [3, 8], w i8 [4, 8]
+// per channel, bias f32 [4]) or BATCH_MATMUL (v4, a f32 [3, 8] x constant b i8 [8, 4]).
+SingleOpModel hybrid_asym_model(bool batch_matmul) {
+  SingleOpModel m;
+  std::vector<uint8_t> wb(32);
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(i * 37 % 255) - 127));
+  OpTensor w = testing::constant(batch_matmul ? "b" : "w", T::TensorType_INT8, batch_matmul ? std::vector<int32_t>{8, 4}
+                                                                                               : std::vector<int32_t>{4, 8}, wb);
+  if (batch_matmul) {
+    w.scale = 0.02f;
+  } else {
+    w.scales = {0.01f, 0.02f, 0.015f, 0.03f};
+    w.quantized_dimension = 0;
+  }
+  m.tensors = {testing::activation(batch_matmul ? "a" : "x", T::TensorType_FLOAT32, {3, 8}), w,
+               testing::activation("y", T::TensorType_FLOAT32, {3, 4})};
+  m.op_inputs = {0, 1};
+  m.op_outputs = {2};
+  if (batch_matmul) {
+    m.code = T::BuiltinOperator_BATCH_MATMUL;
+    m.version = 4;
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      return std::make_pair(T::BuiltinOptions_BatchMatMulOptions, T::CreateBatchMatMulOptions(fb, false, false, true).Union());
+    };
+  } else {
+    std::vector<float> bias = {0.5f, -0.25f, 0.125f, 1.0f};
+    std::vector<uint8_t> bb(16);
+    std::memcpy(bb.data(), bias.data(), bb.size());
+    m.tensors.insert(m.tensors.begin() + 2, testing::constant("bias", T::TensorType_FLOAT32, {4}, bb));
+    m.op_inputs = {0, 1, 2};
+    m.op_outputs = {3};
+    m.code = T::BuiltinOperator_FULLY_CONNECTED;
+    m.version = 9;
+    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
+      T::FullyConnectedOptionsBuilder b(fb);
+      b.fbb_.AddElement<uint8_t>(10, 1, 0);  // asymmetric_quantize_inputs (newer than the compiled schema)
+      return std::make_pair(T::BuiltinOptions_FullyConnectedOptions, b.Finish().Union());
+    };
+  }
+  return m;
+}
+
 // BATCH_MATMUL i8: a [2, 3, 4] x b [2, 5, 4] with adj_y.
 SingleOpModel batch_matmul_model() {
   SingleOpModel m;
@@ -326,6 +372,8 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
       {"bilstm_peephole_projection_f32",
        testing::bilstm_model({"bilstm", 2, 3, 4, 4, 4, true, true, false, T::ActivationFunctionType_TANH, 2.0f, 62, true, 3,
                               true, 0.5f})},
+      {"fully_connected_hybrid_asym", hybrid_asym_model(false)},
+      {"batch_matmul_hybrid_asym", hybrid_asym_model(true)},
   };
   for (const auto& [name, m] : seeds) {
     SCOPED_TRACE(name);
@@ -345,6 +393,22 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
     auto s = Session::create(std::move(*g), so);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
   }
+  // WHILE (control flow): refused naming the operator and its subgraphs, also when its
+  // options point past the file's subgraphs.
+  const std::vector<uint8_t> loop = testing::while_model().bytes();
+  const fs::path file = dir / "while_f32";
+  if (write) std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(loop.data()), static_cast<std::streamsize>(loop.size()));
+  std::ifstream f(file, std::ios::binary);
+  ASSERT_TRUE(f) << file << " is missing (TESSERA_WRITE_FUZZ_SEEDS=1 writes it)";
+  EXPECT_EQ(std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()), loop);
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(loop));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("operator WHILE (cond subgraph 1 'cond', body subgraph 2 'body') is not supported"),
+            std::string::npos)
+      << g.status().to_string();
+  auto bad = tflite::load_tflite_buffer(ConstData::from_vector(testing::while_model(7, -1).bytes()));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("(cond subgraph 7, body subgraph -1)"), std::string::npos) << bad.status().to_string();
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct SvdfCase {
   float state_gain = 1;  // integer: > 1 pushes the feature sums into int16 saturation
   float out_gain = 1;    // integer: > 1 spreads (and saturates) the int8 outputs
   bool hybrid = false;   // f32 (integer false): int8 weights_feature and weights_time
+  bool asymmetric = false;  // hybrid: asymmetric_quantize_inputs (SVDF v4)
 };
 
 template <typename V>
@@ -57,7 +58,7 @@ inline SvdfBuilt svdf_model(const SvdfCase& c, uint32_t seed, int invokes) {
   const int filters = c.units * c.rank;
   SingleOpModel m;
   m.code = ::tflite::BuiltinOperator_SVDF;
-  m.version = c.integer ? 3 : c.hybrid ? 2 : 1;
+  m.version = c.integer ? 3 : c.asymmetric ? 4 : c.hybrid ? 2 : 1;
   SvdfBuilt b;
   if (!c.integer) {
     auto floats = [&](size_t n) {
@@ -88,7 +89,19 @@ inline SvdfBuilt svdf_model(const SvdfCase& c, uint32_t seed, int invokes) {
     st.variable = true;
     OpTensor y = activation("y", ::tflite::TensorType_FLOAT32, {c.batch, c.units});
     m.tensors = {x, wf, wt, bias, st, y};
-    for (int n = 0; n < invokes; ++n) b.inputs.push_back(bytes_of(floats(static_cast<size_t>(c.batch * c.input))));
+    for (int n = 0; n < invokes; ++n) {
+      std::vector<float> x = floats(static_cast<size_t>(c.batch * c.input));
+      // Asymmetric: batch rows all positive, all negative or mostly positive too (each row's
+      // zero point then sits at an end of the int8 range or inside it).
+      if (c.asymmetric)
+        for (int r = 0; r < c.batch; ++r)
+          for (int k = 0; k < c.input; ++k) {
+            float& v = x[static_cast<size_t>(r * c.input + k)];
+            const int kind = (r + n) % 4;
+            v = kind == 1 ? 0.1f + std::fabs(v) : kind == 2 ? -0.05f - std::fabs(v) : kind == 3 ? 2.0f * v + 0.7f : v;
+          }
+      b.inputs.push_back(bytes_of(x));
+    }
     // Hybrid: a zero batch row in invoke 2 and an all-zero invoke 3 (TFLite skips the feature
     // product for a zero input; a zero row quantizes with scale 1 and zero codes).
     if (c.hybrid && invokes > 2) std::fill_n(b.inputs[2].begin(), c.input * 4, uint8_t{0});
@@ -133,8 +146,10 @@ inline SvdfBuilt svdf_model(const SvdfCase& c, uint32_t seed, int invokes) {
   m.model_inputs = {0};
   const int rank = c.rank;
   const ::tflite::ActivationFunctionType act = c.act;
-  m.options = [rank, act](flatbuffers::FlatBufferBuilder& fb) {
-    return std::make_pair(::tflite::BuiltinOptions_SVDFOptions, ::tflite::CreateSVDFOptions(fb, rank, act).Union());
+  const bool asymmetric = c.asymmetric;
+  m.options = [rank, act, asymmetric](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(::tflite::BuiltinOptions_SVDFOptions,
+                          ::tflite::CreateSVDFOptions(fb, rank, act, asymmetric).Union());
   };
   b.model = m.bytes();
   b.spec = std::move(m);

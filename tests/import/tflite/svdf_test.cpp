@@ -198,14 +198,14 @@ TEST(Svdf, BadModelsAreRefusedNamingTheOperatorAndTensor) {
         << e;
   }
   {
-    // Hybrid with asymmetric_quantize_inputs (SVDF v4's option).
-    SingleOpModel m = testing::svdf_model({"h", false, 1, 5, 3, 2, 4, true, T::ActivationFunctionType_NONE, 1, 1, true}, 1, 1).spec;
-    m.options = [](flatbuffers::FlatBufferBuilder& fb) {
-      return std::make_pair(T::BuiltinOptions_SVDFOptions,
-                            T::CreateSVDFOptions(fb, 2, T::ActivationFunctionType_NONE, true).Union());
-    };
+    // Hybrid with asymmetric_quantize_inputs (SVDF v4) and more input features than its
+    // int32 sums hold.
+    SingleOpModel m =
+        testing::svdf_model({"h", false, 1, 66312, 1, 1, 1, true, T::ActivationFunctionType_NONE, 1, 1, true, true}, 1, 1).spec;
     const std::string e = load_error(m);
-    EXPECT_NE(e.find("asymmetric_quantize_inputs (hybrid weights 'weights_feature') is not supported"), std::string::npos) << e;
+    EXPECT_NE(e.find("input 'x' has 66312 features; with asymmetric_quantize_inputs the hybrid int32 sum holds 66311 products"),
+              std::string::npos)
+        << e;
   }
   {
     SingleOpModel m = int_spec();
@@ -230,8 +230,8 @@ TEST(Svdf, BadModelsAreRefusedNamingTheOperatorAndTensor) {
   }
   {
     SingleOpModel m = float_spec();
-    m.version = 4;
-    EXPECT_NE(load_error(m).find("SVDF version 4 is not supported (up to version 3)"), std::string::npos);
+    m.version = 5;
+    EXPECT_NE(load_error(m).find("SVDF version 5 is not supported (up to version 4)"), std::string::npos);
   }
 }
 
@@ -271,7 +271,7 @@ namespace tessera {
 namespace {
 
 // The fuzz seeds with the new operators (fuzz/regressions/tflite_fuzz/, which scripts/fuzz.sh
-// copies into the tflite_fuzz corpus): small f32, integer and hybrid SVDF models,
+// copies into the tflite_fuzz corpus): small f32, integer and hybrid SVDF models (symmetric and asymmetric inputs),
 // written by the helpers above. Each must import and run; the committed bytes must
 // be what the helpers write (TESSERA_WRITE_FUZZ_SEEDS=1 rewrites them).
 TEST(Svdf, FuzzSeedsAreTheSingleOperatorModels) {
@@ -281,6 +281,8 @@ TEST(Svdf, FuzzSeedsAreTheSingleOperatorModels) {
       {"svdf_i8.tflite", testing::svdf_model({"i8", true, 1, 4, 2, 1, 3, true, T::ActivationFunctionType_RELU}, 6, 1)},
       {"svdf_hybrid.tflite",
        testing::svdf_model({"hybrid", false, 1, 4, 2, 1, 3, true, T::ActivationFunctionType_NONE, 1, 1, true}, 7, 1)},
+      {"svdf_hybrid_asym.tflite",
+       testing::svdf_model({"asym", false, 2, 4, 2, 1, 3, true, T::ActivationFunctionType_NONE, 1, 1, true, true}, 8, 1)},
   };
   const bool write = std::getenv("TESSERA_WRITE_FUZZ_SEEDS") != nullptr;
   for (const auto& [name, built] : seeds) {

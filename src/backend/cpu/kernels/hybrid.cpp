@@ -12,10 +12,12 @@
 //    [-128, 127] and rounded; the scale is stored as float; codes = roundf(offset + x *
 //    (1 / scale)) clamped to [-128, 127]; rmin == rmax gives scale 1, offset 0.
 // Which one: per-tensor CONV_2D symmetric; per-channel CONV_2D (scales not all equal) and
-// DEPTHWISE_CONV_2D asymmetric; FULLY_CONNECTED symmetric (its asymmetric_quantize_inputs
-// option is refused by the importer for now). The integer sum over the taps inside the input is
-// acc = sum w * (code - offset) (taps in the padding count as real zeros); the output is
-// float(acc) * (row scale * filter scale) + bias, then the fused activation.
+// DEPTHWISE_CONV_2D asymmetric; FULLY_CONNECTED (and BATCH_MATMUL, SVDF) symmetric unless the
+// model sets asymmetric_quantize_inputs (the node's hybrid_inputs = "asymmetric"). The
+// integer sum over the taps inside the input is acc = sum w * (code - offset) (taps in the
+// padding count as real zeros); TFLite computes it as sum w * code - row_sum(w) * offset,
+// equal in int32. The output is float(acc) * (row scale * filter scale) + bias, then the
+// fused activation.
 #include "backend/cpu/kernels/hybrid.h"
 
 #include <cmath>
@@ -91,6 +93,18 @@ RowQuant quantize_asymmetric(const float* v, int64_t n, int8_t* q) {
   for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(round_clamp(off + v[i] * inv, -128, 127));
   return r;
 }
+
+}  // namespace
+
+float quantize_asymmetric_row(const float* v, int64_t n, int8_t* codes, int32_t* offset) {
+  const RowQuant r = quantize_asymmetric(v, n, codes);
+  *offset = r.offset;
+  return r.scale;
+}
+
+bool asymmetric_inputs(const Node& n) { return n.get(attr::hybrid_inputs) == "asymmetric"; }
+
+namespace {
 
 // The filter's scale for output channel oc (per-tensor: the one scale).
 struct FilterScales {
@@ -211,7 +225,7 @@ Status hybrid_fully_connected(KernelContext& c) {
   const int64_t rows = IC ? c.in[0].elements() / IC : 0;
   if (rows * IC != c.in[0].elements())
     return kernel_error(c.n, "input '" + c.in[0].t->name + "' does not split into rows of " + std::to_string(IC));
-  const bool asymmetric = false;  // see the file comment
+  const bool asymmetric = asymmetric_inputs(c.n);
   const FilterScales fs{&c.in[1].t->quant.scale};
   std::vector<int8_t> q(static_cast<size_t>(rows * IC));
   std::vector<RowQuant> rq(static_cast<size_t>(rows));

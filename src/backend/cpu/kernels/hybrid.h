@@ -20,5 +20,10 @@ Status hybrid_matmul(KernelContext& c);
 // TFLite's SymmetricQuantizeFloats: codes roundf(v * 127 / range) clamped to [-127, 127],
 // range = max |v|; returns the scale range / 127 (1 for an all-zero vector, whose codes are 0).
 float quantize_symmetric_row(const float* v, int64_t n, int8_t* codes);
+// TFLite's AsymmetricQuantizeFloats (hybrid.cpp's file comment): codes in [-128, 127] with
+// the zero point *offset; returns the scale (1, offset 0 and zero codes when min == max).
+float quantize_asymmetric_row(const float* v, int64_t n, int8_t* codes, int32_t* offset);
+// True when the node asks for asymmetric on-the-fly input quantization (hybrid_inputs).
+bool asymmetric_inputs(const Node& n);
 
 }  // namespace tessera::cpu

@@ -5,8 +5,11 @@
 //    the interpreter's int8 GEMM does, plus zo, clamped to int8;
 //  * i16 (zero points 0): summed in int64, rescaled by the 16x8 form's int64 multiply;
 //  * hybrid (f32 a, i8 b with one scale and zero point 0): each row of a quantized alone to
-//    int8 codes (symmetric, quantize_symmetric_row), summed against b's codes in int32, the
-//    sum times (row scale * b's scale) in float.
+//    int8 codes (symmetric, quantize_symmetric_row; with hybrid_inputs = "asymmetric",
+//    quantize_asymmetric_row and its zero point z), summed against b's codes in int32
+//    (wrapping); asymmetric: the sum minus s_j * z in int32, where s_j is the sum of b's
+//    codes of output column j (TFLite's row sums); then the sum times (row scale * b's
+//    scale) in float.
 #include <string>
 #include <vector>
 
@@ -52,18 +55,34 @@ Status hybrid_matmul(KernelContext& c) {
   const float* a = c.in[0].as<float>();
   const int8_t* b = c.in[1].as<int8_t>();
   float* y = c.out[0].as<float>();
+  const bool asymmetric = asymmetric_inputs(c.n);
   std::vector<int8_t> codes(static_cast<size_t>(K));
+  std::vector<int32_t> col_sums(asymmetric ? static_cast<size_t>(N) : 0);  // [N]: sum over k of b[k, j]
   for_each_batch(as, bs, ys, [&](int64_t bi, int64_t ai, int64_t bj) {
+    const int8_t* b0 = b + bj * K * N;
+    for (int64_t j = 0; j < static_cast<int64_t>(col_sums.size()); ++j) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += b0[tb ? j * K + k : k * N + j];
+      col_sums[static_cast<size_t>(j)] = sum;
+    }
     for (int64_t i = 0; i < M; ++i) {
-      const float factor = quantize_symmetric_row(a + (ai * M + i) * K, K, codes.data()) * sb;
-      const int8_t* b0 = b + bj * K * N;
+      int32_t offset = 0;
+      const float* row = a + (ai * M + i) * K;
+      const float factor =
+          (asymmetric ? quantize_asymmetric_row(row, K, codes.data(), &offset) : quantize_symmetric_row(row, K, codes.data())) *
+          sb;
       for (int64_t j = 0; j < N; ++j) {
         // The interpreter's 32-bit accumulator, wrapping (not overflowing) past 2^31 when K
         // exceeds 131072 products of 127 * 127.
         uint32_t acc = 0;
         for (int64_t k = 0; k < K; ++k)
           acc += static_cast<uint32_t>(int32_t{codes[static_cast<size_t>(k)]} * b0[tb ? j * K + k : k * N + j]);
-        y[(bi * M + i) * N + j] = factor * static_cast<float>(static_cast<int32_t>(acc));
+        // Asymmetric: minus the column sum times the zero point, in wrapping int32 as the
+        // interpreter computes it (exact: its outputs are bit-identical where a float
+        // correction would round, past 2^24).
+        if (asymmetric) acc -= static_cast<uint32_t>(col_sums[static_cast<size_t>(j)]) * static_cast<uint32_t>(offset);
+        const int32_t total = static_cast<int32_t>(acc);
+        y[(bi * M + i) * N + j] = factor * static_cast<float>(total);
       }
     }
   });

@@ -19,8 +19,11 @@
 // Both multipliers are computed once, in float as svdf.cc's Prepare does, then
 // QuantizeMultiplier'd (prepare_svdf).
 // Hybrid (f32 x, i8 weights_feature and weights_time, f32 bias, state and y): each batch
-// row of x is quantized symmetrically (TFLite's SymmetricQuantizeFloats, hybrid.cpp);
-//  2. s[M-1] = float(sum wf * code) * (row_scale * wf_scale);
+// row of x is quantized symmetrically (TFLite's SymmetricQuantizeFloats, hybrid.cpp), or
+// with hybrid_inputs = "asymmetric" (SVDF v4's asymmetric_quantize_inputs) asymmetrically
+// with a zero point z per row (AsymmetricQuantizeFloats);
+//  2. s[M-1] = float(sum wf * code - z * sum wf) * (row_scale * wf_scale), the sums in
+//     wrapping int32 (tensor_utils' MatrixBatchVectorMultiplyAccumulate with row sums);
 //  3. as f32, with weights_time dequantized once (prepare_svdf_plain): wt * wt_scale in float.
 #include <algorithm>
 #include <cmath>
@@ -126,6 +129,7 @@ Status svdf_f32(KernelContext& c) {
   const Dims d = dims_of(c);
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
   const bool hybrid = c.in[1].dtype() == DType::i8;
+  const bool asymmetric = hybrid && asymmetric_inputs(c.n);
   const float* x = c.in[0].as<float>();
   SvdfFloatTime made;
   if (hybrid && !c.prepared) {
@@ -146,11 +150,18 @@ Status svdf_f32(KernelContext& c) {
     float* sb = st + b * d.filters * d.memory;
     if (hybrid) {
       const int8_t* wf = c.in[1].as<int8_t>();
-      const float scale = quantize_symmetric_row(x + b * d.input, d.input, codes.data()) * c.in[1].t->quant.scale[0];
+      int32_t offset = 0;
+      const float* row = x + b * d.input;
+      const float row_scale = asymmetric ? quantize_asymmetric_row(row, d.input, codes.data(), &offset)
+                                         : quantize_symmetric_row(row, d.input, codes.data());
+      const float scale = row_scale * c.in[1].t->quant.scale[0];
       for (int64_t f = 0; f < d.filters; ++f) {
-        int32_t dot = 0;
-        for (int64_t i = 0; i < d.input; ++i)
+        int32_t dot = 0, row_sum = 0;
+        for (int64_t i = 0; i < d.input; ++i) {
           dot = wrap_add(dot, int32_t{wf[f * d.input + i]} * int32_t{codes[static_cast<size_t>(i)]});
+          row_sum = wrap_add(row_sum, int32_t{wf[f * d.input + i]});
+        }
+        if (offset != 0) dot = wrap_add(dot, static_cast<int32_t>(0u - static_cast<uint32_t>(row_sum) * static_cast<uint32_t>(offset)));
         sb[f * d.memory + d.memory - 1] = static_cast<float>(dot) * scale;
       }
     } else {
