@@ -25,6 +25,7 @@ class Layers:
         self.siblings = set()  # layers whose paths are separate units
         self.forbid = {}       # layer -> layers it may not include
         self.unit_layer = {}   # path (folder or file) -> layer
+        self.patterns = {}     # folder F of a line "F/*" -> layer: each subfolder of F is a unit
         self.generated = {}    # include text -> path it belongs to
         self.allowed = set()   # (file, include)
         self.path = path
@@ -56,6 +57,8 @@ class Layers:
                     self.generated[words[1]] = words[2]
                 elif words[0] == "allow" and len(words) == 3:
                     self.allowed.add((words[1], words[2]))
+                elif len(words) == 1 and words[0].endswith("/*"):
+                    self.patterns[words[0][:-2]] = self.order[-1]
                 elif len(words) == 1:
                     self.unit_layer[words[0].rstrip("/")] = self.order[-1]
                 else:
@@ -69,8 +72,14 @@ class Layers:
         sys.exit(f"{self.path}:{n}: {msg}")
 
     def unit_of(self, rel):
-        """The longest listed path containing `rel` (a repository-relative path), or None."""
+        """The longest listed path containing `rel` (a repository-relative path), or None. A
+        line "F/*" lists every folder F/NAME (a device folder found, not named)."""
         best = None
+        for folder, layer in self.patterns.items():
+            parts = rel[len(folder) + 1:].split("/") if rel.startswith(folder + "/") else []
+            if len(parts) > 1:
+                unit = folder + "/" + parts[0]
+                self.unit_layer.setdefault(unit, layer)  # a path listed by name keeps its layer
         for unit in self.unit_layer:
             if rel == unit or rel.startswith(unit + "/"):
                 if best is None or len(unit) > len(best):

@@ -3,7 +3,7 @@
 // A Format = element encoding + layout + the logical shape it holds. From those it
 // derives the padded shape, the byte size, the page size and the natural alignment.
 // Memory accounting always uses Format::byte_size(), never the logical bytes.
-// The exact byte layouts are specified in docs/formats.md and implemented in src/convert/.
+// Layouts and encodings are ids into the format registry (tessera/format_registry.h). Specs: docs/formats.md.
 #pragma once
 
 #include <cstdint>
@@ -15,27 +15,27 @@
 
 namespace tessera {
 
-// How one element (or one block of elements) is stored.
-enum class Encoding : uint8_t {
+// How one element (or one block) is stored: an id; the registry holds what it means.
+enum class Encoding : uint8_t {  // core's generic ones (the logical dtypes'), then families'
   f32, f16, bf16, i8, u8, i16, i32, i64, boolean,
   q8_0, q4_0, q4_1, q5_0, q5_1,  // GGUF blocks of 32 values: f16 scale (and min) + codes
   q2_k, q3_k, q4_k, q5_k, q6_k,  // GGUF K-quant super-blocks of 256 values
   iq4_nl, iq4_xs,  // GGUF non-linear 4-bit codes (a 16-value table), blocks of 32 / 256
-  bfp8_b, bfp4_b,  // block floats: one shared 8-bit exponent per 16 values (a face row)
+  bfp8_b, bfp4_b,  // block floats, ids kept for src/convert/bfp_rules.cpp, which registers them
 };
-constexpr int kNumEncodings = 23;
+constexpr int kNumEncodings = 23;  // the built-in ids above; registered encodings take ids from 64
 
-// How elements are arranged.
+// How elements are arranged: an id; the registry holds each layout's size rules. Core's own:
 enum class Layout : uint8_t {
   row_major,       // dense, last dim fastest (NHWC for 4-D feature maps)
-  tile32,          // [..., H, W]: each HxW slice padded to 32x32 tiles of four 16x16 faces
-  nc1hwc2,         // NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = zero point;
-                   // rank 2 [rows, C] is laid out as [1, 1, rows, C] (nc1hwc2_nhwc)
-  rk_conv_weight,  // RK3588 packed conv weights, logical [OC, KH, KW, IC]
-  rk_dw_weight,    // RK3588 packed depthwise weights, logical [1, KH, KW, C]
-  nchw,            // NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W]
-  rk_matmul_weight,  // RK3588 matmul weight blocks, logical [N, K] (N kernels of K values):
-                     // [ceil(N/n)][ceil(K/32)][n][32], n = 16 (f16) or 32 (i8); 1 KiB blocks
+  // The conversion library's families keep these ids (a device's own layouts take ids from 32):
+  tile32,          // tile_rules.cpp: 32x32 tiles of four 16x16 faces
+  nc1hwc2,         // channel_rules.cpp: NHWC -> [N][ceil(C/C2)][H][W][C2]
+                   // (rank 2 [rows, C] is laid out as [1, 1, rows, C], nc1hwc2_nhwc)
+  rk_conv_weight,  // rk_weight_rules.cpp: RK3588 packed conv weights
+  rk_dw_weight,    // rk_weight_rules.cpp: RK3588 packed depthwise weights
+  nchw,            // channel_rules.cpp: NHWC logical stored channel-major
+  rk_matmul_weight,  // rk_weight_rules.cpp: RK3588 matmul weight blocks
 };
 
 TESSERA_API const char* encoding_name(Encoding e);

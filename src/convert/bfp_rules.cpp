@@ -1,4 +1,6 @@
-// Registry rules for bfp8_b / bfp4_b tiles: f32 and GGUF blocks in, f32 out.
+// The block-float encodings bfp8_b / bfp4_b (tile-device.md "Block floats"): one shared
+// 8-bit exponent per 16 values (a face row), in tile32 only. Their registration (sizes) and
+// their conversions: f32 and GGUF blocks in, f32 out.
 #include "convert/bfp.h"
 #include "convert/rules.h"
 
@@ -76,8 +78,25 @@ constexpr Rule kRules[] = {
     {"pack_gguf_chunks_bfp", pack_chunks_matches, pack_chunks_run, false, kBfpBound},
 };
 
+// A tile: 64 exponent bytes (one per face row) and the 1024 sign-magnitude mantissas of
+// W + 1 bits each.
+EncodingInfo bfp_info(const char* name, const char* alias, int64_t tile_bytes) {
+  EncodingInfo i;
+  i.name = name;
+  i.aliases = {alias};
+  i.tile_bytes = tile_bytes;
+  i.block = true;
+  i.has_row_major = false;
+  i.decodes_to = Encoding::f32;
+  return i;
+}
+
 }  // namespace
 
-std::span<const Rule> bfp_rules() { return kRules; }
+const bool kBfpFamily = [] {
+  must_register(register_encoding(bfp_info("bfp8_b", "bfp8", 64 + 1024), Encoding::bfp8_b));
+  must_register(register_encoding(bfp_info("bfp4_b", "bfp4", 64 + 512), Encoding::bfp4_b));
+  return register_rules("bfp", kRules, 20);
+}();
 
 }  // namespace tessera::convert

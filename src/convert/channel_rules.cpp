@@ -1,4 +1,6 @@
-// Registry rules for the channel layouts of NHWC tensors: nc1hwc2 and nchw (exact).
+// The channel layouts of NHWC tensors, nc1hwc2 (rknpu.md "Feature maps") and nchw: their
+// size rules and their conversions (exact).
+#include <algorithm>
 #include <cstring>
 
 #include "convert/dtype.h"
@@ -67,8 +69,70 @@ constexpr Rule kRules[] = {
     {"nchw_to_nhwc", from_nchw_matches, from_nchw_run, true, ""},
 };
 
+// NHWC logical -> [N][ceil(C/C2)][H][W][C2]; rank 2 [rows, C] as [1, 1, rows, C].
+Result<Shape> nc1hwc2_padded(const Format& f) {
+  if (f.shape.size() != 4 && f.shape.size() != 2) return f.shape;
+  if (f.c2 <= 0) return error(StatusCode::invalid_argument, "format ", f.to_string(), ": channel block c2 = ", f.c2);
+  const Shape v = nc1hwc2_nhwc(f.shape);
+  const Size cp = Size(v[3]).rounded_up(f.c2);
+  const Size c1 = cp.ok() ? Size(cp.value_or_zero() / f.c2) : cp;
+  return checked_shape(f, {v[0], c1, v[1], v[2], f.c2});
+}
+Result<int64_t> nc1hwc2_bytes(const Format& f) {
+  return dense_layout_bytes(f, f.shape.size() == 4 || f.shape.size() == 2);
+}
+int64_t c2_line(const Format& f) { return f.c2 * std::max(encoding_element_bytes(f.encoding), 1); }
+
+// The padded channels hold the pad value (the zero point), which must be a value of the
+// encoding; c2 must be positive.
+Status nc1hwc2_check(const Format& f) {
+  if (f.c2 <= 0) return error(StatusCode::invalid_argument, "format ", f.to_string(), ": channel block c2 = ", f.c2);
+  if (encoding_is_plain(f.encoding) && !encoding_is_float(f.encoding)) {
+    int64_t back = 0;
+    uint8_t elem[8] = {};
+    recode_n(Encoding::i64, &f.pad_value, f.encoding, elem, 1);
+    recode_n(f.encoding, elem, Encoding::i64, &back, 1);
+    if (back != f.pad_value)
+      return error(StatusCode::invalid_argument, "format ", f.to_string(), ": pad value ", f.pad_value,
+                   " does not fit encoding ", encoding_name(f.encoding));
+  }
+  return Status::Ok();
+}
+
+// NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W].
+Result<Shape> nchw_padded(const Format& f) {
+  if (f.shape.size() != 4) return f.shape;
+  return Shape{f.shape[0], f.shape[3], f.shape[1], f.shape[2]};
+}
+Result<int64_t> nchw_bytes(const Format& f) { return dense_layout_bytes(f, f.shape.size() == 4); }
+
+LayoutInfo nc1hwc2_info() {
+  LayoutInfo i;
+  i.name = "nc1hwc2";
+  i.summary = "NHWC logical -> [N][ceil(C/C2)][H][W][C2], padded channels = pad value; rank 2 [rows, C] as [1, 1, rows, C]";
+  i.padded_shape = nc1hwc2_padded;
+  i.byte_size = nc1hwc2_bytes;
+  i.page_size = c2_line;
+  i.alignment = c2_line;
+  i.check = nc1hwc2_check;
+  return i;
+}
+
+LayoutInfo nchw_info() {
+  LayoutInfo i;
+  i.name = "nchw";
+  i.summary = "NHWC logical [N, H, W, C] stored channel-major as [N][C][H][W]";
+  i.padded_shape = nchw_padded;
+  i.byte_size = nchw_bytes;
+  return i;
+}
+
 }  // namespace
 
-std::span<const Rule> channel_rules() { return kRules; }
+const bool kChannelFamily = [] {
+  must_register(register_layout(nc1hwc2_info(), Layout::nc1hwc2));
+  must_register(register_layout(nchw_info(), Layout::nchw));
+  return register_rules("channel", kRules, 30);
+}();
 
 }  // namespace tessera::convert

@@ -51,7 +51,8 @@ void load_as_i64(const void* src, int64_t i, int64_t* out) {
 
 }  // namespace
 
-std::span<const Rule> dtype_rules() { return kRules; }
+// Casts between encodings carry no layout: only rules to register.
+const bool kDtypeFamily = register_rules("dtype", kRules, 0);
 
 Status cast_values(DType from, const void* src, DType to, void* dst, int64_t n) {
   if (!plain_dtype(from) || !plain_dtype(to))

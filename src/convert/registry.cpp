@@ -2,20 +2,28 @@
 // runs it. Chains go through row-major staging formats:
 //   from -> row-major (decode the layout) -> row-major of the target's element encoding
 //   (recode / dequantize) -> to (encode the layout).
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include "convert/bfp.h"
-#include "convert/dtype.h"
 #include "convert/rules.h"
+#include "tessera/format_registry.h"
 
 namespace tessera::convert {
 
 namespace {
 
-using RuleTable = std::span<const Rule> (*)();
-// Every family of conversions, in match order (first match wins).
-constexpr RuleTable kFamilies[] = {dtype_rules, tile_rules, bfp_rules, channel_rules, rk_weight_rules};
+struct Family {
+  std::string name;
+  std::span<const Rule> rules;
+  int order = 0;
+};
+// Every registered family of conversions, in match order (first match wins).
+std::vector<Family>& families() {
+  static std::vector<Family> f;
+  return f;
+}
 
 struct Step {
   const Rule* rule = nullptr;  // null: identity copy
@@ -23,8 +31,8 @@ struct Step {
 };
 
 const Rule* find_rule(const Format& from, const Format& to) {
-  for (RuleTable table : kFamilies)
-    for (const Rule& r : table())
+  for (const Family& f : families())
+    for (const Rule& r : f.rules)
       if (r.matches(from, to)) return &r;
   return nullptr;
 }
@@ -36,25 +44,16 @@ std::string fmt_name(const Format& f) {
 Status validate(const Format& f, const char* which) {
   auto bytes = f.byte_size();
   if (!bytes.ok()) return bytes.status().with_context(std::string(which) + " format " + f.to_string());
-  if (f.layout == Layout::nc1hwc2 && f.c2 <= 0)
-    return error(StatusCode::invalid_argument, which, " format ", f.to_string(), ": channel block c2 = ", f.c2);
-  if (f.layout == Layout::nc1hwc2 && encoding_is_plain(f.encoding) && !encoding_is_float(f.encoding)) {
-    // The pad value must be a value of the encoding (it fills the padded channels).
-    int64_t back = 0;
-    uint8_t elem[8] = {};
-    recode_n(Encoding::i64, &f.pad_value, f.encoding, elem, 1);
-    recode_n(f.encoding, elem, Encoding::i64, &back, 1);
-    if (back != f.pad_value)
-      return error(StatusCode::invalid_argument, which, " format ", f.to_string(), ": pad value ", f.pad_value,
-                   " does not fit encoding ", encoding_name(f.encoding));
-  }
+  if (f.layout != Layout::row_major)
+    if (const LayoutInfo* li = find_layout(f.layout); li && li->check)
+      if (Status st = li->check(f); !st.ok()) return Status(st.code(), std::string(which) + " " + st.message());
   return Status::Ok();
 }
 
 // The row-major format that `f` decodes to in one step: bfp tiles decode to f32.
 Format decoded(const Format& f) {
-  Encoding e = bfp_mant_bits(f.encoding) != 0 ? Encoding::f32 : f.encoding;
-  return row_major_of(e, f.shape);
+  const EncodingInfo* i = find_encoding(f.encoding);
+  return row_major_of(i ? i->decodes_to : f.encoding, f.shape);
 }
 
 Result<std::vector<Step>> build_chain(const Format& from, const Format& to) {
@@ -113,6 +112,24 @@ Status run_step(const Step& s, const uint8_t* src, uint8_t* dst, const StepConte
 }
 
 }  // namespace
+
+// The shared families' flags, referred to from this object (which every conversion links):
+// a static link then keeps their objects, whose registrars run before main. External
+// linkage, so that the compiler keeps the table and its references.
+extern const bool* const kSharedFamilies[];
+const bool* const kSharedFamilies[] = {&kDtypeFamily, &kTileFamily, &kBfpFamily, &kChannelFamily, &kRkWeightFamily};
+
+bool register_rules(const char* family, std::span<const Rule> rules, int order) {
+  std::vector<Family>& fs = families();
+  for (const Family& f : fs)
+    if (f.name == family) return false;
+  Family add{family, rules, order};
+  auto at = std::upper_bound(fs.begin(), fs.end(), add, [](const Family& a, const Family& b) {
+    return a.order != b.order ? a.order < b.order : a.name < b.name;
+  });
+  fs.insert(at, std::move(add));
+  return true;
+}
 
 Result<std::vector<StepInfo>> plan(const Format& from, const Format& to) {
   TS_ASSIGN_OR_RETURN(std::vector<Step> chain, build_chain(from, to));

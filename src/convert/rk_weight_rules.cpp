@@ -1,5 +1,6 @@
-// Registry rules for the RK3588 weight packing (rk_weights.h): row-major signed values
-// (already w - weight_zero_point, so i8 or i16) -> the packed conv / depthwise layouts.
+// The RK3588 packed weight layouts (rk_weights.h, rknpu.md, rknpu-matmul.md): their size
+// rules and the packing rules: row-major signed values (already w - weight_zero_point, so
+// i8 or i16) -> the packed conv / depthwise layouts, f16 / i8 -> the matmul blocks.
 // Packing is a pure relayout plus zero padding, hence exact. There is no reverse rule:
 // packed weights never travel back to the host.
 #include <cstring>
@@ -72,8 +73,59 @@ const Rule kRules[] = {
     {"rk_pack_matmul_weight", matches_matmul, run_matmul, true, ""},
 };
 
+// [OCp, KH, KW, ICp]: OC rounded up to even, IC to 16 (IC <= 16) or a multiple of 32;
+// stored in 32x32 channel blocks, the last ones partial.
+Result<Shape> conv_padded(const Format& f) {
+  const Shape& s = f.shape;
+  if (s.size() != 4) return s;
+  return checked_shape(f, {Size(s[0]).rounded_up(2), s[1], s[2], Size(s[3]).rounded_up(s[3] <= 16 ? 16 : 32)});
+}
+// [1, KH, KW, Cp]: C rounded up to 16, stored in 64-channel groups.
+Result<Shape> dw_padded(const Format& f) {
+  const Shape& s = f.shape;
+  if (s.size() != 4) return s;
+  return checked_shape(f, {1, s[1], s[2], Size(s[3]).rounded_up(16)});
+}
+// [Np, Kp]: N rounded up to the block's kernels (16 for f16, 32 for i8), K to 32.
+Result<Shape> matmul_padded(const Format& f) {
+  const Shape& s = f.shape;
+  if (s.size() != 2) return s;
+  const int64_t kernels = f.encoding == Encoding::f16 ? 16 : 32;
+  return checked_shape(f, {Size(s[0]).rounded_up(kernels), Size(s[1]).rounded_up(32)});
+}
+Result<int64_t> rank4_bytes(const Format& f) { return dense_layout_bytes(f, f.shape.size() == 4); }
+Result<int64_t> matmul_bytes(const Format& f) {
+  if (f.shape.size() != 2 || (f.encoding != Encoding::f16 && f.encoding != Encoding::i8))
+    return error(StatusCode::invalid_argument, "layout rk_matmul_weight holds f16 or i8 [N, K], got ",
+                 encoding_name(f.encoding), " ", shape_str(f.shape));
+  return dense_layout_bytes(f, true);
+}
+
+LayoutInfo info(const char* name, const char* summary, Result<Shape> (*padded)(const Format&),
+                Result<int64_t> (*bytes)(const Format&)) {
+  LayoutInfo i;
+  i.name = name;
+  i.summary = summary;
+  i.padded_shape = padded;
+  i.byte_size = bytes;
+  return i;
+}
+
 }  // namespace
 
-std::span<const Rule> rk_weight_rules() { return kRules; }
+const bool kRkWeightFamily = [] {
+  must_register(register_layout(info("rk_conv_weight", "RK3588 packed conv weights, logical [OC, KH, KW, IC]",
+                                     conv_padded, rank4_bytes),
+                                Layout::rk_conv_weight));
+  must_register(register_layout(
+      info("rk_dw_weight", "RK3588 packed depthwise weights, logical [1, KH, KW, C]", dw_padded, rank4_bytes),
+      Layout::rk_dw_weight));
+  must_register(register_layout(info("rk_matmul_weight",
+                                     "RK3588 matmul weight blocks, logical [N, K]: [ceil(N/n)][ceil(K/32)][n][32], "
+                                     "n = 16 (f16) or 32 (i8)",
+                                     matmul_padded, matmul_bytes),
+                                Layout::rk_matmul_weight));
+  return register_rules("rk_weight", kRules, 40);
+}();
 
 }  // namespace tessera::convert

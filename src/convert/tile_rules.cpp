@@ -1,4 +1,5 @@
-// Registry rules for tile32 of plain encodings (tile-device.md "Tile layout"): exact.
+// The tile32 layout (tile-device.md "Tile layout"): its size rules and its conversions of
+// plain encodings (exact). Block floats in tiles are bfp_rules.cpp's.
 #include <algorithm>
 #include <vector>
 
@@ -71,8 +72,47 @@ constexpr Rule kRules[] = {
      "round to nearest even (|err| <= half a unit in the last place of the target), integers saturate", recode_exact},
 };
 
+// [..., H, W] -> [prod(outer) * Hp, Wp]: rank 0 is [1,1,1], rank 1 [1,1,W].
+Result<Shape> tile32_padded(const Format& f) {
+  const Shape& shape = f.shape;
+  const int64_t w = shape.empty() ? 1 : shape.back();
+  const int64_t h = shape.size() < 2 ? 1 : shape[shape.size() - 2];
+  Size outer = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) outer *= shape[i];
+  return checked_shape(f, {outer * Size(h).rounded_up(kTileDim), Size(w).rounded_up(kTileDim)});
+}
+
+// tile-device.md "Element formats and tile sizes": f32 4096, bf16 2048, bfp8_b 64+1024,
+// bfp4_b 64+512 bytes a tile; other plain encodings tile at their element size.
+Result<int64_t> tile32_bytes(const Format& f) {
+  const int64_t tile = tile_bytes_of(f.encoding);
+  if (tile == 0) return error(StatusCode::unsupported, "encoding ", encoding_name(f.encoding), " has no tile32 form");
+  TS_ASSIGN_OR_RETURN(Shape p, tile32_padded(f));
+  Size bytes = Size(p[0] / kTileDim) * (p[1] / kTileDim) * tile;
+  if (bytes.ok()) return bytes.value_or_zero();
+  return error(StatusCode::invalid_argument, "format ", f.to_string(), ": the byte size overflows 64 bits");
+}
+
+int64_t tile32_page(const Format& f) { return tile_bytes_of(f.encoding); }
+int64_t tile32_alignment(const Format&) { return 32; }
+
+LayoutInfo tile32_info() {
+  LayoutInfo i;
+  i.name = "tile32";
+  i.aliases = {"tile"};
+  i.summary = "[..., H, W]: each HxW slice padded to 32x32 tiles of four 16x16 faces";
+  i.padded_shape = tile32_padded;
+  i.byte_size = tile32_bytes;
+  i.page_size = tile32_page;
+  i.alignment = tile32_alignment;
+  return i;
+}
+
 }  // namespace
 
-std::span<const Rule> tile_rules() { return kRules; }
+const bool kTileFamily = [] {
+  must_register(register_layout(tile32_info(), Layout::tile32));
+  return register_rules("tile32", kRules, 10);
+}();
 
 }  // namespace tessera::convert
