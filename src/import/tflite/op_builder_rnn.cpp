@@ -248,7 +248,7 @@ Status build_unidirectional_sequence_lstm(OpSite& s) {
                    {"time_major", int64_t{o && o->time_major() ? 1 : 0}}};
   if (hybrid) {
     // TFLite's hybrid kernel reads one scale per weight tensor and no zero point.
-    attrs["asymmetric_inputs"] = int64_t{o && o->asymmetric_quantize_inputs() ? 1 : 0};
+    attrs["hybrid_inputs"] = std::string(o && o->asymmetric_quantize_inputs() ? "asymmetric" : "symmetric");
     TS_RETURN_IF_ERROR(check_hybrid_weights(s, ins));
   }
 
@@ -387,7 +387,7 @@ Status build_bidirectional_sequence_lstm(OpSite& s) {
                      {"time_major", int64_t{time_major ? 1 : 0}},
                      {"reverse", int64_t{dir}}};
     if (hybrid[dir]) {
-      attrs["asymmetric_inputs"] = int64_t{o && o->asymmetric_quantize_inputs() ? 1 : 0};
+      attrs["hybrid_inputs"] = std::string(o && o->asymmetric_quantize_inputs() ? "asymmetric" : "symmetric");
       TS_RETURN_IF_ERROR(check_hybrid_weights(s, ins));
     }
     TS_RETURN_IF_ERROR(s.add(OpKind::lstm, ins, {ys[dir], h2, c2}, std::move(attrs), dir == 0 ? "/forward" : "/backward"));

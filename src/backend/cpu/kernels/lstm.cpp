@@ -18,7 +18,7 @@
 // Hybrid (f32 x with i8 weights: TFLite's EvalHybrid), the same steps with the products
 // of w, r and w_p made in integers: at each step x, h (for the gates) and m (for the
 // projection) are quantized to int8 per batch row (symmetric: scale max|v| / 127, codes
-// roundf(v * 127 / max|v|); asymmetric_inputs: TFLite's AsymmetricQuantizeFloats, min..max
+// roundf(v * 127 / max|v|); hybrid_inputs asymmetric: TFLite's AsymmetricQuantizeFloats, min..max
 // with a zero point; an all-zero row: scale 1, codes 0), each row's int32 dot product less
 // zero point x the weights' row sum becomes float(dot) * (row scale * weight scale) and
 // is added to the gate; peephole weights are p_code * p_scale (float) before p * c.
@@ -165,7 +165,7 @@ Status lstm_f32(KernelContext& c) {
   float* hs = c.out[1].as<float>();
   float* cs = c.out[2].as<float>();
   const bool hybrid = c.in[weights(kOutput)].dtype() == DType::i8;
-  const bool asymmetric = c.n.get(attr::asymmetric_inputs) != 0;
+  const bool asymmetric = c.n.get(attr::hybrid_inputs) == "asymmetric";
   // Hybrid: each weight's scale ([0] input, [1] recurrent, [2] peephole per gate; the
   // projection's), and the peephole weights as floats.
   float scale[4][3] = {}, proj_scale = 0.0f;
