@@ -6,12 +6,17 @@
 #include <vector>
 
 #include "tessera/export.h"
-#include "tessera/backend/device.h"
 #include "tessera/graph.h"
-#include "tessera/backend/plan.h"
+#include "tessera/options.h"
 #include "tessera/progress.h"
 
 namespace tessera {
+
+// The device-author types a session hands out (tessera/backend/device.h, plan.h, region.h:
+// include them to use plan(), devices() or read_state()).
+class Device;
+struct Plan;
+struct Region;
 
 struct TESSERA_API SessionOptions {
   std::string device = "cpu";   // preferred device spec ("cpu", "tile:blackhole_p150a", "rknpu")

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tessera/generate.h"
+#include "tessera/backend/plan.h"
 #include "tessera/graph.h"
 #include "tessera/model.h"
 #include "tessera/version.h"

@@ -2,6 +2,7 @@
 // tokenizer and a Generator behind one object; the one place Tessera builds an LLM.
 // Model description, chat templates and compare_greedy are in generate_info.cpp.
 #include "tessera/generate.h"
+#include "tessera/backend/plan.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,7 @@
 // The embedding API for models (include/tessera/model.h): a loaded, immutable Model and
 // ModelSession, a thin layer over Graph and Session with names, infos and user buffers.
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 
 #include <cstring>
 #include <filesystem>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/generate.h"
+#include "tessera/backend/plan.h"
 #include "tessera/model.h"
 #include "tessera/version.h"
 

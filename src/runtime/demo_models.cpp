@@ -6,6 +6,7 @@
 #include <random>
 
 #include "convert/dtype.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::demo {
 

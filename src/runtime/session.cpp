@@ -1,5 +1,8 @@
 // Session: plan, compile and upload once; then bind inputs, run segments, read outputs.
 #include "tessera/session.h"
+#include "tessera/backend/device.h"
+#include "tessera/backend/plan.h"
+#include "tessera/backend/region.h"
 
 #include <fmt/format.h>
 

@@ -6,6 +6,7 @@
 
 #include "import/tflite/tflite_importer.h"
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 #include "serve/api_error.h"
 
 namespace tessera::serve {

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/kernel.h"
 #include "tessera/backend/device.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::conformance {
 

@@ -8,6 +8,7 @@
 #include "import/tflite/tflite_importer.h"
 #include "oracle/op_checks.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::oracle {
 namespace {

@@ -9,6 +9,7 @@
 #include "import/gguf/llama_model.h"
 #include "runtime/llm/generator.h"
 #include "tessera/tessera.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

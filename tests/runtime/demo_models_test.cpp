@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

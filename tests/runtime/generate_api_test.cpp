@@ -18,6 +18,7 @@
 #include "runtime/llm/chat_template.h"
 #include "runtime/llm/generator.h"
 #include "tessera/generate.h"
+#include "tessera/backend/plan.h"
 #include "tessera/model.h"
 #include "tessera/tessera_c.h"
 

@@ -11,6 +11,7 @@
 #include "fixtures.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 #include "tessera/session.h"
 
 namespace tessera {

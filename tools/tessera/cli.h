@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tessera/generate.h"
+#include "tessera/backend/plan.h"
 #include "tessera/graph.h"
 #include "tessera/session.h"
 

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "vision.h"
 #include "runtime/demo_models.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::cli {
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::cli {
 

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::cli {
 

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "import/gguf/llama_model.h"  // inspect's listing of a GGUF file (print_gguf_summary)
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::cli {
 

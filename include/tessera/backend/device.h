@@ -18,6 +18,7 @@
 #include "tessera/export.h"
 #include "tessera/format.h"
 #include "tessera/graph.h"
+#include "tessera/options.h"
 #include "tessera/backend/region.h"
 
 namespace tessera {
@@ -129,8 +130,7 @@ struct TESSERA_API ExecuteStats {
   double modelled_seconds = 0;   // device models: modelled device time of this execute
 };
 
-// Options a device is created with (`--threads`, `--weights bfp8_b`, `--fidelity HiFi4` ...).
-using DeviceOptions = std::map<std::string, std::string>;
+// DeviceOptions (key=value strings a device is created with): tessera/options.h.
 
 // Threads: one Device may be shared by sessions running on different threads. Every public
 // method below takes the device's lock, so calls on one device are serialized (a device

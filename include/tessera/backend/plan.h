@@ -12,17 +12,9 @@
 #include "tessera/export.h"
 #include "tessera/backend/device.h"
 #include "tessera/graph.h"
+#include "tessera/options.h"  // PlanOptions
 
 namespace tessera {
-
-struct TESSERA_API PlanOptions {
-  // Optional: the device index (into the plan's device list) a node should run on, or -1
-  // for "let the partitioner choose". Used for layer offload (`--offload N`).
-  std::function<int(const Graph&, const Node&, int node_index)> pin;
-  // When false, a node that the preferred device cannot run is an error instead of
-  // falling back to the CPU.
-  bool allow_fallback = true;
-};
 
 // Where a tensor lives and in what form.
 struct TESSERA_API TensorPlacement {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/rknpu/rknpu_test_util.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 namespace {

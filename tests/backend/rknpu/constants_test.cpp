@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/rknpu/rknpu_test_util.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 namespace {

@@ -10,6 +10,7 @@
 #include "import/gguf/synth.h"
 #include "synth_model.h"
 #include "runtime/llm/generator.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::gguf {
 namespace {

@@ -19,6 +19,7 @@
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
 #include "ops/quant_math.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 namespace {

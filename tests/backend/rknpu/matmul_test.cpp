@@ -28,6 +28,7 @@
 #include "fixtures.h"
 #include "import/gguf/gguf_file.h"
 #include "tessera/backend/convert.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 namespace {

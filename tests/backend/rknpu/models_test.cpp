@@ -16,6 +16,7 @@
 #include "import/tflite/tflite_importer.h"
 #include "subgraph.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

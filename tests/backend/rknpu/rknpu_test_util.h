@@ -13,6 +13,7 @@
 
 #include "tessera/graph.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 

@@ -16,6 +16,7 @@
 #include "backend/rknpu/rknpu_test_util.h"
 #include "backend/rknpu/tiling.h"
 #include "backend/rknpu/transport.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::rknpu_test {
 namespace {

@@ -17,6 +17,7 @@
 #include "import/tflite/image.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

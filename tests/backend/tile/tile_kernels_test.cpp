@@ -5,6 +5,7 @@
 
 #include "backend/tile/numerics.h"
 #include "tile_test_util.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

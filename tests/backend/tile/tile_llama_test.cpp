@@ -7,6 +7,7 @@
 #include "fixtures.h"
 #include "import/gguf/llama_model.h"
 #include "runtime/llm/generator.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

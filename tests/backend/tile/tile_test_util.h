@@ -9,6 +9,7 @@
 
 #include "fixtures.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::tile_testing {
 

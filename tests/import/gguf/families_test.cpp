@@ -25,6 +25,7 @@
 #include "import/gguf/synth.h"
 #include "runtime/llm/generator.h"
 #include "synth_model.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::gguf {
 namespace {

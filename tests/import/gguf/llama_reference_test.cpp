@@ -14,6 +14,7 @@
 #include "synth_model.h"
 #include "tessera/backend/convert.h"
 #include "runtime/llm/generator.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera::gguf {
 namespace {

@@ -13,6 +13,7 @@
 #include "import/tflite/tflite_importer.h"
 #include "tessera/backend/device.h"
 #include "tessera/session.h"
+#include "tessera/backend/plan.h"
 
 namespace tessera {
 namespace {

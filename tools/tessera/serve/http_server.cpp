@@ -19,6 +19,7 @@
 #include "../vision.h"
 #include "serve/api_error.h"
 #include "tessera/model.h"
+#include "tessera/backend/plan.h"
 #include "serve/openai.h"
 #include "serve/tensor_json.h"
 
