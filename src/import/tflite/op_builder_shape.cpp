@@ -95,6 +95,14 @@ Status build_reshape(OpSite& s) {
     TS_ASSIGN_OR_RETURN(target, expand_dims_target(s, xs));
   } else {
     TS_ASSIGN_OR_RETURN(target, reshape_target(s, y));
+    // One -1 takes the rest of the input's elements: resolved here, so that the node
+    // carries the concrete shape (as it did when it came from the declared output).
+    const auto unknown = std::count(target.begin(), target.end(), int64_t{-1});
+    int64_t known = 1;
+    for (int64_t d : target)
+      if (d != -1) known = d > 0 && known <= (int64_t{1} << 40) / d ? known * d : 0;
+    const int64_t elems = g.tensor(x).elements();
+    if (unknown == 1 && known > 0 && elems % known == 0) *std::find(target.begin(), target.end(), int64_t{-1}) = elems / known;
   }
   return s.add(OpKind::reshape, {x}, {y}, {{"shape", target}});
 }

@@ -196,6 +196,56 @@ TEST(TfliteShapeFold, IntegerDivisionRoundsAsTheInterpreter) {
   }
 }
 
+// RESHAPE takes its shape operand (a -1 resolved to the concrete size), else new_shape;
+// SQUEEZE and EXPAND_DIMS compute their shapes from the input: the declared shape of
+// their output here is a placeholder ([1]) that must not be used (the model output after
+// the RELU declares the right one).
+TEST(TfliteShapeFold, ReshapeSqueezeExpandDimsComputeTheirShapes) {
+  struct Case {
+    std::string name;
+    T::BuiltinOperator code;
+    std::vector<int32_t> x_shape;
+    std::vector<testing::OpTensor> extra;  // inputs after x
+    testing::OptionsWriter options;
+    std::vector<int64_t> want;
+  };
+  const std::vector<Case> cases = {
+      {"reshape operand", T::BuiltinOperator_RESHAPE, {2, 6}, {testing::i32_const("shape", {2}, {-1, 3})}, {}, {4, 3}},
+      {"reshape new_shape", T::BuiltinOperator_RESHAPE, {2, 6}, {},
+       [](flatbuffers::FlatBufferBuilder& fb) {
+         const std::vector<int32_t> ns = {3, -1};
+         return std::make_pair(T::BuiltinOptions_ReshapeOptions, T::CreateReshapeOptionsDirect(fb, &ns).Union());
+       },
+       {3, 4}},
+      {"squeeze dims", T::BuiltinOperator_SQUEEZE, {1, 3, 1, 2}, {},
+       [](flatbuffers::FlatBufferBuilder& fb) {
+         const std::vector<int32_t> dims = {-2};
+         return std::make_pair(T::BuiltinOptions_SqueezeOptions, T::CreateSqueezeOptionsDirect(fb, &dims).Union());
+       },
+       {1, 3, 2}},
+      {"squeeze all", T::BuiltinOperator_SQUEEZE, {1, 3, 1, 2}, {}, {}, {3, 2}},
+      {"expand_dims", T::BuiltinOperator_EXPAND_DIMS, {3, 2}, {testing::i32_const("axis", {}, {-1})}, {}, {3, 2, 1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    testing::MultiOpModel m;
+    m.tensors = {testing::activation("x", T::TensorType_FLOAT32, c.x_shape), testing::activation("r", T::TensorType_FLOAT32, {1}),
+                 testing::activation("y", T::TensorType_FLOAT32, std::vector<int32_t>(c.want.begin(), c.want.end()))};
+    std::vector<int32_t> ins = {0};
+    for (const auto& e : c.extra) {
+      ins.push_back(static_cast<int32_t>(m.tensors.size()));
+      m.tensors.push_back(e);
+    }
+    m.ops = {{c.code, ins, {1}, c.options}, {T::BuiltinOperator_RELU, {1}, {2}, {}}};
+    m.inputs = {0};
+    m.outputs = {2};
+    auto g = load(m.bytes());
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    ASSERT_EQ(g->nodes()[0].op, OpKind::reshape);
+    EXPECT_EQ(g->nodes()[0].get(attr::shape), c.want);
+  }
+}
+
 // The fuzz seed of these paths (fuzz/regressions/tflite_fuzz/reshape_chain_dynamic): the
 // chain model with its dynamic input, which tflite_fuzz also loads at sizes taken from the
 // input. The file must be the model this test writes (TESSERA_WRITE_FUZZ_SEEDS=1 writes it).
