@@ -52,7 +52,8 @@ fi
 # REDUCE_MIN / REDUCE_PROD / DEPTH_TO_SPACE / SPACE_TO_DEPTH / MIRROR_PAD / TILE / BROADCAST_TO /
 # FILL / ZEROS_LIKE / SHAPE / PRELU / ELU / GELU / LOG_SOFTMAX / L2_NORMALIZATION / CUMSUM /
 # BATCH_MATMUL seeds (tests/import/tflite/single_op_seeds_test.cpp writes and
-# checks them) are in fuzz/regressions/tflite_fuzz/.
+# checks them) and the dynamic-input SHAPE -> ... -> RESHAPE chain `reshape_chain_dynamic`
+# (tests/import/tflite/dynamic_shape_test.cpp) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"
