@@ -86,6 +86,10 @@ struct TESSERA_API ModelLoadOptions {
   // fixes, and sets each dynamic dim to at least 1. Intermediate shapes, and the outputs,
   // follow. Errors (invalid_argument) name the input and the dim. Not for GGUF files.
   std::vector<InputShape> input_shapes;
+  // True: any dim of those inputs may change, not only the dynamic ones (TFLite's
+  // ResizeInputTensor rather than ResizeInputTensorStrict; the Python TFLite Interpreter's
+  // resize_tensor_input). The rank must still agree.
+  bool any_dim = false;
 };
 
 // A loaded model: its graph and the description of its inputs and outputs.

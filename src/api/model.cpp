@@ -105,6 +105,7 @@ namespace {
 tflite::ImportOptions import_options(const ModelLoadOptions& opts) {
   tflite::ImportOptions o;
   for (const InputShape& s : opts.input_shapes) o.input_shapes.push_back({s.input, Shape(s.shape.begin(), s.shape.end())});
+  o.any_dim = opts.any_dim;
   return o;
 }
 

@@ -414,7 +414,7 @@ Status apply_input_shapes(ImportContext& cx, const ImportOptions& opts) {
     Size elems = 1;
     for (size_t d = 0; d < o.shape.size(); ++d) {
       const bool dyn = std::find(dynamic.begin(), dynamic.end(), static_cast<int64_t>(d)) != dynamic.end();
-      if (!dyn && o.shape[d] != t.shape[d])
+      if (!dyn && !opts.any_dim && o.shape[d] != t.shape[d])
         return error(StatusCode::invalid_argument, where, ": dim ", d, " is fixed at ", t.shape[d],
                      " by the model, got ", o.shape[d], " (only dims marked -1 can be set)");
       if (o.shape[d] < 1 || o.shape[d] > std::numeric_limits<int32_t>::max())

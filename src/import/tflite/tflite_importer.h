@@ -44,6 +44,9 @@ struct ImportOptions {
   // Shapes for model inputs with dynamic dims (shape_signature -1); dims the file fixes
   // must keep their size. Every entry must name a model input, at most once.
   std::vector<InputShapeOverride> input_shapes;
+  // True: any dim of a named input may change, not only the dynamic ones (TFLite's
+  // ResizeInputTensor rather than ResizeInputTensorStrict); the rank must still agree.
+  bool any_dim = false;
 };
 
 // What the importer found beyond the graph.

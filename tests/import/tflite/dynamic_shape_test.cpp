@@ -138,6 +138,25 @@ TEST(TfliteDynamicInput, StaticInputKeepsItsShape) {
       << other.status().message();
 }
 
+TEST(TfliteDynamicInput, AnyDimResizesFixedDimsAsResizeInputTensor) {
+  // any_dim: a dim the file fixes may change too (the rank may not); the shape chain follows,
+  // and a size the RESHAPE cannot take is an error naming the operator.
+  tflite::ImportOptions o = shape_of("x", {4, 3, 6});
+  o.any_dim = true;
+  auto g = load(testing::reshape_chain_model(2, 3, false).bytes(), o);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->tensor(g->outputs[0]).shape, (Shape{4, 6, 3}));
+  expect_chain_runs(std::move(*g), {4, 3, 6});
+  o.input_shapes[0].shape = {4, 3, 12};  // [4,6,3] cannot hold 4*3*12 values
+  auto bad = load(testing::reshape_chain_model(2, 3, false).bytes(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("op 6 (RESHAPE v1)"), std::string::npos) << bad.status().message();
+  o.input_shapes[0].shape = {4, 3};
+  auto rank = load(testing::reshape_chain_model(2, 3, false).bytes(), o);
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.status().message().find("has rank 2, the input has rank 3"), std::string::npos) << rank.status().message();
+}
+
 TEST(TfliteDynamicInput, ParsesInputShapeSpecs) {
   auto o = tflite::parse_input_shape("images:0=1,224,224,3");
   ASSERT_TRUE(o.ok()) << o.status().to_string();
