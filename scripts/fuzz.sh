@@ -53,7 +53,8 @@ fi
 # FILL / ZEROS_LIKE / SHAPE / PRELU / ELU / GELU / LOG_SOFTMAX / L2_NORMALIZATION / CUMSUM /
 # BATCH_MATMUL seeds, and LSTM seeds with peephole weights, projection and layer norm (f32,
 # i8, hybrid; bidirectional f32) (tests/import/tflite/single_op_seeds_test.cpp writes and checks
-# them) are in fuzz/regressions/tflite_fuzz/.
+# them) and the dynamic-input SHAPE -> ... -> RESHAPE chain `reshape_chain_dynamic`
+# (tests/import/tflite/dynamic_shape_test.cpp) are in fuzz/regressions/tflite_fuzz/.
 seed_tflite() {
   local dir="$1" shared="${TESSERA_SHARED_DIR:-../shared}"
   mkdir -p "$dir"

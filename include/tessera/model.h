@@ -67,6 +67,29 @@ struct TESSERA_API TensorInfo {
   std::vector<int64_t> shape;
   QuantParams quant;   // empty() for float tensors
   int64_t bytes = 0;   // row-major host bytes: what set_input takes and output returns
+  // Inputs: the dims the file leaves dynamic (TFLite shape_signature -1), ascending; the
+  // model was loaded at `shape` (the file's, or ModelLoadOptions::input_shapes).
+  std::vector<int64_t> dynamic_dims;
+};
+
+// The shape one model input is loaded at (as TFLite's ResizeInputTensor, ONNX Runtime's
+// free dimension overrides): `input` is its name, or its index in decimal.
+struct TESSERA_API InputShape {
+  std::string input;
+  std::vector<int64_t> shape;
+};
+
+// Options of Model::load / from_tflite_buffer.
+struct TESSERA_API ModelLoadOptions {
+  // TFLite: shapes for inputs whose dims the file leaves dynamic (TensorInfo::dynamic_dims);
+  // each entry names a model input at most once, keeps its rank and the dims the file
+  // fixes, and sets each dynamic dim to at least 1. Intermediate shapes, and the outputs,
+  // follow. Errors (invalid_argument) name the input and the dim. Not for GGUF files.
+  std::vector<InputShape> input_shapes;
+  // True: any dim of those inputs may change, not only the dynamic ones (TFLite's
+  // ResizeInputTensor rather than ResizeInputTensorStrict; the Python TFLite Interpreter's
+  // resize_tensor_input). The rank must still agree.
+  bool any_dim = false;
 };
 
 // A loaded model: its graph and the description of its inputs and outputs.
@@ -74,10 +97,11 @@ class TESSERA_API Model {
  public:
   // Loads a .tflite file (the TFLite importer) or a .gguf llama model (its 1-token decode
   // step graph; for text generation use LanguageModel in tessera/generate.h).
-  static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& opts = {});
   // Imports a .tflite model held in memory; `bytes` must outlive the Model unless its
   // owner keeps it alive (ConstData::owner).
-  static Result<std::shared_ptr<const Model>> from_tflite_buffer(const ConstData& bytes);
+  static Result<std::shared_ptr<const Model>> from_tflite_buffer(const ConstData& bytes,
+                                                                 const ModelLoadOptions& opts = {});
   // Wraps a graph built by hand or by another frontend (checked with Graph::validate).
   static Result<std::shared_ptr<const Model>> from_graph(Graph g, std::string name = "graph");
 
@@ -96,7 +120,8 @@ class TESSERA_API Model {
 
  private:
   Model() = default;
-  static Result<std::shared_ptr<const Model>> make(Graph g, std::string name);
+  static Result<std::shared_ptr<const Model>> make(Graph g, std::string name,
+                                                   std::vector<std::vector<int64_t>> dynamic_dims = {});
   std::string name_;
   Graph graph_;
   std::vector<TensorInfo> inputs_, outputs_;

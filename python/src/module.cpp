@@ -446,32 +446,19 @@ PYBIND11_MODULE(_tessera, m) {
                                                   const std::map<std::string, std::vector<int64_t>>& shapes,
                                                   const std::string& device, std::optional<int> threads,
                                                   const std::map<std::string, std::string>& options) {
-             // The model with new shapes for the named inputs: every node's outputs inferred
-             // again in order (Graph's shape inference), so a shape the ops cannot take is an
+             // The model imported again with new shapes for the named inputs (any dim, as
+             // TFLite's ResizeInputTensor): intermediate shapes, the shape arithmetic in
+             // front of a RESHAPE and the outputs follow; a shape an op cannot take is an
              // error naming the op.
              ConstData bytes = copied_bytes(content);
              SessionOptions so = session_options(device, threads, options);
+             ModelLoadOptions lo;
+             lo.any_dim = true;
+             for (const auto& [name, shape] : shapes) lo.input_shapes.push_back({name, shape});
              std::shared_ptr<const Model> model;
              {
                py::gil_scoped_release release;
-               auto base = take(Model::from_tflite_buffer(std::move(bytes)));
-               Graph g = base->graph();
-               for (const auto& [name, shape] : shapes) {
-                 size_t i = take(base->input_index(name));
-                 for (int64_t d : shape)
-                   if (d < 1) raise(error(StatusCode::invalid_argument, "input '", name, "': dims must be >= 1, got ",
-                                          shape_str(shape)));
-                 g.tensor(g.inputs[i]).shape = shape;
-               }
-               for (const Node& n : g.nodes()) {
-                 auto inferred = infer_outputs(g, n);
-                 if (!inferred.ok())
-                   raise(error(inferred.status().code(), "the resized inputs do not fit ", n.label(), ": ",
-                               inferred.status().message()));
-                 for (size_t k = 0; k < n.outputs.size() && k < inferred->size(); ++k)
-                   if (n.outputs[k] != kNoTensor) g.tensor(n.outputs[k]).shape = (*inferred)[k].shape;
-               }
-               model = take(Model::from_graph(std::move(g), base->name()));
+               model = take(Model::from_tflite_buffer(std::move(bytes), lo));
              }
              return std::make_unique<PyModel>(std::move(model), std::move(so));
            }, py::arg("content"), py::arg("shapes"), py::arg("device") = "cpu", py::arg("threads") = py::none(),

@@ -17,8 +17,9 @@ dicts have TFLite's keys, numpy dtypes and quantization. `device=` ("cpu", "tile
 "tile:blackhole_p150a", "rknpu") chooses where the model runs; `num_threads` is the cpu's
 thread count; delegates are not used (a warning says so). Only a model's input and output
 tensors can be read (TFLite's intermediate tensors are not kept). resize_tensor_input gives an
-input a new shape; allocate_tensors() then infers every op's output shape again (an error
-names the op that cannot take it). Wrong dtypes, shapes and
+input a new shape; allocate_tensors() then imports the model again at it (every op's output
+shape and the shape arithmetic in front of a RESHAPE follow; an error names the op that
+cannot take it). Wrong dtypes, shapes and
 indices raise ValueError, use before allocate_tensors() RuntimeError, as TFLite does.
 """
 
@@ -343,8 +344,8 @@ class Interpreter:
         return lambda: self.get_tensor(tensor_index)
 
     def resize_tensor_input(self, input_index: int, tensor_size, strict: bool = False) -> None:
-        """Gives an input a new shape; allocate_tensors() then prepares the model for it (every
-        op's output shape inferred again; a shape an op cannot take is an error there)."""
+        """Gives an input a new shape; allocate_tensors() then prepares the model for it (imported
+        again at that shape; a shape an op cannot take is an error there)."""
         d = self._desc(input_index)
         if d.index not in self._inputs:
             raise ValueError(f"Tensor {d.index} is not an input of the model")

@@ -114,6 +114,23 @@ def test_resize_tensor_input_batches_rows():
     assert it.get_tensor(o).tobytes() == np.concatenate(rows).tobytes()
 
 
+def test_resize_tensor_input_follows_shape_arithmetic():
+    # The dynamic-input chain SHAPE -> GATHER / STRIDED_SLICE -> MUL -> PACK -> CONCATENATION
+    # -> RESHAPE -> ADD (written by tests/import/tflite/dynamic_shape_test.cpp): x [B,L,6] ->
+    # y = x reshaped to [B,2L,3] + [0.25,-1.5,3]. The RESHAPE must follow the resized input.
+    it = Interpreter(model_path=str(REPO / "fuzz/regressions/tflite_fuzz/reshape_chain_dynamic"))
+    i, o = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    assert it.get_input_details()[0]["shape_signature"].tolist() == [-1, -1, 6]
+    it.resize_tensor_input(i, [3, 5, 6], strict=True)
+    it.allocate_tensors()
+    assert it.get_output_details()[0]["shape"].tolist() == [3, 10, 3]
+    x = np.random.default_rng(3).uniform(-4, 4, (3, 5, 6)).astype(np.float32)
+    it.set_tensor(i, x)
+    it.invoke()
+    want = (x.reshape(3, 10, 3).astype(np.float64) + [0.25, -1.5, 3.0]).astype(np.float32)
+    assert it.get_tensor(o).tobytes() == want.tobytes()
+
+
 def test_signature_runner():
     it = Interpreter(model_path=str(fixture(HELLO)))
     assert it.get_signature_list() == {"serving_default": {"inputs": ["dense_input"], "outputs": ["dense_2"]}}

@@ -63,12 +63,14 @@ Result<size_t> find_index(const std::vector<TensorInfo>& list, const std::string
 
 }  // namespace
 
-Result<std::shared_ptr<const Model>> Model::make(Graph g, std::string name) {
+Result<std::shared_ptr<const Model>> Model::make(Graph g, std::string name,
+                                                 std::vector<std::vector<int64_t>> dynamic_dims) {
   TS_RETURN_IF_ERROR(g.validate().with_context("model '" + name + "'"));
   std::shared_ptr<Model> m(new Model());
   m->name_ = std::move(name);
-  for (TensorId id : g.inputs) {
-    TS_ASSIGN_OR_RETURN(TensorInfo i, info_of(g.tensor(id)));
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    TS_ASSIGN_OR_RETURN(TensorInfo i, info_of(g.tensor(g.inputs[k])));
+    if (k < dynamic_dims.size()) i.dynamic_dims = std::move(dynamic_dims[k]);
     m->inputs_.push_back(std::move(i));
   }
   for (TensorId id : g.outputs) {
@@ -99,20 +101,35 @@ Result<ModelFormat> model_format(const std::string& path) {
                "' files (Tessera reads .tflite and .gguf)");
 }
 
-Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+namespace {
+
+tflite::ImportOptions import_options(const ModelLoadOptions& opts) {
+  tflite::ImportOptions o;
+  for (const InputShape& s : opts.input_shapes) o.input_shapes.push_back({s.input, Shape(s.shape.begin(), s.shape.end())});
+  o.any_dim = opts.any_dim;
+  return o;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const ModelLoadOptions& opts) {
   TS_ASSIGN_OR_RETURN(ModelFormat format, model_format(path));
   if (format == ModelFormat::tflite) {
-    TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_file(path));
-    return make(std::move(g), path);
+    tflite::ImportReport report;
+    TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_file(path, import_options(opts), &report));
+    return make(std::move(g), path, std::move(report.dynamic_dims));
   }
+  if (!opts.input_shapes.empty())
+    return error(StatusCode::invalid_argument, "model '", path, "': input shapes apply to TFLite models, not GGUF");
   TS_ASSIGN_OR_RETURN(auto llama, gguf::LlamaModel::open(path));
   TS_ASSIGN_OR_RETURN(Graph g, llama->build_step(1));
   return make(std::move(g), path);
 }
 
-Result<std::shared_ptr<const Model>> Model::from_tflite_buffer(const ConstData& bytes) {
-  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(bytes));
-  return make(std::move(g), "tflite buffer");
+Result<std::shared_ptr<const Model>> Model::from_tflite_buffer(const ConstData& bytes, const ModelLoadOptions& opts) {
+  tflite::ImportReport report;
+  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(bytes, import_options(opts), &report));
+  return make(std::move(g), "tflite buffer", std::move(report.dynamic_dims));
 }
 
 Result<std::shared_ptr<const Model>> Model::from_graph(Graph g, std::string name) {

@@ -177,16 +177,18 @@ inline Result<std::vector<std::vector<uint8_t>>> run_tessera_invokes(const std::
   return outs;
 }
 
-// Runs `model` (bytes of a .tflite file) through a Tessera Session on `device`.
+// Runs `model` (bytes of a .tflite file) through a Tessera Session on `device`, imported
+// with `opts` (input shapes for dynamic inputs).
 inline Result<std::vector<std::vector<uint8_t>>> run_tessera(const std::vector<uint8_t>& model,
                                                              const std::vector<std::vector<uint8_t>>& inputs,
-                                                             const std::string& device) {
+                                                             const std::string& device,
+                                                             const tflite::ImportOptions& opts = {}) {
   auto owner = std::make_shared<std::vector<uint8_t>>(model);
   ConstData cd;
   cd.data = owner->data();
   cd.size = static_cast<int64_t>(owner->size());
   cd.owner = owner;
-  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(cd));
+  TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(cd, opts));
   SessionOptions so;
   so.device = device;
   TS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::create(std::move(g), so));

@@ -85,8 +85,13 @@ TEST_F(HostileCli, DirectoriesAndDevicesAreRefused) {
   write("short.bin", std::vector<uint8_t>{});
   expect_clean_failure("run " + model + " --input " + path("short.bin") + " --output " + path("o"),
                        {"short.bin", "has 0 bytes but needs 1"});
+  // Its batch is dynamic (shape_signature [-1,1]): two bytes run at [2,1], unless
+  // --input-shape fixes the shape.
   write("long.bin", std::vector<uint8_t>{1, 2});
-  expect_clean_failure("run " + model + " --input " + path("long.bin") + " --output " + path("o"), {"long.bin"});
+  expect_clean_failure("run " + model + " --input-shape 0=1,1 --input " + path("long.bin") + " --output " + path("o"),
+                       {"long.bin", "2 bytes, the input needs 1", "--input-shape"});
+  EXPECT_EQ(run("run " + model + " --input " + path("long.bin") + " --output " + path("o")), 0) << err_;
+  EXPECT_NE(out_.find("i8 [2,1], 2 bytes"), std::string::npos) << out_;
   write("one.bin", std::vector<uint8_t>{5});
   EXPECT_EQ(run("run " + model + " --input " + path("one.bin") + " --output " + path("o")), 0) << err_;
   expect_clean_failure("classify " + model + " " + path("indir"), {"indir", "directory"});

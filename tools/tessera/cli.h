@@ -47,8 +47,15 @@ inline void take(Status s) {
 }
 
 // Loads a model file (its format from tessera::model_format) into a Graph: a .gguf file's
-// is its 1-token decode step.
-Result<Graph> load_model(const std::string& path);
+// is its 1-token decode step. `input_shapes` ("NAME=D0,D1,..." or "INDEX=..."): TFLite
+// inputs with dynamic dims loaded at those shapes (--input-shape).
+// `dynamic_dims` (if given) receives, per input, the dims the file leaves dynamic.
+Result<Graph> load_model(const std::string& path, const std::vector<std::string>& input_shapes = {},
+                         std::vector<std::vector<int64_t>>* dynamic_dims = nullptr);
+// The help of --input-shape (run, inspect, bench).
+inline constexpr const char* kInputShapeHelp =
+    "NAME=D0,D1,... or INDEX=D0,D1,...: load a TFLite input whose dims the file leaves dynamic (shape_signature -1) "
+    "at this shape (repeatable)";
 
 // How a command shows the progress of loading `what` (a model file) on stderr, as a
 // ProgressFn: on a terminal, one line with the percentage rewritten in place; elsewhere

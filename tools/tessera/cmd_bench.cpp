@@ -65,6 +65,7 @@ void add_bench_command(CLI::App& app) {
     int warmup = 1;
     int top = 15;
     int streams = 1;
+    std::vector<std::string> input_shapes;
     DeviceArgs dev;
   };
   auto a = std::make_shared<Args>();
@@ -76,13 +77,16 @@ void add_bench_command(CLI::App& app) {
                   "Multi-core device models: then run N sessions at once (one scheduler entity each) and report the "
                   "modelled throughput against one stream")
       ->check(CLI::Range(1, 16));
+  cmd->add_option("--input-shape", a->input_shapes, kInputShapeHelp);
   a->dev.add_to(cmd);
   auto llm_args = std::make_shared<GgufBenchArgs>();
   llm_args->add_to(cmd);
   cmd->callback([a, llm_args, cmd] {
     llm_args->threads_given = cmd->count("--threads") > 0;
+    if (is_gguf_path(a->model) && !a->input_shapes.empty())
+      take(error(StatusCode::invalid_argument, "--input-shape applies to TFLite models; '", a->model, "' is not one"));
     if (is_gguf_path(a->model)) return bench_gguf(a->model, a->dev, *llm_args, cmd->count("--runs") ? a->runs : 3);
-    Graph g = take(load_model(a->model));
+    Graph g = take(load_model(a->model, a->input_shapes));
     const Graph copy = a->streams > 1 ? g : Graph{};
     SessionOptions so = take(a->dev.session_options());
     so.progress = load_progress(a->model);

@@ -25,11 +25,15 @@ void add_inspect_command(CLI::App& app) {
   auto dev = std::make_shared<DeviceArgs>();
   auto brief = std::make_shared<bool>(false);
   auto offload = std::make_shared<std::string>();
+  auto shapes = std::make_shared<std::vector<std::string>>();
   cmd->add_option("model", *model, "Model file (.tflite or .gguf)")->required();
   cmd->add_flag("--brief", *brief, "Omit the per-tensor table");
   cmd->add_option("--offload", *offload, "GGUF: layers on --device (N or 'all'), the rest on the cpu, as generate");
+  cmd->add_option("--input-shape", *shapes, kInputShapeHelp);
   dev->add_to(cmd);
   cmd->callback([=] {
+    if (is_gguf_path(*model) && !shapes->empty())
+      take(error(StatusCode::invalid_argument, "--input-shape applies to TFLite models; '", *model, "' is not one"));
     if (is_gguf_path(*model)) {
       // The model as generate loads it (the same options): the per-layer placement, then
       // the decode step's plan.
@@ -45,12 +49,16 @@ void add_inspect_command(CLI::App& app) {
     }
     if (!offload->empty())
       take(error(StatusCode::invalid_argument, "--offload applies to GGUF models; '", *model, "' is not one"));
-    Graph g = take(load_model(*model));
+    std::vector<std::vector<int64_t>> dynamic_dims;
+    Graph g = take(load_model(*model, *shapes, &dynamic_dims));
     fmt::print("model {}: {} tensors, {} nodes, {} inputs, {} outputs\n", *model, g.tensors().size(),
                g.nodes().size(), g.inputs.size(), g.outputs.size());
-    for (TensorId id : g.inputs) {
-      const Tensor& t = g.tensor(id);
-      fmt::print("  input  '{}' {}{} {}\n", t.name, dtype_name(t.dtype), shape_str(t.shape), quant_str(t.quant));
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const Tensor& t = g.tensor(g.inputs[k]);
+      std::string dynamic;
+      for (int64_t d : k < dynamic_dims.size() ? dynamic_dims[k] : std::vector<int64_t>{}) dynamic += (dynamic.empty() ? " dynamic dims " : ",") + std::to_string(d);
+      if (!dynamic.empty()) dynamic += " (--input-shape)";
+      fmt::print("  input  '{}' {}{} {}{}\n", t.name, dtype_name(t.dtype), shape_str(t.shape), quant_str(t.quant), dynamic);
     }
     for (TensorId id : g.outputs) {
       const Tensor& t = g.tensor(id);

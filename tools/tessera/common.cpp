@@ -139,9 +139,24 @@ std::string shared_dir() {
   return std::filesystem::is_directory(p, ec) ? std::filesystem::canonical(p, ec).string() : std::string();
 }
 
-Result<Graph> load_model(const std::string& path) {
+Result<Graph> load_model(const std::string& path, const std::vector<std::string>& input_shapes,
+                         std::vector<std::vector<int64_t>>* dynamic_dims) {
   TS_ASSIGN_OR_RETURN(ModelFormat format, model_format(path));
-  if (format == ModelFormat::tflite) return tflite::load_tflite_file(path);
+  tflite::ImportOptions opts;
+  for (const std::string& spec : input_shapes) {
+    auto o = tflite::parse_input_shape(spec);
+    if (!o.ok()) return o.status().with_context("--input-shape");
+    opts.input_shapes.push_back(std::move(*o));
+  }
+  if (format == ModelFormat::tflite) {
+    tflite::ImportReport report;
+    auto g = tflite::load_tflite_file(path, opts, &report);
+    if (!g.ok() && !input_shapes.empty()) return g.status().with_context("--input-shape");
+    if (dynamic_dims) *dynamic_dims = std::move(report.dynamic_dims);
+    return g;
+  }
+  if (!input_shapes.empty())
+    return error(StatusCode::invalid_argument, "--input-shape applies to TFLite models; '", path, "' is not one");
   // The 1-token decode step graph of a llama model (docs/llm.md).
   TS_ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, Model::load(path));
   return model->graph();

@@ -19,6 +19,11 @@ struct ImportContext {
   // TFLite tensor index -> graph tensor id (kNoTensor until first used).
   std::vector<TensorId> ids;
   int num_tensors = 0;
+  // Whether a load option changed a model input's shape (then the file's declared shapes
+  // downstream are those of another input size).
+  bool inputs_resized = false;
+  // Per model input: the dims its file leaves dynamic (shape_signature -1).
+  std::vector<std::vector<int64_t>> dynamic_dims;
 
   // The graph tensor for TFLite tensor `index` (created on first use: dtype, shape,
   // quantization and, for constants, the data). `what` names the use for errors.
@@ -27,6 +32,8 @@ struct ImportContext {
   Result<std::vector<int64_t>> const_ints(int32_t index, const std::string& what);
   // Whether graph tensor `id` is one of the subgraph's outputs.
   bool is_model_output(TensorId id) const;
+  // Whether dim `d` of graph tensor `id` is -1 in its file's shape_signature.
+  bool dynamic_in_file(TensorId id, size_t d) const;
   // A fresh activation tensor (for ops the importer splits into several nodes).
   TensorId temp_tensor(const std::string& name, Shape shape, DType dtype, QuantParams q);
 };
@@ -56,6 +63,11 @@ struct OpSite {
   Status add(OpKind kind, std::vector<TensorId> inputs, std::vector<TensorId> outputs,
              AttrMap attrs = {}, const std::string& suffix = "");
 };
+
+// Folds node `n` (just added, the last node of cx.graph) when it is integer shape
+// arithmetic on constants: its outputs become constants and the node is removed
+// (shape_fold.cpp). Returns whether it folded.
+Result<bool> fold_constant_node(ImportContext& cx);
 
 // Builds the nodes for one operator (op_builder.cpp); an unsupported builtin, version or
 // option is an error naming the operator.

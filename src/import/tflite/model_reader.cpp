@@ -98,6 +98,32 @@ Result<QuantParams> read_quant(const ::tflite::QuantizationParameters* q, const 
 
 bool tflite_available() { return true; }
 
+Result<InputShapeOverride> parse_input_shape(const std::string& spec) {
+  const size_t eq = spec.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    return error(StatusCode::invalid_argument, "input shape '", spec, "': expected NAME=D0,D1,... (or INDEX=D0,D1,...)");
+  InputShapeOverride o;
+  o.input = spec.substr(0, eq);
+  const std::string dims = spec.substr(eq + 1);
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    const size_t comma = std::min(dims.find(',', pos), dims.size());
+    const std::string item = dims.substr(pos, comma - pos);
+    int64_t v = 0;
+    bool ok = !item.empty() && item.size() <= 12;
+    for (size_t c = (ok && item[0] == '-') ? 1 : 0; ok && c < item.size(); ++c)
+      ok = item[c] >= '0' && item[c] <= '9';
+    if (ok) ok = item != "-";
+    if (ok) v = std::stoll(item);
+    if (!ok)
+      return error(StatusCode::invalid_argument, "input shape '", spec, "': dim ", o.shape.size(), " '", item,
+                   "' is not an integer");
+    o.shape.push_back(v);
+    pos = comma + 1;
+  }
+  return o;
+}
+
 TensorId ImportContext::temp_tensor(const std::string& name, Shape shape, DType dtype, QuantParams q) {
   Tensor t;
   t.name = name;
@@ -292,7 +318,16 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
     if (t.shape == want) continue;
     const std::string mismatch = "output '" + t.name + "' is declared " + shape_str(t.shape) +
                                  " but the operator produces " + shape_str(want);
-    if (cx.is_model_output(id)) return fail(mismatch + " (a model output keeps its declared shape)");
+    if (cx.is_model_output(id)) {
+      // A model output's declared dims may differ only where they follow a dynamic input:
+      // dims its shape_signature marks -1, or any dim once a load option resized an input.
+      bool follows_input = t.shape.size() == want.size();
+      for (size_t d = 0; follows_input && d < want.size(); ++d)
+        if (t.shape[d] != want[d] && !cx.inputs_resized && !cx.dynamic_in_file(id, d)) follows_input = false;
+      if (!follows_input) return fail(mismatch + " (a model output keeps its declared shape)");
+      t.shape = want;
+      continue;
+    }
     if (t.role != Role::activation || t.data) return fail(mismatch);
     for (size_t k = 0; k < node_index; ++k)
       for (TensorId used : cx.graph.nodes()[k].inputs)
@@ -302,7 +337,19 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
       return fail(mismatch + ", which its per-axis quantization does not fit");
     t.shape = want;
   }
+  TS_ASSIGN_OR_RETURN(bool folded, fold_constant_node(cx));
+  (void)folded;
   return Status::Ok();
+}
+
+bool ImportContext::dynamic_in_file(TensorId id, size_t d) const {
+  for (int i = 0; i < num_tensors; ++i) {
+    if (ids[static_cast<size_t>(i)] != id) continue;
+    const ::tflite::Tensor* ft = subgraph->tensors()->Get(i);
+    const auto* sig = ft ? ft->shape_signature() : nullptr;
+    return sig && d < sig->size() && sig->Get(static_cast<flatbuffers::uoffset_t>(d)) == -1;
+  }
+  return false;
 }
 
 namespace {
@@ -334,7 +381,84 @@ Status control_flow_refusal(const ImportContext& cx, const ::tflite::Operator* o
                "unrolled, one set of builtins per time step, imports)");
 }
 
-Status import_model(ImportContext& cx) {
+// The dims of model input `index` that the file leaves dynamic: -1 in its shape_signature
+// (converters write 1 there in `shape`). A signature of another rank, or other negative
+// values, is an error.
+Result<std::vector<int64_t>> dynamic_dims(const ImportContext& cx, int32_t index, const Tensor& t, const std::string& where) {
+  std::vector<int64_t> dims;
+  const auto* sig = cx.subgraph->tensors()->Get(index)->shape_signature();
+  if (!sig || sig->size() == 0) return dims;
+  if (sig->size() != t.shape.size())
+    return error(StatusCode::invalid_argument, where, ": shape_signature has rank ", sig->size(), ", its shape ",
+                 shape_str(t.shape), " rank ", t.shape.size());
+  for (size_t d = 0; d < sig->size(); ++d) {
+    const int32_t v = sig->Get(static_cast<flatbuffers::uoffset_t>(d));
+    if (v == -1) {
+      dims.push_back(static_cast<int64_t>(d));
+    } else if (v != t.shape[d]) {
+      return error(StatusCode::invalid_argument, where, ": shape_signature dim ", d, " is ", v, ", its shape ",
+                   shape_str(t.shape), " says ", t.shape[d]);
+    }
+  }
+  return dims;
+}
+
+std::string signature_str(const Tensor& t, const std::vector<int64_t>& dynamic) {
+  std::string s = "[";
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (d) s += ",";
+    const bool dyn = std::find(dynamic.begin(), dynamic.end(), static_cast<int64_t>(d)) != dynamic.end();
+    s += dyn ? "-1" : std::to_string(t.shape[d]);
+  }
+  return s + "]";
+}
+
+// Gives the model inputs the shapes in `opts` (their dims the file leaves dynamic).
+Status apply_input_shapes(ImportContext& cx, const ImportOptions& opts) {
+  const Graph& g = cx.graph;
+  std::vector<bool> set(g.inputs.size(), false);
+  for (const InputShapeOverride& o : opts.input_shapes) {
+    size_t k = g.inputs.size();
+    for (size_t i = 0; i < g.inputs.size() && k == g.inputs.size(); ++i)
+      if (g.tensor(g.inputs[i]).name == o.input) k = i;
+    const bool digits = !o.input.empty() && o.input.size() < 10 &&
+                        std::all_of(o.input.begin(), o.input.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (k == g.inputs.size() && digits && std::stoul(o.input) < g.inputs.size()) k = std::stoul(o.input);
+    if (k == g.inputs.size()) {
+      std::string names;
+      for (size_t i = 0; i < g.inputs.size(); ++i) names += (i ? ", " : "") + std::to_string(i) + " '" + g.tensor(g.inputs[i]).name + "'";
+      return error(StatusCode::invalid_argument, "input shape for '", o.input, "': the model has no such input (inputs: ",
+                   names.empty() ? std::string("none") : names, ")");
+    }
+    Tensor& t = cx.graph.tensor(cx.graph.inputs[k]);
+    const std::vector<int64_t>& dynamic = cx.dynamic_dims[k];
+    const std::string where = "input shape for input " + std::to_string(k) + " '" + t.name + "' " + signature_str(t, dynamic);
+    if (set[k]) return error(StatusCode::invalid_argument, where, ": given more than once");
+    set[k] = true;
+    if (o.shape.size() != t.shape.size())
+      return error(StatusCode::invalid_argument, where, ": ", shape_str(o.shape), " has rank ", o.shape.size(),
+                   ", the input has rank ", t.shape.size());
+    Size elems = 1;
+    for (size_t d = 0; d < o.shape.size(); ++d) {
+      const bool dyn = std::find(dynamic.begin(), dynamic.end(), static_cast<int64_t>(d)) != dynamic.end();
+      if (!dyn && !opts.any_dim && o.shape[d] != t.shape[d])
+        return error(StatusCode::invalid_argument, where, ": dim ", d, " is fixed at ", t.shape[d],
+                     " by the model, got ", o.shape[d], " (only dims marked -1 can be set)");
+      if (o.shape[d] < 1 || o.shape[d] > std::numeric_limits<int32_t>::max())
+        return error(StatusCode::invalid_argument, where, ": dim ", d, " is ", o.shape[d], ", it must be in [1, ",
+                     std::numeric_limits<int32_t>::max(), "]");
+      elems *= o.shape[d];
+      if (!elems.ok() || elems.value_or_zero() > kMaxElements)
+        return error(StatusCode::invalid_argument, where, ": ", shape_str(o.shape), " has more than ", kMaxElements,
+                     " elements");
+    }
+    if (t.shape != o.shape) cx.inputs_resized = true;
+    t.shape = o.shape;
+  }
+  return Status::Ok();
+}
+
+Status import_model(ImportContext& cx, const ImportOptions& opts) {
   const auto* m = cx.model;
   if (m->version() != kSchemaVersion)
     return error(StatusCode::unsupported, "tflite schema version ", m->version(), " (expected ", kSchemaVersion, ")");
@@ -353,8 +477,12 @@ Status import_model(ImportContext& cx) {
     if (t.role == Role::state)
       return error(StatusCode::unsupported, "model input ", i, " '", t.name, "' is a variable tensor");
     t.role = Role::input;
+    auto dyn = dynamic_dims(cx, sg->inputs()->Get(i), t, "model input " + std::to_string(i) + " '" + t.name + "'");
+    if (!dyn.ok()) return dyn.status();
+    cx.dynamic_dims.push_back(std::move(*dyn));
     cx.graph.inputs.push_back(id);
   }
+  TS_RETURN_IF_ERROR(apply_input_shapes(cx, opts));
   const auto* codes = m->operator_codes();
   int num_codes = codes ? static_cast<int>(codes->size()) : 0;
   int num_ops = sg->operators() ? static_cast<int>(sg->operators()->size()) : 0;
@@ -400,7 +528,7 @@ Status import_model(ImportContext& cx) {
 
 }  // namespace
 
-Result<Graph> load_tflite_buffer(const ConstData& bytes) {
+Result<Graph> load_tflite_buffer(const ConstData& bytes, const ImportOptions& opts, ImportReport* report) {
   if (!bytes.data || bytes.size < 8)
     return error(StatusCode::invalid_argument, "tflite: file of ", bytes.size, " bytes is too short to be a model");
   if (static_cast<size_t>(bytes.size) > kMaxFlatbufferBytes && !::tflite::ModelBufferHasIdentifier(bytes.data))
@@ -421,13 +549,14 @@ Result<Graph> load_tflite_buffer(const ConstData& bytes) {
   ImportContext cx;
   cx.file = bytes;
   cx.model = ::tflite::GetModel(bytes.data);
-  TS_RETURN_IF_ERROR(import_model(cx));
+  TS_RETURN_IF_ERROR(import_model(cx, opts));
+  if (report) report->dynamic_dims = std::move(cx.dynamic_dims);
   return std::move(cx.graph);
 }
 
-Result<Graph> load_tflite_file(const std::string& path) {
+Result<Graph> load_tflite_file(const std::string& path, const ImportOptions& opts, ImportReport* report) {
   TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bounded(path, kMaxModelFileBytes, "model file"));
-  auto g = load_tflite_buffer(ConstData::from_vector(std::move(bytes)));
+  auto g = load_tflite_buffer(ConstData::from_vector(std::move(bytes)), opts, report);
   if (!g.ok()) return g.status().with_context("model '" + path + "'");
   return g;
 }

@@ -5,6 +5,8 @@
 // shapes.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <numeric>
 
 #include "import/tflite/import_context.h"
 
@@ -245,7 +247,13 @@ Status build_fill(OpSite& s) {
   const Tensor& yt = s.cx.graph.tensor(y);
   if (vt.dtype != DType::f32 && vt.dtype != DType::i32 && vt.dtype != DType::i64)
     return s.fail(std::string("value '") + vt.name + "' of dtype " + dtype_name(vt.dtype) + " is not supported (f32, i32, i64)");
-  if (Shape(dims.begin(), dims.end()) != yt.shape)
+  // An intermediate output takes the dims (its declared shape may be a placeholder, or
+  // that of another input size); a model output must agree.
+  if (Shape(dims.begin(), dims.end()) != yt.shape && yt.role == Role::activation && !yt.data && !s.cx.is_model_output(y) &&
+      std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 1 && d <= (int64_t{1} << 31) - 1; }) &&
+      yt.quant.empty() && std::accumulate(dims.begin(), dims.end(), 1.0, std::multiplies<double>()) <= double(int64_t{1} << 40))
+    s.cx.graph.tensor(y).shape = Shape(dims.begin(), dims.end());
+  if (Shape(dims.begin(), dims.end()) != s.cx.graph.tensor(y).shape)
     return s.fail("dims " + shape_str(Shape(dims.begin(), dims.end())) + " differ from output '" + yt.name + "' " + shape_str(yt.shape));
   return fill_from(s, v, y, "fill");
 }

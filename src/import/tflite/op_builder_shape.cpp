@@ -1,7 +1,8 @@
 // TFLite operators -> Tessera nodes: shape and data-movement operators (reshape, squeeze,
 // transpose, concatenation, pack/unpack, split/split_v, pad, slices, gather, resizes, arg
 // max, cast). DEPTH_TO_SPACE, MIRROR_PAD, TILE, FILL and the like: op_builder_movement.cpp.
-// Shape operands must be constants: Tessera plans static shapes.
+// Shape operands must be constants (or fold to constants at import, shape_fold.cpp):
+// Tessera plans static shapes.
 #include <algorithm>
 #include <cstring>
 
@@ -21,7 +22,64 @@ Result<int64_t> normalize_axis(OpSite& s, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-// RESHAPE / SQUEEZE / EXPAND_DIMS: the output's static shape from the file.
+// The target shape of RESHAPE as the interpreter reads it (reshape.cc GetOutputShape): the
+// shape operand when it is a 1-D i32 tensor, else ReshapeOptions.new_shape (legacy [0] is
+// a scalar). The operand must be constant (or folded at import from constant shape
+// arithmetic); a computed one falls back to the file's declared output shape.
+Result<Shape> reshape_target(OpSite& s, TensorId y) {
+  const Graph& g = s.cx.graph;
+  if (s.has_input(1)) {
+    TS_ASSIGN_OR_RETURN(TensorId st, s.input(1));
+    const Tensor& t = g.tensor(st);
+    if (t.shape.size() == 1 && t.dtype == DType::i32) {
+      if (!t.data) return g.tensor(y).shape;
+      TS_ASSIGN_OR_RETURN(std::vector<int64_t> v, s.const_input(1));
+      return Shape(v.begin(), v.end());
+    }
+  }
+  if (const auto* o = s.op->builtin_options_as_ReshapeOptions(); o && o->new_shape()) {
+    Shape sh(o->new_shape()->begin(), o->new_shape()->end());
+    if (sh == Shape{0}) sh.clear();
+    return sh;
+  }
+  return g.tensor(y).shape;
+}
+
+// SQUEEZE: the input's shape without squeeze_dims (every dim of 1 when none is given).
+Result<Shape> squeeze_target(OpSite& s, const Shape& xs) {
+  const auto* o = s.op->builtin_options_as_SqueezeOptions();
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  std::vector<bool> drop(xs.size(), false);
+  if (o && o->squeeze_dims() && o->squeeze_dims()->size() > 0) {
+    for (int32_t d : *o->squeeze_dims()) {
+      TS_ASSIGN_OR_RETURN(int64_t a, normalize_axis(s, d, rank));
+      if (xs[static_cast<size_t>(a)] != 1)
+        return s.fail("squeeze_dims names dim " + std::to_string(a) + " of size " + std::to_string(xs[a]) + ", not 1");
+      drop[static_cast<size_t>(a)] = true;
+    }
+  } else {
+    for (size_t d = 0; d < xs.size(); ++d) drop[d] = xs[d] == 1;
+  }
+  Shape out;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (!drop[d]) out.push_back(xs[d]);
+  return out;
+}
+
+// EXPAND_DIMS: a dim of 1 inserted at the constant axis (input 1), -1 = after the last.
+Result<Shape> expand_dims_target(OpSite& s, const Shape& xs) {
+  TS_ASSIGN_OR_RETURN(std::vector<int64_t> axis, s.const_input(1));
+  if (axis.size() != 1) return s.fail("axis must be one value, got " + std::to_string(axis.size()));
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t a = axis[0] < 0 ? axis[0] + rank + 1 : axis[0];
+  if (a < 0 || a > rank) return s.fail("axis " + std::to_string(axis[0]) + " is outside [" + std::to_string(-rank - 1) + ", " + std::to_string(rank) + "]");
+  Shape out = xs;
+  out.insert(out.begin() + a, 1);
+  return out;
+}
+
+// RESHAPE / SQUEEZE / EXPAND_DIMS: a reshape to the shape the operator computes from its
+// input (so that it follows an input resized at load).
 Status build_reshape(OpSite& s) {
   if (s.num_inputs() < 1 || s.num_outputs() != 1) return s.fail("expects 1 data input and 1 output");
   TS_ASSIGN_OR_RETURN(TensorId x, s.input(0));
@@ -29,7 +87,24 @@ Status build_reshape(OpSite& s) {
   const Graph& g = s.cx.graph;
   if (g.tensor(x).dtype != g.tensor(y).dtype) return s.fail("input and output dtypes differ");
   if (g.tensor(x).quant != g.tensor(y).quant) return s.fail("input and output quantization differ");
-  return s.add(OpKind::reshape, {x}, {y}, {{"shape", g.tensor(y).shape}});
+  const Shape xs = g.tensor(x).shape;
+  Shape target;
+  if (s.code == T::BuiltinOperator_SQUEEZE) {
+    TS_ASSIGN_OR_RETURN(target, squeeze_target(s, xs));
+  } else if (s.code == T::BuiltinOperator_EXPAND_DIMS) {
+    TS_ASSIGN_OR_RETURN(target, expand_dims_target(s, xs));
+  } else {
+    TS_ASSIGN_OR_RETURN(target, reshape_target(s, y));
+    // One -1 takes the rest of the input's elements: resolved here, so that the node
+    // carries the concrete shape (as it did when it came from the declared output).
+    const auto unknown = std::count(target.begin(), target.end(), int64_t{-1});
+    int64_t known = 1;
+    for (int64_t d : target)
+      if (d != -1) known = d > 0 && known <= (int64_t{1} << 40) / d ? known * d : 0;
+    const int64_t elems = g.tensor(x).elements();
+    if (unknown == 1 && known > 0 && elems % known == 0) *std::find(target.begin(), target.end(), int64_t{-1}) = elems / known;
+  }
+  return s.add(OpKind::reshape, {x}, {y}, {{"shape", target}});
 }
 
 Status build_transpose(OpSite& s) {
@@ -99,7 +174,9 @@ Status build_unpack(OpSite& s) {
     Shape sh = size;
     TensorId part = s.cx.temp_tensor(xt.name + "/unpack_" + std::to_string(k), sh, xt.dtype, xt.quant);
     TS_RETURN_IF_ERROR(s.add(OpKind::slice, {x}, {part}, {{"begin", begin}, {"size", size}}, " part " + std::to_string(k)));
-    TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {part}, {y}, {{"shape", s.cx.graph.tensor(y).shape}},
+    Shape squeezed = sh;
+    squeezed.erase(squeezed.begin() + axis);
+    TS_RETURN_IF_ERROR(s.add(OpKind::reshape, {part}, {y}, {{"shape", squeezed}},
                              " output " + std::to_string(k)));
   }
   return Status::Ok();

@@ -24,6 +24,7 @@ struct OpTensor {
   std::vector<float> scales;  // non-empty: per-channel quantization (zero points 0)
   int32_t quantized_dimension = 0;
   bool variable = false;      // a variable tensor (state the interpreter keeps between runs)
+  std::vector<int32_t> shape_signature;  // non-empty: -1 marks a dynamic dim (`shape` holds 1 there)
 };
 
 // An activation tensor, and a constant one.
@@ -94,7 +95,8 @@ struct SingleOpModel {
         std::vector<int64_t> z = {t.zero_point};
         q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
       }
-      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable));
+      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable, 0,
+                                         t.shape_signature.empty() ? nullptr : &t.shape_signature));
     }
     std::vector<int32_t> ins = model_inputs;
     if (ins.empty())
