@@ -9,6 +9,7 @@
 #include "device_plugin/colpad4_format.h"
 #include "tessera/backend/convert.h"
 #include "tessera/backend/device.h"
+#include "tessera/backend/plan.h"
 #include "tessera/format_registry.h"
 #include "tessera/session.h"
 

@@ -33,9 +33,11 @@
 // The interpreter's peephole product runs over P values per batch row (it passes n_output
 // where the vector has n_cell), which is not an LSTM when P != C: such nodes are refused.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,20 @@ struct IntegerLstm : PreparedKernel {
 // int32 arithmetic as the interpreter does it, wrapping instead of overflowing (only
 // absurd sizes or biases get there; real models stay far inside int32).
 int32_t wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
+
+// v . row, modulo 2^32 (all that wrap32 keeps of the interpreter's int32 sum): int32 partial
+// sums of at most 65536 products (each at most 2^14, so no overflow), which the compiler
+// vectorises, added with wrapping. The bits of the int64 sum wrapped once.
+uint32_t dot_mod32(const int8_t* v, const int8_t* row, int64_t n) {
+  uint32_t total = 0;
+  for (int64_t k0 = 0; k0 < n; k0 += 65536) {
+    const int64_t k1 = std::min<int64_t>(n, k0 + 65536);
+    int32_t s = 0;
+    for (int64_t k = k0; k < k1; ++k) s += int32_t{v[k]} * int32_t{row[k]};
+    total += static_cast<uint32_t>(s);
+  }
+  return total;
+}
 
 // Row sums of an int8 [rows, cols] matrix times `scalar`, added to `out` (TFLite's
 // MatrixScalarMultiplyAccumulate).
@@ -200,16 +216,34 @@ Status integer_params(const Graph& g, const Node& n, IntegerLstm& p) {
   return Status::Ok();
 }
 
+// fx16::logistic or fx16::tanh of every int16 input read with `int_bits` integer bits,
+// computed once per process: each gate value is then one load instead of gemmlowp's
+// fixed-point evaluation (exp by a barrel shifter, Newton-Raphson divisions), with the
+// same bits by construction. 128 KiB a table; the LSTM uses int_bits 3 (the gates) and
+// 15 + the cell state's power-of-two exponent (0..6, tanh of the cell).
+const int16_t* activation_table(bool is_tanh, int int_bits) {
+  constexpr int kMaxBits = 15;
+  static std::array<std::once_flag, 2 * (kMaxBits + 1)> once;
+  static std::array<std::vector<int16_t>, 2 * (kMaxBits + 1)> tables;
+  const size_t k = static_cast<size_t>((is_tanh ? kMaxBits + 1 : 0) + int_bits);
+  std::call_once(once[k], [&] {
+    std::vector<int16_t>& t = tables[k];
+    t.resize(65536);
+    for (int32_t x = -32768; x <= 32767; ++x)
+      t[static_cast<size_t>(x + 32768)] = is_tanh ? fx16::tanh(static_cast<int16_t>(x), int_bits)
+                                                  : fx16::logistic(static_cast<int16_t>(x), int_bits);
+  });
+  return tables[k].data() + 32768;  // indexed by the int16 value itself
+}
+
 int16_t sat16(int32_t v) { return static_cast<int16_t>(std::min(std::max(v, -32768), 32767)); }
 
 // gate[j] = sat16(M(bias[j] + v . m[j]) + gate[j]) for an int8 vector v and int8 matrix m.
 void accumulate(const int8_t* v, const int8_t* m, const int32_t* bias, const q::Multiplier& mult, int64_t rows,
                 int64_t cols, int16_t* gate) {
   for (int64_t j = 0; j < rows; ++j) {
-    int64_t acc = bias[j];
-    const int8_t* row = m + j * cols;
-    for (int64_t k = 0; k < cols; ++k) acc += int32_t{v[k]} * row[k];
-    gate[j] = sat16(wrap32(int64_t{q::multiply(wrap32(acc), mult)} + gate[j]));
+    const auto acc = static_cast<int32_t>(static_cast<uint32_t>(bias[j]) + dot_mod32(v, m + j * cols, cols));
+    gate[j] = sat16(wrap32(int64_t{q::multiply(acc, mult)} + gate[j]));
   }
 }
 
@@ -243,6 +277,12 @@ void apply_layer_norm(int16_t* gate, const int16_t* coef, const int32_t* bias, c
 Result<std::unique_ptr<PreparedKernel>> prepare_lstm_integer(const Graph& g, const Node& n) {
   auto p = std::make_unique<IntegerLstm>();
   TS_RETURN_IF_ERROR(integer_params(g, n, *p));
+  // The activation tables are built here, at load, so the first run costs what the others do.
+  if (p->cell_shift >= -15 && p->cell_shift <= 0) {
+    activation_table(false, 3);
+    activation_table(true, 3);
+    activation_table(true, 15 + p->cell_shift);
+  }
   return std::unique_ptr<PreparedKernel>(std::move(p));
 }
 
@@ -267,6 +307,10 @@ Status lstm_integer(KernelContext& c) {
     if (v.size() < static_cast<size_t>(C)) v.resize(static_cast<size_t>(C));
   if (m.size() < static_cast<size_t>(C)) m.resize(static_cast<size_t>(C));
   const int cell_bits = 15 + p.cell_shift;  // integer bits of c as a Q(n).(15-n) value
+  if (cell_bits < 0 || cell_bits > 15) return kernel_error(c.n, "cell state scale 2^" + std::to_string(p.cell_shift) + " is outside 2^-15..2^0");
+  const int16_t* logistic3 = activation_table(false, 3);
+  const int16_t* tanh3 = activation_table(true, 3);
+  const int16_t* tanh_cell = activation_table(true, cell_bits);
   for (int64_t b = 0; b < d.batch; ++b) {
     int8_t* h = hs + b * P;
     int16_t* cell = cs + b * C;
@@ -286,7 +330,8 @@ Status lstm_integer(KernelContext& c) {
         }
         if (d.layer_norm)
           apply_layer_norm(gk, c.in[layer_norm(k)].as<int16_t>(), c.in[bias(k)].as<int32_t>(), gp.m_norm, gp.variance_guard, C);
-        for (int64_t j = 0; j < C; ++j) gk[j] = k == kCell ? fx16::tanh(gk[j], 3) : fx16::logistic(gk[j], 3);
+        const int16_t* act = k == kCell ? tanh3 : logistic3;
+        for (int64_t j = 0; j < C; ++j) gk[j] = act[gk[j]];
       };
       compute(kForget);
       compute(kCell);
@@ -303,16 +348,15 @@ Status lstm_integer(KernelContext& c) {
       }
       compute(kOutput);  // its peephole reads the updated cell state
       for (int64_t j = 0; j < C; ++j) {
-        const int32_t prod = int32_t{gate[kOutput][j]} * fx16::tanh(cell[j], cell_bits);
+        const int32_t prod = int32_t{gate[kOutput][j]} * tanh_cell[cell[j]];
         const int64_t code = int64_t{q::multiply(prod, p.m_hidden)} - p.hidden_zero_point;
         m[static_cast<size_t>(j)] = static_cast<int8_t>(std::min<int64_t>(std::max<int64_t>(code, -128), 127));
       }
       if (wp) {
         for (int64_t o = 0; o < P; ++o) {
-          int64_t acc = p.bias_p[static_cast<size_t>(o)];
-          const int8_t* row = wp + o * C;
-          for (int64_t k = 0; k < C; ++k) acc += int32_t{m[static_cast<size_t>(k)]} * row[k];
-          int64_t v = int64_t{q::multiply(wrap32(acc), p.m_proj)} + p.h_zero_point;
+          const auto acc =
+              static_cast<int32_t>(static_cast<uint32_t>(p.bias_p[static_cast<size_t>(o)]) + dot_mod32(m.data(), wp + o * C, C));
+          int64_t v = int64_t{q::multiply(acc, p.m_proj)} + p.h_zero_point;
           v = std::min<int64_t>(std::max<int64_t>(v, -128), 127);
           if (p.proj_clip > 0) v = std::min<int64_t>(std::max<int64_t>(v, -p.proj_clip), p.proj_clip);
           h[o] = static_cast<int8_t>(v);
