@@ -70,6 +70,16 @@ Status build_depth_space(OpSite& s, bool to_space) {
   return s.add(OpKind::reshape, {t}, {y}, {{"shape", out}});
 }
 
+// The gathers' constant index vectors are made here, one int32 per output position along
+// each axis: an axis longer than this (from a file's shape or multiples) is refused before
+// anything is allocated (16,777,216 indices: 64 MiB).
+constexpr int64_t kMaxGatherIndices = int64_t{1} << 24;
+Status check_index_count(OpSite& s, int64_t count, int64_t axis, const std::string& what) {
+  if (count <= kMaxGatherIndices) return Status::Ok();
+  return s.fail(what + " axis " + std::to_string(axis) + " would have " + std::to_string(count) +
+                " positions; more than " + std::to_string(kMaxGatherIndices) + " along one axis is not supported");
+}
+
 // y = x gathered along each listed axis in turn, axis d at the constant indices given for
 // it (i32 weights made here); no axis: a reshape copies x. The data movement of MIRROR_PAD,
 // TILE and BROADCAST_TO, which copy values: y must carry x's dtype and quantization.
@@ -132,6 +142,7 @@ Status build_mirror_pad(OpSite& s) {
   std::vector<std::pair<int64_t, std::vector<int32_t>>> steps;
   for (int64_t d : padded_axes) {
     const int64_t before = pads[2 * d], after = pads[2 * d + 1], n = xt.shape[d], len = n + before + after;
+    TS_RETURN_IF_ERROR(check_index_count(s, len, d, "the padded"));
     std::vector<int32_t> index(static_cast<size_t>(len));
     for (int64_t j = 0; j < len; ++j) {
       int64_t k = j;  // GetInputDimension
@@ -168,6 +179,7 @@ Status build_tile(OpSite& s) {
       return s.fail("multiple " + std::to_string(m) + " of axis " + std::to_string(d) + " of input '" + xt.name +
                     "' must be >= 1 (and the tiled size below 2^31)");
     if (m == 1) continue;
+    TS_RETURN_IF_ERROR(check_index_count(s, n * m, static_cast<int64_t>(d), "the tiled"));
     std::vector<int32_t> index(static_cast<size_t>(n * m));
     for (int64_t j = 0; j < n * m; ++j) index[static_cast<size_t>(j)] = static_cast<int32_t>(j % n);
     steps.emplace_back(static_cast<int64_t>(d), std::move(index));
@@ -197,6 +209,7 @@ Status build_broadcast_to(OpSite& s) {
     if (ranked[d] != 1 || target[d] < 1 || target[d] > (int64_t{1} << 31) - 1)
       return s.fail("input '" + xt.name + "' " + shape_str(xt.shape) + " does not broadcast to " +
                     shape_str(Shape(target.begin(), target.end())) + " (axis " + std::to_string(d) + ")");
+    TS_RETURN_IF_ERROR(check_index_count(s, target[d], static_cast<int64_t>(d), "the broadcast"));
     steps.emplace_back(static_cast<int64_t>(d), std::vector<int32_t>(static_cast<size_t>(target[d]), 0));
   }
   TensorId src = x;

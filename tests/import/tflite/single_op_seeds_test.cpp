@@ -413,3 +413,42 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// MIRROR_PAD, TILE and BROADCAST_TO become gathers with one constant index per output position
+// along an axis: an axis longer than 16,777,216 (from the file's multiples, target shape or
+// input dims) is refused by name before any index is allocated (a fuzzed BROADCAST_TO target of
+// 2^30 once asked for 6.6 GB: fuzz/regressions/tflite_fuzz/broadcast_to_huge_axis_oom).
+TEST(TfliteSingleOpSeeds, HugeGatherAxesAreRefusedBeforeAllocating) {
+  auto refused = [](SingleOpModel m, const std::string& op, const std::string& what) {
+    auto g = tflite::load_tflite_buffer(ConstData::from_vector(m.bytes()));
+    ASSERT_FALSE(g.ok()) << op;
+    const std::string msg = g.status().to_string();
+    EXPECT_NE(msg.find(op), std::string::npos) << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    EXPECT_NE(msg.find("more than 16777216 along one axis"), std::string::npos) << msg;
+  };
+  SingleOpModel b = broadcast_to_model();
+  b.tensors[1] = testing::constant("shape", T::TensorType_INT32, {3}, testing::int32_bytes({1 << 30, 3, 4}));
+  b.tensors[2].shape = {1 << 30, 3, 4};
+  refused(b, "BROADCAST_TO", "the broadcast axis 0 would have 1073741824 positions");
+  SingleOpModel t = tile_model();
+  t.tensors[1] = testing::constant("multiples", T::TensorType_INT32, {2}, testing::int32_bytes({(1 << 23) + 1, 1}));
+  t.tensors[2].shape = {(1 << 24) + 2, 3};
+  refused(t, "TILE", "the tiled axis 0 would have 16777218 positions");
+  SingleOpModel p = mirror_pad_model();
+  p.tensors[0].shape = {3, 1 << 24};
+  p.tensors[2].shape = {6, (1 << 24) + 3};
+  refused(p, "MIRROR_PAD", "the padded axis 1 would have 16777219 positions");
+  // At the limit itself the broadcast imports.
+  SingleOpModel ok = broadcast_to_model();
+  ok.tensors[1] = testing::constant("shape", T::TensorType_INT32, {3}, testing::int32_bytes({1 << 24, 3, 1}));
+  ok.tensors[0].shape = {3, 1};
+  ok.tensors[2].shape = {1 << 24, 3, 1};
+  EXPECT_TRUE(tflite::load_tflite_buffer(ConstData::from_vector(ok.bytes())).ok());
+}
+
+}  // namespace
+}  // namespace tessera
