@@ -70,9 +70,9 @@ Status build_depth_space(OpSite& s, bool to_space) {
   return s.add(OpKind::reshape, {t}, {y}, {{"shape", out}});
 }
 
-// The gathers' constant index vectors are made here, one int32 per output position along
-// each axis: an axis longer than this (from a file's shape or multiples) is refused before
-// anything is allocated (16,777,216 indices: 64 MiB).
+// The gathers' constant index vectors (MIRROR_PAD, TILE, BROADCAST_TO, FILL, ZEROS_LIKE) are
+// made here, one int32 per output position along each axis: an axis longer than this (from a
+// file's shape or multiples) is refused before anything is allocated (16,777,216 indices: 64 MiB).
 constexpr int64_t kMaxGatherIndices = int64_t{1} << 24;
 Status check_index_count(OpSite& s, int64_t count, int64_t axis, const std::string& what) {
   if (count <= kMaxGatherIndices) return Status::Ok();
@@ -240,6 +240,7 @@ Status fill_from(OpSite& s, TensorId v, TensorId y, const std::string& what) {
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] < 1 || out[d] > (int64_t{1} << 31) - 1)
       return s.fail("output '" + s.cx.graph.tensor(y).name + "' " + shape_str(out) + " has an empty or oversized dim");
+    TS_RETURN_IF_ERROR(check_index_count(s, out[d], static_cast<int64_t>(d), "the output's"));
     if (out[d] > 1) steps.emplace_back(static_cast<int64_t>(d), std::vector<int32_t>(static_cast<size_t>(out[d]), 0));
   }
   if (steps.empty()) return s.add(OpKind::reshape, {v}, {y}, {{"shape", out}});

@@ -417,10 +417,10 @@ TEST(TfliteSingleOpSeeds, FuzzSeedsAreTheSingleOpModelsAndRun) {
 namespace tessera {
 namespace {
 
-// MIRROR_PAD, TILE and BROADCAST_TO become gathers with one constant index per output position
+// MIRROR_PAD, TILE, BROADCAST_TO, FILL and ZEROS_LIKE become gathers with one constant index per output position
 // along an axis: an axis longer than 16,777,216 (from the file's multiples, target shape or
 // input dims) is refused by name before any index is allocated (a fuzzed BROADCAST_TO target of
-// 2^30 once asked for 6.6 GB: fuzz/regressions/tflite_fuzz/broadcast_to_huge_axis_oom).
+// 2^30 once asked for 6.6 GB, a ZEROS_LIKE 3 GB: fuzz/regressions/tflite_fuzz/*_huge_axis_oom).
 TEST(TfliteSingleOpSeeds, HugeGatherAxesAreRefusedBeforeAllocating) {
   auto refused = [](SingleOpModel m, const std::string& op, const std::string& what) {
     auto g = tflite::load_tflite_buffer(ConstData::from_vector(m.bytes()));
@@ -442,6 +442,8 @@ TEST(TfliteSingleOpSeeds, HugeGatherAxesAreRefusedBeforeAllocating) {
   p.tensors[0].shape = {3, 1 << 24};
   p.tensors[2].shape = {6, (1 << 24) + 3};
   refused(p, "MIRROR_PAD", "the padded axis 1 would have 16777219 positions");
+  SingleOpModel z = unary_model(T::BuiltinOperator_ZEROS_LIKE, T::TensorType_INT32, {4, (1 << 24) + 1}, {4, (1 << 24) + 1});
+  refused(z, "ZEROS_LIKE", "the output's axis 1 would have 16777217 positions");
   // At the limit itself the broadcast imports.
   SingleOpModel ok = broadcast_to_model();
   ok.tensors[1] = testing::constant("shape", T::TensorType_INT32, {3}, testing::int32_bytes({1 << 24, 3, 1}));
