@@ -440,11 +440,9 @@ Status build_fully_connected(OpSite& s) {
   const Tensor& wt = s.cx.graph.tensor(w);
   if (wt.shape.size() != 2) return s.fail("weights '" + wt.name + "' must be rank 2, got " + shape_str(wt.shape));
   TS_RETURN_IF_ERROR(check_weights(s, x, w, b, y, 0));
-  // FullyConnectedOptions.asymmetric_quantize_inputs (field 3, vtable offset 10) is newer
-  // than the schema the project compiles. It matters only for hybrid weights (f32 input):
-  // each input row then gets its own zero point (hybrid.cpp).
-  constexpr flatbuffers::voffset_t kAsymmetricQuantizeInputs = 10;
-  if (o && reinterpret_cast<const flatbuffers::Table*>(o)->GetField<uint8_t>(kAsymmetricQuantizeInputs, 0) != 0 &&
+  // FullyConnectedOptions.asymmetric_quantize_inputs matters only for hybrid weights (f32
+  // input): each input row then gets its own zero point (hybrid.cpp).
+  if (o && o->asymmetric_quantize_inputs() &&
       s.cx.graph.tensor(x).dtype == DType::f32 && wt.dtype != DType::f32) {
     if (wt.shape[1] > q::kAsymmetricHybridMaxDepth)
       return s.fail("asymmetric_quantize_inputs with weights '" + wt.name + "' of depth " + std::to_string(wt.shape[1]) +
