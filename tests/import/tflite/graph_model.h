@@ -55,24 +55,7 @@ struct GraphModel {
     std::vector<flatbuffers::Offset<T::SubGraph>> sgs;
     for (const GraphSubgraph& sg : subgraphs) {
       std::vector<flatbuffers::Offset<T::Tensor>> ts;
-      for (const OpTensor& t : sg.tensors) {
-        uint32_t buffer = 0;
-        if (!t.data.empty()) {
-          buffer = static_cast<uint32_t>(buffers.size());
-          buffers.push_back(T::CreateBufferDirect(fb, &t.data));
-        }
-        flatbuffers::Offset<T::QuantizationParameters> q = 0;
-        if (!t.scales.empty()) {
-          std::vector<int64_t> z(t.scales.size(), 0);
-          q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &t.scales, &z, T::QuantizationDetails_NONE, 0,
-                                                    t.quantized_dimension);
-        } else if (t.scale > 0) {
-          std::vector<float> s = {t.scale};
-          std::vector<int64_t> z = {t.zero_point};
-          q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
-        }
-        ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable));
-      }
+      for (const OpTensor& t : sg.tensors) ts.push_back(write_tensor(fb, t, buffers));
       std::vector<flatbuffers::Offset<T::Operator>> ops;
       for (const GraphOp& o : sg.ops) {
         auto opts = o.options ? o.options(fb) : std::make_pair(T::BuiltinOptions_NONE, flatbuffers::Offset<void>());

@@ -28,15 +28,7 @@ struct MultiOpModel {
     flatbuffers::FlatBufferBuilder fb;
     std::vector<flatbuffers::Offset<T::Buffer>> buffers = {T::CreateBufferDirect(fb)};
     std::vector<flatbuffers::Offset<T::Tensor>> ts;
-    for (const OpTensor& t : tensors) {
-      uint32_t buffer = 0;
-      if (!t.data.empty()) {
-        buffer = static_cast<uint32_t>(buffers.size());
-        buffers.push_back(T::CreateBufferDirect(fb, &t.data));
-      }
-      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), 0, false, 0,
-                                         t.shape_signature.empty() ? nullptr : &t.shape_signature));
-    }
+    for (const OpTensor& t : tensors) ts.push_back(write_tensor(fb, t, buffers));
     std::vector<flatbuffers::Offset<T::Operator>> ops_fb;
     std::vector<flatbuffers::Offset<T::OperatorCode>> codes;
     for (const ModelOp& op : ops) {

@@ -54,6 +54,30 @@ inline std::vector<uint8_t> int32_bytes(const std::vector<int32_t>& v) {
   return b;
 }
 
+// Writes `t` into `fb`: its constant bytes as a new buffer (appended to `buffers`), its
+// quantization (per tensor, or per channel with zero points 0), its shape signature.
+inline flatbuffers::Offset<::tflite::Tensor> write_tensor(flatbuffers::FlatBufferBuilder& fb, const OpTensor& t,
+                                                          std::vector<flatbuffers::Offset<::tflite::Buffer>>& buffers) {
+  namespace T = ::tflite;
+  uint32_t buffer = 0;
+  if (!t.data.empty()) {
+    buffer = static_cast<uint32_t>(buffers.size());
+    buffers.push_back(T::CreateBufferDirect(fb, &t.data));
+  }
+  flatbuffers::Offset<T::QuantizationParameters> q = 0;
+  if (!t.scales.empty()) {
+    std::vector<int64_t> z(t.scales.size(), 0);
+    q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &t.scales, &z, T::QuantizationDetails_NONE, 0,
+                                              t.quantized_dimension);
+  } else if (t.scale > 0) {
+    std::vector<float> s = {t.scale};
+    std::vector<int64_t> z = {t.zero_point};
+    q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
+  }
+  return T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable, 0,
+                               t.shape_signature.empty() ? nullptr : &t.shape_signature);
+}
+
 // The operator's options: its union type and the table written into `fb`.
 using OptionsWriter = std::function<std::pair<::tflite::BuiltinOptions, flatbuffers::Offset<void>>(flatbuffers::FlatBufferBuilder&)>;
 
@@ -79,25 +103,7 @@ struct SingleOpModel {
     flatbuffers::FlatBufferBuilder fb;
     std::vector<flatbuffers::Offset<T::Buffer>> buffers = {T::CreateBufferDirect(fb)};
     std::vector<flatbuffers::Offset<T::Tensor>> ts;
-    for (const OpTensor& t : tensors) {
-      uint32_t buffer = 0;
-      if (!t.data.empty()) {
-        buffer = static_cast<uint32_t>(buffers.size());
-        buffers.push_back(T::CreateBufferDirect(fb, &t.data));
-      }
-      flatbuffers::Offset<T::QuantizationParameters> q = 0;
-      if (!t.scales.empty()) {
-        std::vector<int64_t> z(t.scales.size(), 0);
-        q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &t.scales, &z, T::QuantizationDetails_NONE, 0,
-                                                  t.quantized_dimension);
-      } else if (t.scale > 0) {
-        std::vector<float> s = {t.scale};
-        std::vector<int64_t> z = {t.zero_point};
-        q = T::CreateQuantizationParametersDirect(fb, nullptr, nullptr, &s, &z);
-      }
-      ts.push_back(T::CreateTensorDirect(fb, &t.shape, t.type, buffer, t.name.c_str(), q, t.variable, 0,
-                                         t.shape_signature.empty() ? nullptr : &t.shape_signature));
-    }
+    for (const OpTensor& t : tensors) ts.push_back(write_tensor(fb, t, buffers));
     std::vector<int32_t> ins = model_inputs;
     if (ins.empty())
       for (int32_t i : op_inputs)
