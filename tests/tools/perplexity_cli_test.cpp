@@ -81,7 +81,9 @@ TEST_F(PerplexityCli, AgreesWithLlamaPerplexity) {
       // measured 0.18% with Q8_K activations against the K-quant weights as llama.cpp
       // rounds them (0.21% with exact f32 activations; 7 of the 9 chunks moved closer).
       // llama.cpp's own figure moves by 0.1% with -b 128 (1269534011.2285)
-      // and its per-chunk figures by up to 1.5% with the batch size.
+      // and its per-chunk figures by up to 1.5% with the batch size; a later llama.cpp reads
+      // 1276400039.8 (flash attention on), 1281868542.1 with -fa off, 1271108566.8 with -nr.
+      // How far the two programs' distributions are apart: KlDivergenceAgreesWithLlamaPerplexity.
       {"models/gguf/kquant/kq-llama-256d-4L-Q4_K_M.gguf", 1270818618.8829, 362375433.87138,
        {1980626394.3665, 957816930.0613, 1258709905.0508, 1415218576.2062, 1501008735.9675, 1262526569.3716,
         1200696169.2912, 1390834997.6767, 1270818618.8829},
