@@ -94,6 +94,12 @@ if [ -f fuzz/jinja_fuzz.cpp ]; then
   run_target jinja_fuzz "$SHARED"/templates/chat/*.jinja
 fi
 
+# The base log-probability files of `perplexity --kl-divergence`: its seeds (a small valid
+# file: 4-token context, 3-token vocabulary, 2 chunks) are in fuzz/regressions/kld_fuzz.
+if [ -f fuzz/kld_fuzz.cpp ]; then
+  run_target kld_fuzz
+fi
+
 # The rknpu register streams: the target builds its own valid tasks and mutates them; the
 # seeds pick each task once (byte 0) with no rewrite.
 if [ -f fuzz/rknpu_regcmd_fuzz.cpp ]; then
