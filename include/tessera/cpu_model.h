@@ -21,6 +21,8 @@
 
 namespace tessera {
 
+struct Plan;  // tessera/backend/plan.h
+
 struct TESSERA_API CpuCoreModel {
   std::string name;                  // "rk3588-a76": the name DeviceProperties::board_cpu gives
   std::string description;           // one line for reports
@@ -63,5 +65,12 @@ TESSERA_API CpuNodeCost cpu_node_cost(const CpuCoreModel& m, const Graph& g, con
 // two passes (device format -> host layout, host layout -> the other device's format);
 // set_input and read_output are one each.
 TESSERA_API CpuNodeCost cpu_conversion_cost(const CpuCoreModel& m, const Format& from, const Format& to);
+
+// Per node of `plan.graph`, what one core of `m` spends when the device `board_device` (an
+// index into plan.devices) is the board's accelerator: its own nodes are not priced
+// (seconds < 0, rule "device"); every other node is (a reshape the planner made a view
+// counts as one), and a transfer is two conversion passes (its source format to the host
+// layout, the host layout to its destination format). Sessions and `tessera inspect` use it.
+TESSERA_API std::vector<CpuNodeCost> plan_cpu_costs(const CpuCoreModel& m, const Plan& plan, int board_device);
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 // sources, and the rule per op kind. The published figures it is checked against are in
 // docs/rknpu.md "Frame time" and tests/runtime/cpu_model_test.cpp.
 #include "tessera/cpu_model.h"
+#include "tessera/backend/plan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -194,6 +195,29 @@ const CpuCoreModel* find_cpu_core_model(const std::string& name) {
 }
 
 bool CpuNodeCost::known() const { return std::strcmp(rule, "generic") != 0; }
+
+std::vector<CpuNodeCost> plan_cpu_costs(const CpuCoreModel& m, const Plan& plan, int board_device) {
+  const Graph& g = plan.graph;
+  std::vector<CpuNodeCost> costs(g.nodes().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op == OpKind::transfer) {
+      const Format host = g.tensor(n.inputs[0]).host_format();
+      const CpuNodeCost a = cpu_conversion_cost(m, plan.tensors[n.inputs[0]].format, host);
+      const CpuNodeCost b = cpu_conversion_cost(m, host, plan.tensors[n.outputs[0]].format);
+      costs[i] = a;
+      costs[i].seconds += b.seconds, costs[i].compute_seconds += b.compute_seconds;
+      costs[i].memory_seconds += b.memory_seconds, costs[i].bytes += b.bytes;
+    } else if (i < plan.nodes.size() && plan.nodes[i].device == board_device) {
+      costs[i].seconds = -1;
+      costs[i].rule = "device";
+    } else {
+      const bool view = n.op == OpKind::reshape && plan.tensors[n.outputs[0]].alias != kNoTensor;
+      costs[i] = cpu_node_cost(m, g, n, view);
+    }
+  }
+  return costs;
+}
 
 CpuNodeCost cpu_node_cost(const CpuCoreModel& m, const Graph& g, const Node& n, bool view) {
   double in_bytes = 0, in_elems = 0;

@@ -305,18 +305,8 @@ Status Session::Impl::model_board_cpu() {
     return error(StatusCode::invalid_argument, "device '", plan_.devices[board_dev]->name(), "' names board cpu '", name,
                  "', which has no cpu core model (tessera/cpu_model.h)");
   board_cpu_ = m->name;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = g.nodes()[i];
-    if (n.op == OpKind::transfer) {
-      const Tensor& t = g.tensor(n.inputs[0]);
-      const Format host = t.host_format();
-      board_seconds_[i] = cpu_conversion_cost(*m, plan_.tensors[n.inputs[0]].format, host).seconds +
-                          cpu_conversion_cost(*m, host, plan_.tensors[n.outputs[0]].format).seconds;
-    } else if (plan_.nodes[i].device != board_dev) {
-      const bool view = plan_.tensors[n.outputs[0]].alias != kNoTensor && n.op == OpKind::reshape;
-      board_seconds_[i] = cpu_node_cost(*m, g, n, view).seconds;
-    }
-  }
+  const std::vector<CpuNodeCost> costs = plan_cpu_costs(*m, plan_, board_dev);
+  for (size_t i = 0; i < costs.size(); ++i) board_seconds_[i] = costs[i].seconds;
   board_io_seconds_ = 0;
   for (const std::vector<TensorId>* ids : {&g.inputs, &g.outputs})
     for (TensorId id : *ids) {

@@ -130,6 +130,37 @@ TEST_F(VisionCli, BenchFrameTimeCountsTheCpuShare) {
   EXPECT_EQ(out_.find("frame time"), std::string::npos) << out_;
 }
 
+// inspect on the rknpu device model prices each cpu node and transfer on the board's
+// Cortex-A76 (the rule it used), sums them, and names the ops priced by the generic rule.
+TEST_F(VisionCli, InspectPricesTheCpuShareOnTheBoard) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  ASSERT_EQ(run("inspect " + model + " --device rknpu"), 0) << err_;
+  auto line_of = [&](const std::string& what) {
+    const size_t at = out_.find(what);
+    return at == std::string::npos ? std::string() : out_.substr(at, out_.find('\n', at) - at);
+  };
+  EXPECT_NE(line_of("op 62 (LOGISTIC v1)").find("[rk3588-a76 0."), std::string::npos) << out_;
+  EXPECT_NE(line_of("op 62 (LOGISTIC v1)").find(" ms: table lookup]"), std::string::npos) << out_;
+  EXPECT_NE(line_of("op 63 (CUSTOM 'TFLite_Detection_PostProcess' v1)").find(" ms: generic]"), std::string::npos) << out_;
+  EXPECT_NE(line_of("BoxPredictor_0/ClassPredictor/BiasAdd rknpu->cpu").find(" ms: layout conversion]"), std::string::npos)
+      << out_;
+  EXPECT_EQ(line_of("op 1 (CONV_2D").find("rk3588-a76"), std::string::npos) << out_;  // the NPU's own
+  const std::string sum = line_of("board cpu (");
+  double nodes = 0, transfers = 0;
+  ASSERT_EQ(std::sscanf(sum.c_str(),
+                        "board cpu (one Cortex-A76 core of the RK3588 at 2.4 GHz, modelled): %lf ms on the other "
+                        "devices' nodes, %lf ms in transfers",
+                        &nodes, &transfers),
+            2)
+      << sum;
+  EXPECT_GT(nodes, 0.05) << sum;
+  EXPECT_GT(transfers, 0.0) << sum;
+  EXPECT_NE(sum.find("; priced by the generic rule: detection_postprocess x1"), std::string::npos) << sum;
+  ASSERT_EQ(run("inspect " + model), 0) << err_;  // the cpu alone: no board
+  EXPECT_EQ(out_.find("board cpu ("), std::string::npos);
+  EXPECT_EQ(out_.find("rk3588-a76"), std::string::npos);
+}
+
 // bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread
 // over the three cores (modelled); refused where there is no multi-core device model.
 TEST_F(VisionCli, BenchStreamsUseTheThreeNpuCores) {
