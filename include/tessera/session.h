@@ -37,11 +37,20 @@ struct TESSERA_API RunProfile {
     std::string device;
     double host_seconds = 0;
     double modelled_seconds = -1;  // < 0: not modelled
+    // The node's time on one core of the board's cpu (tessera/cpu_model.h), for the nodes
+    // of the cpu and the transfers of a session on a device model that names its board's
+    // cpu (DeviceProperties::board_cpu, e.g. the rknpu's Cortex-A76); < 0: not modelled.
+    double board_seconds = -1;
   };
   std::vector<Item> nodes;
   double host_seconds = 0;          // whole run, measured
   double modelled_seconds = 0;      // sum of modelled device time (device models only)
   int64_t transfer_bytes = 0;       // bytes moved between devices / formats
+  // With a board cpu model (above): its name ("rk3588-a76", empty without one) and the time
+  // its core spends per run converting the inputs to their devices' formats (set_input) and
+  // the outputs back (read_output), which no node of the run holds.
+  std::string board_cpu;
+  double board_io_seconds = 0;
 };
 
 class TESSERA_API Session {

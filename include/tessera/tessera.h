@@ -3,6 +3,7 @@
 // Link with the CMake target Tessera::tessera (find_package(Tessera)) or `pkg-config tessera`.
 #pragma once
 
+#include "tessera/cpu_model.h"
 #include "tessera/generate.h"
 #include "tessera/model.h"
 #include "tessera/session.h"

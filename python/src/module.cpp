@@ -233,6 +233,8 @@ class PyModel {
     d["host_seconds"] = p.host_seconds;
     d["modelled_seconds"] = p.modelled_seconds;
     d["transfer_bytes"] = p.transfer_bytes;
+    d["board_cpu"] = p.board_cpu;  // the board cpu model's name ("rk3588-a76"), empty without one
+    d["board_io_seconds"] = p.board_io_seconds;
     py::list nodes;
     for (const auto& n : p.nodes) {
       py::dict nd;
@@ -240,6 +242,7 @@ class PyModel {
       nd["device"] = n.device;
       nd["host_seconds"] = n.host_seconds;
       nd["modelled_seconds"] = n.modelled_seconds;
+      nd["board_seconds"] = n.board_seconds;  // < 0: not modelled (tessera/cpu_model.h)
       nodes.append(nd);
     }
     d["nodes"] = nodes;

@@ -57,6 +57,10 @@ def test_rknpu_outputs_equal_the_cli_byte_for_byte(cli, tmp_path):
     assert "rknpu" in info["report"]
     prof = m.profile()
     assert prof["host_seconds"] > 0 and len(prof["nodes"]) > 0
+    # The cpu's share priced on the board's Cortex-A76: the input and output conversions at least.
+    assert prof["board_cpu"] == "rk3588-a76" and prof["board_io_seconds"] > 0
+    for n in prof["nodes"]:
+        assert (n["board_seconds"] > 0) == (n["device"] == "cpu" or n["label"].startswith("transfer")), n
 
 
 def test_ssd_four_outputs_equal_the_interpreters():

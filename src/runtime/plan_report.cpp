@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tessera/backend/plan.h"
+#include "tessera/cpu_model.h"
 
 namespace tessera {
 
@@ -20,6 +21,14 @@ std::string human(int64_t b) {
 
 std::string Plan::report(bool per_tensor) const {
   std::ostringstream os;
+  // A device model on a board: what the board's cpu spends on the other nodes (cpu_model.h).
+  const CpuCoreModel* board = nullptr;
+  std::vector<CpuNodeCost> board_costs;
+  for (size_t d = 0; d < devices.size() && !board; ++d)
+    if ((board = find_cpu_core_model(devices[d]->properties().board_cpu)))
+      board_costs = plan_cpu_costs(*board, *this, static_cast<int>(d));
+  double board_nodes = 0, board_transfers = 0;
+  std::map<std::string, int> generic;  // op kinds the board model prices by its generic rule
   os << "nodes (" << graph.nodes().size() << "):\n";
   std::map<std::string, int> per_device;
   for (size_t i = 0; i < graph.nodes().size() && i < nodes.size(); ++i) {
@@ -33,12 +42,27 @@ std::string Plan::report(bool per_tensor) const {
       os << " -> " << dtype_name(t.dtype) << shape_str(t.shape);
     }
     if (!np.note.empty()) os << "  [" << np.note << "]";
+    if (i < board_costs.size() && board_costs[i].seconds >= 0) {
+      const CpuNodeCost& c = board_costs[i];
+      os << fmt::format("  [{} {:.3f} ms: {}]", board->name, c.seconds * 1e3, c.rule);
+      (n.op == OpKind::transfer ? board_transfers : board_nodes) += c.seconds;
+      if (!c.known()) generic[op_name(n.op)]++;
+    }
     os << "\n";
     for (const auto& r : np.rejected) os << "         not on " << r << "\n";
   }
   os << "placement:";
   for (const auto& [d, k] : per_device) os << " " << d << " " << k << " nodes;";
   os << " transfers " << transfers << "\n";
+  if (board) {
+    os << fmt::format("board cpu ({}, modelled): {:.3f} ms on the other devices' nodes, {:.3f} ms in transfers", board->description,
+                      board_nodes * 1e3, board_transfers * 1e3);
+    if (!generic.empty()) {
+      os << "; priced by the generic rule:";
+      for (const auto& [op, k] : generic) os << " " << op << " x" << k;
+    }
+    os << "\n";
+  }
   if (per_tensor && !tensors.empty()) {
     os << "tensors:\n";
     for (const Tensor& t : graph.tensors()) {

@@ -1,5 +1,6 @@
 // Session: plan, compile and upload once; then bind inputs, run segments, read outputs.
 #include "tessera/session.h"
+#include "tessera/cpu_model.h"
 #include "tessera/backend/device.h"
 #include "tessera/backend/plan.h"
 #include "tessera/backend/region.h"
@@ -37,6 +38,7 @@ std::string resident_key(const Tensor& t, const Device& d, const Format& f) {
 struct Session::Impl {
   ~Impl();
   Status prepare(const Session* share);
+  Status model_board_cpu();
   std::vector<std::string> program_summaries() const;
   Status set_input(size_t index, const void* data, int64_t bytes);
   Status run();
@@ -81,6 +83,11 @@ struct Session::Impl {
   std::vector<int64_t> input_bytes_, output_bytes_;
   std::vector<HostView> transfer_in_;        // per node index; only transfers' are set
   std::vector<ConstHostView> transfer_out_;  // the same staging bytes, as written
+  // The board cpu's modelled time per node (< 0: not modelled) and of the inputs' and
+  // outputs' conversions, when a device names its board's cpu (DeviceProperties::board_cpu).
+  std::string board_cpu_;
+  std::vector<double> board_seconds_;
+  double board_io_seconds_ = 0;
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -278,7 +285,38 @@ Status Session::Impl::prepare(const Session* share) {
   timings_.reserve(node_slots);
   stats_.nodes.reserve(node_slots);
   (void)share;
+  TS_RETURN_IF_ERROR(model_board_cpu());
   return progress.report(1.0, "session");
+}
+
+// The board cpu's share, modelled once per plan: the nodes on devices other than the one
+// that names the board, each transfer (device format -> host layout -> the other format),
+// and the conversions set_input and read_output make.
+Status Session::Impl::model_board_cpu() {
+  const Graph& g = plan_.graph;
+  board_seconds_.assign(g.nodes().size(), -1);
+  int board_dev = -1;
+  for (size_t d = 0; d < plan_.devices.size() && board_dev < 0; ++d)
+    if (!plan_.devices[d]->properties().board_cpu.empty()) board_dev = static_cast<int>(d);
+  if (board_dev < 0) return Status::Ok();
+  const std::string& name = plan_.devices[board_dev]->properties().board_cpu;
+  const CpuCoreModel* m = find_cpu_core_model(name);
+  if (!m)
+    return error(StatusCode::invalid_argument, "device '", plan_.devices[board_dev]->name(), "' names board cpu '", name,
+                 "', which has no cpu core model (tessera/cpu_model.h)");
+  board_cpu_ = m->name;
+  const std::vector<CpuNodeCost> costs = plan_cpu_costs(*m, plan_, board_dev);
+  for (size_t i = 0; i < costs.size(); ++i) board_seconds_[i] = costs[i].seconds;
+  board_io_seconds_ = 0;
+  for (const std::vector<TensorId>* ids : {&g.inputs, &g.outputs})
+    for (TensorId id : *ids) {
+      const TensorPlacement& tp = plan_.tensors[id];
+      if (tp.device < 0 || !placements_[id].alloc.valid()) continue;
+      const Format host = g.tensor(id).host_format();
+      board_io_seconds_ += ids == &g.inputs ? cpu_conversion_cost(*m, host, tp.format).seconds
+                                            : cpu_conversion_cost(*m, tp.format, host).seconds;
+    }
+  return Status::Ok();
 }
 
 std::vector<std::string> Session::Impl::program_summaries() const {
@@ -405,10 +443,12 @@ const RunProfile& Session::Impl::profile() const {
     profile_ = RunProfile{};
     for (const Timing& t : timings_)
       profile_.nodes.push_back({plan_.graph.nodes()[t.node].label(), plan_.devices[t.device]->name(), t.host_seconds,
-                                t.modelled_seconds});
+                                t.modelled_seconds, board_seconds_[t.node]});
     profile_.host_seconds = host_seconds_;
     profile_.modelled_seconds = modelled_seconds_;
     profile_.transfer_bytes = transfer_bytes_;
+    profile_.board_cpu = board_cpu_;
+    profile_.board_io_seconds = board_io_seconds_;
     profile_ready_ = true;
   }
   return profile_;

@@ -85,33 +85,80 @@ TEST_F(VisionCli, ClassifyOnADeviceModelSaysWhichTimeIsModelled) {
 }
 
 // The whole frame on a device model: the modelled NPU time plus the cpu's share (fallback
-// ops and transfers) measured on the host, said so; frames/s from their sum, 1 core and 3
-// streams. YOLOv8n's detection head ([1, C, 8400] tensors) is among the cpu ops.
+// ops, transfers, the input's and output's conversions) modelled on one of the board's
+// Cortex-A76 cores (tessera/cpu_model.h), with the host's measured times beside it, said so;
+// frames/s from the modelled sum, 1 core and 3 streams. YOLOv8n's detection head ([1, C, 8400]
+// tensors) is among the cpu ops.
 TEST_F(VisionCli, BenchFrameTimeCountsTheCpuShare) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
-  ASSERT_EQ(run("bench " + model + " --device rknpu -r 1 --top 0"), 0) << err_;
+  ASSERT_EQ(run("bench " + model + " --device rknpu -r 1 --top 40"), 0) << err_;
   const size_t at = out_.find("frame time ");
   ASSERT_NE(at, std::string::npos) << out_;
   const std::string line = out_.substr(at, out_.find('\n', at) - at);
-  double frame = 0, npu = 0, cpu = 0, transfers = 0, tr = 0, fps1 = 0, fps3 = 0;
+  double frame = 0, npu = 0, cpu = 0, transfers = 0, tr = 0, io = 0, host_cpu = 0, host_tr = 0, fps1 = 0, fps3 = 0;
   ASSERT_EQ(std::sscanf(line.c_str(),
-                        "frame time %lf ms = rknpu %lf ms (modelled) + cpu ops %lf ms + %lf transfers %lf ms (measured on "
-                        "this host, 1 thread; the board's Cortex-A76 cores are not modelled) -> %lf frames/s on 1 core, "
-                        "%lf frames/s as 3 streams on 3 cores",
-                        &frame, &npu, &cpu, &transfers, &tr, &fps1, &fps3),
-            7)
+                        "frame time %lf ms = rknpu %lf ms (modelled) + cpu ops %lf ms + %lf transfers %lf ms + "
+                        "input/output conversions %lf ms (the cpu's share modelled on one Cortex-A76 core of the RK3588 "
+                        "at 2.4 GHz; measured on this host, 1 thread: cpu ops %lf ms, transfers %lf ms) -> %lf frames/s "
+                        "on 1 core, %lf frames/s as 3 streams on 3 cores",
+                        &frame, &npu, &cpu, &transfers, &tr, &io, &host_cpu, &host_tr, &fps1, &fps3),
+            10)
       << line;
-  EXPECT_NEAR(frame, npu + cpu + tr, 0.0021) << line;
+  EXPECT_NEAR(frame, npu + cpu + tr + io, 0.0021) << line;
   EXPECT_GT(npu, 1.0) << line;
-  EXPECT_GT(cpu, 0.0) << line;
-  EXPECT_GT(transfers, 0) << line;
+  EXPECT_EQ(transfers, 3) << line;  // the three heads' outputs come back to the cpu
+  // YOLOv8n's cpu share on an A76: the [1,144,8400] head moved, sliced, softmaxed and
+  // requantized (about 2 MB through a 24.7 GB/s core, and 0.7 M lookups): a few ms, not zero
+  // and not the NPU's time.
+  EXPECT_GT(cpu, 0.5) << line;
+  EXPECT_LT(cpu, 5.0) << line;
+  EXPECT_GT(tr, 0.02) << line;
+  EXPECT_LT(tr, 1.0) << line;
+  // The input written into NC1HWC2 (1.2 MB read, 6.5 MB written) and the output read back.
+  EXPECT_GT(io, 0.2) << line;
+  EXPECT_LT(io, 1.0) << line;
+  EXPECT_GT(host_cpu, 0.0) << line;
+  EXPECT_GT(host_tr, 0.0) << line;
   EXPECT_NEAR(fps1, 1000.0 / frame, 0.051 + 1e-3 * fps1) << line;
   EXPECT_NEAR(fps3, 3 * 1000.0 / frame, 0.051 + 1e-3 * fps3) << line;
+  // The per-op profile gives the cpu nodes' board times.
+  EXPECT_NE(out_.find("ms modelled on the board's cpu  softmax 'op 239 (SOFTMAX v2)' @cpu"), std::string::npos) << out_;
   // The device time line still gives the modelled NPU time alone.
   EXPECT_NE(out_.find(fmt::format("device time (modelled, not measured): median {:.3f} ms", npu)), std::string::npos)
       << out_;
   ASSERT_EQ(run("bench " + model + " -r 1 --top 0"), 0) << err_;  // the cpu: nothing modelled
   EXPECT_EQ(out_.find("frame time"), std::string::npos) << out_;
+}
+
+// inspect on the rknpu device model prices each cpu node and transfer on the board's
+// Cortex-A76 (the rule it used), sums them, and names the ops priced by the generic rule.
+TEST_F(VisionCli, InspectPricesTheCpuShareOnTheBoard) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  ASSERT_EQ(run("inspect " + model + " --device rknpu"), 0) << err_;
+  auto line_of = [&](const std::string& what) {
+    const size_t at = out_.find(what);
+    return at == std::string::npos ? std::string() : out_.substr(at, out_.find('\n', at) - at);
+  };
+  EXPECT_NE(line_of("op 62 (LOGISTIC v1)").find("[rk3588-a76 0."), std::string::npos) << out_;
+  EXPECT_NE(line_of("op 62 (LOGISTIC v1)").find(" ms: table lookup]"), std::string::npos) << out_;
+  EXPECT_NE(line_of("op 63 (CUSTOM 'TFLite_Detection_PostProcess' v1)").find(" ms: generic]"), std::string::npos) << out_;
+  EXPECT_NE(line_of("BoxPredictor_0/ClassPredictor/BiasAdd rknpu->cpu").find(" ms: layout conversion]"), std::string::npos)
+      << out_;
+  EXPECT_EQ(line_of("op 1 (CONV_2D").find("rk3588-a76"), std::string::npos) << out_;  // the NPU's own
+  const std::string sum = line_of("board cpu (");
+  double nodes = 0, transfers = 0;
+  ASSERT_EQ(std::sscanf(sum.c_str(),
+                        "board cpu (one Cortex-A76 core of the RK3588 at 2.4 GHz, modelled): %lf ms on the other "
+                        "devices' nodes, %lf ms in transfers",
+                        &nodes, &transfers),
+            2)
+      << sum;
+  EXPECT_GT(nodes, 0.05) << sum;
+  EXPECT_GT(transfers, 0.0) << sum;
+  EXPECT_NE(sum.find("; priced by the generic rule: detection_postprocess x1"), std::string::npos) << sum;
+  ASSERT_EQ(run("inspect " + model), 0) << err_;  // the cpu alone: no board
+  EXPECT_EQ(out_.find("board cpu ("), std::string::npos);
+  EXPECT_EQ(out_.find("rk3588-a76"), std::string::npos);
 }
 
 // bench --streams on the rknpu device model: N sessions, one scheduler entity each, spread

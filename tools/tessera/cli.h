@@ -67,21 +67,28 @@ ProgressFn load_progress(const std::string& what, bool log = false);
 void end_progress_line();
 
 // A frame on a device model (rknpu) counted whole: the device's modelled time, plus the
-// cpu's share -- the ops that fell back to the cpu and the transfers (layout conversions
-// between the device's formats and the host's) -- timed on this host, which is not the
-// board's Cortex-A76 (said so in the line). Sums over the runs given.
+// cpu's share -- the ops that fell back to the cpu, the transfers (layout conversions
+// between the device's formats and the host's) and the inputs' and outputs' conversions --
+// modelled on one core of the board's cpu when the device names it (RunProfile::board_cpu:
+// the RK3588's Cortex-A76, tessera/cpu_model.h), and also measured on this host, which is
+// not the board (both said in the line). Sums over the runs given.
 struct FrameTime {
   double device_seconds = 0;    // modelled
   double cpu_seconds = 0;       // measured: nodes on the cpu device
   double transfer_seconds = 0;  // measured: transfer nodes
+  double board_cpu_seconds = 0;       // modelled on the board's cpu: nodes on the cpu device
+  double board_transfer_seconds = 0;  // modelled on the board's cpu: transfer nodes
+  double board_io_seconds = 0;        // modelled on the board's cpu: inputs' and outputs' conversions
+  std::string board_cpu;             // the board cpu model's name; empty: not modelled
   int64_t transfers = 0;
   int runs = 0;
   void add(const RunProfile& p);
   bool modelled() const { return device_seconds > 0; }
-  // "frame time: ... = NPU ... (modelled) + cpu ops ... + transfers ... (measured on this
-  // host) -> F frames/s on 1 core; 3 streams: ..." (per run).
+  // "frame time T ms = rknpu N ms (modelled) + cpu ops C ms + K transfers X ms + input/output
+  // conversions Y ms (the cpu's share modelled on ...; measured on this host, ...: cpu ops c
+  // ms, transfers x ms) -> F frames/s on 1 core, ... as 3 streams on 3 cores" (per run).
   std::string line(const std::string& device, int threads, int cores = 3) const;
-  // The same per decode step: "X tokens/s = NPU ... (modelled) + cpu ops ... + transfers ...".
+  // The same per decode step: "X tokens/s = Y ms per token: NPU ... (modelled) + cpu ops ...".
   std::string token_line(const std::string& device, int threads) const;
   // The means per run (transfers stay the sum over the runs).
   FrameTime per_run() const;

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "import/tflite/tflite_importer.h"
+#include "tessera/cpu_model.h"
 #include "tessera/model.h"
 #include "tessera/backend/plan.h"
 
@@ -28,12 +29,17 @@ void end_progress_line() {
 
 void FrameTime::add(const RunProfile& p) {
   device_seconds += p.modelled_seconds;
+  if (!p.board_cpu.empty()) board_cpu = p.board_cpu;
+  board_io_seconds += p.board_io_seconds;
   for (const auto& n : p.nodes) {
+    const double board = std::max(n.board_seconds, 0.0);
     if (n.label.rfind("transfer", 0) == 0) {
       transfer_seconds += n.host_seconds;
+      board_transfer_seconds += board;
       ++transfers;
     } else if (n.device == "cpu") {
       cpu_seconds += n.host_seconds;
+      board_cpu_seconds += board;
     }
   }
   ++runs;
@@ -43,33 +49,50 @@ FrameTime FrameTime::per_run() const {
   const double r = std::max(runs, 1);
   FrameTime m = *this;
   m.device_seconds /= r, m.cpu_seconds /= r, m.transfer_seconds /= r;
+  m.board_cpu_seconds /= r, m.board_transfer_seconds /= r, m.board_io_seconds /= r;
   m.runs = 1;
   return m;
 }
 
+namespace {
+
+// "N ms (modelled) + cpu ops C ms + K transfers X ms [+ input/output conversions Y ms] (...)"
+// and the per-run total it sums to: the cpu's share modelled on the board's cpu where the
+// device names one, else as measured on this host.
+std::pair<double, std::string> cpu_share(const FrameTime& m, const std::string& device, int transfers, int threads) {
+  const std::string measured = fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
+  const CpuCoreModel* board = m.board_cpu.empty() ? nullptr : find_cpu_core_model(m.board_cpu);
+  if (!board) {
+    const double total = m.device_seconds + m.cpu_seconds + m.transfer_seconds;
+    return {total, fmt::format("{} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {} transfers {:.3f} ms (measured on this "
+                               "host, {}; the board's cpu is not modelled)",
+                               device, m.device_seconds * 1e3, m.cpu_seconds * 1e3, transfers, m.transfer_seconds * 1e3,
+                               measured)};
+  }
+  const double total = m.device_seconds + m.board_cpu_seconds + m.board_transfer_seconds + m.board_io_seconds;
+  return {total, fmt::format("{} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {} transfers {:.3f} ms + input/output "
+                             "conversions {:.3f} ms (the cpu's share modelled on {}; measured on this host, {}: cpu ops "
+                             "{:.3f} ms, transfers {:.3f} ms)",
+                             device, m.device_seconds * 1e3, m.board_cpu_seconds * 1e3, transfers,
+                             m.board_transfer_seconds * 1e3, m.board_io_seconds * 1e3, board->description, measured,
+                             m.cpu_seconds * 1e3, m.transfer_seconds * 1e3)};
+}
+
+}  // namespace
+
 std::string FrameTime::line(const std::string& device, int threads, int cores) const {
   const FrameTime m = per_run();
-  const double dev = m.device_seconds, cpu = m.cpu_seconds, tr = m.transfer_seconds;
-  const double frame = dev + cpu + tr;
+  const auto [frame, parts] = cpu_share(m, device, static_cast<int>(transfers / std::max(runs, 1)), threads);
   // Streams: each on an NPU core of its own with its cpu share on a cpu core of its own
   // (the RK3588 has four Cortex-A76 cores), so they do not wait for each other.
-  return fmt::format(
-      "frame time {:.3f} ms = {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms (measured on "
-      "this host, {} thread{}; the board's Cortex-A76 cores are not modelled) -> {:.1f} frames/s on 1 core, {:.1f} "
-      "frames/s as {} streams on {} cores",
-      frame * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / std::max(runs, 1), tr * 1e3, threads,
-      threads == 1 ? "" : "s", frame > 0 ? 1.0 / frame : 0.0, frame > 0 ? cores / frame : 0.0, cores, cores);
+  return fmt::format("frame time {:.3f} ms = {} -> {:.1f} frames/s on 1 core, {:.1f} frames/s as {} streams on {} cores",
+                     frame * 1e3, parts, frame > 0 ? 1.0 / frame : 0.0, frame > 0 ? cores / frame : 0.0, cores, cores);
 }
 
 std::string FrameTime::token_line(const std::string& device, int threads) const {
   const FrameTime m = per_run();
-  const double dev = m.device_seconds, cpu = m.cpu_seconds, tr = m.transfer_seconds;
-  const double step = dev + cpu + tr;
-  return fmt::format(
-      "{:.2f} tokens/s = {:.3f} ms per token: {} {:.3f} ms (modelled) + cpu ops {:.3f} ms + {:.0f} transfers {:.3f} ms "
-      "(measured on this host, {} thread{}; the board's Cortex-A76 cores are not modelled)",
-      step > 0 ? 1.0 / step : 0.0, step * 1e3, device, dev * 1e3, cpu * 1e3, static_cast<double>(transfers) / std::max(runs, 1), tr * 1e3,
-      threads, threads == 1 ? "" : "s");
+  const auto [step, parts] = cpu_share(m, device, static_cast<int>(transfers / std::max(runs, 1)), threads);
+  return fmt::format("{:.2f} tokens/s = {:.3f} ms per token: {}", step > 0 ? 1.0 / step : 0.0, step * 1e3, parts);
 }
 
 ProgressFn load_progress(const std::string& what, bool log) {

@@ -331,7 +331,8 @@ void bench_gguf(const std::string& path, const DeviceArgs& dev, const GgufBenchA
     if (!modelled_lines.empty())
       summary.push_back("  (modelled: the device model's time for the NPU's register streams only; the line with the "
                         "cpu's share adds the ops between them (norms, RoPE, attention, SiLU) and the conversions, "
-                        "measured on this host)");
+                        "modelled on the board's cpu where the device names one, with the times measured on this host "
+                        "beside them)");
   }
   for (const auto& l : summary) fmt::print("{}\n", l);
 }

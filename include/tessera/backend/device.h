@@ -47,6 +47,11 @@ struct TESSERA_API DeviceProperties {
   // A kernel that repacks such a constant at compile owns its packed copy; the original's
   // pages are then never touched again (clean file-backed pages the OS can drop).
   int64_t constants_in_place_alignment = 0;
+  // (optional) A device model of an accelerator on a board: the name of the board's cpu core
+  // model (tessera/cpu_model.h, e.g. "rk3588-a76"). A session with such a device models what
+  // the board's cpu would spend on the nodes of other devices, the transfers and the input and
+  // output conversions (RunProfile::Item::board_seconds). Empty (default): none.
+  std::string board_cpu;
   std::vector<std::pair<std::string, std::string>> extra;  // device-specific facts to print
   // Relative error bound of one product term of matmul / fully_connected / conv2d /
   // depthwise_conv2d from the device's arithmetic itself (operand truncation by math

@@ -66,6 +66,9 @@ class RknpuDevice : public Device {
     p.shared_clock = t.modelled();
     p.regions = kRegionWhole;
     p.program_owns_constants = true;  // programs pack weights and DPU tables into their own BOs
+    // The model runs on another host: the board's cpu share is modelled on its Cortex-A76
+    // (tessera/cpu_model.h). On the board itself the cpu's time is measured.
+    if (t.modelled()) p.board_cpu = "rk3588-a76";
     p.extra = {{"transport", t.name()},
                {"schedule", policy == SchedulePolicy::mesa ? "mesa" : "tessera"},
                {"rounding", rounding == Rounding::exact ? "exact (per-channel linear convs in two passes, adds unfused)"
