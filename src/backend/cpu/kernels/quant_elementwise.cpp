@@ -50,6 +50,11 @@ struct PairTable : PreparedKernel {
   // the output's shape faster than the table's scattered loads (uk::QConvKernels::add).
   bool has_add = false;
   uk::QAdd add;
+  // MUL of x by LOGISTIC(x) (SiLU as TFLite graphs hold it, x * sigmoid(x)): the product is
+  // a function of x alone, so it is one byte table over the input `unary_input` (the other
+  // operand's codes are LOGISTIC's own table of x): the same bytes as the pair table.
+  int unary_input = -1;
+  uint8_t unary[256] = {};
   int index(uint8_t a, uint8_t b) const { return (i8 ? (a ^ 0x80) : a) * 256 + (i8 ? (b ^ 0x80) : b); }
 };
 
@@ -60,6 +65,12 @@ Status run_pair_table(KernelContext& c) {
   const uint8_t* tab = t.out.data();
   const int64_t n = c.out[0].elements();
   if (c.in[0].shape() == c.out[0].shape() && c.in[1].shape() == c.out[0].shape()) {
+    if (t.unary_input >= 0) {
+      const uint8_t* x = c.in[static_cast<size_t>(t.unary_input)].data;
+      const uk::Lut8Fn lut = uk::lut8_kernel();
+      parallel_rows(c, n, [&](int64_t i0, int64_t i1) { lut(x + i0, i1 - i0, t.unary, y + i0); }, 1 << 14);
+      return Status::Ok();
+    }
     if (const uk::AddFn simd = uk::qconv_kernels().add; simd && t.has_add) {
       parallel_rows(c, n, [&](int64_t i0, int64_t i1) { simd(a + i0, b + i0, i1 - i0, t.add, y + i0); }, 1 << 14);
       return Status::Ok();
@@ -172,7 +183,29 @@ Result<std::unique_ptr<PreparedKernel>> prepare_mul(const Graph& g, const Node& 
   const MulParams p = mul_params(n, x0.quant.scale[0], static_cast<int32_t>(x0.quant.zero_point_at(0)),
                                  x1.quant.scale[0], static_cast<int32_t>(x1.quant.zero_point_at(0)), y.quant.scale[0],
                                  static_cast<int32_t>(y.quant.zero_point_at(0)), y.dtype);
-  return pair_table(g, n, [&](int32_t a, int32_t b) { return p.code(a, b); });
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> k, pair_table(g, n, [&](int32_t a, int32_t b) { return p.code(a, b); }));
+  if (!k) return k;
+  // x * LOGISTIC(x): find the operand made by an 8-bit LOGISTIC of the other one.
+  auto& t = static_cast<PairTable&>(*k);
+  for (int s = 0; s < 2; ++s) {
+    const TensorId sig = n.inputs[static_cast<size_t>(s)], x = n.inputs[static_cast<size_t>(1 - s)];
+    for (const Node& m : g.nodes()) {
+      if (m.op != OpKind::logistic || m.outputs.size() != 1 || m.outputs[0] != sig || m.inputs[0] != x) continue;
+      const Tensor &tx = g.tensor(x), &ts = g.tensor(sig);
+      if (tx.dtype != y.dtype || ts.dtype != y.dtype || tx.quant.per_axis() || ts.quant.per_axis()) break;
+      const int lo = t.i8 ? -128 : 0;
+      for (int v = lo; v < lo + 256; ++v) {
+        // LOGISTIC's code of v exactly as its kernel computes it (q::lut_unary), then this MUL's.
+        const int32_t sv = q::lut_unary_code(q::logistic_f, tx.quant.scale[0], static_cast<int32_t>(tx.quant.zero_point_at(0)),
+                                             ts.quant.scale[0], static_cast<int32_t>(ts.quant.zero_point_at(0)), y.dtype, v);
+        const uint8_t xb = static_cast<uint8_t>(v), sb = static_cast<uint8_t>(sv);
+        t.unary[xb] = s == 1 ? t.out[t.index(xb, sb)] : t.out[t.index(sb, xb)];
+      }
+      t.unary_input = 1 - s;
+      return k;
+    }
+  }
+  return k;
 }
 
 Status mul(KernelContext& c) {

@@ -13,9 +13,13 @@
 // Every step is a single float operation with a fixed order, so the codes are the same
 // bits as the interpreter's, given an expf that is correctly rounded where it matters (the
 // platform's expf; glibc's and the interpreter's musl use the same algorithm).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "backend/cpu/kernels/kernel_util.h"
 #include "backend/cpu/kernels/quant_math.h"
@@ -43,6 +47,40 @@ Result<std::unique_ptr<PreparedKernel>> prepare_softmax(const Graph& g, const No
       std::make_unique<SoftmaxTable>(softmax_table(x.quant.scale[0], static_cast<float>(n.get(attr::beta)))));
 }
 
+// The rows [r0, r1) of one softmax, typed (TI: u8 or i8 input; TO: u8, i8 or i16 output):
+// the float operations above in their order, so any split of the rows gives the same bits.
+struct Rows {
+  const float* exp_of;
+  float out_scale;
+  int32_t out_zero, out_min, out_max;
+  int64_t depth;
+};
+
+template <typename TI, typename TO>
+void softmax_rows(const Rows& r, const TI* x, TO* y, int64_t r0, int64_t r1) {
+  const int64_t depth = r.depth;
+  for (int64_t row = r0; row < r1; ++row) {
+    const TI* xr = x + row * depth;
+    TO* yr = y + row * depth;
+    int32_t max_in_row = std::numeric_limits<TI>::min();
+    for (int64_t i = 0; i < depth; ++i) max_in_row = std::max<int32_t>(max_in_row, xr[i]);
+    const float* e = r.exp_of;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < depth; ++i) sum += e[max_in_row - xr[i]];
+    const float inv = 1.0f / (sum * r.out_scale);
+    for (int64_t i = 0; i < depth; ++i) {
+      float p = e[max_in_row - xr[i]] * inv;
+      // p lies in [0, 1 / out_scale] for any sane parameters; the guard keeps the
+      // conversions defined for the rest (a NaN or huge p) without changing any other.
+      if (!(p >= 0.0f)) p = 0.0f;
+      p = std::min(p, 1e9f);
+      const int32_t code = std::is_same_v<TO, uint8_t> ? static_cast<int32_t>(p + 0.5f)
+                                                       : static_cast<int32_t>(std::round(p)) + r.out_zero;
+      yr[i] = static_cast<TO>(std::clamp(code, r.out_min, r.out_max));
+    }
+  }
+}
+
 Status softmax(KernelContext& c) {
   if (c.in[0].dtype() == DType::i16) return q::softmax_i16(c);  // quant_int16.cpp
   TS_RETURN_IF_ERROR(q::require_per_tensor(c.n, *c.in[0].t));
@@ -65,27 +103,18 @@ Status softmax(KernelContext& c) {
   const float* exp_of = (c.prepared ? static_cast<const SoftmaxTable&>(*c.prepared) : made).exp_of;
   const int64_t depth = c.in[0].shape().back();
   const int64_t rows = depth ? c.in[0].elements() / depth : 0;
-  const int32_t out_min = q::qmin(to), out_max = q::qmax(to);
-  const uint8_t* x = c.in[0].data;
-  uint8_t* y = c.out[0].data;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t base = r * depth;
-    int32_t max_in_row = q::qmin(ti);
-    for (int64_t i = 0; i < depth; ++i) max_in_row = std::max(max_in_row, q::load(x, ti, base + i));
-    float sum = 0.0f;
-    for (int64_t i = 0; i < depth; ++i) sum += exp_of[max_in_row - q::load(x, ti, base + i)];
-    const float inv = 1.0f / (sum * out_scale);
-    for (int64_t i = 0; i < depth; ++i) {
-      float p = exp_of[max_in_row - q::load(x, ti, base + i)] * inv;
-      // p lies in [0, 1 / out_scale] for any sane parameters; the guard keeps the
-      // conversions defined for the rest (a NaN or huge p) without changing any other.
-      if (!(p >= 0.0f)) p = 0.0f;
-      p = std::min(p, 1e9f);
-      const int32_t code = to == DType::u8 ? static_cast<int32_t>(p + 0.5f)
-                                           : static_cast<int32_t>(std::round(p)) + out_zero;
-      q::store(y, to, base + i, q::clamp(code, out_min, out_max));
-    }
-  }
+  const Rows r{exp_of, out_scale, out_zero, q::qmin(to), q::qmax(to), depth};
+  auto run = [&](auto in_tag, auto out_tag) {
+    using TI = decltype(in_tag);
+    using TO = decltype(out_tag);
+    const TI* x = reinterpret_cast<const TI*>(c.in[0].data);
+    TO* y = reinterpret_cast<TO*>(c.out[0].data);
+    parallel_rows(c, rows, [&](int64_t r0, int64_t r1) { softmax_rows<TI, TO>(r, x, y, r0, r1); },
+                  min_rows_per_chunk(4 * depth));
+  };
+  if (ti == DType::u8) run(uint8_t{}, uint8_t{});
+  else if (to == DType::i16) run(int8_t{}, int16_t{});
+  else run(int8_t{}, int8_t{});
   return Status::Ok();
 }
 
