@@ -198,6 +198,20 @@ TEST_F(DetectCli, YoloExportsFindThePersonsAndTheTie) {
   EXPECT_EQ(b[0].label, "person");
   EXPECT_TRUE(std::any_of(b.begin(), b.end(), [](const Box& x) { return x.label == "tie" && x.left > 200 && x.right < 320; }))
       << out_;
+  // On the rknpu device model (every SiLU, slice and concat of the backbone on the NPU, the
+  // head on the cpu): the person and the tie in the cpu's boxes (the NPU's output is within
+  // a few codes of the cpu's: docs/rknpu.md), and the frame time line.
+  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --device rknpu"), 0) << err_;
+  const std::vector<Box> n = detections();
+  ASSERT_GE(n.size(), 2u) << out_;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(n[i].label, a[i].label);
+    EXPECT_NEAR(n[i].left, a[i].left, 8);
+    EXPECT_NEAR(n[i].top, a[i].top, 8);
+    EXPECT_NEAR(n[i].right, a[i].right, 8);
+    EXPECT_NEAR(n[i].bottom, a[i].bottom, 8);
+  }
+  EXPECT_NE(out_.find("frame time"), std::string::npos) << out_;
   // Without labels the classes are numbered (person is class 0, tie 27 of the 80).
   ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.4"), 0) << err_;
   const std::vector<Box> c = detections();
