@@ -161,6 +161,65 @@ TEST_F(DetectCli, TileFindsTheSameDetectionsAsTheCpu) {
   EXPECT_NE(out_.find("modelled"), std::string::npos) << out_;
 }
 
+// YOLO exports (one output: YOLOv8's [1, 84, 8400], YOLOv5's [1, 25200, 85]) on Grace
+// Hopper: the input fed pixel / 255 (quantized with the int8 input's own parameters), best
+// class per anchor, per-class NMS. The full-integer export gives what the independent decoder
+// of tests/backend/rknpu/models_test.cpp gives on the cpu (two persons and a tie, the tie's
+// score 0.446); the export with float input and output runs the same integer graph inside,
+// so the same lines; the 80 COCO names come from the 91-line labels file without its "???".
+TEST_F(DetectCli, YoloExportsFindThePersonsAndTheTie) {
+  TESSERA_REQUIRE_FIXTURE(v8, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(v8f, "models/tflite/corpus/yolov8n_integer_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(v5, "models/tflite/corpus/yolov5n_fp16.tflite");
+  TESSERA_REQUIRE_FIXTURE(image, "images/grace_hopper.bmp");
+  TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
+  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --overlay-out " + path("y.png")), 0) << err_;
+  const std::vector<Box> a = detections();
+  ASSERT_EQ(a.size(), 3u) << out_;
+  EXPECT_EQ(a[0].label, "person");
+  EXPECT_NEAR(a[0].score, 0.917, 0.002);
+  EXPECT_LT(a[0].left, 10);  // Grace Hopper: the whole lower frame
+  EXPECT_GT(a[0].right, 500);
+  EXPECT_EQ(a[1].label, "tie");
+  EXPECT_NEAR(a[1].score, 0.446, 0.002);
+  EXPECT_GT(a[1].left, 200);  // the tie, at the collar in the middle
+  EXPECT_LT(a[1].right, 320);
+  EXPECT_GT(a[1].top, 380);
+  EXPECT_LT(a[1].bottom, 560);
+  EXPECT_EQ(a[2].label, "person");
+  EXPECT_FALSE(read_bytes("y.png").empty());
+  const std::string v8_table = out_.substr(0, out_.find("latency"));
+  ASSERT_EQ(run("detect " + v8f + " " + image + " -l " + labels), 0) << err_;
+  EXPECT_EQ(out_.substr(0, out_.find("latency")), v8_table);
+  // YOLOv5: objectness x class score.
+  ASSERT_EQ(run("detect " + v5 + " " + image + " -l " + labels), 0) << err_;
+  const std::vector<Box> b = detections();
+  ASSERT_FALSE(b.empty()) << out_;
+  EXPECT_EQ(b[0].label, "person");
+  EXPECT_TRUE(std::any_of(b.begin(), b.end(), [](const Box& x) { return x.label == "tie" && x.left > 200 && x.right < 320; }))
+      << out_;
+  // On the rknpu device model (every SiLU, slice and concat of the backbone on the NPU, the
+  // head on the cpu): the person and the tie in the cpu's boxes (the NPU's output is within
+  // a few codes of the cpu's: docs/rknpu.md), and the frame time line.
+  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --device rknpu"), 0) << err_;
+  const std::vector<Box> n = detections();
+  ASSERT_GE(n.size(), 2u) << out_;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(n[i].label, a[i].label);
+    EXPECT_NEAR(n[i].left, a[i].left, 8);
+    EXPECT_NEAR(n[i].top, a[i].top, 8);
+    EXPECT_NEAR(n[i].right, a[i].right, 8);
+    EXPECT_NEAR(n[i].bottom, a[i].bottom, 8);
+  }
+  EXPECT_NE(out_.find("frame time"), std::string::npos) << out_;
+  // Without labels the classes are numbered (person is class 0, tie 27 of the 80).
+  ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.4"), 0) << err_;
+  const std::vector<Box> c = detections();
+  ASSERT_EQ(c.size(), 2u) << out_;
+  EXPECT_EQ(c[0].label, "class 0");
+  EXPECT_EQ(c[1].label, "class 27");
+}
+
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {
   TESSERA_REQUIRE_FIXTURE(ssd, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(mnv1, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");

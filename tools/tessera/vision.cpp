@@ -12,13 +12,15 @@
 
 namespace tessera::cli {
 
-VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev) {
+VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev,
+                       tflite::PixelRange (*range)(const Graph&)) {
   Graph g = take(load_model(model));
   if (g.inputs.size() != 1)
     take(error(StatusCode::unsupported, "model '", model, "' has ", g.inputs.size(), " inputs; vision commands need one"));
   VisionRun r;
   r.image = take(tflite::read_image(image_path));
-  std::vector<uint8_t> input = take(tflite::image_to_input(r.image, g.tensor(g.inputs[0])));
+  const tflite::PixelRange pr = range ? range(g) : tflite::PixelRange::model_default;
+  std::vector<uint8_t> input = take(tflite::image_to_input(r.image, g.tensor(g.inputs[0]), pr));
   SessionOptions so = take(dev.session_options());
   so.progress = load_progress(model);
   r.session = take(Session::create(std::move(g), so));
@@ -81,6 +83,14 @@ Result<Labels> Labels::load(const std::string& path, int64_t num_classes) {
   while (!l.names_.empty() && l.names_.back().empty()) l.names_.pop_back();
   // 1001 labels for a 1000-class model: the first is the background class.
   if (static_cast<int64_t>(l.names_.size()) == num_classes + 1) l.names_.erase(l.names_.begin());
+  // A list with placeholder lines ("???": ids a dataset leaves unused, as COCO's 91 of which
+  // 80 are named) whose named lines are exactly the model's classes: those, in order.
+  if (static_cast<int64_t>(l.names_.size()) != num_classes) {
+    std::vector<std::string> named;
+    for (const std::string& n : l.names_)
+      if (!n.empty() && n != "???") named.push_back(n);
+    if (static_cast<int64_t>(named.size()) == num_classes) l.names_ = std::move(named);
+  }
   return l;
 }
 

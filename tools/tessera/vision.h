@@ -19,7 +19,10 @@ struct VisionRun {
 
 // Loads `model`, decodes `image_path`, converts it to the model's only input (resize,
 // dtype, layout) and runs once. Throws CommandFailed on error.
-VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev);
+// `range`, when given, picks how the image's pixels become input values once the model is
+// loaded (YOLO detectors take pixel / 255); by default the model family's usual conversion.
+VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev,
+                       tflite::PixelRange (*range)(const Graph&) = nullptr);
 
 // "latency: 12.34 ms (model on device, 1 thread)", and for a device model also the
 // modelled device time, since the host time then measures the simulation.

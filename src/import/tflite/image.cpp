@@ -153,7 +153,7 @@ Result<InputLayout> input_layout(const Tensor& t) {
   return l;
 }
 
-Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t) {
+Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t, PixelRange range) {
   TS_ASSIGN_OR_RETURN(InputLayout l, input_layout(t));
   if (img.width < 1 || img.height < 1 || (img.channels != 1 && img.channels != 3) ||
       img.pixels.size() != static_cast<size_t>(img.width) * img.height * img.channels)
@@ -166,6 +166,16 @@ Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t) {
   if (t.dtype != DType::u8 && t.dtype != DType::i8 && t.dtype != DType::f32)
     return error(StatusCode::unsupported, "input '", t.name, "': images convert to u8, i8 or f32, not ",
                  dtype_name(t.dtype));
+  const bool unit = range == PixelRange::unit;
+  float q_scale = 1.0f, q_zero = 0.0f;
+  if (unit && t.dtype != DType::f32) {
+    if (t.quant.scale.size() != 1 || !(t.quant.scale[0] > 0) || !std::isfinite(t.quant.scale[0]))
+      return error(StatusCode::unsupported, "input '", t.name, "' is ", dtype_name(t.dtype),
+                   " without one positive scale: pixels in [0, 1] cannot be quantized for it");
+    q_scale = t.quant.scale[0];
+    q_zero = static_cast<float>(t.quant.zero_point_at(0));
+  }
+  const int lo = t.dtype == DType::i8 ? -128 : 0, hi = t.dtype == DType::i8 ? 127 : 255;
   std::vector<uint8_t> out(static_cast<size_t>(n * esize));
   for (int y = 0; y < l.height; ++y)
     for (int x = 0; x < l.width; ++x)
@@ -173,7 +183,15 @@ Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t) {
         int64_t k = l.nchw ? (static_cast<int64_t>(c) * l.height + y) * l.width + x
                            : (static_cast<int64_t>(y) * l.width + x) * l.channels + c;
         uint8_t p = r.at(x, y)[c];
-        if (t.dtype == DType::u8) {
+        if (unit) {
+          const float v = static_cast<float>(p) / 255.0f;
+          if (t.dtype == DType::f32) {
+            std::memcpy(&out[k * 4], &v, 4);
+          } else {
+            const long qv = std::clamp<long>(std::lround(v / q_scale + q_zero), lo, hi);
+            out[k] = static_cast<uint8_t>(static_cast<int>(qv) & 0xff);
+          }
+        } else if (t.dtype == DType::u8) {
           out[k] = p;
         } else if (t.dtype == DType::i8) {
           out[k] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(p) - 128));

@@ -49,10 +49,15 @@ struct InputLayout {
 };
 Result<InputLayout> input_layout(const Tensor& input);
 
+// How pixels become the input's values: `model_default` as below; `unit`: pixel / 255 in
+// [0, 1] (what YOLO detectors take), quantized with the input's own parameters for u8 / i8.
+enum class PixelRange { model_default, unit };
+
 // Resizes `img` to the input's size and converts it to the input's dtype and layout:
 // u8 -> the pixel values (quantized models take 0..255), i8 -> pixel - 128, f32 ->
-// (pixel - 127.5) / 127.5. Returns the raw tensor bytes.
-Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& input);
+// (pixel - 127.5) / 127.5; or with PixelRange::unit as said there. Returns the raw tensor bytes.
+Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& input,
+                                            PixelRange range = PixelRange::model_default);
 
 // Drawing on RGB images (used for overlays).
 struct Rgb {
