@@ -162,62 +162,73 @@ TEST_F(DetectCli, TileFindsTheSameDetectionsAsTheCpu) {
 }
 
 // YOLO exports (one output: YOLOv8's [1, 84, 8400], YOLOv5's [1, 25200, 85]) on Grace
-// Hopper: the input fed pixel / 255 (quantized with the int8 input's own parameters), best
-// class per anchor, per-class NMS. The full-integer export gives what the independent decoder
-// of tests/backend/rknpu/models_test.cpp gives on the cpu (two persons and a tie, the tie's
-// score 0.446); the export with float input and output runs the same integer graph inside,
-// so the same lines; the 80 COCO names come from the 91-line labels file without its "???".
+// Hopper, as Ultralytics runs them: letterboxed onto 640x640 (LetterboxIsUltralyticsGeometry),
+// pixel / 255 (quantized with the int8 input's own parameters), best class per anchor,
+// per-class NMS, boxes mapped back through the letterbox. The float-I/O export runs the same
+// integer graph inside, so the same lines; the 80 COCO names come from the 91-line labels
+// file without its "???". (Stretched to 640x640 instead, the full-integer export gave the tie
+// 0.446, what the independent decoder of tests/backend/rknpu/models_test.cpp gives on its
+// stretched input; letterboxed, table.jpg's glass reads vase 0.50 instead of 0.21.)
 TEST_F(DetectCli, YoloExportsFindThePersonsAndTheTie) {
   TESSERA_REQUIRE_FIXTURE(v8, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(v8f, "models/tflite/corpus/yolov8n_integer_quant.tflite");
   TESSERA_REQUIRE_FIXTURE(v5, "models/tflite/corpus/yolov5n_fp16.tflite");
   TESSERA_REQUIRE_FIXTURE(image, "images/grace_hopper.bmp");
+  TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
   TESSERA_REQUIRE_FIXTURE(labels, "labels/coco_labels.txt");
-  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --overlay-out " + path("y.png")), 0) << err_;
+  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --threshold 0.25 --overlay-out " + path("y.png")), 0)
+      << err_;
   const std::vector<Box> a = detections();
   ASSERT_EQ(a.size(), 3u) << out_;
   EXPECT_EQ(a[0].label, "person");
-  EXPECT_NEAR(a[0].score, 0.917, 0.002);
-  EXPECT_LT(a[0].left, 10);  // Grace Hopper: the whole lower frame
+  EXPECT_GT(a[0].score, 0.85);
+  EXPECT_LT(a[0].left, 15);  // Grace Hopper: the whole lower frame
   EXPECT_GT(a[0].right, 500);
   EXPECT_EQ(a[1].label, "tie");
-  EXPECT_NEAR(a[1].score, 0.446, 0.002);
   EXPECT_GT(a[1].left, 200);  // the tie, at the collar in the middle
   EXPECT_LT(a[1].right, 320);
   EXPECT_GT(a[1].top, 380);
   EXPECT_LT(a[1].bottom, 560);
   EXPECT_EQ(a[2].label, "person");
+  for (const Box& b : a) {
+    EXPECT_GE(b.left, 0);  // inside the image, not the letterbox's padding
+    EXPECT_LE(b.right, 512);
+    EXPECT_LE(b.bottom, 600);
+  }
   EXPECT_FALSE(read_bytes("y.png").empty());
   const std::string v8_table = out_.substr(0, out_.find("latency"));
-  ASSERT_EQ(run("detect " + v8f + " " + image + " -l " + labels), 0) << err_;
+  ASSERT_EQ(run("detect " + v8f + " " + image + " -l " + labels + " --threshold 0.25"), 0) << err_;
   EXPECT_EQ(out_.substr(0, out_.find("latency")), v8_table);
-  // YOLOv5: objectness x class score.
+  // YOLOv5: objectness x class score; on table.jpg the glass is a cup and the knife is found.
   ASSERT_EQ(run("detect " + v5 + " " + image + " -l " + labels), 0) << err_;
   const std::vector<Box> b = detections();
   ASSERT_FALSE(b.empty()) << out_;
-  EXPECT_EQ(b[0].label, "person");
+  EXPECT_TRUE(std::any_of(b.begin(), b.end(), [](const Box& x) { return x.label == "person" && x.right > 500; })) << out_;
   EXPECT_TRUE(std::any_of(b.begin(), b.end(), [](const Box& x) { return x.label == "tie" && x.left > 200 && x.right < 320; }))
+      << out_;
+  ASSERT_EQ(run("detect " + v5 + " " + table + " -l " + labels), 0) << err_;
+  const std::vector<Box> t = detections();
+  EXPECT_TRUE(std::any_of(t.begin(), t.end(), [](const Box& x) { return x.label == "cup" && x.left > 40 && x.right < 240; }))
       << out_;
   // On the rknpu device model (every SiLU, slice and concat of the backbone on the NPU, the
   // head on the cpu): the person and the tie in the cpu's boxes (the NPU's output is within
   // a few codes of the cpu's: docs/rknpu.md), and the frame time line.
-  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --device rknpu"), 0) << err_;
+  ASSERT_EQ(run("detect " + v8 + " " + image + " -l " + labels + " --threshold 0.25 --device rknpu"), 0) << err_;
   const std::vector<Box> n = detections();
   ASSERT_GE(n.size(), 2u) << out_;
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(n[i].label, a[i].label);
-    EXPECT_NEAR(n[i].left, a[i].left, 8);
-    EXPECT_NEAR(n[i].top, a[i].top, 8);
-    EXPECT_NEAR(n[i].right, a[i].right, 8);
-    EXPECT_NEAR(n[i].bottom, a[i].bottom, 8);
+    EXPECT_NEAR(n[i].left, a[i].left, 10);
+    EXPECT_NEAR(n[i].top, a[i].top, 10);
+    EXPECT_NEAR(n[i].right, a[i].right, 10);
+    EXPECT_NEAR(n[i].bottom, a[i].bottom, 10);
   }
   EXPECT_NE(out_.find("frame time"), std::string::npos) << out_;
-  // Without labels the classes are numbered (person is class 0, tie 27 of the 80).
-  ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.4"), 0) << err_;
+  // Without labels the classes are numbered (person is class 0 of the 80).
+  ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.5"), 0) << err_;
   const std::vector<Box> c = detections();
-  ASSERT_EQ(c.size(), 2u) << out_;
+  ASSERT_EQ(c.size(), 1u) << out_;
   EXPECT_EQ(c[0].label, "class 0");
-  EXPECT_EQ(c[1].label, "class 27");
 }
 
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {

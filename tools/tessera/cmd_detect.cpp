@@ -4,8 +4,9 @@
 //    as ymin, xmin, ymax, xmax in 0..1, classes [1, M], scores [1, M], count [1]);
 //  - a YOLO export with one output: YOLOv8's [1, 4 + C, N] (per anchor cx, cy, w, h and C
 //    class scores) or YOLOv5's [1, N, 5 + C] (cx, cy, w, h, objectness, C class scores; the
-//    score is objectness x class). Boxes in 0..1 of the input (or in its pixels, when any is
-//    past 2), the input fed pixel / 255; candidates at or above the threshold, then per-class
+//    score is objectness x class). The image letterboxed onto the input (grey 114 around it)
+//    and fed pixel / 255; boxes in 0..1 of the input (or in its pixels, when any is past 2)
+//    mapped back to the image; candidates at or above the threshold, then per-class
 //    non-maximum suppression at IoU 0.45, at most 300 kept, as Ultralytics' exports are used.
 // Prints one line per detection at or above the threshold, with its box in the image's
 // pixels; optionally draws the labelled boxes.
@@ -53,7 +54,7 @@ Result<Detector> detector_of(const Graph& g, const std::string& model) {
 
 tflite::PixelRange pixel_range(const Graph& g) {
   auto d = detector_of(g, "");
-  return d.ok() && d->kind != Kind::ssd ? tflite::PixelRange::unit : tflite::PixelRange::model_default;
+  return d.ok() && d->kind != Kind::ssd ? tflite::PixelRange::yolo : tflite::PixelRange::model_default;
 }
 
 // A YOLO output decoded: candidates at or above `threshold` (best class per anchor), boxes
@@ -103,11 +104,17 @@ std::vector<Detection> yolo_detections(const Session& s, const Detector& d, cons
     for (const Cand& k : kept) keep = keep && !(k.cls == c.cls && iou(k, c) > 0.45f);
     if (keep) kept.push_back(c);
   }
-  const float w = static_cast<float>(img.width), h = static_cast<float>(img.height);
-  auto px = [](float v, float size) { return std::clamp(v, 0.0f, 1.0f) * size; };
+  // From 0..1 of the letterboxed input back to the image's pixels.
+  const int in_w = layout.ok() ? layout->width : img.width, in_h = layout.ok() ? layout->height : img.height;
+  const tflite::LetterboxGeometry lb = tflite::letterbox_geometry(img.width, img.height, in_w, in_h);
+  auto px = [&](float v, bool x) {
+    const float p = (v * static_cast<float>(x ? in_w : in_h) - static_cast<float>(x ? lb.left : lb.top)) / lb.ratio;
+    return std::clamp(p, 0.0f, static_cast<float>(x ? img.width : img.height));
+  };
   std::vector<Detection> out;
   for (const Cand& c : kept)
-    out.push_back({c.cls, c.score, px(c.cx - c.w / 2, w), px(c.cy - c.h / 2, h), px(c.cx + c.w / 2, w), px(c.cy + c.h / 2, h)});
+    out.push_back({c.cls, c.score, px(c.cx - c.w / 2, true), px(c.cy - c.h / 2, false), px(c.cx + c.w / 2, true),
+                   px(c.cy + c.h / 2, false)});
   return out;
 }
 

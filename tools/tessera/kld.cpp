@@ -153,6 +153,15 @@ Status Reader::parse_header(const uint8_t* p, int64_t size) {
   return Status::Ok();
 }
 
+Status Reader::check_tokens() {
+  records_at_ = kHeaderBytes + h_.n_ctx * h_.n_chunk * 4;
+  for (size_t i = 0; i < tokens_.size(); ++i)
+    if (tokens_[i] < 0 || tokens_[i] >= h_.n_vocab)
+      return error(StatusCode::invalid_argument, "'", name_, "': token ", i, " is ", tokens_[i],
+                   ", outside the vocabulary of ", h_.n_vocab);
+  return Status::Ok();
+}
+
 Status Reader::open(const std::string& path) {
   name_ = path;
   std::error_code ec;
@@ -165,12 +174,7 @@ Status Reader::open(const std::string& path) {
   tokens_.resize(static_cast<size_t>(h_.n_ctx * h_.n_chunk));
   if (!in_.read(reinterpret_cast<char*>(tokens_.data()), static_cast<std::streamsize>(tokens_.size() * 4)))
     return error(StatusCode::invalid_argument, "'", path, "': reading the tokens failed");
-  records_at_ = kHeaderBytes + h_.n_ctx * h_.n_chunk * 4;
-  for (size_t i = 0; i < tokens_.size(); ++i)
-    if (tokens_[i] < 0 || tokens_[i] >= h_.n_vocab)
-      return error(StatusCode::invalid_argument, "'", path, "': token ", i, " is ", tokens_[i],
-                   ", outside the vocabulary of ", h_.n_vocab);
-  return Status::Ok();
+  return check_tokens();
 }
 
 Status Reader::open_bytes(std::vector<uint8_t> bytes, const std::string& name) {
@@ -179,12 +183,7 @@ Status Reader::open_bytes(std::vector<uint8_t> bytes, const std::string& name) {
   TS_RETURN_IF_ERROR(parse_header(bytes_.data(), static_cast<int64_t>(bytes_.size())));
   tokens_.resize(static_cast<size_t>(h_.n_ctx * h_.n_chunk));
   std::memcpy(tokens_.data(), bytes_.data() + kHeaderBytes, tokens_.size() * 4);
-  records_at_ = kHeaderBytes + h_.n_ctx * h_.n_chunk * 4;
-  for (size_t i = 0; i < tokens_.size(); ++i)
-    if (tokens_[i] < 0 || tokens_[i] >= h_.n_vocab)
-      return error(StatusCode::invalid_argument, "'", name, "': token ", i, " is ", tokens_[i],
-                   ", outside the vocabulary of ", h_.n_vocab);
-  return Status::Ok();
+  return check_tokens();
 }
 
 Status Reader::chunk(int64_t c, std::vector<uint16_t>& records) {

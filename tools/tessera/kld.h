@@ -75,6 +75,7 @@ class Reader {
 
  private:
   Status parse_header(const uint8_t* p, int64_t size);
+  Status check_tokens();  // every token inside the vocabulary; where the records start
   std::string name_;
   std::vector<uint8_t> bytes_;  // whole file when opened from bytes
   std::ifstream in_;

@@ -115,6 +115,30 @@ Image resize_bilinear(const Image& img, int width, int height) {
   return out;
 }
 
+LetterboxGeometry letterbox_geometry(int image_width, int image_height, int width, int height) {
+  LetterboxGeometry g;
+  g.ratio = std::min(static_cast<float>(width) / static_cast<float>(image_width),
+                     static_cast<float>(height) / static_cast<float>(image_height));
+  g.scaled_width = std::clamp(static_cast<int>(std::lround(image_width * g.ratio)), 1, width);
+  g.scaled_height = std::clamp(static_cast<int>(std::lround(image_height * g.ratio)), 1, height);
+  g.left = static_cast<int>(std::lround((width - g.scaled_width) / 2.0 - 0.1));
+  g.top = static_cast<int>(std::lround((height - g.scaled_height) / 2.0 - 0.1));
+  return g;
+}
+
+Image letterbox(const Image& img, int width, int height) {
+  const LetterboxGeometry g = letterbox_geometry(img.width, img.height, width, height);
+  const Image scaled = resize_bilinear(img, g.scaled_width, g.scaled_height);
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.channels = img.channels;
+  out.pixels.assign(static_cast<size_t>(width) * height * img.channels, 114);
+  for (int y = 0; y < g.scaled_height; ++y)
+    std::memcpy(out.at(g.left, g.top + y), scaled.at(0, y), static_cast<size_t>(g.scaled_width) * img.channels);
+  return out;
+}
+
 Image to_gray(const Image& img) {
   if (img.channels == 1) return img;
   Image out;
@@ -160,13 +184,13 @@ Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& t, P
     return error(StatusCode::invalid_argument, "image of ", img.width, "x", img.height, "x", img.channels, " with ",
                  img.pixels.size(), " bytes is not a valid 1- or 3-channel image");
   Image src = l.channels == 1 ? to_gray(img) : img;
-  Image r = resize_bilinear(src, l.width, l.height);
+  Image r = range == PixelRange::yolo ? letterbox(src, l.width, l.height) : resize_bilinear(src, l.width, l.height);
   int64_t n = static_cast<int64_t>(l.height) * l.width * l.channels;
   int esize = dtype_size(t.dtype);
   if (t.dtype != DType::u8 && t.dtype != DType::i8 && t.dtype != DType::f32)
     return error(StatusCode::unsupported, "input '", t.name, "': images convert to u8, i8 or f32, not ",
                  dtype_name(t.dtype));
-  const bool unit = range == PixelRange::unit;
+  const bool unit = range == PixelRange::yolo;
   float q_scale = 1.0f, q_zero = 0.0f;
   if (unit && t.dtype != DType::f32) {
     if (t.quant.scale.size() != 1 || !(t.quant.scale[0] > 0) || !std::isfinite(t.quant.scale[0]))

@@ -49,13 +49,24 @@ struct InputLayout {
 };
 Result<InputLayout> input_layout(const Tensor& input);
 
-// How pixels become the input's values: `model_default` as below; `unit`: pixel / 255 in
-// [0, 1] (what YOLO detectors take), quantized with the input's own parameters for u8 / i8.
-enum class PixelRange { model_default, unit };
+// How an image becomes the input: `model_default` as below; `yolo`, Ultralytics' convention
+// for YOLO detectors: letterboxed (below) and pixel / 255 in [0, 1], quantized with the input's
+// own parameters for u8 / i8.
+enum class PixelRange { model_default, yolo };
+
+// Ultralytics' letterbox onto a width x height input: the image scaled by
+// ratio = min(width / w, height / h) to round(w ratio) x round(h ratio) (bilinear), centred
+// on a canvas of grey 114 whose padding splits as round(d / 2 - 0.1) before and the rest after.
+struct LetterboxGeometry {
+  float ratio = 1;
+  int scaled_width = 0, scaled_height = 0, left = 0, top = 0;
+};
+LetterboxGeometry letterbox_geometry(int image_width, int image_height, int width, int height);
+Image letterbox(const Image& img, int width, int height);
 
 // Resizes `img` to the input's size and converts it to the input's dtype and layout:
 // u8 -> the pixel values (quantized models take 0..255), i8 -> pixel - 128, f32 ->
-// (pixel - 127.5) / 127.5; or with PixelRange::unit as said there. Returns the raw tensor bytes.
+// (pixel - 127.5) / 127.5; or with PixelRange::yolo as said there. Returns the raw tensor bytes.
 Result<std::vector<uint8_t>> image_to_input(const Image& img, const Tensor& input,
                                             PixelRange range = PixelRange::model_default);
 

@@ -207,6 +207,44 @@ TEST(Vision, ImageToNchwInt8Input) {
   EXPECT_TRUE(idx[0] == 652 || idx[1] == 652 || idx[2] == 652);
 }
 
+// Ultralytics' letterbox (its LetterBox with auto off, as for fixed-shape exports): scale by
+// min(640 / w, 640 / h), round the scaled size, pad with grey 114 split round(d/2 - 0.1) /
+// the rest. 640x480 -> 640x480 at (0, 80); 512x600 -> 546x640 at (47, 0); 1x1 -> 640x640.
+TEST(Vision, LetterboxIsUltralyticsGeometry) {
+  using tflite::letterbox_geometry;
+  auto g = letterbox_geometry(640, 480, 640, 640);
+  EXPECT_FLOAT_EQ(g.ratio, 1.0f);
+  EXPECT_EQ(g.scaled_width, 640);
+  EXPECT_EQ(g.scaled_height, 480);
+  EXPECT_EQ(g.left, 0);
+  EXPECT_EQ(g.top, 80);
+  g = letterbox_geometry(512, 600, 640, 640);
+  EXPECT_FLOAT_EQ(g.ratio, 640.0f / 600.0f);
+  EXPECT_EQ(g.scaled_width, 546);  // round(546.13)
+  EXPECT_EQ(g.scaled_height, 640);
+  EXPECT_EQ(g.left, 47);  // (640 - 546) / 2 = 47: round(46.9) before, 47 after
+  EXPECT_EQ(g.top, 0);
+  g = letterbox_geometry(1000, 10, 640, 640);
+  EXPECT_EQ(g.scaled_width, 640);
+  EXPECT_EQ(g.scaled_height, 6);  // round(6.4)
+  EXPECT_EQ(g.top, 317);          // 634 / 2 = 317
+  // The image: grey 114 outside the scaled picture, the bilinear resize inside it.
+  tflite::Image img;
+  img.width = 4, img.height = 2, img.channels = 3;
+  img.pixels.assign(24, 0);
+  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<uint8_t>(10 * i);
+  const tflite::Image lb = tflite::letterbox(img, 8, 8);
+  ASSERT_EQ(lb.width, 8);
+  ASSERT_EQ(lb.height, 8);
+  const tflite::Image scaled = tflite::resize_bilinear(img, 8, 4);
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 8; ++x)
+      for (int c = 0; c < 3; ++c) {
+        const bool inside = y >= 2 && y < 6;
+        EXPECT_EQ(lb.at(x, y)[c], inside ? scaled.at(x, y - 2)[c] : 114) << x << "," << y;
+      }
+}
+
 TEST(Vision, UnreadableImageIsAClearError) {
   auto img = tflite::read_image("/nonexistent.png");
   ASSERT_FALSE(img.ok());
