@@ -224,6 +224,9 @@ TEST_F(DetectCli, YoloExportsFindThePersonsAndTheTie) {
     EXPECT_NEAR(n[i].bottom, a[i].bottom, 10);
   }
   EXPECT_NE(out_.find("frame time"), std::string::npos) << out_;
+  // classify points a YOLO export to detect.
+  EXPECT_NE(run("classify " + v8 + " " + image), 0);
+  EXPECT_NE(err_.find("YOLO detector's output: use `tessera detect`"), std::string::npos) << err_;
   // Without labels the classes are numbered (person is class 0 of the 80).
   ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.5"), 0) << err_;
   const std::vector<Box> c = detections();

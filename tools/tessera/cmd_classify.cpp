@@ -21,9 +21,14 @@ void print_classification(const std::string& model, const std::string& image, co
   const Tensor& out = g.tensor(g.outputs[0]);
   std::vector<float> scores = output_as_float(*r.session, 0);
   const int64_t classes = out.shape.empty() ? 1 : out.shape.back();
-  if (static_cast<int64_t>(scores.size()) != classes)
+  if (static_cast<int64_t>(scores.size()) != classes) {
+    // One [1, A, B] output with a short side of 5 or more: the form of a YOLO export's boxes and scores.
+    const bool yolo = g.outputs.size() == 1 && out.shape.size() == 3 && out.shape[0] == 1 &&
+                      std::min(out.shape[1], out.shape[2]) >= 5 && out.shape[1] != out.shape[2];
     take(error(StatusCode::unsupported, "output '", out.name, "' ", shape_str(out.shape),
-               " is not a single row of class scores"));
+               " is not a single row of class scores",
+               yolo ? " (it has the form of a YOLO detector's output: use `tessera detect`)" : ""));
+  }
   Labels labels;
   if (!labels_path.empty()) labels = take(Labels::load(labels_path, classes));
   std::vector<int64_t> order(static_cast<size_t>(classes));
