@@ -43,6 +43,28 @@ class PerplexityCli : public CliTest {
     double ppl = -1, err = -1;
     std::vector<double> chunks;  // the running estimate after each chunk
   };
+  // `tessera score`'s logits [n_ctx - 1][vocab] of chunk c of `tokens` with BOS first (the
+  // exact arithmetic: f32 activations, f32 cache); empty, with a failure added, if that fails.
+  std::vector<float> chunk_logits(const std::string& model, const std::vector<int32_t>& tokens, int64_t c,
+                                  int64_t n_ctx, int32_t bos, int64_t vocab) {
+    std::vector<int32_t> chunk(tokens.begin() + c * n_ctx, tokens.begin() + (c + 1) * n_ctx);
+    chunk[0] = bos;
+    std::ofstream ids(path("ids.txt"));
+    for (int64_t i = 0; i + 1 < n_ctx; ++i) ids << chunk[static_cast<size_t>(i)] << ' ';
+    ids.close();
+    if (run("score " + model + " --ids " + path("ids.txt") + " --logits-out " + path("l.f32")) != 0) {
+      ADD_FAILURE() << err_;
+      return {};
+    }
+    const std::vector<uint8_t> bytes = read_bytes("l.f32");
+    if (bytes.size() != static_cast<size_t>((n_ctx - 1) * vocab * 4)) {
+      ADD_FAILURE() << "score wrote " << bytes.size() << " bytes of logits";
+      return {};
+    }
+    std::vector<float> logits(bytes.size() / 4);
+    std::memcpy(logits.data(), bytes.data(), bytes.size());
+    return logits;
+  }
   Ppl parse() const {
     Ppl p;
     std::smatch m;
@@ -128,13 +150,9 @@ TEST_F(PerplexityCli, EqualsTheDefinitionOverScoredLogits) {
   for (int64_t c = 0; c < kChunks; ++c) {
     std::vector<int32_t> chunk(tokens.begin() + c * kCtx, tokens.begin() + (c + 1) * kCtx);
     chunk[0] = tok->bos();
-    std::ofstream ids(path("ids.txt"));
-    for (int64_t i = 0; i + 1 < kCtx; ++i) ids << chunk[static_cast<size_t>(i)] << ' ';
-    ids.close();
-    ASSERT_EQ(run("score " + model + " --ids " + path("ids.txt") + " --logits-out " + path("l.f32")), 0) << err_;
-    const std::vector<uint8_t> bytes = read_bytes("l.f32");
-    ASSERT_EQ(bytes.size(), static_cast<size_t>((kCtx - 1) * vocab * 4));
-    const float* logits = reinterpret_cast<const float*>(bytes.data());
+    const std::vector<float> scored = chunk_logits(model, tokens, c, kCtx, tok->bos(), vocab);
+    ASSERT_FALSE(scored.empty());
+    const float* logits = scored.data();
     for (int64_t j = kFirst; j <= kCtx - 2; ++j) {
       const float* row = logits + j * vocab;
       double max = row[0], sum = 0;
@@ -186,14 +204,9 @@ TEST_F(PerplexityCli, KlDivergenceBaseIsLlamaPerplexitysFileOfLogProbabilities) 
   EXPECT_TRUE(std::equal(stored.begin(), stored.end(), tokens.begin()));  // as tokenized: BOS not substituted
 
   for (int64_t c : {int64_t{0}, int64_t{5}}) {
-    std::vector<int32_t> chunk(tokens.begin() + c * kCtx, tokens.begin() + (c + 1) * kCtx);
-    chunk[0] = tok->bos();
-    std::ofstream ids(path("ids.txt"));
-    for (int64_t i = 0; i + 1 < kCtx; ++i) ids << chunk[static_cast<size_t>(i)] << ' ';
-    ids.close();
-    ASSERT_EQ(run("score " + model + " --ids " + path("ids.txt") + " --logits-out " + path("l.f32")), 0) << err_;
-    const std::vector<uint8_t> bytes = read_bytes("l.f32");
-    const float* logits = reinterpret_cast<const float*>(bytes.data());
+    const std::vector<float> scored = chunk_logits(model, tokens, c, kCtx, tok->bos(), vocab);
+    ASSERT_FALSE(scored.empty());
+    const float* logits = scored.data();
     int64_t coded = 0;
     for (int64_t j = kFirst; j <= kCtx - 2; ++j) {
       const float* row = logits + j * vocab;
