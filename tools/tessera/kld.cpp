@@ -70,7 +70,7 @@ double covariance(double a, double b, double ab, int64_t count) {
 
 }  // namespace
 
-double encode(std::span<const float> logits, int32_t tok, uint16_t* out) {
+void encode(std::span<const float> logits, uint16_t* out) {
   const int64_t n = static_cast<int64_t>(logits.size());
   float max = logits[0], min = logits[0];
   for (float v : logits) {
@@ -93,7 +93,6 @@ double encode(std::span<const float> logits, int32_t tok, uint16_t* out) {
       if (logits[static_cast<size_t>(i)] > min)
         code[i] = static_cast<uint16_t>(std::min(65535.0f, std::nearbyint(inv * (logits[static_cast<size_t>(i)] - min))));
   }
-  return static_cast<double>(max) + log_sum_exp - logits[static_cast<size_t>(tok)];
 }
 
 Status Writer::open(const std::string& path, const Header& h, std::span<const int32_t> tokens) {
@@ -118,7 +117,7 @@ Status Writer::open(const std::string& path, const Header& h, std::span<const in
 Status Writer::add(std::span<const float> logits) {
   if (static_cast<int64_t>(logits.size()) != h_.n_vocab)
     return error(StatusCode::internal, "kl-divergence base: ", logits.size(), " logits, vocabulary ", h_.n_vocab);
-  encode(logits, 0, rec_.data());
+  encode(logits, rec_.data());
   out_.write(reinterpret_cast<const char*>(rec_.data()), static_cast<std::streamsize>(rec_.size() * 2));
   ++written_;
   return out_ ? Status::Ok() : error(StatusCode::internal, "writing '", path_, "' failed (disk full?)");

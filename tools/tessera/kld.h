@@ -41,9 +41,8 @@ constexpr int64_t kMaxCtx = int64_t{1} << 20;
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxChunks = int64_t{1} << 30;
 
-// Encodes one position's logits as llama-perplexity does into `out` (record_values(n)
-// values); returns the negative log-likelihood of `tok`.
-double encode(std::span<const float> logits, int32_t tok, uint16_t* out);
+// Encodes one position's logits as llama-perplexity does into `out` (record_values(n) values).
+void encode(std::span<const float> logits, uint16_t* out);
 
 // Writes a base file as the scored positions come.
 class Writer {
