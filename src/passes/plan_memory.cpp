@@ -8,6 +8,7 @@
 // All sizes are the format's bytes, aligned to the device's alignment.
 #include <algorithm>
 #include <climits>
+#include <map>
 
 #include "passes/passes.h"
 
@@ -18,6 +19,101 @@ int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a
 bool overlap(const TensorPlacement& a, const TensorPlacement& b) {
   return a.first_use <= b.last_use && b.first_use <= a.last_use;
 }
+// Device views (Device::views): a tensor kept inside another's storage at a byte offset,
+// no copy made. Adopted node by node, in order, where
+//  - the tensor that moves (the view's own root: it may already hold views of its own) is
+//    an activation made and read only by nodes of the proposing device, no transfer, no
+//    graph input or output, so no one but that device's programs ever sees the offset;
+//  - it lands wholly inside the source's root, and the views of one node that move it
+//    agree on where and together cover all of it (a concatenation whose inputs are two
+//    slices of one tensor moves that tensor, a concatenation of only one of them moves
+//    nothing: its bytes beside that slice would be overwritten by the next input);
+//  - or both already share a root at exactly that offset.
+// Chains are flattened: `alias` names the tensor owning the allocation.
+void adopt_device_views(Plan& p, const std::vector<bool>& graph_output) {
+  const Graph& g = p.graph;
+  const size_t nt = g.tensors().size();
+  // Per tensor: the one device all its producers and readers run on (-1: none yet, -2: mixed
+  // or a transfer).
+  std::vector<int> only(nt, -1);
+  const auto touch = [&](TensorId t, int i) {
+    if (t == kNoTensor || t >= static_cast<TensorId>(nt)) return;
+    const int d = g.nodes()[i].op == OpKind::transfer ? -2 : p.nodes[i].device;
+    only[t] = only[t] == -1 ? d : only[t] == d ? d : -2;
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (TensorId t : g.nodes()[i].inputs) touch(t, static_cast<int>(i));
+    for (TensorId t : g.nodes()[i].outputs) touch(t, static_cast<int>(i));
+  }
+  const auto movable = [&](TensorId t, int d) {
+    const TensorPlacement& tp = p.tensors[t];
+    return g.tensor(t).role == Role::activation && !graph_output[t] && only[t] == d && tp.device == d && !tp.resident &&
+           !tp.in_program;
+  };
+  const auto bytes = [&](TensorId t) -> int64_t {
+    auto b = p.tensors[t].format.byte_size();
+    return b.ok() ? *b : -1;
+  };
+  const auto resolve = [&](TensorId t) {
+    int64_t off = 0;
+    while (p.tensors[t].alias != kNoTensor) off += p.tensors[t].alias_offset, t = p.tensors[t].alias;
+    return std::pair<TensorId, int64_t>{t, off};
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const int d = p.nodes[i].device;
+    if (d < 0 || d >= static_cast<int>(p.devices.size())) continue;
+    const std::vector<TensorView> views =
+        p.devices[d]->views(g, static_cast<int>(i), [&](TensorId t) { return p.tensors[t].format; });
+    if (views.empty()) continue;
+    struct Move {
+      TensorId into = kNoTensor;
+      int64_t base = 0;
+      bool ok = true;
+      std::vector<std::pair<int64_t, int64_t>> slots;  // [begin, end) in `into`
+    };
+    std::map<TensorId, Move> moves;
+    size_t kept = 0;
+    for (const TensorView& v : views) {
+      if (v.view == kNoTensor || v.source == kNoTensor || v.view >= static_cast<TensorId>(nt) ||
+          v.source >= static_cast<TensorId>(nt) || v.offset < 0 || p.tensors[v.source].device != d ||
+          p.tensors[v.source].resident || p.tensors[v.source].in_program || bytes(v.view) < 0)
+        continue;
+      const auto [rv, ov] = resolve(v.view);
+      const auto [rs, os] = resolve(v.source);
+      if (rv == rs) {
+        kept += ov == os + v.offset;
+        continue;
+      }
+      Move& m = moves[rv];
+      const int64_t base = os + v.offset - ov;
+      if (m.into == kNoTensor) m.into = rs, m.base = base;
+      m.ok = m.ok && m.into == rs && m.base == base;
+      m.slots.push_back({os + v.offset, os + v.offset + bytes(v.view)});
+    }
+    for (auto& [rv, m] : moves) {
+      const int64_t n = bytes(rv), cap = bytes(m.into);
+      if (!m.ok || !movable(rv, d) || m.base < 0 || n < 0 || cap < 0 || m.base + n > cap) continue;
+      std::sort(m.slots.begin(), m.slots.end());
+      int64_t covered = m.base;
+      for (auto [b, e] : m.slots) {
+        if (b > covered) break;
+        covered = std::max(covered, e);
+      }
+      if (covered != m.base + n) continue;
+      p.tensors[rv].alias = m.into;
+      p.tensors[rv].alias_offset = m.base;
+      kept += m.slots.size();
+    }
+    if (kept == views.size()) p.nodes[i].note += " -- in place: no copy (its tensors are views)";
+  }
+  for (size_t t = 0; t < nt; ++t)
+    if (p.tensors[t].alias != kNoTensor) {
+      const auto [root, off] = resolve(static_cast<TensorId>(t));
+      p.tensors[t].alias = root;
+      p.tensors[t].alias_offset = off;
+    }
+}
+
 }  // namespace
 
 Status plan_memory(PassContext& c) {
@@ -51,6 +147,7 @@ Status plan_memory(PassContext& c) {
     if (!same_bytes(in.format, dst.format) || !same_bytes(src.format, dst.format)) continue;
     dst.alias = root;
   }
+  adopt_device_views(p, graph_output);
   // Liveness.
   for (auto& tp : p.tensors) tp.first_use = tp.last_use = -1;
   for (const Tensor& t : g.tensors())
@@ -75,11 +172,14 @@ Status plan_memory(PassContext& c) {
       if (t != kNoTensor && t < static_cast<TensorId>(p.tensors.size())) p.tensors[t].last_use = std::max(p.tensors[t].last_use, i);
   }
   for (TensorId o : g.outputs) p.tensors[o].last_use = INT_MAX;
-  // A view's uses are its source's.
+  // A view's uses are its source's: a reshape view is read after its source is made; a
+  // device view may also be made before its source's own producer runs (a concatenation's
+  // inputs written in place), so its source's storage lives from the earliest of them.
   for (auto& tp : p.tensors)
     if (tp.alias != kNoTensor && !p.tensors[tp.alias].resident) {
       TensorPlacement& src = p.tensors[tp.alias];
       src.last_use = std::max(src.last_use, tp.last_use);
+      src.first_use = std::min(src.first_use, tp.first_use);
     }
 
   p.memory.assign(p.devices.size(), {});
@@ -191,11 +291,13 @@ Status plan_memory(PassContext& c) {
     if (tp.alias != kNoTensor) {
       TensorPlacement& src = p.tensors[tp.alias];
       tp.arena = src.arena;
-      tp.offset = src.offset;
-      tp.bytes = src.bytes;
+      tp.offset = src.offset + tp.alias_offset;
+      auto own = tp.format.byte_size();  // a view's own bytes (a reshape's are its source's)
+      tp.bytes = own.ok() && *own <= src.bytes - tp.alias_offset ? *own : src.bytes;
       tp.resident = src.resident;
     }
   return Status::Ok();
 }
 
 }  // namespace tessera::passes
+

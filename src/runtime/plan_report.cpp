@@ -73,7 +73,8 @@ std::string Plan::report(bool per_tensor) const {
       os << fmt::format("  %{:<4} {:<36} {:<10} {:<8} {:<34} {:>10} (logical {})", t.id, t.name.substr(0, 36),
                         role_name(t.role), devices[tp.device]->name(), tp.format.to_string(), human(tp.bytes),
                         human(lb.ok() ? *lb : 0));
-      if (tp.alias != kNoTensor) os << " alias of %" << tp.alias;
+      if (tp.alias != kNoTensor && tp.alias_offset != 0) os << " view: bytes @" << tp.alias_offset << " of %" << tp.alias;
+      else if (tp.alias != kNoTensor) os << " alias of %" << tp.alias;
       else if (tp.arena >= 0) os << " arena " << tp.arena << " @" << tp.offset;
       os << "\n";
     }

@@ -214,6 +214,7 @@ Status Session::Impl::prepare(const Session* share) {
   for (const Tensor& t : g.tensors())
     if (plan_.tensors[t.id].alias != kNoTensor) {
       placements_[t.id] = placements_[plan_.tensors[t.id].alias];
+      placements_[t.id].offset += plan_.tensors[t.id].alias_offset;  // a device view: its bytes inside the alias's
       placements_[t.id].format = plan_.tensors[t.id].format;  // a view keeps its own shape
     }
   // Steps: runs of consecutive nodes on one device; transfers on their own.
@@ -244,6 +245,8 @@ Status Session::Impl::prepare(const Session* share) {
         if (id != kNoTensor) seg.formats[id] = plan_.tensors[id].format;
       for (TensorId id : g.nodes()[i].outputs) seg.formats[id] = plan_.tensors[id].format;
     }
+    for (const auto& [id, f] : seg.formats)
+      if (plan_.tensors[id].alias != kNoTensor) seg.views[id] = {plan_.tensors[id].alias, plan_.tensors[id].alias_offset};
     TS_ASSIGN_OR_RETURN(auto prog, plan_.devices[st.device]->compile(seg));
     programs_.push_back(std::move(prog));
     if (progress.active()) {

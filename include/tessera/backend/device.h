@@ -83,11 +83,26 @@ struct TESSERA_API Support {
   static Support no(std::string why) { return {false, 0, std::move(why)}; }
 };
 
+// A tensor a device can keep inside another tensor's storage, with no copy: `view` is the
+// bytes [offset, offset + its format's bytes) of `source`'s (both in their planned formats).
+// A channel slice of an NC1HWC2 map is a run of its surfaces; so is each input of a
+// concatenation along channels inside the output (Device::views).
+struct TESSERA_API TensorView {
+  TensorId view = kNoTensor;
+  TensorId source = kNoTensor;
+  int64_t offset = 0;
+};
+
 // A run of consecutive nodes assigned to one device, with the formats the planner chose.
 struct TESSERA_API Segment {
   const Graph* graph = nullptr;
   std::vector<int> nodes;                // indices into graph->nodes(), in execution order
   std::map<TensorId, Format> formats;    // format of every tensor the nodes touch
+  // Tensors the nodes touch that the plan stores inside another tensor's allocation
+  // (Device::views it adopted, and reshape views): id -> (the tensor owning the allocation,
+  // byte offset in it). A tensor not listed owns its storage. The bindings agree: such a
+  // tensor is bound to its owner's allocation at the owner's offset plus this one.
+  std::map<TensorId, std::pair<TensorId, int64_t>> views;
 };
 
 // What compile() returns; owned by the caller, executed any number of times.
@@ -158,6 +173,13 @@ class TESSERA_API Device {
   // device that runs the node inside an earlier node's pass reads that node's inputs when
   // the later node runs. The memory plan keeps them alive up to `node`. Default: none.
   std::vector<TensorId> extra_reads(const Graph& g, int node) const;
+  // Views node `node` of `g`, placed on this device, allows (TensorView): a concatenation's
+  // inputs inside its output, a slice's output inside its input, given the formats the plan
+  // chose (`format_of`). The plan adopts a view only when both tensors are activations made
+  // and read by this device's nodes alone (no graph input or output, no transfer) and it
+  // agrees with the views adopted before (plan_memory.cpp); compile() learns which from
+  // Segment::views and leaves out the copies they make needless. Default: none.
+  std::vector<TensorView> views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const;
 
   // Bytes one allocation holding a whole tensor in format `f` occupies on this device,
   // page padding and bank rounding included; the planner sizes allocations and checks
@@ -189,6 +211,8 @@ class TESSERA_API Device {
   virtual Support do_supports(const Graph& g, const Node& n) const = 0;
   // (optional) see extra_reads(); the default reads nothing more.
   virtual std::vector<TensorId> do_extra_reads(const Graph& g, int node) const;
+  // (optional) see views(); the default offers none.
+  virtual std::vector<TensorView> do_views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const;
   // (optional) see allocation_bytes(); the default is described there.
   virtual Result<int64_t> do_allocation_bytes(const Format& f) const;
   virtual Result<Allocation> do_allocate(int64_t bytes) = 0;

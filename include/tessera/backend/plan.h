@@ -25,7 +25,8 @@ struct TESSERA_API TensorPlacement {
   int64_t bytes = 0;     // format bytes, aligned up
   int first_use = -1;    // node index of the producer (-1: live from the start)
   int last_use = -1;     // last node index reading it (INT_MAX for outputs/state)
-  TensorId alias = kNoTensor;  // shares the storage of this tensor (scatter_rows output)
+  TensorId alias = kNoTensor;  // shares the storage of this tensor (scatter_rows output, views)
+  int64_t alias_offset = 0;    // a view (Device::views): where its bytes start in the alias's
   bool resident = false;       // weight or state: allocated once, outside the arenas
   bool in_program = false;     // a constant the device's compiled program holds: no allocation
   bool in_place = false;       // (with in_program) read in place from the graph's constant bytes

@@ -23,6 +23,13 @@ std::vector<TensorId> Device::extra_reads(const Graph& g, int node) const {
 
 std::vector<TensorId> Device::do_extra_reads(const Graph&, int) const { return {}; }
 
+std::vector<TensorView> Device::views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const {
+  if (node < 0 || node >= static_cast<int>(g.nodes().size())) return {};
+  return do_views(g, node, format_of);
+}
+
+std::vector<TensorView> Device::do_views(const Graph&, int, const std::function<Format(TensorId)>&) const { return {}; }
+
 Result<int64_t> Device::allocation_bytes(const Format& f) const {
   auto b = do_allocation_bytes(f);
   if (!b.ok()) return ctx(b.status(), name());

@@ -10,6 +10,7 @@
 #include "backend/rknpu/hw.h"
 #include "core/checked.h"
 #include "convert/rk_weights.h"
+#include "tessera/format_registry.h"
 
 namespace tessera::rknpu {
 
@@ -86,6 +87,22 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       if (in != kNoTensor) last_reader[in] = static_cast<int>(i);
   for (TensorId o : g.outputs) last_reader[o] = INT_MAX;
 
+  // A channel copy the plan made needless (Segment::views): its source channels already are
+  // its destination's bytes (a concatenation's input written in place by its producer, a
+  // slice read in place by its readers).
+  const auto in_place = [&](const NpuOp& c) {
+    const auto where = [&](TensorId t) {
+      auto it = seg.views.find(t);
+      return it == seg.views.end() ? std::pair<TensorId, int64_t>{t, 0} : it->second;
+    };
+    auto f = seg.formats.find(c.input);
+    if (c.type != NpuOpType::copy || f == seg.formats.end() || f->second.layout != Layout::nc1hwc2 || f->second.c2 <= 0)
+      return false;
+    const int64_t surface = c.in_h * c.in_w * f->second.c2 * std::max(encoding_element_bytes(f->second.encoding), 1);
+    const auto [ri, oi] = where(c.input);
+    const auto [ro, oo] = where(c.output);
+    return ri == ro && oi + c.src_c0 / f->second.c2 * surface == oo + c.dst_c0 / f->second.c2 * surface;
+  };
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
   std::set<int> inside_table;             // LOGISTIC nodes computed by their SiLU's table
   for (int ni : seg.nodes) {
@@ -121,13 +138,23 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       // A concat: one channel copy per input, each to its offset in the output.
       auto parts = lower_concat_parts(g, n);
       if (!parts.ok()) return parts.status().with_context(n.label());
+      int copies = 0;
       for (NpuOp& p : *parts) {
+        if (in_place(p)) continue;
         p.nodes = {ni};
         CompiledOp c;
         c.op = std::move(p);
         prog->ops.push_back(std::move(c));
+        ++copies;
       }
-      op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size()) - 1;
+      if (copies < static_cast<int>(parts->size()))
+        prog->notes.push_back(n.label() + ": " + std::to_string(parts->size() - copies) + " of " +
+                              std::to_string(parts->size()) + " inputs written in place by their producers");
+      if (copies > 0) op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size()) - 1;
+      continue;
+    }
+    if (n.op == OpKind::strided_slice && in_place(op)) {
+      prog->notes.push_back(n.label() + " read in place (a view of its input)");
       continue;
     }
     if (key) {

@@ -16,6 +16,7 @@
 #include "backend/rknpu/transport.h"
 #include "tessera/backend/convert.h"
 #include "tessera/backend/device.h"
+#include "tessera/format_registry.h"
 
 namespace tessera {
 namespace rknpu {
@@ -47,9 +48,10 @@ const Node* producer_of(const Graph& g, TensorId id) {
 
 class RknpuDevice : public Device {
  public:
-  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores, WeightPolicy weights)
+  RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores, WeightPolicy weights,
+              bool in_place)
       : Device(make_props(*t, policy, rounding, cores, weights)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
-        cores_(cores), weights_(weights) {}
+        cores_(cores), weights_(weights), in_place_(in_place) {}
 
   static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores,
                                      WeightPolicy weights) {
@@ -132,6 +134,44 @@ class RknpuDevice : public Device {
     const TensorId in = silu_conv_input(g, g.nodes()[node]);
     if (in == kNoTensor) return {};
     return {in};
+  }
+
+  // Channel copies the plan may keep in place (plan_memory.cpp adopt_device_views): each
+  // input of a concatenation along channels as a run of its output's NC1HWC2 surfaces, a
+  // channel slice's output as a run of its input's. The lowering's own checks decide which
+  // (whole 16-channel blocks, the same quantization); both formats must be NC1HWC2 of one
+  // encoding, block and H, W. Not under the mesa schedule (Mesa copies).
+  std::vector<TensorView> do_views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const override {
+    if (policy_ == SchedulePolicy::mesa || !in_place_) return {};
+    const Node& n = g.nodes()[node];
+    std::vector<NpuOp> copies;
+    if (n.op == OpKind::concat) {
+      auto parts = lower_concat_parts(g, n);
+      if (!parts.ok()) return {};
+      copies = std::move(*parts);
+    } else if (n.op == OpKind::strided_slice) {
+      LowerOptions lo;
+      lo.pack = false;
+      auto op = lower_node(g, n, lo);
+      if (!op.ok() || op->type != NpuOpType::copy) return {};
+      copies.push_back(std::move(*op));
+    } else {
+      return {};
+    }
+    std::vector<TensorView> views;
+    for (const NpuOp& c : copies) {
+      const Format fi = format_of(c.input), fo = format_of(c.output);
+      if (fi.layout != Layout::nc1hwc2 || fo.layout != Layout::nc1hwc2 || fi.encoding != fo.encoding || fi.c2 != fo.c2 ||
+          fi.c2 <= 0 || fi.shape.size() != 4 || fo.shape.size() != 4 || fi.shape[1] != fo.shape[1] ||
+          fi.shape[2] != fo.shape[2] || c.src_c0 % fi.c2 != 0 || c.dst_c0 % fi.c2 != 0)
+        return {};
+      const int64_t surface = fi.shape[1] * fi.shape[2] * fi.c2 * encoding_element_bytes(fi.encoding);
+      if (n.op == OpKind::concat)
+        views.push_back({c.input, c.output, c.dst_c0 / fi.c2 * surface});
+      else
+        views.push_back({c.output, c.input, c.src_c0 / fi.c2 * surface});
+    }
+    return views;
   }
 
   Support do_supports(const Graph& g, const Node& n) const override {
@@ -241,8 +281,14 @@ class RknpuDevice : public Device {
     std::map<TensorId, BoInfo> bo_of;
     for (const auto& [id, pl] : b.placements) {
       if (p.graph->tensor(id).data) continue;  // constants: the program holds packed copies
-      if (pl.offset != 0) return error(StatusCode::internal, "tensor at offset ", pl.offset, " (no sub-allocation)");
       TS_ASSIGN_OR_RETURN(BoInfo bi, bo(pl));
+      // A view (Segment::views): its bytes start `offset` into the buffer object.
+      if (pl.offset < 0 || pl.offset >= bi.size)
+        return error(StatusCode::internal, "tensor '", p.graph->tensor(id).name, "' at offset ", pl.offset,
+                     " of a buffer object of ", bi.size, " bytes");
+      bi.dma_address += static_cast<uint32_t>(pl.offset);
+      bi.cpu += pl.offset;
+      bi.size -= pl.offset;
       bo_of[id] = bi;
     }
     TS_RETURN_IF_ERROR(bind_program(p, transport_.get(), bo_of));
@@ -336,6 +382,7 @@ class RknpuDevice : public Device {
   std::map<uint32_t, BoInfo> bos_;
   int cores_;
   WeightPolicy weights_;
+  bool in_place_;  // concatenation inputs and channel slices as views (do_views)
   WeightCache weight_cache_;  // matmul weights packed once for all programs (declared after transport_)
   std::map<const Graph*, std::vector<int>> entity_of_graph_;  // session (by its plan's graph) -> its entities (lanes)
 };
@@ -352,6 +399,8 @@ DeviceInfo rknpu_device_info() {
       DeviceOption::choice("rounding", {"exact", "fast"}, "requantization: TFLite-exact or the DPU's one-step form"),
       DeviceOption::choice("cores", {"3", "1"}, "NPU cores a matmul segment's N is split over"),
       DeviceOption::choice("weights", {"fp16", "int8"}, "LLM matmul weights on the NPU"),
+      DeviceOption::choice("in_place", {"on", "off"},
+                           "concatenation inputs and channel slices kept in place (on) or copied by DPU tasks (off)"),
       DeviceOption::choice("transport", {"model", "rocket"}, "the device model, or the board's rocket driver"),
       DeviceOption::text("node", "", "rocket device node (default: the first /dev/accel/accel*)"),
       threads_option(),
@@ -372,9 +421,11 @@ DeviceInfo rknpu_device_info() {
     } else {
       t = rknpu::make_model_transport(rknpu::kAddressSpace);
     }
-    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights));
+    const bool in_place = value("in_place", "on") == "on";
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights, in_place));
   };
   return info;
 }
 
 }  // namespace tessera
+

@@ -5,6 +5,7 @@
 // for byte; what does not fit whole blocks, or requantizes, stays on the cpu with the reason.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "backend/rknpu/lower.h"
@@ -79,6 +80,146 @@ TEST(RknpuCopy, SplitSiluConcatRunsOnTheNpuByteForByte) {
     EXPECT_EQ(second->type, NpuOpType::copy);
     EXPECT_EQ(second->src_c0, 32);
   }
+}
+
+// In place (Device::views, plan_memory.cpp adopt_device_views): YOLOv8's C2f with every
+// part made on the NPU. y = f(x) is split into halves y0, y1; m = f(y1); o = concat
+// [y0, y1, m]; the output reads o. The plan keeps y inside o (so y0, y1 inside it too) and
+// m after them: the slices and the concatenation take no task, and the bytes are the cpu's
+// and those of the copying program (in_place=off).
+struct InPlaceGraph {
+  Graph g;
+  std::vector<uint8_t> input;
+  TensorId y = kNoTensor, y0 = kNoTensor, y1 = kNoTensor, m = kNoTensor, o = kNoTensor;
+};
+InPlaceGraph c2f_in_place() {
+  InPlaceGraph s;
+  const int64_t h = 12, w = 10;
+  const DType t = DType::i8;
+  const QuantParams qx{{0.05f}, {-3}}, qs{{1.0f / 256}, {-128}};
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, h, w, 64};
+  x.dtype = t;
+  x.quant = qx;
+  x.role = Role::input;
+  TensorId xi = s.g.add_tensor(x);
+  s.g.inputs = {xi};
+  s.y = *s.g.add_op(OpKind::logistic, {xi}, {}, "y", t, qs);
+  s.y0 = *s.g.add_op(OpKind::strided_slice, {s.y}, channel_slice(h, w, 0, 32), "y0", t, qs);
+  s.y1 = *s.g.add_op(OpKind::strided_slice, {s.y}, channel_slice(h, w, 32, 64), "y1", t, qs);
+  s.m = *s.g.add_op(OpKind::logistic, {s.y1}, {}, "m", t, qs);
+  s.o = *s.g.add_op(OpKind::concat, {s.y0, s.y1, s.m}, {{"axis", int64_t{3}}}, "o", t, qs);
+  auto out = s.g.add_op(OpKind::logistic, {s.o}, {}, "out", t, qs);
+  EXPECT_TRUE(out.ok());
+  s.g.tensor(*out).role = Role::output;
+  s.g.outputs = {*out};
+  std::mt19937 rng(11);
+  s.input = random_codes(static_cast<size_t>(h * w * 64), rng, 0, 255);
+  return s;
+}
+
+// The rknpu output of `g` on `input` with `opts`, and the plan and profile of that session.
+struct NpuRun {
+  std::vector<uint8_t> out;
+  std::vector<TensorPlacement> tensors;
+  std::map<std::string, double> node_seconds;  // modelled, by node label
+  double modelled = 0;
+  std::string error;
+};
+NpuRun run_npu(const Graph& g, const std::vector<uint8_t>& input, DeviceOptions opts) {
+  NpuRun r;
+  SessionOptions so;
+  so.device = "rknpu";
+  so.device_options = std::move(opts);
+  auto s = Session::create(g, so);
+  if (!s.ok()) return r.error = s.status().to_string(), r;
+  Status st = (*s)->set_input(0, input.data(), static_cast<int64_t>(input.size()));
+  if (st.ok()) st = (*s)->run();
+  if (!st.ok()) return r.error = st.to_string(), r;
+  r.tensors = (*s)->plan().tensors;
+  for (const auto& item : (*s)->profile().nodes) r.node_seconds[item.label] += item.modelled_seconds;
+  r.modelled = (*s)->profile().modelled_seconds;
+  auto o = (*s)->output(0);
+  if (!o.ok()) return r.error = o.status().to_string(), r;
+  r.out = *o;
+  return r;
+}
+
+TEST(RknpuCopy, C2fSlicesAndConcatStayInPlace) {
+  InPlaceGraph s = c2f_in_place();
+  Compare c = run_and_compare(s.g, s.input);
+  ASSERT_EQ(c.error, "");
+  EXPECT_TRUE(c.all_on_npu) << c.fallback;
+  EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+  NpuRun on = run_npu(s.g, s.input, {});
+  NpuRun off = run_npu(s.g, s.input, {{"in_place", "off"}});
+  ASSERT_EQ(on.error, "");
+  ASSERT_EQ(off.error, "");
+  EXPECT_EQ(on.out, off.out);
+  // Where the plan put them: y (and its halves) at the start of o, m after them.
+  const int64_t surface = 12 * 10 * 16;
+  EXPECT_EQ(on.tensors[s.y].alias, s.o);
+  EXPECT_EQ(on.tensors[s.y].alias_offset, 0);
+  EXPECT_EQ(on.tensors[s.y0].alias, s.o);
+  EXPECT_EQ(on.tensors[s.y0].alias_offset, 0);
+  EXPECT_EQ(on.tensors[s.y1].alias, s.o);
+  EXPECT_EQ(on.tensors[s.y1].alias_offset, 2 * surface);
+  EXPECT_EQ(on.tensors[s.m].alias, s.o);
+  EXPECT_EQ(on.tensors[s.m].alias_offset, 4 * surface);
+  EXPECT_EQ(on.tensors[s.o].alias, kNoTensor);
+  EXPECT_EQ(off.tensors[s.y].alias, kNoTensor);
+  // No task for the slices and the concatenation; the copies cost time when made.
+  for (const char* node : {"strided_slice 'y0'", "strided_slice 'y1'", "concat 'o'"}) {
+    ASSERT_TRUE(on.node_seconds.count(node)) << node;
+    EXPECT_EQ(on.node_seconds[node], 0) << node;
+    EXPECT_GT(off.node_seconds[node], 0) << node;
+  }
+  EXPECT_LT(on.modelled, off.modelled);
+}
+
+// What must not move: o = concat [y0, z] takes only one half of y (y1 is read after it),
+// so y cannot sit inside o -- z's bytes would land on y1. z moves into o, y0 is copied,
+// and the outputs are the cpu's. The later w = concat [o, y1] moves o but copies y1 (y
+// cannot sit there either).
+TEST(RknpuCopy, AHalfOfATensorIsCopiedNotMoved) {
+  const int64_t h = 6, w = 5;
+  const DType t = DType::i8;
+  const QuantParams qx{{0.05f}, {-3}}, qs{{1.0f / 256}, {-128}};
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, h, w, 64};
+  x.dtype = t;
+  x.quant = qx;
+  x.role = Role::input;
+  TensorId xi = g.add_tensor(x);
+  g.inputs = {xi};
+  TensorId y = *g.add_op(OpKind::logistic, {xi}, {}, "y", t, qs);
+  TensorId y0 = *g.add_op(OpKind::strided_slice, {y}, channel_slice(h, w, 0, 32), "y0", t, qs);
+  TensorId y1 = *g.add_op(OpKind::strided_slice, {y}, channel_slice(h, w, 32, 64), "y1", t, qs);
+  TensorId z = *g.add_op(OpKind::logistic, {y1}, {}, "z", t, qs);
+  TensorId o = *g.add_op(OpKind::concat, {y0, z}, {{"axis", int64_t{3}}}, "o", t, qs);
+  TensorId wt = *g.add_op(OpKind::concat, {o, y1}, {{"axis", int64_t{3}}}, "w", t, qs);
+  g.tensor(wt).role = Role::output;
+  g.outputs = {wt};
+  std::mt19937 rng(12);
+  const std::vector<uint8_t> input = random_codes(static_cast<size_t>(h * w * 64), rng, 0, 255);
+  Compare c = run_and_compare(g, input);
+  ASSERT_EQ(c.error, "");
+  EXPECT_TRUE(c.all_on_npu) << c.fallback;
+  EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+  NpuRun on = run_npu(g, input, {});
+  ASSERT_EQ(on.error, "");
+  const int64_t surface = h * w * 16;
+  EXPECT_EQ(on.tensors[y].alias, kNoTensor);
+  EXPECT_EQ(on.tensors[y1].alias, y);
+  EXPECT_EQ(on.tensors[y1].alias_offset, 2 * surface);
+  EXPECT_EQ(on.tensors[z].alias, wt);  // inside o, which is inside w
+  EXPECT_EQ(on.tensors[z].alias_offset, 2 * surface);
+  EXPECT_EQ(on.tensors[o].alias, wt);
+  EXPECT_GT(on.node_seconds["concat 'o'"], 0);  // y0's copy
+  EXPECT_GT(on.node_seconds["concat 'w'"], 0);  // y1's copy
 }
 
 TEST(RknpuCopy, PartialBlocksAndRequantizationStayOnTheCpu) {
