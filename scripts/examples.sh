@@ -113,6 +113,7 @@ echo "generate: $(cat "$tmp/gen.txt")"
 if [ "$SHARED" -ef ../shared ]; then
   "$tmp/build/readme_cpp" > "$tmp/readme_cpp.txt" || fail "the README's C++ snippet"
   grep -q "military uniform" "$tmp/readme_cpp.txt" || fail "the README's C++ snippet printed: $(cat "$tmp/readme_cpp.txt")"
+  grep -q "^detected class 0 " "$tmp/readme_cpp.txt" || fail "the README's C++ snippet found no person: $(cat "$tmp/readme_cpp.txt")"
   "$tmp/build/readme_c" > "$tmp/readme_c.txt" || fail "the README's C snippet"
   grep -q "^653 " "$tmp/readme_c.txt" || fail "the README's C snippet printed: $(cat "$tmp/readme_c.txt")"
   pyinit=$(ls "$prefix"/lib/python3*/*-packages/tessera/__init__.py 2>/dev/null | head -1 || true)
@@ -122,6 +123,7 @@ if [ "$SHARED" -ef ../shared ]; then
       || fail "the installed Python package does not import"
     PYTHONPATH="$pydir" "$PY" "$tmp/snippets/readme.py" > "$tmp/readme_py.txt" || fail "the README's Python snippet"
     grep -q "military uniform" "$tmp/readme_py.txt" || fail "the README's Python snippet printed: $(cat "$tmp/readme_py.txt")"
+    grep -q "'class_id': 0," "$tmp/readme_py.txt" || fail "the README's Python snippet found no person: $(cat "$tmp/readme_py.txt")"
     echo "README snippets (C++, C, Python, the last on the installed package): ok"
   else
     echo "README snippets (C++, C): ok; the Python package is not built"

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/detect.h"
 #include "tessera/export.h"
 #include "tessera/session.h"
 #include "tessera/status.h"
@@ -115,7 +116,9 @@ class TESSERA_API Model {
 
   // An image file (BMP, JPEG, PNG) decoded and converted to input `index`: resized
   // bilinearly to the input's height and width, in its dtype, quantization and layout
-  // (NHWC or NCHW), as `tessera classify` feeds vision models. The bytes suit set_input.
+  // (NHWC or NCHW), as `tessera classify` feeds vision models; for a YOLO detector
+  // (tessera/detect.h) letterboxed instead and fed as pixel / 255, as `tessera detect`
+  // does. The bytes suit set_input.
   Result<std::vector<uint8_t>> image_input(const std::string& image_path, size_t index = 0) const;
 
  private:
@@ -160,6 +163,12 @@ class TESSERA_API ModelSession {
 
   // The planned session underneath: devices, placement, per-op profile of the last run.
   const Session& session() const { return *session_; }
+
+  // Object detection in one call (tessera/detect.h): the image file prepared as
+  // Model::image_input prepares it, set as input 0, run, and the outputs decoded into
+  // boxes in the image's pixels, best first. Errors name what is wrong (not a detector,
+  // the image, the options).
+  Result<std::vector<Detection>> detect(const std::string& image_path, const DetectOptions& o = {});
 
  private:
   ModelSession() = default;

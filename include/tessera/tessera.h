@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tessera/cpu_model.h"
+#include "tessera/detect.h"
 #include "tessera/generate.h"
 #include "tessera/model.h"
 #include "tessera/session.h"

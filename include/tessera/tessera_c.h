@@ -137,6 +137,20 @@ TESSERA_API tessera_status tessera_session_run(tessera_session* session);
 /* Copies output `index` of the last run into `dst` (exactly its byte size). */
 TESSERA_API tessera_status tessera_session_read_output(const tessera_session* session, size_t index, void* dst, size_t bytes);
 
+/* Object detection in one call (include/tessera/detect.h says how each kind is decoded): the
+ * image file prepared for input 0 (letterboxed for a YOLO export, resized for an SSD model),
+ * run, and the detections with score >= `threshold` (0..1), best first, boxes in the image's
+ * pixels; YOLO boxes go through per-class non-maximum suppression at IoU 0.45, at most 300.
+ * Writes min(found, capacity) detections to `out` (NULL allowed with capacity 0) and the
+ * number found to `*count`. Errors: the model is no detector (why), the image, threshold. */
+typedef struct tessera_detection {
+  int64_t class_id; /* index into the model's classes */
+  float score;
+  float left, top, right, bottom;
+} tessera_detection;
+TESSERA_API tessera_status tessera_session_detect(tessera_session* session, const char* image_path, float threshold,
+                                                  tessera_detection* out, size_t capacity, size_t* count);
+
 /* ---- text generation (GGUF llama / qwen2) ---- */
 typedef struct tessera_lm tessera_lm;
 

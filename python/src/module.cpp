@@ -198,6 +198,29 @@ class PyModel {
     return a;
   }
 
+  // Object detection in one call (tessera/detect.h): the image prepared for input 0
+  // (letterboxed for YOLO), run, decoded; a list of dicts, best score first.
+  py::list detect(const std::string& path, float threshold, float iou, int max_detections) {
+    DetectOptions o;
+    o.threshold = threshold;
+    o.iou = iou;
+    o.max_detections = max_detections;
+    std::vector<Detection> found;
+    {
+      py::gil_scoped_release release;
+      found = take(s_->detect(path, o));
+    }
+    py::list out;
+    for (const Detection& d : found) {
+      py::dict e;
+      e["class_id"] = d.class_id;
+      e["score"] = d.score;
+      e["box"] = py::make_tuple(d.left, d.top, d.right, d.bottom);
+      out.append(e);
+    }
+    return out;
+  }
+
   py::dict inspect() const {
     const Plan& plan = s_->session().plan();
     py::dict d;
@@ -472,6 +495,10 @@ PYBIND11_MODULE(_tessera, m) {
       .def("run", &PyModel::run, py::arg("inputs"))
       .def("output", &PyModel::output, py::arg("index"))
       .def("image_input", &PyModel::image_input, py::arg("path"), py::arg("index") = 0)
+      .def("detect", &PyModel::detect, py::arg("path"), py::arg("threshold") = 0.3f, py::arg("iou") = 0.45f,
+           py::arg("max_detections") = 300,
+           "Objects in an image file: [{'class_id', 'score', 'box': (left, top, right, bottom)}], best first, "
+           "boxes in the image's pixels (SSD post-process models and YOLOv8 / YOLOv5 exports)")
       .def("inspect", &PyModel::inspect)
       .def("profile", &PyModel::profile);
 

@@ -93,8 +93,17 @@ class Model:
 
     def image_input(self, path: str, index: int = 0):
         """An image file (BMP, JPEG, PNG) as input `index`: resized, in the input's dtype,
-        quantization and layout, as `tessera classify` prepares it."""
+        quantization and layout, as `tessera classify` prepares it (a YOLO detector's:
+        letterboxed and pixel / 255, as `tessera detect` prepares it)."""
         return self._m.image_input(str(path), index)
+
+    def detect(self, path: str, threshold: float = 0.3, iou: float = 0.45,
+               max_detections: int = 300) -> List[dict]:
+        """Objects in an image file, best first: [{"class_id", "score", "box": (left, top,
+        right, bottom)}] in the image's pixels. For SSD models ending in
+        TFLite_Detection_PostProcess and YOLOv8 / YOLOv5 exports (per-class non-maximum
+        suppression at `iou`, at most `max_detections`), as `tessera detect` decodes them."""
+        return self._m.detect(str(path), threshold, iou, max_detections)
 
     def inspect(self) -> dict:
         """The plan: devices, every node with the device it runs on (and why), programs,

@@ -210,6 +210,26 @@ def test_image_resize_is_classifys():
         Image.open("/nonexistent.bmp")
 
 
+def test_detect_finds_the_person_and_the_tie():
+    # YOLOv8n on Grace Hopper through Model.detect: the library letterboxes the photo,
+    # runs and decodes (COCO's 80 classes: person 0, tie 27), boxes in the photo's pixels.
+    m = tessera.load(fixture("models/tflite/corpus/yolov8n_full_integer_quant.tflite"))
+    found = m.detect(fixture("images/grace_hopper.bmp"), threshold=0.3)
+    assert [d["class_id"] for d in found] == [0, 27]
+    person, tie = found
+    assert person["score"] > 0.85 and person["score"] > tie["score"]
+    left, top, right, bottom = tie["box"]
+    assert 200 < left < right < 320 and 380 < top < bottom < 560
+    assert len(m.detect(fixture("images/grace_hopper.bmp"), threshold=0.25, max_detections=1)) == 1
+    # The letterboxed input: grey 114 in the side columns, quantized with the input's parameters.
+    x = m.image_input(fixture("images/grace_hopper.bmp"))
+    assert x.shape == (1, 640, 640, 3)
+    assert len(np.unique(x[0, :, 0, :])) == 1 and len(np.unique(x[0, :, 639, :])) == 1
+    assert len(np.unique(x[0, 320, 100:540, 0])) > 10
+    with pytest.raises(tessera.Error, match="is not an object detector"):
+        tessera.load(fixture(MNV2)).detect(fixture("images/grace_hopper.bmp"))
+
+
 def top5(text):
     """The table rows (index, score, label) of classify's or label_image's output."""
     lines = text.splitlines()

@@ -143,7 +143,28 @@ Result<std::vector<uint8_t>> Model::image_input(const std::string& image_path, s
   if (index >= graph_.inputs.size())
     return error(StatusCode::out_of_range, "input ", index, " does not exist (the model has ", graph_.inputs.size(), ")");
   TS_ASSIGN_OR_RETURN(tflite::Image img, tflite::read_image(image_path));
-  return tflite::image_to_input(img, graph_.tensor(graph_.inputs[index]));
+  auto det = detector_info(graph_);
+  const bool yolo = det.ok() && det->kind != DetectorKind::ssd;
+  return tflite::image_to_input(img, graph_.tensor(graph_.inputs[index]),
+                                yolo ? tflite::PixelRange::yolo : tflite::PixelRange::model_default);
+}
+
+Result<std::vector<Detection>> ModelSession::detect(const std::string& image_path, const DetectOptions& o) {
+  const Graph& g = model_->graph();
+  auto det = detector_info(g);
+  if (!det.ok()) return det.status().with_context("model '" + model_->name() + "'");
+  if (g.inputs.size() != 1)
+    return error(StatusCode::unsupported, "model '", model_->name(), "' has ", g.inputs.size(),
+                 " inputs; detect feeds one image");
+  if (bound_in_[0].first)
+    return error(StatusCode::invalid_argument, "detect: input 0 is bound to a buffer (bind_input), which run() would read "
+                 "instead of the image; bind nullptr first");
+  TS_ASSIGN_OR_RETURN(tflite::Image img, tflite::read_image(image_path));
+  const tflite::PixelRange range = det->kind == DetectorKind::ssd ? tflite::PixelRange::model_default : tflite::PixelRange::yolo;
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> input, tflite::image_to_input(img, g.tensor(g.inputs[0]), range));
+  TS_RETURN_IF_ERROR(set_input(0, input.data(), static_cast<int64_t>(input.size())));
+  TS_RETURN_IF_ERROR(run());
+  return read_detections(*session_, img.width, img.height, o);
 }
 
 Result<std::unique_ptr<ModelSession>> ModelSession::create(std::shared_ptr<const Model> model,

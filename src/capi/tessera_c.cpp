@@ -378,6 +378,25 @@ tessera_status tessera_session_read_output(const tessera_session* session, size_
   });
 }
 
+tessera_status tessera_session_detect(tessera_session* session, const char* image_path, float threshold,
+                                      tessera_detection* out, size_t capacity, size_t* count) {
+  return guarded("tessera_session_detect", [&] {
+    TESSERA_C_REQUIRE(session && image_path && count, "tessera_session_detect", "session, image_path or count is NULL");
+    TESSERA_C_REQUIRE(out || capacity == 0, "tessera_session_detect", "out is NULL with a capacity of " + std::to_string(capacity));
+    *count = 0;
+    tessera::DetectOptions o;
+    o.threshold = threshold;
+    auto found = session->session->detect(image_path, o);
+    if (!found.ok()) return fail(found.status());
+    *count = found->size();
+    for (size_t i = 0; i < found->size() && i < capacity; ++i) {
+      const tessera::Detection& d = (*found)[i];
+      out[i] = tessera_detection{d.class_id, d.score, d.left, d.top, d.right, d.bottom};
+    }
+    return TESSERA_OK;
+  });
+}
+
 tessera_status tessera_lm_load(const char* path, const char* device, int64_t context, tessera_lm** out) {
   return guarded("tessera_lm_load", [&] {
     TESSERA_C_REQUIRE(path && out, "tessera_lm_load", "path or out is NULL");

@@ -496,6 +496,78 @@ static void test_generate(void) {
   free(kq);
 }
 
+/* Detection in one call: YOLOv8n on Grace Hopper (the person, class 0, and the tie, class 27,
+ * best first, boxes in the photo's pixels), a capacity smaller than what is found, and a
+ * classifier refused with the reason. */
+static void test_detect(void) {
+  char* v8 = path_of("models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  char* mnv1 = path_of("models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  char* image = path_of("images/grace_hopper.bmp");
+  FILE* probe = fopen(v8, "rb");
+  FILE* probe2 = fopen(image, "rb");
+  if (!probe || !probe2) {
+    fixture_missing("models/tflite/corpus/yolov8n_full_integer_quant.tflite / images/grace_hopper.bmp");
+    if (probe) fclose(probe);
+    if (probe2) fclose(probe2);
+    goto out;
+  }
+  fclose(probe);
+  fclose(probe2);
+  tessera_model* m = NULL;
+  CHECK_OK(tessera_model_load(v8, &m));
+  if (!m) goto out;
+  tessera_session* s = NULL;
+  CHECK_OK(tessera_session_create(m, "cpu", NULL, &s));
+  if (s) {
+    tessera_detection found[8];
+    size_t count = 0;
+    CHECK_OK(tessera_session_detect(s, image, 0.3f, found, 8, &count));
+    CHECK(count == 2, "%zu detections at 0.3, want the person and the tie", count);
+    if (count == 2) {
+      CHECK(found[0].class_id == 0 && found[0].score > 0.85f && found[0].left < 15 && found[0].right > 500,
+            "person: class %lld score %.3f box %.1f..%.1f", (long long)found[0].class_id, found[0].score, found[0].left,
+            found[0].right);
+      CHECK(found[1].class_id == 27 && found[1].score < found[0].score && found[1].left > 200 && found[1].right < 320 &&
+                found[1].top > 380 && found[1].bottom < 560,
+            "tie: class %lld score %.3f box %.1f %.1f %.1f %.1f", (long long)found[1].class_id, found[1].score,
+            found[1].left, found[1].top, found[1].right, found[1].bottom);
+    }
+    /* Capacity 1: the count says 2, only found[0] is written. */
+    tessera_detection one[2];
+    memset(one, 0x5a, sizeof one);
+    unsigned char pattern[sizeof one[1]];
+    memset(pattern, 0x5a, sizeof pattern);
+    CHECK_OK(tessera_session_detect(s, image, 0.3f, one, 1, &count));
+    CHECK(count == 2 && one[0].class_id == 0 && memcmp(&one[1], pattern, sizeof pattern) == 0,
+          "capacity 1: count %zu, first class %lld", count, (long long)one[0].class_id);
+    CHECK_OK(tessera_session_detect(s, image, 0.3f, NULL, 0, &count));
+    CHECK(count == 2, "count only: %zu", count);
+    CHECK(tessera_session_detect(s, image, 2.0f, found, 8, &count) == TESSERA_INVALID_ARGUMENT, "threshold 2 accepted");
+    CHECK(tessera_session_detect(s, image, 0.3f, NULL, 4, &count) == TESSERA_INVALID_ARGUMENT, "NULL out accepted");
+    tessera_session_free(s);
+  }
+  tessera_model_free(m);
+  /* A classifier is no detector. */
+  m = NULL;
+  CHECK_OK(tessera_model_load(mnv1, &m));
+  if (m) {
+    s = NULL;
+    CHECK_OK(tessera_session_create(m, "cpu", NULL, &s));
+    if (s) {
+      size_t count = 7;
+      CHECK(tessera_session_detect(s, image, 0.3f, NULL, 0, &count) == TESSERA_UNSUPPORTED, "a classifier detected");
+      CHECK(strstr(tessera_last_error(), "is not an object detector") != NULL, "message '%s'", tessera_last_error());
+      CHECK(count == 0, "count %zu after an error", count);
+      tessera_session_free(s);
+    }
+    tessera_model_free(m);
+  }
+out:
+  free(v8);
+  free(mnv1);
+  free(image);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: capi_test SHARED_DIR TESSERA_CLI\n");
@@ -506,6 +578,7 @@ int main(int argc, char** argv) {
   test_basics();
   test_struct_sizes();
   test_tflite();
+  test_detect();
   test_generate();
   printf("capi_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;

@@ -3,7 +3,10 @@
 // the internal generator the facade wraps.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
 #include <random>
+#include <set>
 
 #include "fixtures.h"
 #include "import/gguf/llama_model.h"
@@ -108,6 +111,107 @@ TEST(EmbeddingApi, BoundBuffersAreReadAndWrittenAtEveryRun) {
     EXPECT_NE(out, previous);
     previous = out;
   }
+}
+
+// Detection through the embedding API (tessera/detect.h, ModelSession::detect): a YOLOv8
+// export's input is the letterboxed photo (grey 114 at its sides, quantized with the
+// input's parameters), its detections the persons and the tie; an SSD model's the table's
+// objects; a classifier, a missing image, bad options and a bound input are refused with
+// the reason.
+TEST(EmbeddingApi, DetectFindsThePersonsTheTieAndTheTable) {
+  TESSERA_REQUIRE_FIXTURE(v8, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(ssd, "models/tflite/ssd_mobilenet_v1_coco_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(mnv1, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  TESSERA_REQUIRE_FIXTURE(hopper, "images/grace_hopper.bmp");
+  TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
+  TESSERA_REQUIRE_FIXTURE(labels_path, "labels/coco_labels.txt");
+  auto model = Model::load(v8);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  auto info = detector_info((*model)->graph());
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->kind, DetectorKind::yolov8);
+  EXPECT_EQ(info->classes, 80);
+  EXPECT_EQ(info->anchors, 8400);
+  // 512 x 600 onto 640 x 640: scaled by 16/15 to 546 x 640, 47 columns of padding on the left.
+  auto in = (*model)->image_input(hopper);
+  ASSERT_TRUE(in.ok()) << in.status().to_string();
+  const TensorInfo& ti = (*model)->inputs()[0];
+  ASSERT_EQ(ti.dtype, DType::i8);
+  const int grey = static_cast<int>(std::lround(114.0 / 255.0 / ti.quant.scale[0])) + static_cast<int>(ti.quant.zero_point[0]);
+  for (int y = 0; y < 640; y += 7)
+    for (int x : {0, 46, 594, 639}) EXPECT_EQ(static_cast<int8_t>((*in)[(y * 640 + x) * 3]), grey) << x << "," << y;
+  EXPECT_NE(static_cast<int8_t>((*in)[(320 * 640 + 320) * 3]), grey);  // the photo itself
+  auto s = ModelSession::create(*model);
+  ASSERT_TRUE(s.ok());
+  DetectOptions o;
+  o.threshold = 0.25f;
+  auto found = (*s)->detect(hopper, o);
+  ASSERT_TRUE(found.ok()) << found.status().to_string();
+  ASSERT_EQ(found->size(), 3u);
+  const Detection& person = (*found)[0];
+  const Detection& tie = (*found)[1];
+  EXPECT_EQ(person.class_id, 0);  // COCO's 80: person 0, tie 27
+  EXPECT_GT(person.score, 0.85f);
+  EXPECT_LT(person.left, 15);
+  EXPECT_GT(person.right, 500);
+  EXPECT_EQ(tie.class_id, 27);
+  EXPECT_GT(tie.left, 200);
+  EXPECT_LT(tie.right, 320);
+  EXPECT_GT(tie.top, 380);
+  EXPECT_LT(tie.bottom, 560);
+  EXPECT_GE(tie.score, (*found)[2].score);
+  // The same outputs decoded again, at a higher threshold and with fewer kept.
+  o.threshold = 0.5f;
+  auto again = read_detections((*s)->session(), 512, 600, o);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].score, person.score);
+  o.threshold = 0.25f;
+  o.max_detections = 2;
+  again = read_detections((*s)->session(), 512, 600, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 2u);
+  // SSD: the post-process's classes (COCO's 90, the labels file's lines after the background).
+  auto ssd_model = Model::load(ssd);
+  ASSERT_TRUE(ssd_model.ok());
+  auto ssd_session = ModelSession::create(*ssd_model);
+  ASSERT_TRUE(ssd_session.ok());
+  auto objects = (*ssd_session)->detect(table);
+  ASSERT_TRUE(objects.ok()) << objects.status().to_string();
+  std::vector<std::string> lines;
+  {
+    std::ifstream f(labels_path);
+    for (std::string l; std::getline(f, l);) lines.push_back(l);
+  }
+  std::set<std::string> names;
+  for (const Detection& d : *objects) {
+    ASSERT_LT(static_cast<size_t>(d.class_id + 1), lines.size());
+    names.insert(lines[static_cast<size_t>(d.class_id + 1)]);
+    EXPECT_GE(d.left, 0);
+    EXPECT_LE(d.right, 640);  // inside the 640 x 480 photo
+    EXPECT_LE(d.bottom, 480);
+  }
+  for (const char* want : {"dining table", "cup", "book"}) EXPECT_TRUE(names.count(want)) << want;
+  // Refusals.
+  auto classifier = Model::load(mnv1);
+  ASSERT_TRUE(classifier.ok());
+  auto cs = ModelSession::create(*classifier);
+  ASSERT_TRUE(cs.ok());
+  auto not_detector = (*cs)->detect(hopper);
+  EXPECT_EQ(not_detector.status().code(), StatusCode::unsupported);
+  EXPECT_NE(not_detector.status().message().find("is not an object detector"), std::string::npos)
+      << not_detector.status().to_string();
+  auto no_image = (*s)->detect(hopper + ".missing");
+  EXPECT_FALSE(no_image.ok());
+  EXPECT_NE(no_image.status().message().find(".missing"), std::string::npos) << no_image.status().to_string();
+  o.threshold = 1.5f;
+  EXPECT_EQ((*s)->detect(hopper, o).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(read_detections((*s)->session(), 0, 600).status().code(), StatusCode::invalid_argument);
+  Bytes buffer(static_cast<size_t>(ti.bytes));
+  ASSERT_TRUE((*s)->bind_input(0, buffer.data(), ti.bytes).ok());
+  auto bound = (*s)->detect(hopper);
+  EXPECT_EQ(bound.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(bound.status().message().find("bound"), std::string::npos) << bound.status().to_string();
 }
 
 TEST(EmbeddingApi, GgufModelIsItsDecodeStep) {
