@@ -73,6 +73,10 @@ class TESSERA_API Session {
   // token loop can read its logits into a buffer it keeps. Like set_input and run, one
   // caller at a time per session (output() may be called concurrently).
   Status read_output(size_t index, void* dst, int64_t bytes) const;
+  // Output `index` as real values: 8-bit codes dequantized with the tensor's per-tensor
+  // scale and zero point (its first, for a per-axis tensor), f32 as it is, i32 / i64
+  // converted; an error names a dtype it does not read (f16, i16, block formats).
+  Result<std::vector<float>> output_values(size_t index) const;
   // Reads any planned tensor (input, output, state) as row-major host bytes of its dtype.
   Result<std::vector<uint8_t>> read_tensor(TensorId id) const;
   // Reads a state tensor's region into host memory (row-major `dtype` values).

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "import/tflite/image.h"
 #include "tessera/session.h"
@@ -40,49 +39,11 @@ Result<DetectorInfo> detector_info(const Graph& g) {
 
 namespace {
 
-// Output `k` of the last run as real values (dequantized with its per-tensor parameters).
-Result<std::vector<float>> output_values(const Session& s, size_t k) {
-  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, s.output(k));
-  const Tensor& t = s.graph().tensor(s.graph().outputs[k]);
-  const int64_t n = t.elements();
-  const int64_t width = t.dtype == DType::f32 || t.dtype == DType::i32 ? 4 : t.dtype == DType::i64 ? 8 : 1;
-  if (n < 0 || static_cast<int64_t>(bytes.size()) < n * width)
-    return error(StatusCode::internal, "output '", t.name, "' holds ", bytes.size(), " bytes for ", n, " values");
-  std::vector<float> out(static_cast<size_t>(n));
-  const float scale = t.quant.empty() ? 1.0f : t.quant.scale[0];
-  const float zp = t.quant.empty() ? 0.0f : static_cast<float>(t.quant.zero_point_at(0));
-  for (int64_t i = 0; i < n; ++i) {
-    float v = 0;
-    switch (t.dtype) {
-      case DType::f32: std::memcpy(&v, &bytes[i * 4], 4); break;
-      case DType::u8: v = scale * (static_cast<float>(bytes[i]) - zp); break;
-      case DType::i8: v = scale * (static_cast<float>(static_cast<int8_t>(bytes[i])) - zp); break;
-      case DType::i32: {
-        int32_t x;
-        std::memcpy(&x, &bytes[i * 4], 4);
-        v = static_cast<float>(x);
-        break;
-      }
-      case DType::i64: {
-        int64_t x;
-        std::memcpy(&x, &bytes[i * 8], 8);
-        v = static_cast<float>(x);
-        break;
-      }
-      default:
-        return error(StatusCode::unsupported, "output '", t.name, "' has dtype ", dtype_name(t.dtype),
-                     ", which the detection decoder does not read");
-    }
-    out[static_cast<size_t>(i)] = v;
-  }
-  return out;
-}
-
 Result<std::vector<Detection>> ssd_detections(const Session& s, int image_w, int image_h, const DetectOptions& o) {
-  TS_ASSIGN_OR_RETURN(std::vector<float> boxes, output_values(s, 0));
-  TS_ASSIGN_OR_RETURN(std::vector<float> classes, output_values(s, 1));
-  TS_ASSIGN_OR_RETURN(std::vector<float> scores, output_values(s, 2));
-  TS_ASSIGN_OR_RETURN(std::vector<float> count, output_values(s, 3));
+  TS_ASSIGN_OR_RETURN(std::vector<float> boxes, s.output_values(0));
+  TS_ASSIGN_OR_RETURN(std::vector<float> classes, s.output_values(1));
+  TS_ASSIGN_OR_RETURN(std::vector<float> scores, s.output_values(2));
+  TS_ASSIGN_OR_RETURN(std::vector<float> count, s.output_values(3));
   const int64_t rows = std::min<int64_t>(static_cast<int64_t>(scores.size()),
                                          std::min<int64_t>(static_cast<int64_t>(classes.size()),
                                                            static_cast<int64_t>(boxes.size()) / 4));
@@ -102,7 +63,7 @@ Result<std::vector<Detection>> ssd_detections(const Session& s, int image_w, int
 
 Result<std::vector<Detection>> yolo_detections(const Session& s, const DetectorInfo& d, int image_w, int image_h,
                                                const DetectOptions& o) {
-  TS_ASSIGN_OR_RETURN(std::vector<float> v, output_values(s, 0));
+  TS_ASSIGN_OR_RETURN(std::vector<float> v, s.output_values(0));
   const int64_t C = d.classes, N = d.anchors;
   const bool v8 = d.kind == DetectorKind::yolov8;
   if (static_cast<int64_t>(v.size()) != N * (C + (v8 ? 4 : 5)))

@@ -101,6 +101,42 @@ Status Session::set_input(size_t index, const void* data, int64_t bytes) { retur
 Status Session::run() { return impl_->run(); }
 Result<std::vector<uint8_t>> Session::output(size_t index) const { return impl_->output(index); }
 Status Session::read_output(size_t index, void* dst, int64_t bytes) const { return impl_->read_output(index, dst, bytes); }
+Result<std::vector<float>> Session::output_values(size_t index) const {
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, output(index));
+  const Tensor& t = graph().tensor(graph().outputs[index]);
+  const int64_t n = t.elements();
+  const int64_t width = t.dtype == DType::f32 || t.dtype == DType::i32 ? 4 : t.dtype == DType::i64 ? 8 : 1;
+  if (n < 0 || static_cast<int64_t>(bytes.size()) < n * width)
+    return error(StatusCode::internal, "output '", t.name, "' holds ", bytes.size(), " bytes for ", n, " values");
+  std::vector<float> out(static_cast<size_t>(n));
+  const float scale = t.quant.empty() ? 1.0f : t.quant.scale[0];
+  const float zp = t.quant.empty() ? 0.0f : static_cast<float>(t.quant.zero_point_at(0));
+  for (int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    switch (t.dtype) {
+      case DType::f32: std::memcpy(&v, &bytes[i * 4], 4); break;
+      case DType::u8: v = scale * (static_cast<float>(bytes[i]) - zp); break;
+      case DType::i8: v = scale * (static_cast<float>(static_cast<int8_t>(bytes[i])) - zp); break;
+      case DType::i32: {
+        int32_t x;
+        std::memcpy(&x, &bytes[i * 4], 4);
+        v = static_cast<float>(x);
+        break;
+      }
+      case DType::i64: {
+        int64_t x;
+        std::memcpy(&x, &bytes[i * 8], 8);
+        v = static_cast<float>(x);
+        break;
+      }
+      default:
+        return error(StatusCode::unsupported, "output '", t.name, "' has dtype ", dtype_name(t.dtype),
+                     ", which output_values does not read");
+    }
+    out[static_cast<size_t>(i)] = v;
+  }
+  return out;
+}
 Result<std::vector<uint8_t>> Session::read_tensor(TensorId id) const { return impl_->read_tensor(id); }
 Status Session::read_state(const std::string& name, const Region& region, void* dst, int64_t bytes) const {
   return impl_->read_state(name, region, dst, bytes);

@@ -46,29 +46,7 @@ std::string latency_line(const VisionRun& r, const std::string& model, const Dev
   return line;
 }
 
-std::vector<float> output_as_float(const Session& s, size_t k) {
-  std::vector<uint8_t> bytes = take(s.output(k));
-  const Tensor& t = s.graph().tensor(s.graph().outputs[k]);
-  const int64_t n = t.elements();
-  std::vector<float> out(static_cast<size_t>(n));
-  const float scale = t.quant.empty() ? 1.0f : t.quant.scale[0];
-  const float zp = t.quant.empty() ? 0.0f : static_cast<float>(t.quant.zero_point_at(0));
-  for (int64_t i = 0; i < n; ++i) {
-    float v = 0;
-    switch (t.dtype) {
-      case DType::f32: std::memcpy(&v, &bytes[i * 4], 4); break;
-      case DType::u8: v = scale * (static_cast<float>(bytes[i]) - zp); break;
-      case DType::i8: v = scale * (static_cast<float>(static_cast<int8_t>(bytes[i])) - zp); break;
-      case DType::i32: { int32_t x; std::memcpy(&x, &bytes[i * 4], 4); v = static_cast<float>(x); break; }
-      case DType::i64: { int64_t x; std::memcpy(&x, &bytes[i * 8], 8); v = static_cast<float>(x); break; }
-      default:
-        take(error(StatusCode::unsupported, "output '", t.name, "' has dtype ", dtype_name(t.dtype),
-                   ", which the vision commands do not read"));
-    }
-    out[i] = v;
-  }
-  return out;
-}
+std::vector<float> output_as_float(const Session& s, size_t k) { return take(s.output_values(k)); }
 
 Result<Labels> Labels::load(const std::string& path, int64_t num_classes) {
   // One name per line; 16 MiB is far more than any label list (ImageNet's is 21 KB).
