@@ -23,6 +23,19 @@ AttrMap channel_slice(int64_t h, int64_t w, int64_t b, int64_t e) {
           {"shrink_axes", std::vector<int64_t>{}}};
 }
 
+// The graph's one input "x".
+TensorId add_input(Graph& g, std::vector<int64_t> shape, DType t, const QuantParams& q) {
+  Tensor x;
+  x.name = "x";
+  x.shape = std::move(shape);
+  x.dtype = t;
+  x.quant = q;
+  x.role = Role::input;
+  const TensorId id = g.add_tensor(x);
+  g.inputs = {id};
+  return id;
+}
+
 struct SplitGraph {
   Graph g;
   std::vector<uint8_t> input;
@@ -34,14 +47,7 @@ SplitGraph split_concat(DType t) {
   SplitGraph s;
   const int64_t h = 12, w = 10, c = 64;
   const QuantParams q{{0.05f}, {t == DType::u8 ? 120 : -3}};
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, h, w, c};
-  x.dtype = t;
-  x.quant = q;
-  x.role = Role::input;
-  TensorId xi = s.g.add_tensor(x);
-  s.g.inputs = {xi};
+  const TensorId xi = add_input(s.g, {1, h, w, c}, t, q);
   auto a = s.g.add_op(OpKind::strided_slice, {xi}, channel_slice(h, w, 0, 32), "a", t, q);
   auto b = s.g.add_op(OpKind::strided_slice, {xi}, channel_slice(h, w, 32, 64), "b", t, q);
   EXPECT_TRUE(a.ok() && b.ok());
@@ -97,14 +103,7 @@ InPlaceGraph c2f_in_place() {
   const int64_t h = 12, w = 10;
   const DType t = DType::i8;
   const QuantParams qx{{0.05f}, {-3}}, qs{{1.0f / 256}, {-128}};
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, h, w, 64};
-  x.dtype = t;
-  x.quant = qx;
-  x.role = Role::input;
-  TensorId xi = s.g.add_tensor(x);
-  s.g.inputs = {xi};
+  const TensorId xi = add_input(s.g, {1, h, w, 64}, t, qx);
   s.y = *s.g.add_op(OpKind::logistic, {xi}, {}, "y", t, qs);
   s.y0 = *s.g.add_op(OpKind::strided_slice, {s.y}, channel_slice(h, w, 0, 32), "y0", t, qs);
   s.y1 = *s.g.add_op(OpKind::strided_slice, {s.y}, channel_slice(h, w, 32, 64), "y1", t, qs);
@@ -187,14 +186,7 @@ TEST(RknpuCopy, AHalfOfATensorIsCopiedNotMoved) {
   const DType t = DType::i8;
   const QuantParams qx{{0.05f}, {-3}}, qs{{1.0f / 256}, {-128}};
   Graph g;
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, h, w, 64};
-  x.dtype = t;
-  x.quant = qx;
-  x.role = Role::input;
-  TensorId xi = g.add_tensor(x);
-  g.inputs = {xi};
+  const TensorId xi = add_input(g, {1, h, w, 64}, t, qx);
   TensorId y = *g.add_op(OpKind::logistic, {xi}, {}, "y", t, qs);
   TensorId y0 = *g.add_op(OpKind::strided_slice, {y}, channel_slice(h, w, 0, 32), "y0", t, qs);
   TensorId y1 = *g.add_op(OpKind::strided_slice, {y}, channel_slice(h, w, 32, 64), "y1", t, qs);
@@ -226,14 +218,7 @@ TEST(RknpuCopy, PartialBlocksAndRequantizationStayOnTheCpu) {
   const DType t = DType::i8;
   const QuantParams q{{0.05f}, {-3}};
   Graph g;
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, 4, 4, 48};
-  x.dtype = t;
-  x.quant = q;
-  x.role = Role::input;
-  TensorId xi = g.add_tensor(x);
-  g.inputs = {xi};
+  const TensorId xi = add_input(g, {1, 4, 4, 48}, t, q);
   auto part = g.add_op(OpKind::strided_slice, {xi}, channel_slice(4, 4, 8, 16), "part", t, q);
   auto rows = g.add_op(OpKind::strided_slice, {xi},
                        {{"begin", std::vector<int64_t>{0, 1, 0, 0}},
