@@ -94,6 +94,10 @@ TEST(TfliteOracle, QuantizedSoftmaxMatchesTheInterpreter) {
       {"u8_beta_2_31", u8, {3, 31}, 0.05f, 100, 2.0f},
       {"u8_beta_tenth_500", u8, {1, 500}, 0.25f, 17, 0.1f},
       {"u8_constant_rows", u8, {3, 12}, 0.1f, 128, 1.0f, true},
+      // Blocks of 8 rows (quant_softmax.cpp softmax_block) and the rows after the last block.
+      {"i8_rows_11x10", i8, {11, 10}, 0.05f, -3, 1.0f},
+      {"i8_dfl_rows_13", i8, {13, 16}, 0.1076f, -12, 1.0f},
+      {"u8_rows_17x33", u8, {17, 33}, 0.1f, 120, 1.0f},
   };
   run_softmax_cases(script, "softmax", cases);
 }
@@ -113,6 +117,8 @@ TEST(TfliteOracle, Int8ToInt16SoftmaxMatchesTheInterpreter) {
       {"i16_beta_tenth_7", i8, {3, 7}, 0.25f, -7, 0.1f, false, true},
       {"i16_row_1", i8, {6, 1}, 0.2f, 10, 3.0f, false, true},
       {"i16_constant_rows", i8, {4, 5}, 0.1f, 0, 1.0f, true, true},
+      {"i16_rows_19x16", i8, {19, 16}, 0.1076f, -12, 1.0f, false, true},
+      {"i16_rows_10x9", i8, {10, 9}, 0.05f, 3, 1.0f, false, true},
   };
   run_softmax_cases(script, "softmax_i16", cases);
 }
