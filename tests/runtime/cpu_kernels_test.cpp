@@ -101,6 +101,59 @@ TEST(CpuKernels, ReshapeOfAnIntermediateIsAViewThatKeepsItsSourceAlive) {
   for (int i = 0; i < 12; ++i) EXPECT_EQ(got[i], 9 * std::max(xv[i], 0.0f) + xv[i]) << i;
 }
 
+// x * LOGISTIC(x) (SiLU as TFLite graphs hold it): the MUL's byte table of x never reads
+// LOGISTIC's output, so when the MUL is its only reader the LOGISTIC does not run (host time
+// 0); the output is the reference kernels' byte for byte. When the LOGISTIC's output is also
+// a graph output it runs, and both outputs are the reference's.
+TEST(CpuKernels, LogisticReadOnlyByItsSiluTableIsNotRun) {
+  for (bool also_output : {false, true}) {
+    SCOPED_TRACE(also_output ? "logistic also an output" : "logistic read by the mul only");
+    Graph g;
+    Tensor xt;
+    xt.name = "x";
+    xt.shape = {1, 48, 40, 32};
+    xt.dtype = DType::i8;
+    xt.quant = QuantParams{{0.05f}, {-3}};
+    xt.role = Role::input;
+    const TensorId x = g.add_tensor(xt);
+    g.inputs = {x};
+    const TensorId sig = *g.add_op(OpKind::logistic, {x}, {}, "sig", DType::i8, QuantParams{{1.0f / 256}, {-128}});
+    const TensorId y = *g.add_op(OpKind::mul, {x, sig}, {}, "silu", DType::i8, QuantParams{{0.03f}, {-20}});
+    g.tensor(y).role = Role::output;
+    g.outputs = {y};
+    if (also_output) {
+      g.tensor(sig).role = Role::output;
+      g.outputs.push_back(sig);
+    }
+    std::mt19937 rng(21);
+    std::vector<uint8_t> in(48 * 40 * 32);
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    std::vector<std::vector<std::vector<uint8_t>>> outs;
+    std::vector<double> logistic_seconds;
+    for (const char* kernels : {"packed", "reference"}) {
+      SessionOptions o;
+      o.device_options["kernels"] = kernels;
+      auto s = Session::create(g, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      ASSERT_TRUE((*s)->set_input(0, in.data(), static_cast<int64_t>(in.size())).ok());
+      ASSERT_TRUE((*s)->run().ok());
+      std::vector<std::vector<uint8_t>> o_k;
+      for (size_t k = 0; k < g.outputs.size(); ++k) o_k.push_back(*(*s)->output(k));
+      outs.push_back(o_k);
+      double sec = -1;
+      for (const auto& item : (*s)->profile().nodes)
+        if (item.label == "logistic 'sig'") sec = item.host_seconds;
+      logistic_seconds.push_back(sec);
+    }
+    EXPECT_EQ(outs[0], outs[1]);
+    EXPECT_GT(logistic_seconds[1], 0);  // the reference kernels run it
+    if (also_output)
+      EXPECT_GT(logistic_seconds[0], 0);
+    else
+      EXPECT_EQ(logistic_seconds[0], 0);
+  }
+}
+
 // conv2d -> depthwise_conv2d -> fully_connected -> matmul, each large enough to be split
 // over threads: the same bits on 1, 2 and 5 threads (each output is summed by one thread,
 // in order).

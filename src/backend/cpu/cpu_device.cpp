@@ -1,6 +1,7 @@
 // The cpu device: host memory, the reference kernels, the oracle for every other device.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -63,8 +64,13 @@ struct CpuProgram : Program {
   std::vector<int> nodes;
   std::vector<KernelFn> kernels;
   std::vector<std::unique_ptr<PreparedKernel>> prepared;  // per node; nullptr where none
+  std::vector<bool> skip;  // per node: its outputs are read by no one (do_compile), not run
   std::vector<TensorRef> refs;  // every node's inputs then outputs, resolved on each execute
-  std::string describe() const override { return std::to_string(nodes.size()) + (nodes.size() == 1 ? " cpu kernel" : " cpu kernels"); }
+  std::string describe() const override {
+    const auto skipped = std::count(skip.begin(), skip.end(), true);
+    return std::to_string(nodes.size()) + (nodes.size() == 1 ? " cpu kernel" : " cpu kernels") +
+           (skipped ? " (" + std::to_string(skipped) + " not run: their outputs are read by no kernel)" : "");
+  }
 };
 
 class CpuDevice : public Device {
@@ -177,6 +183,30 @@ class CpuDevice : public Device {
       prog->prepared.push_back(std::move(prep));
     }
     prog->graph = seg.graph;
+    // A node whose every output is read only by kernels of this program that never read it
+    // (PreparedKernel::unread_input: a LOGISTIC whose one reader is its SiLU MUL's byte
+    // table) is not run; nothing else in the graph (another program, a transfer, the
+    // caller) reads what it would write.
+    const Graph& g = *seg.graph;
+    std::vector<int> readers(g.tensors().size(), 0), unread(g.tensors().size(), 0);
+    for (const Node& n : g.nodes())
+      for (TensorId in : n.inputs)
+        if (in != kNoTensor) ++readers[in];
+    for (TensorId o : g.outputs) ++readers[o];
+    for (size_t k = 0; k < prog->nodes.size(); ++k) {
+      const PreparedKernel* pk = prog->prepared[k].get();
+      const Node& n = g.nodes()[prog->nodes[k]];
+      if (pk && pk->unread_input >= 0 && pk->unread_input < static_cast<int>(n.inputs.size()) &&
+          n.inputs[pk->unread_input] != kNoTensor)
+        ++unread[n.inputs[pk->unread_input]];
+    }
+    prog->skip.assign(prog->nodes.size(), false);
+    for (size_t k = 0; k < prog->nodes.size(); ++k) {
+      const Node& n = g.nodes()[prog->nodes[k]];
+      bool skip = !n.outputs.empty();
+      for (TensorId o : n.outputs) skip = skip && readers[o] > 0 && readers[o] == unread[o];
+      prog->skip[k] = skip;
+    }
     return std::unique_ptr<Program>(std::move(prog));
   }
 
@@ -210,6 +240,10 @@ class CpuDevice : public Device {
       const Node& n = g.nodes()[prog.nodes[k]];
       const std::span<const TensorRef> in(next, n.inputs.size()), out(next + n.inputs.size(), n.outputs.size());
       next += n.inputs.size() + n.outputs.size();
+      if (prog.skip[k]) {
+        counters_.last_nodes.push_back({prog.nodes[k], 0.0, -1});
+        continue;
+      }
       KernelContext ctx{g, n, in, out, &pool_, prog.prepared[k].get()};
       auto t0 = std::chrono::steady_clock::now();
       TS_RETURN_IF_ERROR(prog.kernels[k](ctx));

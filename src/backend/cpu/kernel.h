@@ -33,6 +33,10 @@ struct TensorRef {
 // Constant inputs are in Graph::tensor(id).data at compile time.
 struct PreparedKernel {
   virtual ~PreparedKernel() = default;
+  // An input this prepared kernel never reads, its values implied by another input (a SiLU
+  // MUL's LOGISTIC operand: the product is a byte table of x alone); -1: it reads them all.
+  // The cpu program does not run a node whose every output only such kernels read.
+  int unread_input = -1;
 };
 
 struct KernelContext {

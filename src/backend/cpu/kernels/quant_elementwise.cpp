@@ -202,6 +202,9 @@ Result<std::unique_ptr<PreparedKernel>> prepare_mul(const Graph& g, const Node& 
         t.unary[xb] = s == 1 ? t.out[t.index(xb, sb)] : t.out[t.index(sb, xb)];
       }
       t.unary_input = 1 - s;
+      // Operands of the output's shape take the byte table (run_pair_table), which never
+      // reads LOGISTIC's output.
+      if (x0.shape == y.shape && x1.shape == y.shape) t.unread_input = s;
       return k;
     }
   }
