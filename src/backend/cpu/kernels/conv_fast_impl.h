@@ -104,6 +104,12 @@ inline __attribute__((always_inline)) void channel_tile(const Args& a, const flo
     tile<V, L, P, T>(rows + i, wp, a.ocpad, a.blocks, false, out);
     finish(a, q0 + i, P, oc0, kWidth, out);
   }
+  if constexpr (P > 4) {
+    for (; i + 4 <= n && !gemm_single_column(q0 + i + 3, a.pixels); i += 4) {
+      tile<V, L, 4, T>(rows + i, wp, a.ocpad, a.blocks, false, out);
+      finish(a, q0 + i, 4, oc0, kWidth, out);
+    }
+  }
   for (; i < n; ++i) {
     tile<V, L, 1, T>(rows + i, wp, a.ocpad, a.blocks, gemm_single_column(q0 + i, a.pixels), out);
     finish(a, q0 + i, 1, oc0, kWidth, out);
@@ -127,19 +133,34 @@ inline __attribute__((always_inline)) void rows(const Args& a, int64_t r0, int64
         continue;
       }
       float* col = s.cols + i * a.depth;
-      for (int64_t ky = 0; ky < a.KH; ++ky) {
+      const int64_t ix0 = ox * wn.sw - wn.pad_left;
+      for (int64_t ky = 0; ky < a.KH; ++ky, col += a.KW * a.C) {
         const int64_t iy = oy * wn.sh - wn.pad_top + ky * wn.dh;
-        for (int64_t kx = 0; kx < a.KW; ++kx, col += a.C) {
-          const int64_t ix = ox * wn.sw - wn.pad_left + kx * wn.dw;
-          if (iy < 0 || iy >= a.H || ix < 0 || ix >= a.W) std::memset(col, 0, static_cast<size_t>(a.C) * sizeof(float));
-          else std::memcpy(col, a.x + ((b * a.H + iy) * a.W + ix) * a.C, static_cast<size_t>(a.C) * sizeof(float));
+        if (iy < 0 || iy >= a.H) {
+          std::memset(col, 0, static_cast<size_t>(a.KW * a.C) * sizeof(float));
+          continue;
+        }
+        const float* row = a.x + (b * a.H + iy) * a.W * a.C;
+        if (wn.dw == 1) {  // the taps inside the input are one run of the input row
+          const int64_t lo = std::clamp<int64_t>(-ix0, 0, a.KW), hi = std::clamp<int64_t>(a.W - ix0, lo, a.KW);
+          std::memset(col, 0, static_cast<size_t>(lo * a.C) * sizeof(float));
+          if (hi > lo) std::memcpy(col + lo * a.C, row + (ix0 + lo) * a.C, static_cast<size_t>((hi - lo) * a.C) * sizeof(float));
+          std::memset(col + hi * a.C, 0, static_cast<size_t>((a.KW - hi) * a.C) * sizeof(float));
+          continue;
+        }
+        for (int64_t kx = 0; kx < a.KW; ++kx) {
+          const int64_t ix = ix0 + kx * wn.dw;
+          float* dst = col + kx * a.C;
+          if (ix < 0 || ix >= a.W) std::memset(dst, 0, static_cast<size_t>(a.C) * sizeof(float));
+          else std::memcpy(dst, row + ix * a.C, static_cast<size_t>(a.C) * sizeof(float));
         }
       }
       s.rows[i] = s.cols + i * a.depth;
     }
     int64_t oc0 = 0;
     for (; oc0 + T * L <= a.ocpad; oc0 += T * L) channel_tile<V, L, P, T>(a, s.rows, q0, n, oc0);
-    for (; oc0 < a.ocpad; oc0 += L) channel_tile<V, L, P, 1>(a, s.rows, q0, n, oc0);
+    // the last channels, fewer than T vectors: as many sums from twice the pixels
+    for (; oc0 < a.ocpad; oc0 += L) channel_tile<V, L, (T > 1 ? 2 * P : P), 1>(a, s.rows, q0, n, oc0);
   }
 }
 
