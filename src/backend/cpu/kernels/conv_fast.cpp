@@ -28,7 +28,8 @@ RowsFn pick_rows() {
 }
 
 struct Packed : PreparedKernel {
-  std::vector<float> wp;  // [depth][ocpad]
+  std::vector<float> wp;     // [depth][ocpad]
+  std::vector<float> zeros;  // IC zeros: a 1x1 window's padding tap
   int64_t OC = 0, KH = 0, KW = 0, IC = 0, ocpad = 0;
   RowsFn fn = nullptr;
 };
@@ -68,6 +69,7 @@ Result<std::unique_ptr<PreparedKernel>> prepare_float_conv2d(const Graph& g, con
       if (!std::isfinite(v)) return std::unique_ptr<PreparedKernel>();  // 0 * v would be NaN
       pk->wp[static_cast<size_t>(k * pk->ocpad + o)] = v;
     }
+  pk->zeros.assign(static_cast<size_t>(IC), 0.0f);
   pk->fn = fconv::pick_rows();
   return std::unique_ptr<PreparedKernel>(std::move(pk));
 }
@@ -90,10 +92,11 @@ Status run_float_conv2d(KernelContext& c) {
   a.pixels = xs[0] * a.OH * a.OW;
   a.blocks = GemmDepthBlocks(a.depth);
   a.act = act;
-  const std::vector<float> zeros(static_cast<size_t>(a.C), 0.0f);
-  a.zeros = zeros.data();
+  a.zeros = pk.zeros.data();
   const int64_t chunk = fconv::chunk_pixels(a.depth);
   const bool pointwise = pk.KH == 1 && pk.KW == 1;
+  // Per-thread scratch, grown by a thread's first run of its largest layer (later runs
+  // allocate nothing).
   auto work = [&](int64_t r0, int64_t r1) {
     thread_local std::vector<float> cols;
     thread_local std::vector<const float*> rows;
