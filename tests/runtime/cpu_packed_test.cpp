@@ -969,6 +969,8 @@ TEST(CpuPacked, FloatConvIsByteIdenticalToTheReferenceKernel) {
       {1, 3, 3, 820, 20, 1, 1, 1, false, true, "none"},     // two blocks
       {1, 5, 5, 100, 1, 3, 1, 1, true, true, "relu"},       // one output channel, depth 900
       {1, 10, 10, 32, 48, 3, 2, 1, true, true, "relu"},     // 25 pixels, channels 3 x 16
+      {1, 6, 9, 24, 40, 3, 1, 1, true, true, "relu_n1_to_1"},
+      {1, 7, 5, 40, 17, 3, 1, 1, false, false, "relu_n1_to_1"},
   };
   std::mt19937 rng(4321);
   SimdGuard guard;

@@ -76,14 +76,69 @@ inline __attribute__((always_inline)) void tile(const float* const* xr, const fl
     for (int t = 0; t < T; ++t) std::memcpy(out + (p * T + t) * L, &total[p][t], sizeof(V));
 }
 
+// Copies n floats (short runs: no library call).
+inline __attribute__((always_inline)) void copy_floats(float* d, const float* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    float t[4];
+    std::memcpy(t, s + i, sizeof t);
+    std::memcpy(d + i, t, sizeof t);
+  }
+  for (; i < n; ++i) d[i] = s[i];
+}
+inline __attribute__((always_inline)) void zero_floats(float* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = 0.0f;
+}
+
+// activate() on every lane (in place: a vector passed by value would change the ABI):
+// std::max(v, lo) is (v < lo ? lo : v), std::min(v, hi) is (hi < v ? hi : v), NaN kept, as
+// in the scalar form.
+template <typename V>
+inline __attribute__((always_inline)) void activate_vec(V& v, Activation act) {
+  const V zero = V{} + 0.0f;
+  switch (act) {
+    case Activation::relu:
+      v = v < zero ? zero : v;
+      return;
+    case Activation::relu6: {
+      const V six = zero + 6.0f;
+      v = v < zero ? zero : v;
+      v = six < v ? six : v;
+      return;
+    }
+    case Activation::relu_n1_to_1: {
+      const V lo = zero - 1.0f, hi = zero + 1.0f;
+      v = v < lo ? lo : v;
+      v = hi < v ? hi : v;
+      return;
+    }
+    default: return;
+  }
+}
+
 // Bias and activation of `count` pixels' sums (out [count][width]) into y, channels
-// oc0 .. oc0 + width (those below OC).
-inline void finish(const Args& a, int64_t q, int64_t count, int64_t oc0, int64_t width, const float* out) {
+// oc0 .. oc0 + width (those below OC): total + bias, then the activation, L lanes at a time
+// where L channels remain, else one by one.
+template <typename V, int L>
+inline __attribute__((always_inline)) void finish(const Args& a, int64_t q, int64_t count, int64_t oc0, int64_t width,
+                                                  const float* out) {
   const int64_t n = std::min(width, a.OC - oc0);
   for (int64_t p = 0; p < count; ++p) {
     float* yq = a.y + (q + p) * a.OC + oc0;
     const float* o = out + p * width;
-    for (int64_t j = 0; j < n; ++j) {
+    int64_t j = 0;
+    for (; j + L <= n; j += L) {
+      V v;
+      load_vec(v, o + j);
+      if (a.bias) {
+        V b;
+        load_vec(b, a.bias + oc0 + j);
+        v = v + b;
+      }
+      activate_vec(v, a.act);
+      std::memcpy(yq + j, &v, sizeof v);
+    }
+    for (; j < n; ++j) {
       float acc = o[j];
       if (a.bias) acc += a.bias[oc0 + j];
       yq[j] = activate(acc, a.act);
@@ -102,17 +157,17 @@ inline __attribute__((always_inline)) void channel_tile(const Args& a, const flo
   int64_t i = 0;
   for (; i + P <= n && !gemm_single_column(q0 + i + P - 1, a.pixels); i += P) {
     tile<V, L, P, T>(rows + i, wp, a.ocpad, a.blocks, false, out);
-    finish(a, q0 + i, P, oc0, kWidth, out);
+    finish<V, L>(a, q0 + i, P, oc0, kWidth, out);
   }
   if constexpr (P > 4) {
     for (; i + 4 <= n && !gemm_single_column(q0 + i + 3, a.pixels); i += 4) {
       tile<V, L, 4, T>(rows + i, wp, a.ocpad, a.blocks, false, out);
-      finish(a, q0 + i, 4, oc0, kWidth, out);
+      finish<V, L>(a, q0 + i, 4, oc0, kWidth, out);
     }
   }
   for (; i < n; ++i) {
     tile<V, L, 1, T>(rows + i, wp, a.ocpad, a.blocks, gemm_single_column(q0 + i, a.pixels), out);
-    finish(a, q0 + i, 1, oc0, kWidth, out);
+    finish<V, L>(a, q0 + i, 1, oc0, kWidth, out);
   }
 }
 
@@ -143,9 +198,9 @@ inline __attribute__((always_inline)) void rows(const Args& a, int64_t r0, int64
         const float* row = a.x + (b * a.H + iy) * a.W * a.C;
         if (wn.dw == 1) {  // the taps inside the input are one run of the input row
           const int64_t lo = std::clamp<int64_t>(-ix0, 0, a.KW), hi = std::clamp<int64_t>(a.W - ix0, lo, a.KW);
-          std::memset(col, 0, static_cast<size_t>(lo * a.C) * sizeof(float));
-          if (hi > lo) std::memcpy(col + lo * a.C, row + (ix0 + lo) * a.C, static_cast<size_t>((hi - lo) * a.C) * sizeof(float));
-          std::memset(col + hi * a.C, 0, static_cast<size_t>((a.KW - hi) * a.C) * sizeof(float));
+          zero_floats(col, lo * a.C);
+          copy_floats(col + lo * a.C, row + (ix0 + lo) * a.C, (hi - lo) * a.C);
+          zero_floats(col + hi * a.C, (a.KW - hi) * a.C);
           continue;
         }
         for (int64_t kx = 0; kx < a.KW; ++kx) {
