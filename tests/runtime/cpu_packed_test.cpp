@@ -2,11 +2,16 @@
 // give the reference kernels' bytes: on a grid of conv2d / depthwise / fully connected
 // shapes, on every shared TFLite model, for any thread count and with the AVX2 or the
 // portable micro-kernels. The micro-kernels' requantization is also compared lane by lane
-// with the scalar definition, including the single-rounding form and left shifts.
+// with the scalar definition, including the single-rounding form and left shifts. The float
+// conv2d's fast path (kernels/conv_fast.h) must give the float reference kernel's bits
+// (memcmp) on a grid of shapes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
+#include "backend/cpu/kernels/conv_fast.h"
 #include "backend/cpu/kernels/quant_math.h"
 #include "backend/cpu/ukernels/qconv.h"
 #include "convert/simd.h"
@@ -858,6 +863,175 @@ TEST(CpuPacked, SimdAddMatchesTheReferenceArithmeticOnEveryOperandPair) {
       }
     }
   }
+}
+
+// ---- the float conv2d fast path (kernels/conv_fast.h) ----
+
+struct FloatConvSpec {
+  int64_t n, h, w, c, oc, k, stride, dil;
+  bool same;  // SAME padding (TFLite's split: the smaller half first), else VALID
+  bool bias;
+  std::string act;
+  int64_t pad = -1;  // >= 0: this padding on every side instead
+};
+
+std::string label(const FloatConvSpec& s) {
+  return "n" + std::to_string(s.n) + " " + std::to_string(s.h) + "x" + std::to_string(s.w) + "x" +
+         std::to_string(s.c) + " -> " + std::to_string(s.oc) + " k" + std::to_string(s.k) + " s" +
+         std::to_string(s.stride) + " d" + std::to_string(s.dil) + (s.same ? " same" : " valid") +
+         (s.pad >= 0 ? " pad" + std::to_string(s.pad) : "") + (s.bias ? " bias " : " ") + s.act;
+}
+
+// Seeded values in [-1, 1), about one in eight exactly zero (as after a relu), never all zero.
+std::vector<float> float_values(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> zero(0, 7);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = zero(rng) == 0 ? 0.0f : d(rng);
+  v[0] = 0.5f;
+  return v;
+}
+
+Bytes float_bytes(const std::vector<float>& v) {
+  Bytes b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+Graph float_conv_graph(const FloatConvSpec& s, std::mt19937& rng) {
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.dtype = DType::f32;
+  x.role = Role::input;
+  x.shape = {s.n, s.h, s.w, s.c};
+  TensorId xi = g.add_tensor(x);
+  g.inputs.push_back(xi);
+  Tensor w;
+  w.name = "w";
+  w.dtype = DType::f32;
+  w.role = Role::weight;
+  w.shape = {s.oc, s.k, s.k, s.c};
+  w.data = ConstData::from_vector(float_bytes(float_values(rng, num_elements(w.shape))));
+  std::vector<TensorId> ins = {xi, g.add_tensor(w)};
+  if (s.bias) {
+    Tensor b;
+    b.name = "b";
+    b.dtype = DType::f32;
+    b.role = Role::weight;
+    b.shape = {s.oc};
+    b.data = ConstData::from_vector(float_bytes(float_values(rng, s.oc)));
+    ins.push_back(g.add_tensor(b));
+  }
+  // SAME: outputs ceil(size / stride), the padding's smaller half before.
+  auto pads = [&](int64_t size) -> std::pair<int64_t, int64_t> {
+    if (s.pad >= 0) return {s.pad, s.pad};
+    if (!s.same) return {0, 0};
+    const int64_t out = (size + s.stride - 1) / s.stride;
+    const int64_t total = std::max<int64_t>((out - 1) * s.stride + (s.k - 1) * s.dil + 1 - size, 0);
+    return {total / 2, total - total / 2};
+  };
+  const auto [top, bottom] = pads(s.h);
+  const auto [left, right] = pads(s.w);
+  AttrMap attrs{{"activation", s.act},  {"stride_h", s.stride}, {"stride_w", s.stride}, {"dilation_h", s.dil},
+                {"dilation_w", s.dil},  {"pad_top", top},       {"pad_bottom", bottom}, {"pad_left", left},
+                {"pad_right", right}};
+  auto y = g.add_op(OpKind::conv2d, ins, attrs, "conv");
+  EXPECT_TRUE(y.ok()) << y.status().to_string();
+  g.tensor(*y).role = Role::output;
+  g.outputs.push_back(*y);
+  return g;
+}
+
+// The fast path against the reference kernel, memcmp equal: windows 1x1, 3x3 and YOLOv5's
+// 6x6 stride 2, SAME and VALID padding, dilation, depths below, at and above the GEMM's
+// single block (816: 1152 = 9 * 128, 2304 = 9 * 256, 1000), output channels not a multiple
+// of any vector width, pixel counts with a remainder of one-by-one columns (pixels % 4 != 0,
+// in the last batch), pixels whose every tap is padding, each activation, with and without
+// a bias; on 1, 2 and 3 threads, with this CPU's widest vectors and the portable ones.
+TEST(CpuPacked, FloatConvIsByteIdenticalToTheReferenceKernel) {
+  const std::vector<FloatConvSpec> specs = {
+      {1, 7, 9, 33, 40, 1, 1, 1, false, true, "relu"},      // 63 pixels
+      {2, 5, 5, 64, 24, 1, 1, 1, false, false, "none"},     // 50 pixels over two batches
+      {1, 6, 7, 3, 5, 1, 1, 1, false, true, "relu6"},       // depth 3: no peeled terms
+      {1, 5, 6, 7, 9, 1, 2, 1, false, true, "none", 2},     // 1x1 stride 2, pixels in the padding
+      {1, 20, 22, 3, 16, 6, 2, 1, true, true, "none"},      // YOLOv5's first conv (pad 2)
+      {1, 17, 15, 3, 32, 3, 2, 1, true, true, "relu6"},
+      {1, 9, 11, 16, 24, 3, 1, 1, true, false, "relu6"},
+      {1, 9, 11, 20, 17, 3, 1, 2, true, true, "none"},      // dilation 2
+      {1, 8, 9, 12, 33, 3, 2, 2, false, true, "relu"},      // dilation and stride, VALID
+      {1, 4, 5, 8, 7, 3, 1, 1, false, true, "none", 3},     // every tap of some pixels padding
+      {2, 5, 7, 128, 35, 3, 1, 1, true, true, "relu"},      // depth 1152, 70 pixels
+      {1, 4, 5, 256, 64, 3, 1, 1, true, true, "none"},      // depth 2304, 20 pixels
+      {1, 3, 5, 256, 19, 3, 2, 1, true, false, "relu6"},    // depth 2304, 6 pixels
+      {1, 3, 3, 1000, 18, 1, 1, 1, false, true, "relu"},    // depth 1000, 9 pixels
+      {1, 3, 3, 816, 20, 1, 1, 1, false, true, "none"},     // one block exactly
+      {1, 3, 3, 820, 20, 1, 1, 1, false, true, "none"},     // two blocks
+      {1, 5, 5, 100, 1, 3, 1, 1, true, true, "relu"},       // one output channel, depth 900
+      {1, 10, 10, 32, 48, 3, 2, 1, true, true, "relu"},     // 25 pixels, channels 3 x 16
+      {1, 6, 9, 24, 40, 3, 1, 1, true, true, "relu_n1_to_1"},
+      {1, 7, 5, 40, 17, 3, 1, 1, false, false, "relu_n1_to_1"},
+  };
+  std::mt19937 rng(4321);
+  SimdGuard guard;
+  for (const FloatConvSpec& s : specs) {
+    Graph g = float_conv_graph(s, rng);
+    // The fast path takes this node (else the comparison below would hold trivially).
+    auto packed = cpu::prepare_float_conv2d(g, g.nodes()[0]);
+    ASSERT_TRUE(packed.ok() && *packed != nullptr) << label(s);
+    const Bytes input = float_bytes(float_values(rng, g.tensor(g.inputs[0]).elements()));
+    const Bytes ref = run_one(g, input, cpu_options("reference", 1));
+    ASSERT_FALSE(ref.empty()) << label(s);
+    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
+      if (convert::set_simd_level(level) != level) continue;
+      for (int threads : {1, 2, 3}) {
+        const Bytes got = run_one(g, input, cpu_options("packed", threads));
+        ASSERT_EQ(got.size(), ref.size()) << label(s);
+        EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
+            << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
+// Where the fast path does not apply the reference kernel runs: a grouped conv, a filter
+// with an infinity (whose products with a padding zero would be NaN).
+TEST(CpuPacked, FloatConvFastPathRefusesGroupsAndNonFiniteFilters) {
+  std::mt19937 rng(99);
+  Graph g = float_conv_graph({1, 5, 5, 8, 8, 3, 1, 1, true, true, "none"}, rng);
+  auto ok = cpu::prepare_float_conv2d(g, g.nodes()[0]);
+  ASSERT_TRUE(ok.ok() && *ok != nullptr);
+  // an infinity in the filter
+  Tensor& w = g.tensor(g.nodes()[0].inputs[1]);
+  std::vector<uint8_t> bytes(w.data->data, w.data->data + w.data->size);
+  const float inf = INFINITY;
+  std::memcpy(bytes.data() + 4 * 17, &inf, 4);
+  w.data = ConstData::from_vector(bytes);
+  auto refused = cpu::prepare_float_conv2d(g, g.nodes()[0]);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(*refused, nullptr);
+  const Bytes input = float_bytes(float_values(rng, g.tensor(g.inputs[0]).elements()));
+  EXPECT_EQ(run_one(g, input, cpu_options("packed", 2)), run_one(g, input, cpu_options("reference", 1)));
+  // grouped: 8 input channels, a filter of 4 (two groups)
+  Graph gg;
+  Tensor x;
+  x.name = "x";
+  x.dtype = DType::f32;
+  x.role = Role::input;
+  x.shape = {1, 4, 4, 8};
+  TensorId xi = gg.add_tensor(x);
+  gg.inputs.push_back(xi);
+  Tensor gw;
+  gw.name = "w";
+  gw.dtype = DType::f32;
+  gw.role = Role::weight;
+  gw.shape = {6, 1, 1, 4};
+  gw.data = ConstData::from_vector(float_bytes(float_values(rng, 24)));
+  auto y = gg.add_op(OpKind::conv2d, {xi, gg.add_tensor(gw)}, {}, "conv");
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  auto grouped = cpu::prepare_float_conv2d(gg, gg.nodes()[0]);
+  ASSERT_TRUE(grouped.ok());
+  EXPECT_EQ(*grouped, nullptr);
 }
 
 }  // namespace

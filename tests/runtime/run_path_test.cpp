@@ -17,12 +17,14 @@ namespace {
 TEST(CpuRunPath, RunAllocatesNothingOnTheSharedModels) {
   // Every shared TFLite model: the MobileNets' packed paths, person_detect's depth
   // multiplier, movenet's and deeplab's broadcasts, slices and resizes, and the SSD's
-  // detection post-processing (its buffers kept per thread).
+  // detection post-processing (its buffers kept per thread), and a float YOLOv5n.
   const char* models[] = {"mobilenet_v1_1.0_224_quant_embedding_extractor.tflite", "mobilenet_v2_1.0_224_quant.tflite",
                           "tf2_mobilenet_v2_1.0_224_ptq.tflite", "mobilenet_v2_quantized_1x3x224x224.tflite",
                           "mobilenet_v1_0.25_128_quant.tflite", "hello_world_int8.tflite", "person_detect.tflite",
                           "movenet_single_pose_lightning_ptq.tflite", "deeplabv3_mnv2_dm05_pascal_quant.tflite",
-                          "ssd_mobilenet_v1_coco_quant.tflite"};
+                          "ssd_mobilenet_v1_coco_quant.tflite",
+                          // a float YOLO export: the float conv2d's packed path (per-thread scratch)
+                          "corpus/yolov5n_fp16.tflite"};
   for (const char* m : models) {
     TESSERA_REQUIRE_FIXTURE(path, std::string("models/tflite/") + m);
     for (const char* threads : {"1", "2"}) {

@@ -9,6 +9,7 @@
 // float GEMM (gemm_sum.h) and then the bias, so that its outputs are the interpreter's bits.
 #include <limits>
 
+#include "backend/cpu/kernels/conv_fast.h"
 #include "backend/cpu/kernels/gemm_sum.h"
 #include "backend/cpu/kernels/hybrid.h"
 #include "backend/cpu/kernels/kernel_util.h"
@@ -19,6 +20,7 @@ namespace {
 
 // x [N,H,W,C], w [OC,KH,KW,IC], bias [OC] -> y [N,OH,OW,OC]; groups = C / IC.
 Status conv2d(KernelContext& c) {
+  if (c.prepared) return run_float_conv2d(c);  // the packed fast path (conv_fast.h), same bits
   if (hybrid_weights(c)) return hybrid_conv2d(c);
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
   const Shape &xs = c.in[0].shape(), &ws = c.in[1].shape(), &ys = c.out[0].shape();
@@ -144,7 +146,7 @@ Status pool(KernelContext& c) {
 }  // namespace
 
 void register_conv_kernels(KernelTable& t) {
-  t.add(OpKind::conv2d, KernelKind::plain, conv2d);
+  t.add(OpKind::conv2d, KernelKind::plain, conv2d, prepare_float_conv2d);
   t.add(OpKind::depthwise_conv2d, KernelKind::plain, depthwise_conv2d);
   t.add(OpKind::avg_pool2d, KernelKind::plain, pool<false>);
   t.add(OpKind::max_pool2d, KernelKind::plain, pool<true>);
