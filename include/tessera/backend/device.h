@@ -175,10 +175,11 @@ class TESSERA_API Device {
   std::vector<TensorId> extra_reads(const Graph& g, int node) const;
   // Views node `node` of `g`, placed on this device, allows (TensorView): a concatenation's
   // inputs inside its output, a slice's output inside its input, given the formats the plan
-  // chose (`format_of`). The plan adopts a view only when both tensors are activations made
-  // and read by this device's nodes alone (no graph input or output, no transfer) and it
-  // agrees with the views adopted before (plan_memory.cpp); compile() learns which from
-  // Segment::views and leaves out the copies they make needless. Default: none.
+  // chose (`format_of`). The plan adopts a view only when the tensor that moves into another's
+  // storage is an activation made and read by this device's nodes alone (no graph input or
+  // output, no transfer) and the view agrees with those adopted before (plan_memory.cpp);
+  // compile() learns which from Segment::views and leaves out the copies they make needless.
+  // Default: none.
   std::vector<TensorView> views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const;
 
   // Bytes one allocation holding a whole tensor in format `f` occupies on this device,
