@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "tessera/session.h"
@@ -99,6 +100,55 @@ TEST(CpuKernels, ReshapeOfAnIntermediateIsAViewThatKeepsItsSourceAlive) {
   std::vector<float> got(12);
   std::memcpy(got.data(), out->data(), 48);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(got[i], 9 * std::max(xv[i], 0.0f) + xv[i]) << i;
+}
+
+// int32 ADD / SUB / MUL wrap around as the interpreter's int32 arithmetic does (found by
+// tflite_fuzz: an overflowing sum was undefined behaviour); INT32_MIN / -1 is an error
+// naming the operands, where the interpreter traps.
+TEST(CpuKernels, Int32ArithmeticWrapsAndDivisionOverflowIsAnError) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  const std::vector<int32_t> a = {kMax, kMin, -1878160861, 7, kMin, 12};
+  const std::vector<int32_t> b = {1, -1, -1878160861, -3, 2, 5};
+  auto run = [&](OpKind op, std::vector<int32_t>* out) -> Status {
+    Graph g;
+    std::vector<TensorId> ins;
+    for (const char* name : {"a", "b"}) {
+      Tensor t;
+      t.name = name;
+      t.shape = {6};
+      t.dtype = DType::i32;
+      t.role = Role::input;
+      ins.push_back(g.add_tensor(t));
+    }
+    g.inputs = ins;
+    auto y = g.add_op(op, ins, {}, "y", DType::i32);
+    if (!y.ok()) return y.status();
+    g.tensor(*y).role = Role::output;
+    g.outputs = {*y};
+    auto s = Session::create(g, SessionOptions{});
+    if (!s.ok()) return s.status();
+    TS_RETURN_IF_ERROR((*s)->set_input(0, a.data(), 24));
+    TS_RETURN_IF_ERROR((*s)->set_input(1, b.data(), 24));
+    TS_RETURN_IF_ERROR((*s)->run());
+    TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, (*s)->output(0));
+    out->resize(6);
+    std::memcpy(out->data(), bytes.data(), 24);
+    return Status::Ok();
+  };
+  auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); };
+  std::vector<int32_t> sum, diff, prod, quot;
+  ASSERT_TRUE(run(OpKind::add, &sum).ok());
+  ASSERT_TRUE(run(OpKind::sub, &diff).ok());
+  ASSERT_TRUE(run(OpKind::mul, &prod).ok());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(sum[i], wrap(int64_t{a[i]} + b[i])) << i;
+    EXPECT_EQ(diff[i], wrap(int64_t{a[i]} - b[i])) << i;
+    EXPECT_EQ(prod[i], wrap(int64_t{a[i]} * b[i])) << i;
+  }
+  EXPECT_EQ(sum[0], kMin);  // kMax + 1
+  Status st = run(OpKind::div, &quot);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("integer division overflow"), std::string::npos) << st.to_string();
 }
 
 // x * LOGISTIC(x) (SiLU as TFLite graphs hold it): the MUL's byte table of x never reads

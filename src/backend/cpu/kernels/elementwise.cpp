@@ -1,7 +1,9 @@
 // Reference kernels: elementwise binary ops (add, sub, mul, div, maximum, minimum,
 // squared_difference, pow, prelu) with numpy broadcasting and a fused activation, on f32 and on
 // i32 (integer division truncates toward zero; division by zero is an error).
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "backend/cpu/kernels/kernel_util.h"
@@ -93,29 +95,55 @@ Status binary(KernelContext& c) {
   }
   if (ta == DType::f32) return binary_loop<float>(c, [](float x0, float x1) { return Op::template apply<float>(x0, x1); }, act);
   if (ta == DType::i32) {
+    if (act != Activation::none && act != Activation::relu)
+      return kernel_error(c.n, "i32 operands support only activation none or relu");
     if constexpr (Op::kDivides) {
       const int32_t* b = c.in[1].as<int32_t>();
       for (int64_t i = 0, n = c.in[1].elements(); i < n; ++i)
         if (b[i] == 0) return kernel_error(c.n, "integer division by zero in '" + c.in[1].t->name + "'");
+      // INT32_MIN / -1 does not fit int32 (the interpreter's i32.div_s traps on it): an
+      // error naming the operands, never the undefined C++ division.
+      std::atomic<bool> overflow{false};
+      TS_RETURN_IF_ERROR(binary_loop<int32_t>(c, [&overflow](int32_t x0, int32_t x1) {
+        if (x0 == std::numeric_limits<int32_t>::min() && x1 == -1) {
+          overflow.store(true, std::memory_order_relaxed);
+          return x0;
+        }
+        return Op::template apply<int32_t>(x0, x1);
+      }, act));
+      if (overflow.load())
+        return kernel_error(c.n, "integer division overflow: " + std::to_string(std::numeric_limits<int32_t>::min()) +
+                                     " / -1 does not fit int32 ('" + c.in[0].t->name + "' / '" + c.in[1].t->name + "')");
+      return Status::Ok();
     }
-    if (act != Activation::none && act != Activation::relu)
-      return kernel_error(c.n, "i32 operands support only activation none or relu");
     return binary_loop<int32_t>(c, [](int32_t x0, int32_t x1) { return Op::template apply<int32_t>(x0, x1); }, act);
   }
   return kernel_error(c.n, std::string("plain kernel takes f32 or i32, got ") + dtype_name(ta));
 }
 
+// int32 sums, differences and products wrap around (two's complement), as the interpreter's
+// int32 arithmetic does (WebAssembly's i32.add / sub / mul); in C++ the overflow would be
+// undefined, so they are computed on uint32_t.
+template <typename T, typename F>
+T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return f(a, b);
+  }
+}
 struct AddOp {
   static constexpr bool kDivides = false;
-  template <typename T> static T apply(T a, T b) { return a + b; }
+  template <typename T> static T apply(T a, T b) { return wrapping(a, b, [](auto x, auto y) { return x + y; }); }
 };
 struct SubOp {
   static constexpr bool kDivides = false;
-  template <typename T> static T apply(T a, T b) { return a - b; }
+  template <typename T> static T apply(T a, T b) { return wrapping(a, b, [](auto x, auto y) { return x - y; }); }
 };
 struct MulOp {
   static constexpr bool kDivides = false;
-  template <typename T> static T apply(T a, T b) { return a * b; }
+  template <typename T> static T apply(T a, T b) { return wrapping(a, b, [](auto x, auto y) { return x * y; }); }
 };
 struct DivOp {
   static constexpr bool kDivides = true;
