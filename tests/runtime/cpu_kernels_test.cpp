@@ -102,7 +102,7 @@ TEST(CpuKernels, ReshapeOfAnIntermediateIsAViewThatKeepsItsSourceAlive) {
   for (int i = 0; i < 12; ++i) EXPECT_EQ(got[i], 9 * std::max(xv[i], 0.0f) + xv[i]) << i;
 }
 
-// int32 ADD / SUB / MUL wrap around as the interpreter's int32 arithmetic does (found by
+// int32 ADD / SUB / MUL / SQUARED_DIFFERENCE wrap around as the interpreter's int32 arithmetic does (found by
 // tflite_fuzz: an overflowing sum was undefined behaviour); INT32_MIN / -1 is an error
 // naming the operands, where the interpreter traps.
 TEST(CpuKernels, Int32ArithmeticWrapsAndDivisionOverflowIsAnError) {
@@ -136,14 +136,17 @@ TEST(CpuKernels, Int32ArithmeticWrapsAndDivisionOverflowIsAnError) {
     return Status::Ok();
   };
   auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); };
-  std::vector<int32_t> sum, diff, prod, quot;
+  std::vector<int32_t> sum, diff, prod, sqd, quot;
   ASSERT_TRUE(run(OpKind::add, &sum).ok());
   ASSERT_TRUE(run(OpKind::sub, &diff).ok());
   ASSERT_TRUE(run(OpKind::mul, &prod).ok());
+  ASSERT_TRUE(run(OpKind::squared_difference, &sqd).ok());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(sum[i], wrap(int64_t{a[i]} + b[i])) << i;
     EXPECT_EQ(diff[i], wrap(int64_t{a[i]} - b[i])) << i;
     EXPECT_EQ(prod[i], wrap(int64_t{a[i]} * b[i])) << i;
+    const uint32_t d = static_cast<uint32_t>(wrap(int64_t{a[i]} - b[i]));
+    EXPECT_EQ(sqd[i], static_cast<int32_t>(d * d)) << i;
   }
   EXPECT_EQ(sum[0], kMin);  // kMax + 1
   Status st = run(OpKind::div, &quot);

@@ -161,7 +161,10 @@ struct MinOp {
 // squared_difference and pow take no fused activation (kNoActivation).
 struct SquaredDifferenceOp {
   static constexpr bool kDivides = false, kNoActivation = true;
-  template <typename T> static T apply(T a, T b) { return (a - b) * (a - b); }
+  template <typename T> static T apply(T a, T b) {
+    const T d = wrapping(a, b, [](auto x, auto y) { return x - y; });
+    return wrapping(d, d, [](auto x, auto y) { return x * y; });
+  }
 };
 // f32: std::pow, as TFLite's pow.cc (reference_ops::Pow); i32: repeated multiplication
 // (pow.cc IntegerPow; the importer takes f32 POW only).
@@ -171,8 +174,12 @@ struct PowOp {
     if constexpr (std::is_same_v<T, float>) {
       return std::pow(a, b);
     } else {
-      T r = 1;
-      for (T k = 0; k < b; ++k) r *= a;
+      // Wrapping products, by squaring (b up to 2^31 would otherwise be as many steps).
+      T r = 1, base = a;
+      for (T k = b; k > 0; k >>= 1) {
+        if (k & 1) r = wrapping(r, base, [](auto x, auto y) { return x * y; });
+        base = wrapping(base, base, [](auto x, auto y) { return x * y; });
+      }
       return r;
     }
   }
@@ -181,7 +188,7 @@ struct PowOp {
 // prelu: a is x, b the slope alpha (activations.cc PreluEval's float form).
 struct PreluOp {
   static constexpr bool kDivides = false, kNoActivation = true;
-  template <typename T> static T apply(T a, T b) { return a >= 0 ? a : a * b; }
+  template <typename T> static T apply(T a, T b) { return a >= 0 ? a : wrapping(a, b, [](auto x, auto y) { return x * y; }); }
 };
 
 }  // namespace
