@@ -32,7 +32,9 @@ tessera_device(tessera_cpu ${CMAKE_SOURCE_DIR}/src/backend/cpu/cpu_register.cpp)
 # exp_approx, the attention and silu kernels and the K-quant fully_connected kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
 # contracted into an fma behind their back (each fma is written out). The float conv2d
 # kernel and its fast path (conv_fast.cpp, x86/conv_fast_x86.cpp) add their products in the
-# TFLite interpreter's order (kernels/gemm_sum.h), rounded one by one as there.
+# TFLite interpreter's order (kernels/gemm_sum.h), rounded one by one as there. The hybrid
+# kernels quantize their input with a float multiply and add (add + v * inv) and convert
+# their sums with another, each rounded as in the interpreter.
 set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/attention.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/conv.cpp
@@ -40,6 +42,9 @@ set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/conv_fast_x86.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/attention_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/unary_avx2.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid_fast.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/hybrid_x86.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/linear_kq.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/linear_kq_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/attention_neon.cpp

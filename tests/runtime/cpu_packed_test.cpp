@@ -3,15 +3,19 @@
 // shapes, on every shared TFLite model, for any thread count and with the AVX2 or the
 // portable micro-kernels. The micro-kernels' requantization is also compared lane by lane
 // with the scalar definition, including the single-rounding form and left shifts. The float
-// conv2d's fast path (kernels/conv_fast.h) must give the float reference kernel's bits
-// (memcmp) on a grid of shapes.
+// conv2d's fast path (kernels/conv_fast.h) and the hybrid conv2d's (int8 filter, f32
+// input; kernels/hybrid_fast.h) must give their reference kernel's bits (memcmp) on a grid
+// of shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
 #include "backend/cpu/kernels/conv_fast.h"
+#include "backend/cpu/kernels/hybrid.h"
+#include "backend/cpu/kernels/hybrid_fast.h"
 #include "backend/cpu/kernels/quant_math.h"
 #include "backend/cpu/ukernels/qconv.h"
 #include "convert/simd.h"
@@ -898,7 +902,11 @@ Bytes float_bytes(const std::vector<float>& v) {
   return b;
 }
 
-Graph float_conv_graph(const FloatConvSpec& s, std::mt19937& rng) {
+// The filter of a conv graph: f32, or int8 codes with scales (a hybrid node: one scale,
+// one per output channel all different, or one per output channel all equal).
+enum class Filter { f32, i8_per_tensor, i8_per_channel, i8_equal_channels };
+
+Graph float_conv_graph(const FloatConvSpec& s, std::mt19937& rng, Filter filter = Filter::f32) {
   Graph g;
   Tensor x;
   x.name = "x";
@@ -909,10 +917,24 @@ Graph float_conv_graph(const FloatConvSpec& s, std::mt19937& rng) {
   g.inputs.push_back(xi);
   Tensor w;
   w.name = "w";
-  w.dtype = DType::f32;
   w.role = Role::weight;
   w.shape = {s.oc, s.k, s.k, s.c};
-  w.data = ConstData::from_vector(float_bytes(float_values(rng, num_elements(w.shape))));
+  if (filter == Filter::f32) {
+    w.dtype = DType::f32;
+    w.data = ConstData::from_vector(float_bytes(float_values(rng, num_elements(w.shape))));
+  } else {
+    w.dtype = DType::i8;
+    Bytes codes = random_codes(rng, num_elements(w.shape));
+    codes[0] = 0x81;  // -127: the filter's extreme code
+    w.data = ConstData::from_vector(codes);
+    std::uniform_real_distribution<float> sd(0.001f, 0.05f);
+    const size_t scales = filter == Filter::i8_per_tensor ? 1 : static_cast<size_t>(s.oc);
+    w.quant.scale.assign(scales, sd(rng));
+    if (filter == Filter::i8_per_channel)
+      for (float& v : w.quant.scale) v = sd(rng);
+    w.quant.zero_point.assign(scales, 0);
+    w.quant.axis = scales == 1 ? -1 : 0;
+  }
   std::vector<TensorId> ins = {xi, g.add_tensor(w)};
   if (s.bias) {
     Tensor b;
@@ -1032,6 +1054,125 @@ TEST(CpuPacked, FloatConvFastPathRefusesGroupsAndNonFiniteFilters) {
   auto grouped = cpu::prepare_float_conv2d(gg, gg.nodes()[0]);
   ASSERT_TRUE(grouped.ok());
   EXPECT_EQ(*grouped, nullptr);
+}
+
+// The hybrid conv2d (f32 input quantized on the fly, int8 filter) against its reference
+// kernel, memcmp equal: the float conv grid's windows, strides, dilations, paddings and
+// activations with per-tensor filters (symmetric input quantization), per-channel ones
+// (asymmetric) and per-channel ones with one scale (symmetric again); odd depths (the last
+// pair half padding), a pointwise layer with an odd channel count (gathered, not read in
+// place), channel counts off the 16-channel panels, batches of two (each image its own
+// quantization), inputs of one sign (the asymmetric zero point at its ends), values rounding
+// exactly to a half step, an all-zero image, large magnitudes; on this CPU's vector levels
+// (AVX-512 with and without VNNI run under "avx2" when the CPU has them) and the portable
+// ones, on 1, 2 and 3 threads.
+TEST(CpuPacked, HybridConvIsByteIdenticalToTheReferenceKernel) {
+  struct Case {
+    FloatConvSpec s;
+    Filter f;
+    int input;  // 0 mixed signs, 1 all positive, 2 all negative, 3 halves, 4 all zero, 5 large
+  };
+  const std::vector<Case> cases = {
+      {{1, 7, 9, 33, 40, 1, 1, 1, false, true, "relu"}, Filter::i8_per_tensor, 0},      // odd pointwise depth
+      {{2, 5, 5, 64, 24, 1, 1, 1, false, false, "none"}, Filter::i8_per_channel, 0},    // pointwise in place, 2 images
+      {{1, 6, 7, 3, 5, 3, 2, 1, true, true, "relu6"}, Filter::i8_per_channel, 1},       // a first layer, K = 27
+      {{1, 5, 6, 8, 9, 1, 2, 1, false, true, "none", 2}, Filter::i8_per_tensor, 2},     // 1x1 stride 2 with padding
+      {{1, 20, 22, 3, 16, 6, 2, 1, true, true, "none"}, Filter::i8_per_channel, 0},     // 6x6 stride 2 (pad 2)
+      {{1, 17, 15, 16, 32, 3, 2, 1, true, true, "relu6"}, Filter::i8_equal_channels, 0},
+      {{1, 9, 11, 20, 17, 3, 1, 2, true, true, "none"}, Filter::i8_per_tensor, 3},      // dilation 2, exact halves
+      {{1, 8, 9, 12, 33, 3, 2, 2, false, true, "relu"}, Filter::i8_per_tensor, 0},      // dilation and stride, VALID
+      {{1, 4, 5, 8, 7, 3, 1, 1, false, true, "none", 3}, Filter::i8_per_channel, 0},    // pixels all in the padding
+      {{2, 5, 7, 128, 35, 3, 1, 1, true, true, "relu"}, Filter::i8_per_channel, 5},     // depth 1152
+      {{1, 4, 5, 256, 64, 3, 1, 1, true, true, "none"}, Filter::i8_per_channel, 0},     // depth 2304
+      {{1, 10, 10, 32, 48, 3, 2, 1, true, true, "relu"}, Filter::i8_per_tensor, 4},     // an all-zero image
+      {{1, 6, 9, 24, 40, 3, 1, 1, true, true, "relu_n1_to_1"}, Filter::i8_per_channel, 2},
+      {{1, 13, 11, 16, 31, 1, 1, 1, false, true, "none"}, Filter::i8_per_channel, 1},   // 143 pixels: all tile sizes
+  };
+  std::mt19937 rng(2468);
+  SimdGuard guard;
+  for (const Case& k : cases) {
+    const FloatConvSpec& s = k.s;
+    Graph g = float_conv_graph(s, rng, k.f);
+    auto packed = cpu::prepare_hybrid_conv2d(g, g.nodes()[0]);
+    ASSERT_TRUE(packed.ok() && *packed != nullptr) << label(s);
+    std::vector<float> x = float_values(rng, g.tensor(g.inputs[0]).elements());
+    for (size_t i = 0; i < x.size(); ++i) {
+      float& v = x[i];
+      if (k.input == 1) v = std::fabs(v) + 0.25f;
+      if (k.input == 2) v = -std::fabs(v) - 0.25f;
+      if (k.input == 3) v = (static_cast<float>(static_cast<int>(i % 253) - 126) + 0.5f) / 128.0f;
+      if (k.input == 4) v = 0.0f;
+      if (k.input == 5) v *= 3.0e6f;
+    }
+    // The range 127 / 128 makes the symmetric form's 127 / range exactly 128: every x * 128
+    // above is an exact half, where rounding half away from zero and to even differ.
+    if (k.input == 3) x[0] = 127.0f / 128.0f;
+    const Bytes input = float_bytes(x);
+    const Bytes ref = run_one(g, input, cpu_options("reference", 1));
+    ASSERT_FALSE(ref.empty()) << label(s);
+    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
+      if (convert::set_simd_level(level) != level) continue;
+      for (int threads : {1, 2, 3}) {
+        const Bytes got = run_one(g, input, cpu_options("packed", threads));
+        ASSERT_EQ(got.size(), ref.size()) << label(s);
+        EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
+            << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
+// The hybrid fast path's vector quantization equals the scalar definition (hybrid_code) on
+// values around every rounding boundary of both forms, and its min / max refuse a NaN.
+TEST(CpuPacked, HybridQuantizationCodesEqualTheScalarDefinition) {
+  std::mt19937 rng(1357);
+  std::uniform_real_distribution<float> d(-3.0f, 3.0f);
+  std::vector<float> x(4099);
+  for (size_t i = 0; i < x.size(); ++i) {
+    // a third random, a third on exact halves of the symmetric step, a third one ulp off them
+    const float half = (static_cast<float>(static_cast<int>(i % 509) - 254) + 0.5f) / 127.0f * 2.5f;
+    x[i] = i % 3 == 0 ? d(rng) : i % 3 == 1 ? half : std::nextafter(half, i % 2 ? 10.0f : -10.0f);
+  }
+  x[7] = 2.5f;
+  x[8] = -2.5f;
+  x[4000] = -6.0f;  // the smallest
+  x[4098] = 6.5f;   // the largest, in the vector loop's tail
+  for (bool asymmetric : {false, true}) {
+    const cpu::HybridQuant h = cpu::hybrid_quant(-2.5f, 2.5f * (asymmetric ? 0.3f : 1.0f), asymmetric);
+    ASSERT_FALSE(h.zero);
+    std::vector<cpu::hconv::Fns> fns = {cpu::hconv::generic_fns()};
+#if defined(__x86_64__)
+    if (convert::cpu_has_avx2()) fns.push_back(cpu::hconv::avx2_fns());
+#endif
+    for (const cpu::hconv::Fns& f : fns) {
+      std::vector<int16_t> got(x.size());
+      f.codes(x.data(), static_cast<int64_t>(x.size()), h.inv, h.add, h.lo, h.hi, h.offset, got.data());
+      int differ = 0;
+      for (size_t i = 0; i < x.size(); ++i) differ += got[i] != cpu::hybrid_code(x[i], h) - h.offset;
+      EXPECT_EQ(differ, 0) << f.isa << (asymmetric ? " asymmetric" : " symmetric");
+      float mn = 0, mx = 0;
+      ASSERT_TRUE(f.min_max(x.data(), static_cast<int64_t>(x.size()), &mn, &mx)) << f.isa;
+      EXPECT_EQ(mn, *std::min_element(x.begin(), x.end())) << f.isa;
+      EXPECT_EQ(mx, *std::max_element(x.begin(), x.end())) << f.isa;
+      std::vector<float> with_nan = x;
+      with_nan[2049] = NAN;
+      EXPECT_FALSE(f.min_max(with_nan.data(), static_cast<int64_t>(with_nan.size()), &mn, &mx)) << f.isa;
+    }
+  }
+}
+
+// A NaN in the input: the fast path hands the image to the reference kernel (whose min /
+// max order decides the quantization), so the outputs are still the reference's.
+TEST(CpuPacked, HybridConvWithANaNInputGivesTheReferenceBytes) {
+  std::mt19937 rng(97);
+  Graph g = float_conv_graph({1, 6, 6, 8, 16, 3, 1, 1, true, true, "none"}, rng, Filter::i8_per_channel);
+  std::vector<float> x = float_values(rng, g.tensor(g.inputs[0]).elements());
+  x[40] = NAN;
+  const Bytes input = float_bytes(x);
+  const Bytes ref = run_one(g, input, cpu_options("reference", 1));
+  const Bytes got = run_one(g, input, cpu_options("packed", 2));
+  ASSERT_EQ(got.size(), ref.size());
+  EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "backend/cpu/kernels/conv_fast.h"
 #include "backend/cpu/kernels/gemm_sum.h"
 #include "backend/cpu/kernels/hybrid.h"
+#include "backend/cpu/kernels/hybrid_fast.h"
 #include "backend/cpu/kernels/kernel_util.h"
 
 namespace tessera::cpu {
@@ -20,6 +21,7 @@ namespace {
 
 // x [N,H,W,C], w [OC,KH,KW,IC], bias [OC] -> y [N,OH,OW,OC]; groups = C / IC.
 Status conv2d(KernelContext& c) {
+  if (c.prepared && is_hybrid_conv(c.prepared)) return run_hybrid_conv2d(c);  // hybrid_fast.h, same bits
   if (c.prepared) return run_float_conv2d(c);  // the packed fast path (conv_fast.h), same bits
   if (hybrid_weights(c)) return hybrid_conv2d(c);
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1, 2}));
@@ -143,10 +145,17 @@ Status pool(KernelContext& c) {
   return Status::Ok();
 }
 
+// The packed fast paths of conv2d: hybrid (f32 input, int8 filter) or float, each
+// returning nullptr for nodes it does not take.
+Result<std::unique_ptr<PreparedKernel>> prepare_conv2d(const Graph& g, const Node& n) {
+  if (n.inputs.size() > 1 && g.tensor(n.inputs[1]).dtype == DType::i8) return prepare_hybrid_conv2d(g, n);
+  return prepare_float_conv2d(g, n);
+}
+
 }  // namespace
 
 void register_conv_kernels(KernelTable& t) {
-  t.add(OpKind::conv2d, KernelKind::plain, conv2d, prepare_float_conv2d);
+  t.add(OpKind::conv2d, KernelKind::plain, conv2d, prepare_conv2d);
   t.add(OpKind::depthwise_conv2d, KernelKind::plain, depthwise_conv2d);
   t.add(OpKind::avg_pool2d, KernelKind::plain, pool<false>);
   t.add(OpKind::max_pool2d, KernelKind::plain, pool<true>);

@@ -42,6 +42,39 @@ int32_t round_clamp(float v, int32_t lo, int32_t hi) {
   return static_cast<int32_t>(r);
 }
 
+}  // namespace
+
+HybridQuant hybrid_quant(float mn, float mx, bool asymmetric) {
+  HybridQuant h;
+  if (!asymmetric) {
+    const float range = std::max(std::fabs(mn), std::fabs(mx));
+    if (range == 0.0f) return h;
+    h.zero = false;
+    h.scale = range / 127.0f;
+    h.inv = 127.0f / range;
+    h.lo = -127;
+    return h;
+  }
+  const double rmin = std::fmin(0.0, static_cast<double>(mn)), rmax = std::fmax(0.0, static_cast<double>(mx));
+  if (rmin == rmax || !std::isfinite(rmax - rmin)) return h;
+  const double qmin = -128.0, qmax = 127.0;
+  const double scale = (rmax - rmin) / (qmax - qmin);
+  const double zp_from_min = qmin - rmin / scale, zp_from_max = qmax - rmax / scale;
+  const double err_min = std::fabs(qmin) + std::fabs(rmin / scale), err_max = std::fabs(qmax) + std::fabs(rmax / scale);
+  const double zp = err_min < err_max ? zp_from_min : zp_from_max;
+  h.zero = false;
+  h.offset = zp <= qmin ? -128 : zp >= qmax ? 127 : static_cast<int32_t>(std::round(zp));
+  h.scale = static_cast<float>(scale);
+  h.inv = static_cast<float>(1.0 / static_cast<double>(h.scale));
+  h.add = static_cast<float>(h.offset);
+  h.lo = -128;
+  return h;
+}
+
+int32_t hybrid_code(float v, const HybridQuant& h) { return round_clamp(h.add + v * h.inv, h.lo, h.hi); }
+
+namespace {
+
 void min_max(const float* v, int64_t n, float* mn, float* mx) {
   *mn = v[0];
   *mx = v[0];
@@ -52,18 +85,15 @@ void min_max(const float* v, int64_t n, float* mn, float* mx) {
 }
 
 RowQuant quantize_symmetric(const float* v, int64_t n, int8_t* q) {
-  RowQuant r;
   float mn = 0, mx = 0;
   if (n > 0) min_max(v, n, &mn, &mx);
-  const float range = std::max(std::fabs(mn), std::fabs(mx));
-  if (range == 0.0f) {
+  const HybridQuant h = hybrid_quant(mn, mx, false);
+  if (h.zero) {
     std::fill(q, q + n, int8_t{0});
-    return r;
+    return RowQuant{h.scale, h.offset};
   }
-  r.scale = range / 127.0f;
-  const float inv = 127.0f / range;
-  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(round_clamp(v[i] * inv, -127, 127));
-  return r;
+  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(hybrid_code(v[i], h));
+  return RowQuant{h.scale, h.offset};
 }
 
 }  // namespace
@@ -73,25 +103,15 @@ float quantize_symmetric_row(const float* v, int64_t n, int8_t* codes) { return 
 namespace {
 
 RowQuant quantize_asymmetric(const float* v, int64_t n, int8_t* q) {
-  RowQuant r;
   float mn = 0, mx = 0;
   if (n > 0) min_max(v, n, &mn, &mx);
-  const double rmin = std::fmin(0.0, static_cast<double>(mn)), rmax = std::fmax(0.0, static_cast<double>(mx));
-  if (rmin == rmax || !std::isfinite(rmax - rmin)) {
+  const HybridQuant h = hybrid_quant(mn, mx, true);
+  if (h.zero) {
     std::fill(q, q + n, int8_t{0});
-    return r;
+    return RowQuant{h.scale, h.offset};
   }
-  const double qmin = -128.0, qmax = 127.0;
-  const double scale = (rmax - rmin) / (qmax - qmin);
-  const double zp_from_min = qmin - rmin / scale, zp_from_max = qmax - rmax / scale;
-  const double err_min = std::fabs(qmin) + std::fabs(rmin / scale), err_max = std::fabs(qmax) + std::fabs(rmax / scale);
-  const double zp = err_min < err_max ? zp_from_min : zp_from_max;
-  r.offset = zp <= qmin ? -128 : zp >= qmax ? 127 : static_cast<int32_t>(std::round(zp));
-  r.scale = static_cast<float>(scale);
-  const float inv = static_cast<float>(1.0 / static_cast<double>(r.scale));
-  const float off = static_cast<float>(r.offset);
-  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(round_clamp(off + v[i] * inv, -128, 127));
-  return r;
+  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(hybrid_code(v[i], h));
+  return RowQuant{h.scale, h.offset};
 }
 
 }  // namespace
