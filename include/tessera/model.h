@@ -113,6 +113,11 @@ class TESSERA_API Model {
   Result<size_t> input_index(const std::string& name) const;
   Result<size_t> output_index(const std::string& name) const;
   const Graph& graph() const { return graph_; }
+  // The class names the model file carries, one per line as written, or empty: the
+  // 'names' of an Ultralytics export's metadata, or the labels file that TFLite's metadata
+  // writer (Model Maker, TF Hub) packs into the model, whose first line may be a
+  // background class (1001 names for 1000 classes).
+  const std::vector<std::string>& labels() const { return labels_; }
 
   // An image file (BMP, JPEG, PNG) decoded and converted to input `index`: resized
   // bilinearly to the input's height and width, in its dtype, quantization and layout
@@ -128,6 +133,7 @@ class TESSERA_API Model {
   std::string name_;
   Graph graph_;
   std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<std::string> labels_;
 };
 
 // A model prepared for one device: plan, compiled programs and resident weights. Inputs

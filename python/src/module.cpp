@@ -118,6 +118,7 @@ class PyModel {
   PyModel(std::shared_ptr<const Model> model, SessionOptions so) { init(std::move(model), std::move(so)); }
 
   std::string device() const { return device_; }
+  std::vector<std::string> labels() const { return s_->model().labels(); }
   py::list infos(bool inputs) const {
     py::list l;
     for (const auto& t : inputs ? s_->model().inputs() : s_->model().outputs()) l.append(tensor_info_dict(t));
@@ -492,6 +493,9 @@ PYBIND11_MODULE(_tessera, m) {
       .def_property_readonly("device", &PyModel::device)
       .def_property_readonly("inputs", [](const PyModel& p) { return p.infos(true); })
       .def_property_readonly("outputs", [](const PyModel& p) { return p.infos(false); })
+      .def_property_readonly("labels", &PyModel::labels,
+                             "Class names the model file carries (Ultralytics metadata, or a labels file packed by "
+                             "TFLite's metadata writer, first line possibly a background class); [] if none")
       .def("run", &PyModel::run, py::arg("inputs"))
       .def("output", &PyModel::output, py::arg("index"))
       .def("image_input", &PyModel::image_input, py::arg("path"), py::arg("index") = 0)

@@ -86,6 +86,13 @@ class Model:
     def outputs(self) -> List[TensorInfo]:
         return [TensorInfo(**t) for t in self._m.outputs]
 
+    @property
+    def labels(self) -> List[str]:
+        """The class names the model file carries, one per line as written: the 'names' of
+        an Ultralytics export's metadata, or the labels file TFLite's metadata writer packs
+        into the model (its first line may be a background class); [] if none."""
+        return list(self._m.labels)
+
     def run(self, inputs):
         """run(x), run([x0, x1, ...]) or run({"name": x}): numpy arrays of the inputs'
         dtypes and shapes. Returns the output array, or a list when there are several."""

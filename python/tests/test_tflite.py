@@ -216,6 +216,8 @@ def test_detect_finds_the_person_and_the_tie():
     m = tessera.load(fixture("models/tflite/corpus/yolov8n_full_integer_quant.tflite"))
     found = m.detect(fixture("images/grace_hopper.bmp"), threshold=0.3)
     assert [d["class_id"] for d in found] == [0, 27]
+    # The class names the Ultralytics export carries in its metadata.
+    assert len(m.labels) == 80 and [m.labels[d["class_id"]] for d in found] == ["person", "tie"]
     person, tie = found
     assert person["score"] > 0.85 and person["score"] > tie["score"]
     left, top, right, bottom = tie["box"]
@@ -228,6 +230,11 @@ def test_detect_finds_the_person_and_the_tie():
     assert len(np.unique(x[0, 320, 100:540, 0])) > 10
     with pytest.raises(tessera.Error, match="is not an object detector"):
         tessera.load(fixture(MNV2)).detect(fixture("images/grace_hopper.bmp"))
+    # A classifier with ImageNet's labels packed by TFLite's metadata writer (a background
+    # line first); a model without any: [].
+    labels = tessera.load(fixture(MNV2)).labels
+    assert len(labels) == 1001 and labels[0] == "background" and labels[653] == "military uniform"
+    assert tessera.load(fixture("models/tflite/person_detect.tflite")).labels == []
 
 
 def top5(text):

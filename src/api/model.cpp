@@ -117,7 +117,9 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
   if (format == ModelFormat::tflite) {
     tflite::ImportReport report;
     TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_file(path, import_options(opts), &report));
-    return make(std::move(g), path, std::move(report.dynamic_dims));
+    TS_ASSIGN_OR_RETURN(auto m, make(std::move(g), path, std::move(report.dynamic_dims)));
+    std::const_pointer_cast<Model>(m)->labels_ = std::move(report.labels);
+    return m;
   }
   if (!opts.input_shapes.empty())
     return error(StatusCode::invalid_argument, "model '", path, "': input shapes apply to TFLite models, not GGUF");
@@ -129,7 +131,9 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
 Result<std::shared_ptr<const Model>> Model::from_tflite_buffer(const ConstData& bytes, const ModelLoadOptions& opts) {
   tflite::ImportReport report;
   TS_ASSIGN_OR_RETURN(Graph g, tflite::load_tflite_buffer(bytes, import_options(opts), &report));
-  return make(std::move(g), "tflite buffer", std::move(report.dynamic_dims));
+  TS_ASSIGN_OR_RETURN(auto m, make(std::move(g), "tflite buffer", std::move(report.dynamic_dims)));
+  std::const_pointer_cast<Model>(m)->labels_ = std::move(report.labels);
+  return m;
 }
 
 Result<std::shared_ptr<const Model>> Model::from_graph(Graph g, std::string name) {

@@ -227,11 +227,17 @@ TEST_F(DetectCli, YoloExportsFindThePersonsAndTheTie) {
   // classify points a YOLO export to detect.
   EXPECT_NE(run("classify " + v8 + " " + image), 0);
   EXPECT_NE(err_.find("YOLO detector's output: use `tessera detect`"), std::string::npos) << err_;
-  // Without labels the classes are numbered (person is class 0 of the 80).
+  // Without --labels: the names the Ultralytics export carries in its metadata; a model
+  // without any numbers its classes (person is class 0 of the 80, tie 27).
   ASSERT_EQ(run("detect " + v8 + " " + image + " --threshold 0.5"), 0) << err_;
   const std::vector<Box> c = detections();
   ASSERT_EQ(c.size(), 1u) << out_;
-  EXPECT_EQ(c[0].label, "class 0");
+  EXPECT_EQ(c[0].label, "person");
+  ASSERT_EQ(run("detect " + v5 + " " + image + " --threshold 0.5"), 0) << err_;
+  const std::vector<Box> d = detections();
+  ASSERT_EQ(d.size(), 2u) << out_;
+  EXPECT_EQ(d[0].label, "class 27");
+  EXPECT_EQ(d[1].label, "class 0");
 }
 
 TEST_F(DetectCli, ClassifyRefusesADetectorAndDetectRefusesAClassifier) {

@@ -55,6 +55,11 @@ TEST_F(VisionCli, ClassifyGraceHopperWithBothMobileNetV2) {
     EXPECT_NE(lines[0].find("653"), std::string::npos) << lines[0];
     EXPECT_NE(lines[0].find("military uniform"), std::string::npos) << lines[0];
     EXPECT_NE(out_.find("latency:"), std::string::npos);
+    // Without --labels: the ImageNet labels both files carry (packed by TFLite's metadata
+    // writer), the same table.
+    const std::vector<std::string> with_file = lines;
+    ASSERT_EQ(run("classify " + model + " " + image + " --top 3"), 0) << err_;
+    EXPECT_EQ(result_lines(), with_file) << out_;
   }
 }
 

@@ -50,8 +50,10 @@ inline void take(Status s) {
 // is its 1-token decode step. `input_shapes` ("NAME=D0,D1,..." or "INDEX=..."): TFLite
 // inputs with dynamic dims loaded at those shapes (--input-shape).
 // `dynamic_dims` (if given) receives, per input, the dims the file leaves dynamic.
+// `labels`, when given, gets the class names a TFLite file carries (Model::labels).
 Result<Graph> load_model(const std::string& path, const std::vector<std::string>& input_shapes = {},
-                         std::vector<std::vector<int64_t>>* dynamic_dims = nullptr);
+                         std::vector<std::vector<int64_t>>* dynamic_dims = nullptr,
+                         std::vector<std::string>* labels = nullptr);
 // The help of --input-shape (run, inspect, bench).
 inline constexpr const char* kInputShapeHelp =
     "NAME=D0,D1,... or INDEX=D0,D1,...: load a TFLite input whose dims the file leaves dynamic (shape_signature -1) "

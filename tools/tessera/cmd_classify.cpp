@@ -29,8 +29,7 @@ void print_classification(const std::string& model, const std::string& image, co
                " is not a single row of class scores",
                yolo ? " (it has the form of a YOLO detector's output: use `tessera detect`)" : ""));
   }
-  Labels labels;
-  if (!labels_path.empty()) labels = take(Labels::load(labels_path, classes));
+  const Labels labels = take(Labels::of_run(labels_path, r, classes));
   std::vector<int64_t> order(static_cast<size_t>(classes));
   std::iota(order.begin(), order.end(), 0);
   const int64_t k = std::min<int64_t>(top, classes);
@@ -56,7 +55,7 @@ void add_classify_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "Model file (.tflite)")->required();
   cmd->add_option("image", a->image, "Image file (BMP, JPEG or PNG)")->required();
-  cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected)");
+  cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected); default: the names the model file carries, if any");
   cmd->add_option("--top,-k", a->top, "How many classes to list")->check(CLI::Range(1, 100000));
   a->dev.add_to(cmd);
   cmd->callback([a] { print_classification(a->model, a->image, a->labels, a->top, a->dev); });

@@ -79,15 +79,14 @@ void add_detect_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "Detection model (.tflite): SSD ending in TFLite_Detection_PostProcess, or YOLOv8 / YOLOv5")->required();
   cmd->add_option("image", a->image, "Image file (BMP, JPEG or PNG)")->required();
-  cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected)");
+  cmd->add_option("--labels,-l", a->labels, "Labels file, one per line (a leading background line is detected); default: the names the model file carries (Ultralytics exports), if any");
   cmd->add_option("--threshold", a->threshold, "Lowest score listed (default 0.3)")->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--overlay-out", a->overlay_out, "Output PNG: the image with the labelled boxes");
   a->dev.add_to(cmd);
   cmd->callback([a] {
     VisionRun r = run_on_image(a->model, a->image, a->dev, pixel_range);
     const DetectorInfo det = take(detector_of(r.session->graph(), a->model));
-    Labels labels;
-    if (!a->labels.empty()) labels = take(Labels::load(a->labels, det.classes));
+    const Labels labels = take(Labels::of_run(a->labels, r, det.classes));
     DetectOptions opts;
     opts.threshold = a->threshold;
     const std::vector<Detection> dets = take(read_detections(*r.session, r.image.width, r.image.height, opts));

@@ -39,7 +39,7 @@ void add_segment_command(CLI::App& app) {
   cmd->add_option("image", a->image, "Image file (BMP, JPEG or PNG)")->required();
   cmd->add_option("--mask-out", a->mask_out, "Output PNG: grayscale, one class index per pixel, image size")->required();
   cmd->add_option("--overlay-out", a->overlay_out, "Output PNG: the image with classes tinted");
-  cmd->add_option("--labels,-l", a->labels, "Labels file, one class per line (for the summary)");
+  cmd->add_option("--labels,-l", a->labels, "Labels file, one class per line (for the summary); default: the names the model file carries, if any");
   a->dev.add_to(cmd);
   cmd->callback([a] {
     VisionRun r = run_on_image(a->model, a->image, a->dev);
@@ -88,8 +88,7 @@ void add_segment_command(CLI::App& app) {
       }
     }
     take(tflite::write_png(a->mask_out, mask));
-    Labels labels;
-    if (!a->labels.empty()) labels = take(Labels::load(a->labels, classes == 1 ? 0 : classes));
+    const Labels labels = take(Labels::of_run(a->labels, r, classes == 1 ? 0 : classes));
     fmt::print("image {} ({}x{}), model output {} {}\n", a->image, mask.width, mask.height, dtype_name(out.dtype),
                shape_str(out.shape));
     const double total = static_cast<double>(mask.width) * mask.height;

@@ -163,7 +163,7 @@ std::string shared_dir() {
 }
 
 Result<Graph> load_model(const std::string& path, const std::vector<std::string>& input_shapes,
-                         std::vector<std::vector<int64_t>>* dynamic_dims) {
+                         std::vector<std::vector<int64_t>>* dynamic_dims, std::vector<std::string>* labels) {
   TS_ASSIGN_OR_RETURN(ModelFormat format, model_format(path));
   tflite::ImportOptions opts;
   for (const std::string& spec : input_shapes) {
@@ -176,6 +176,7 @@ Result<Graph> load_model(const std::string& path, const std::vector<std::string>
     auto g = tflite::load_tflite_file(path, opts, &report);
     if (!g.ok() && !input_shapes.empty()) return g.status().with_context("--input-shape");
     if (dynamic_dims) *dynamic_dims = std::move(report.dynamic_dims);
+    if (labels) *labels = std::move(report.labels);
     return g;
   }
   if (!input_shapes.empty())

@@ -14,10 +14,10 @@ namespace tessera::cli {
 
 VisionRun run_on_image(const std::string& model, const std::string& image_path, const DeviceArgs& dev,
                        tflite::PixelRange (*range)(const Graph&)) {
-  Graph g = take(load_model(model));
+  VisionRun r;
+  Graph g = take(load_model(model, {}, nullptr, &r.embedded_labels));
   if (g.inputs.size() != 1)
     take(error(StatusCode::unsupported, "model '", model, "' has ", g.inputs.size(), " inputs; vision commands need one"));
-  VisionRun r;
   r.image = take(tflite::read_image(image_path));
   const tflite::PixelRange pr = range ? range(g) : tflite::PixelRange::model_default;
   std::vector<uint8_t> input = take(tflite::image_to_input(r.image, g.tensor(g.inputs[0]), pr));
@@ -52,12 +52,23 @@ Result<Labels> Labels::load(const std::string& path, int64_t num_classes) {
   // One name per line; 16 MiB is far more than any label list (ImageNet's is 21 KB).
   TS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bounded(path, int64_t{16} << 20, "labels file"));
   std::istringstream f(std::string(bytes.begin(), bytes.end()));
-  Labels l;
+  std::vector<std::string> lines;
   std::string line;
   while (std::getline(f, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    l.names_.push_back(line);
+    lines.push_back(line);
   }
+  return from_lines(std::move(lines), num_classes);
+}
+
+Result<Labels> Labels::of_run(const std::string& path, const VisionRun& r, int64_t num_classes) {
+  if (!path.empty()) return load(path, num_classes);
+  return from_lines(r.embedded_labels, num_classes);
+}
+
+Labels Labels::from_lines(std::vector<std::string> lines, int64_t num_classes) {
+  Labels l;
+  l.names_ = std::move(lines);
   while (!l.names_.empty() && l.names_.back().empty()) l.names_.pop_back();
   // 1001 labels for a 1000-class model: the first is the background class.
   if (static_cast<int64_t>(l.names_.size()) == num_classes + 1) l.names_.erase(l.names_.begin());

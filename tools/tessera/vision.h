@@ -15,6 +15,7 @@ struct VisionRun {
   std::unique_ptr<Session> session;
   tflite::Image image;          // the decoded image at its original size (RGB)
   double latency_seconds = 0;   // measured time of Session::run
+  std::vector<std::string> embedded_labels;  // the class names the model file carries (Model::labels)
 };
 
 // Loads `model`, decodes `image_path`, converts it to the model's only input (resize,
@@ -43,6 +44,10 @@ void print_classification(const std::string& model, const std::string& image, co
 class Labels {
  public:
   static Result<Labels> load(const std::string& path, int64_t num_classes);
+  // The same from names already read (a model's embedded labels).
+  static Labels from_lines(std::vector<std::string> lines, int64_t num_classes);
+  // --labels when given, else the model's embedded names (none: every label "").
+  static Result<Labels> of_run(const std::string& path, const VisionRun& r, int64_t num_classes);
   std::string operator[](int64_t index) const;
   size_t size() const { return names_.size(); }
 

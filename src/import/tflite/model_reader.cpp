@@ -7,6 +7,7 @@
 
 #include "core/checked.h"
 #include "core/file_io.h"
+#include "import/tflite/embedded_files.h"
 #include "import/tflite/import_context.h"
 #include "import/tflite/tflite_importer.h"
 
@@ -550,7 +551,12 @@ Result<Graph> load_tflite_buffer(const ConstData& bytes, const ImportOptions& op
   cx.file = bytes;
   cx.model = ::tflite::GetModel(bytes.data);
   TS_RETURN_IF_ERROR(import_model(cx, opts));
-  if (report) report->dynamic_dims = std::move(cx.dynamic_dims);
+  if (report) {
+    report->dynamic_dims = std::move(cx.dynamic_dims);
+    auto files = embedded_files(bytes.data, static_cast<size_t>(bytes.size));
+    if (files.ok()) report->labels = embedded_class_names(*files, &report->labels_source);
+    else report->labels_note = files.status().message();
+  }
   return std::move(cx.graph);
 }
 

@@ -54,6 +54,12 @@ struct ImportReport {
   // Per model input (Graph::inputs order): the dims its file leaves dynamic
   // (shape_signature -1), ascending.
   std::vector<std::vector<int64_t>> dynamic_dims;
+  // The class names the file carries (embedded_files.h: Ultralytics' metadata, or a labels
+  // file packed by TFLite's metadata writer), one per line as written; empty if none.
+  std::vector<std::string> labels;
+  std::string labels_source;  // the packed file they came from
+  // Why the packed files could not be read (a malformed archive: the model still loads).
+  std::string labels_note;
 };
 
 // Parses "NAME=D0,D1,..." (or "INDEX=...") as the CLI's --input-shape takes it.

@@ -1,0 +1,167 @@
+// The zip archive appended to a .tflite model (embedded_files.h). Field offsets are those
+// of the zip format's end-of-central-directory record, central directory headers and
+// local file headers (little-endian). Every offset and length read from the file is
+// checked against the bytes before use.
+#include "import/tflite/embedded_files.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace tessera::tflite {
+
+namespace {
+
+constexpr uint32_t kEndOfDirectory = 0x06054b50, kDirectoryEntry = 0x02014b50, kLocalHeader = 0x04034b50;
+constexpr size_t kEndSize = 22, kEntrySize = 46, kLocalSize = 30;
+constexpr size_t kMaxComment = 0xFFFF;
+
+uint32_t u16(const uint8_t* p) { return uint32_t{p[0]} | uint32_t{p[1]} << 8; }
+uint32_t u32(const uint8_t* p) { return u16(p) | u16(p + 2) << 16; }
+
+// [off, off + len) lies inside [0, size), without overflow.
+bool inside(size_t off, size_t len, size_t size) { return off <= size && len <= size - off; }
+
+}  // namespace
+
+Result<std::vector<EmbeddedFile>> embedded_files(const uint8_t* data, size_t size) {
+  std::vector<EmbeddedFile> files;
+  if (!data || size < kEndSize) return files;
+  // The end record: its signature within the last 22 + 65535 bytes (the comment's limit),
+  // with a comment length that reaches the end of the bytes exactly.
+  size_t end = size;
+  bool found = false;
+  const size_t lowest = size - kEndSize >= kMaxComment ? size - kEndSize - kMaxComment : 0;
+  for (size_t p = size - kEndSize + 1; p-- > lowest;) {
+    if (u32(data + p) == kEndOfDirectory && p + kEndSize + u16(data + p + 20) == size) {
+      end = p;
+      found = true;
+      break;
+    }
+  }
+  if (!found) return files;
+  const uint8_t* e = data + end;
+  const size_t entries = u16(e + 10), dir_size = u32(e + 12), dir_offset = u32(e + 16);
+  if (dir_size > end) return error(StatusCode::invalid_argument, "embedded archive: its directory (", dir_size, " bytes) starts before the file");
+  const size_t dir = end - dir_size;
+  // A zip appended to other bytes records offsets from its own start: the directory's real
+  // position less the recorded one is where the archive starts.
+  if (dir_offset > dir)
+    return error(StatusCode::invalid_argument, "embedded archive: directory offset ", dir_offset, " is past its position ", dir);
+  const size_t base = dir - dir_offset;
+  size_t p = dir;
+  for (size_t i = 0; i < entries; ++i) {
+    if (!inside(p, kEntrySize, end) || u32(data + p) != kDirectoryEntry)
+      return error(StatusCode::invalid_argument, "embedded archive: directory entry ", i, " at byte ", p, " is not an entry");
+    const uint8_t* h = data + p;
+    const uint32_t method = u16(h + 10);
+    const size_t packed = u32(h + 20), unpacked = u32(h + 24);
+    const size_t name_len = u16(h + 28), extra_len = u16(h + 30), comment_len = u16(h + 32);
+    const size_t local = u32(h + 42);
+    if (!inside(p + kEntrySize, name_len + extra_len + comment_len, end))
+      return error(StatusCode::invalid_argument, "embedded archive: directory entry ", i, " runs past the directory");
+    std::string name(reinterpret_cast<const char*>(h + kEntrySize), name_len);
+    p += kEntrySize + name_len + extra_len + comment_len;
+    if (method != 0 || packed != unpacked || unpacked > kMaxEmbeddedFileBytes || files.size() >= kMaxEmbeddedFiles)
+      continue;  // compressed, or more than is kept
+    if (local > dir - base || !inside(base + local, kLocalSize, dir) || u32(data + base + local) != kLocalHeader)
+      return error(StatusCode::invalid_argument, "embedded archive: '", name, "' has no local header at byte ", base + local);
+    const uint8_t* l = data + base + local;
+    const size_t start = base + local + kLocalSize + u16(l + 26) + u16(l + 28);
+    if (!inside(start, unpacked, dir))
+      return error(StatusCode::invalid_argument, "embedded archive: '", name, "' (", unpacked, " bytes) runs past the archive");
+    files.push_back(EmbeddedFile{std::move(name), std::vector<uint8_t>(data + start, data + start + unpacked)});
+  }
+  return files;
+}
+
+namespace {
+
+// A quoted Python string at text[i] ('...' or "...", backslash escapes the next
+// character); i moves past it. False when not a string or not closed.
+bool python_string(const std::string& t, size_t& i, std::string& out) {
+  if (i >= t.size() || (t[i] != '\'' && t[i] != '"')) return false;
+  const char q = t[i++];
+  out.clear();
+  while (i < t.size() && t[i] != q) {
+    if (t[i] == '\\' && i + 1 < t.size()) ++i;
+    out += t[i++];
+  }
+  if (i >= t.size()) return false;
+  ++i;
+  return true;
+}
+
+void skip_space(const std::string& t, size_t& i) {
+  while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+}
+
+}  // namespace
+
+std::vector<std::string> ultralytics_names(const std::string& t) {
+  const size_t key = t.find("'names':");
+  if (key == std::string::npos) return {};
+  size_t i = key + 8;
+  skip_space(t, i);
+  if (i >= t.size() || t[i] != '{') return {};
+  ++i;
+  std::map<int64_t, std::string> names;
+  constexpr int64_t kMaxClasses = 100000;
+  for (;;) {
+    skip_space(t, i);
+    if (i < t.size() && t[i] == '}') break;
+    int64_t id = 0;
+    size_t digits = 0;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])) && id <= kMaxClasses) id = id * 10 + (t[i++] - '0'), ++digits;
+    if (digits == 0 || id >= kMaxClasses) return {};
+    skip_space(t, i);
+    if (i >= t.size() || t[i] != ':') return {};
+    ++i;
+    skip_space(t, i);
+    std::string name;
+    if (!python_string(t, i, name) || !names.emplace(id, std::move(name)).second) return {};
+    skip_space(t, i);
+    if (i < t.size() && t[i] == ',') ++i;
+  }
+  std::vector<std::string> out;
+  for (auto& [id, name] : names) {
+    if (id != static_cast<int64_t>(out.size())) return {};  // a gap
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::vector<std::string> embedded_class_names(const std::vector<EmbeddedFile>& files, std::string* source) {
+  for (const EmbeddedFile& f : files) {
+    std::vector<std::string> names = ultralytics_names(std::string(f.bytes.begin(), f.bytes.end()));
+    if (!names.empty()) {
+      if (source) *source = f.name;
+      return names;
+    }
+  }
+  for (const EmbeddedFile& f : files) {
+    const std::string& n = f.name;
+    if (n.size() < 4 || n.compare(n.size() - 4, 4, ".txt") != 0) continue;
+    if (std::find(f.bytes.begin(), f.bytes.end(), uint8_t{0}) != f.bytes.end()) continue;  // not text
+    if (!f.bytes.empty() && f.bytes[0] == '{') continue;  // a metadata dict, not a list of names
+    std::vector<std::string> lines;
+    std::string line;
+    for (uint8_t c : f.bytes) {
+      if (c == '\n') {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(std::move(line));
+        line.clear();
+      } else {
+        line += static_cast<char>(c);
+      }
+    }
+    if (!line.empty()) lines.push_back(std::move(line));
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    if (lines.empty()) continue;
+    if (source) *source = f.name;
+    return lines;
+  }
+  return {};
+}
+
+}  // namespace tessera::tflite
