@@ -70,8 +70,10 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const ModelConfig& config
     }
     m->llm_ = m->slots_[0].llm.get();
   } else {
-    auto g = tflite::load_tflite_file(config.path);
+    tflite::ImportReport report;
+    auto g = tflite::load_tflite_file(config.path, {}, &report);
     if (!g.ok()) return g.status().with_context(what);
+    m->embedded_labels_ = std::move(report.labels);
     m->inputs_ = specs(*g, g->inputs);
     m->outputs_ = specs(*g, g->outputs);
     for (const auto* list : {&m->inputs_, &m->outputs_})

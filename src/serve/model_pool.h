@@ -66,6 +66,8 @@ class ServedModel {
   const LanguageModel* llm() const { return llm_; }
   const std::vector<TensorSpec>& inputs() const { return inputs_; }
   const std::vector<TensorSpec>& outputs() const { return outputs_; }
+  // The class names a TFLite file carries (Model::labels), as written; empty for GGUF.
+  const std::vector<std::string>& embedded_labels() const { return embedded_labels_; }
 
   // Queues `job` for the next free slot. Throws ApiError 503 when max_queue jobs already
   // wait or the model is stopping.
@@ -82,6 +84,7 @@ class ServedModel {
   Metrics& metrics_;
   const LanguageModel* llm_ = nullptr;  // slots_[0].llm
   std::vector<TensorSpec> inputs_, outputs_;
+  std::vector<std::string> embedded_labels_;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;
   mutable std::mutex mu_;

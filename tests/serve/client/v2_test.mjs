@@ -27,6 +27,10 @@ assert.equal(meta.inputs.length, 1);
 assert.equal(meta.inputs[0].datatype, 'UINT8');
 assert.deepEqual(meta.inputs[0].shape, [1, 128, 128, 3]);
 assert.equal(meta.outputs[0].datatype, 'UINT8');
+// No --labels: the ImageNet labels the model file carries (1001 for its 1001 classes).
+assert.equal(meta.parameters.labels.length, 1001);
+assert.equal(meta.parameters.labels[653], 'military uniform');
+assert.equal(curlJson([`${U}/v2/models/llm`]).json.parameters?.labels, undefined);
 const input = meta.inputs[0], output = meta.outputs[0];
 const size = input.shape.reduce((a, b) => a * b, 1);
 

@@ -461,12 +461,16 @@ int listening_socket(int port) {
 // classifier's file with one line more than its classes starts with the background class; a
 // detector's classes (SSD post-processing) never include it, so a leading "???" or
 // "background" line is skipped.
+// Without --labels, the names the model file carries (Model::labels) are read the same way.
 Result<std::vector<std::string>> read_labels(const ServedModel& m, const std::string& path) {
   const std::string what = "--labels '" + m.name() + "=" + path + "'";
-  if (m.is_llm()) return error(StatusCode::invalid_argument, what, ": '", m.name(), "' is a GGUF model");
+  if (m.is_llm()) {
+    if (path.empty()) return std::vector<std::string>{};
+    return error(StatusCode::invalid_argument, what, ": '", m.name(), "' is a GGUF model");
+  }
   int64_t classes = 0;
   if (m.outputs().size() == 1 && !m.outputs()[0].shape.empty()) classes = m.outputs()[0].shape.back();
-  auto file = Labels::load(path, classes);
+  Result<Labels> file = path.empty() ? Labels::from_lines(m.embedded_labels(), classes) : Labels::load(path, classes);
   if (!file.ok()) return file.status().with_context(what);
   std::vector<std::string> lines;
   for (size_t i = 0; i < file->size(); ++i) lines.push_back((*file)[static_cast<int64_t>(i)]);
@@ -495,7 +499,7 @@ Status load_models(Server& s, std::atomic<bool>& stop_requested) {
     if (const LanguageModel* lm = (*m)->llm())
       if (auto t = lm->chat_template(); t.ok() && !t->warning.empty())
         std::fprintf(stderr, "tessera serve: warning: model '%s': %s\n", c.name.c_str(), t->warning.c_str());
-    if (!s.specs[i].labels_path.empty()) {
+    {
       auto lines = read_labels(**m, s.specs[i].labels_path);
       if (!lines.ok()) {
         (*m)->stop();
