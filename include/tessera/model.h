@@ -94,6 +94,14 @@ struct TESSERA_API ModelLoadOptions {
 };
 
 // A loaded model: its graph and the description of its inputs and outputs.
+// Label lines (a labels file, or Model::labels) matched to a model's `classes` outputs, as
+// `tessera classify` / `detect` read them: trailing empty lines dropped; one line more than
+// the classes starts with a background class, which is dropped; a list with placeholder
+// lines ("???" or empty: ids a dataset leaves unused, as COCO's 91 of which 80 are named)
+// whose named lines are exactly the classes gives those, in order; otherwise the lines as
+// they are (index i names class i where the list reaches).
+TESSERA_API std::vector<std::string> labels_for_classes(std::vector<std::string> lines, int64_t classes);
+
 class TESSERA_API Model {
  public:
   // Loads a .tflite file (the TFLite importer) or a .gguf llama model (its 1-token decode

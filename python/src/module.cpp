@@ -211,10 +211,16 @@ class PyModel {
       py::gil_scoped_release release;
       found = take(s_->detect(path, o));
     }
+    // The class names the model file carries, matched to the detector's classes.
+    std::vector<std::string> names;
+    if (!s_->model().labels().empty())
+      if (auto info = detector_info(s_->model().graph()); info.ok())
+        names = labels_for_classes(s_->model().labels(), info->classes);
     py::list out;
     for (const Detection& d : found) {
       py::dict e;
       e["class_id"] = d.class_id;
+      if (d.class_id >= 0 && d.class_id < static_cast<int64_t>(names.size())) e["label"] = names[d.class_id];
       e["score"] = d.score;
       e["box"] = py::make_tuple(d.left, d.top, d.right, d.bottom);
       out.append(e);

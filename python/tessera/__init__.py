@@ -107,7 +107,8 @@ class Model:
     def detect(self, path: str, threshold: float = 0.3, iou: float = 0.45,
                max_detections: int = 300) -> List[dict]:
         """Objects in an image file, best first: [{"class_id", "score", "box": (left, top,
-        right, bottom)}] in the image's pixels. For SSD models ending in
+        right, bottom)}] in the image's pixels, with "label" where the model file carries
+        class names (Model.labels). For SSD models ending in
         TFLite_Detection_PostProcess and YOLOv8 / YOLOv5 exports (per-class non-maximum
         suppression at `iou`, at most `max_detections`), as `tessera detect` decodes them."""
         return self._m.detect(str(path), threshold, iou, max_detections)

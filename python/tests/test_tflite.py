@@ -218,6 +218,7 @@ def test_detect_finds_the_person_and_the_tie():
     assert [d["class_id"] for d in found] == [0, 27]
     # The class names the Ultralytics export carries in its metadata.
     assert len(m.labels) == 80 and [m.labels[d["class_id"]] for d in found] == ["person", "tie"]
+    assert [d["label"] for d in found] == ["person", "tie"]
     person, tie = found
     assert person["score"] > 0.85 and person["score"] > tie["score"]
     left, top, right, bottom = tie["box"]

@@ -81,6 +81,18 @@ Result<std::shared_ptr<const Model>> Model::make(Graph g, std::string name,
   return std::shared_ptr<const Model>(std::move(m));
 }
 
+std::vector<std::string> labels_for_classes(std::vector<std::string> lines, int64_t classes) {
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  if (static_cast<int64_t>(lines.size()) == classes + 1) lines.erase(lines.begin());
+  if (static_cast<int64_t>(lines.size()) != classes) {
+    std::vector<std::string> named;
+    for (const std::string& n : lines)
+      if (!n.empty() && n != "???") named.push_back(n);
+    if (static_cast<int64_t>(named.size()) == classes) return named;
+  }
+  return lines;
+}
+
 const char* model_format_name(ModelFormat f) { return f == ModelFormat::gguf ? "gguf" : "tflite"; }
 
 Result<ModelFormat> model_format(const std::string& path) {

@@ -274,3 +274,21 @@ TEST(EmbeddingApi, LanguageModelGeneratesWhatTheGeneratorDoes) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Label lines matched to a model's classes, as classify / detect / Python's detect read
+// them: a background line first (ImageNet's 1001 for 1000), COCO's 91 lines with "???"
+// placeholders for 80 classes, trailing blanks, and lists that match nothing kept as written.
+TEST(EmbeddingApi, LabelsForClassesDropsABackgroundLineAndPlaceholders) {
+  EXPECT_EQ(labels_for_classes({"background", "cat", "dog"}, 2), (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(labels_for_classes({"background", "cat", "dog"}, 3), (std::vector<std::string>{"background", "cat", "dog"}));
+  EXPECT_EQ(labels_for_classes({"???", "person", "???", "car", "", ""}, 2), (std::vector<std::string>{"person", "car"}));
+  EXPECT_EQ(labels_for_classes({"a", "b", "", ""}, 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(labels_for_classes({"a", "b", "c", "d"}, 2), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_TRUE(labels_for_classes({}, 80).empty());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "tessera/model.h"
 
 namespace tessera::cli {
 
@@ -67,19 +68,10 @@ Result<Labels> Labels::of_run(const std::string& path, const VisionRun& r, int64
 }
 
 Labels Labels::from_lines(std::vector<std::string> lines, int64_t num_classes) {
+  // 1001 labels for a 1000-class model (a background line first), COCO's 91-line list for
+  // 80 classes: the library's rule (labels_for_classes).
   Labels l;
-  l.names_ = std::move(lines);
-  while (!l.names_.empty() && l.names_.back().empty()) l.names_.pop_back();
-  // 1001 labels for a 1000-class model: the first is the background class.
-  if (static_cast<int64_t>(l.names_.size()) == num_classes + 1) l.names_.erase(l.names_.begin());
-  // A list with placeholder lines ("???": ids a dataset leaves unused, as COCO's 91 of which
-  // 80 are named) whose named lines are exactly the model's classes: those, in order.
-  if (static_cast<int64_t>(l.names_.size()) != num_classes) {
-    std::vector<std::string> named;
-    for (const std::string& n : l.names_)
-      if (!n.empty() && n != "???") named.push_back(n);
-    if (static_cast<int64_t>(named.size()) == num_classes) l.names_ = std::move(named);
-  }
+  l.names_ = labels_for_classes(std::move(lines), num_classes);
   return l;
 }
 
