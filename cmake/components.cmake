@@ -29,19 +29,22 @@ endfunction()
 # The cpu device, always built: the reference the others are compared with.
 tessera_component(tessera_cpu DIRS src/backend/cpu DEPS tessera_runtime)
 tessera_device(tessera_cpu ${CMAKE_SOURCE_DIR}/src/backend/cpu/cpu_register.cpp)
-# exp_approx, the attention and silu kernels and the K-quant fully_connected kernels' scalar, AVX2 and NEON twins must give the same bits: no a * b + c is
+# exp_approx, exp_f32, the attention, silu, exp and logistic kernels and the K-quant
+# fully_connected kernels' scalar, AVX2, AVX-512 and NEON twins must give the same bits: no a * b + c is
 # contracted into an fma behind their back (each fma is written out). The float conv2d
 # kernel and its fast path (conv_fast.cpp, x86/conv_fast_x86.cpp) add their products in the
 # TFLite interpreter's order (kernels/gemm_sum.h), rounded one by one as there. The hybrid
 # kernels quantize their input with a float multiply and add (add + v * inv) and convert
 # their sums with another, each rounded as in the interpreter.
 set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
+                            ${CMAKE_SOURCE_DIR}/src/ops/exp_f32.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/attention.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/conv.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/conv_fast.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/conv_fast_x86.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/attention_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/unary_avx2.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/unary_avx512.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid_fast.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/hybrid_x86.cpp

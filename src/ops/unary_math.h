@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ops/exp_approx.h"
+#include "ops/exp_f32.h"
 #include "tessera/graph.h"
 
 namespace tessera::ops {
@@ -23,9 +24,11 @@ constexpr double kLeakyReluDefaultAlpha = 0.2;
 // builtin kernel evaluates Eigen's logistic op), bit for bit: the interpreter's outputs equal
 // these on 200,000 seeded inputs in [-95, 95], where 1 / (1 + e^-x) differs on a fifth. The
 // bits matter downstream: a hybrid convolution after a float SiLU quantizes its input to
-// int8 codes, and one ulp can move a code.
+// int8 codes, and one ulp can move a code. e^x is the interpreter's own (ops/exp_f32.h), not
+// the host libm's. The cpu's AVX2, AVX-512 and NEON twins (backend/cpu/x86/unary_avx2.cpp,
+// unary_avx512.cpp, backend/cpu/arm/unary_neon.cpp) give the same bits.
 inline float logistic_value(float x) {
-  const float e = std::exp(x);
+  const float e = exp_f32(x);
   return std::isinf(e) ? 1.0f : e / (1.0f + e);
 }
 
@@ -50,7 +53,7 @@ Status with_unary_fn(const Node& n, Apply&& apply) {
         });
       return apply([](float x) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); });
     case OpKind::elu: return apply([](float x) { return x < 0 ? std::expm1(x) : x; });
-    case OpKind::exp: return apply([](float x) { return std::exp(x); });
+    case OpKind::exp: return apply(exp_f32);  // the interpreter's e^x (exp_f32.h)
     case OpKind::rsqrt: return apply([](float x) { return 1.0f / std::sqrt(x); });
     case OpKind::sqrt: return apply([](float x) { return std::sqrt(x); });
     case OpKind::abs: return apply([](float x) { return std::fabs(x); });
