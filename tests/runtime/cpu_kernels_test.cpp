@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -61,6 +62,73 @@ Result<std::vector<uint8_t>> run(const Graph& g, const std::vector<std::vector<u
     TS_RETURN_IF_ERROR(s->set_input(i, inputs[i].data(), static_cast<int64_t>(inputs[i].size())));
   TS_RETURN_IF_ERROR(s->run());
   return s->output(0);
+}
+
+// Float max and average pooling keep each channel's operations and their order (the window's
+// taps in turn; the average divided once by the taps inside the input): the outputs equal the
+// definition computed here channel by channel in float, bit for bit, with NaN, infinities
+// and signed zeros among the inputs, windows wholly in the padding, every activation, on 1
+// and 3 threads.
+TEST(CpuKernels, FloatPoolsKeepEveryChannelsOperationsInOrder) {
+  struct Spec {
+    int64_t n, h, w, c, k, stride, pad;
+    std::string act;
+  };
+  const std::vector<Spec> specs = {{1, 20, 20, 128, 5, 1, 2, "none"},  // YOLOv8's SPPF
+                                   {2, 9, 7, 3, 3, 2, 1, "relu"},
+                                   {1, 6, 5, 17, 2, 2, 0, "relu6"},
+                                   {1, 4, 4, 33, 3, 1, 3, "relu_n1_to_1"},  // corner windows all padding
+                                   {1, 12, 11, 40, 3, 3, 1, "none"}};
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Spec& sp : specs)
+    for (bool is_max : {true, false}) {
+      SCOPED_TRACE(std::string(is_max ? "max" : "avg") + " c" + std::to_string(sp.c) + " k" + std::to_string(sp.k));
+      const int64_t OH = (sp.h + 2 * sp.pad - sp.k) / sp.stride + 1, OW = (sp.w + 2 * sp.pad - sp.k) / sp.stride + 1;
+      Graph g;
+      const TensorId x = add_input(g, "x", {sp.n, sp.h, sp.w, sp.c});
+      AttrMap attrs{{"filter_h", sp.k}, {"filter_w", sp.k}, {"stride_h", sp.stride}, {"stride_w", sp.stride},
+                    {"pad_top", sp.pad},  {"pad_left", sp.pad}, {"pad_bottom", sp.pad}, {"pad_right", sp.pad},
+                    {"activation", sp.act}};
+      auto y = g.add_op(is_max ? OpKind::max_pool2d : OpKind::avg_pool2d, {x}, attrs, "pool");
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      set_output(g, *y);
+      ASSERT_EQ(g.tensor(*y).shape, (Shape{sp.n, OH, OW, sp.c}));
+      std::vector<float> xv = seeded(static_cast<size_t>(sp.n * sp.h * sp.w * sp.c), 77 + static_cast<uint32_t>(sp.c));
+      for (size_t i = 0; i < xv.size(); i += 97) xv[i] = std::nanf("");
+      for (size_t i = 13; i < xv.size(); i += 101) xv[i] = i % 2 ? inf : -inf;
+      for (size_t i = 29; i < xv.size(); i += 89) xv[i] = -0.0f;
+      std::vector<float> want(static_cast<size_t>(sp.n * OH * OW * sp.c));
+      auto act = [&](float v) {
+        if (sp.act == "relu") return std::max(v, 0.0f);
+        if (sp.act == "relu6") return std::min(std::max(v, 0.0f), 6.0f);
+        if (sp.act == "relu_n1_to_1") return std::min(std::max(v, -1.0f), 1.0f);
+        return v;
+      };
+      for (int64_t b = 0; b < sp.n; ++b)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            for (int64_t ch = 0; ch < sp.c; ++ch) {
+              float acc = is_max ? -inf : 0.0f;
+              int taps = 0;
+              for (int64_t ky = 0; ky < sp.k; ++ky)
+                for (int64_t kx = 0; kx < sp.k; ++kx) {
+                  const int64_t iy = oy * sp.stride - sp.pad + ky, ix = ox * sp.stride - sp.pad + kx;
+                  if (iy < 0 || iy >= sp.h || ix < 0 || ix >= sp.w) continue;
+                  const float v = xv[static_cast<size_t>(((b * sp.h + iy) * sp.w + ix) * sp.c + ch)];
+                  acc = is_max ? std::max(acc, v) : acc + v;
+                  ++taps;
+                }
+              if (taps == 0) acc = 0.0f;
+              else if (!is_max) acc /= static_cast<float>(taps);
+              want[static_cast<size_t>(((b * OH + oy) * OW + ox) * sp.c + ch)] = act(acc);
+            }
+      for (int threads : {1, 3}) {
+        auto got = run(g, {bytes_of(xv)}, threads);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        ASSERT_EQ(got->size(), want.size() * 4);
+        EXPECT_EQ(std::memcmp(got->data(), want.data(), got->size()), 0) << threads << " threads";
+      }
+    }
 }
 
 // A reshape of an intermediate is a view of it (plan_memory): no copy, and the source

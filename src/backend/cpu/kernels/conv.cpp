@@ -112,6 +112,10 @@ Status depthwise_conv2d(KernelContext& c) {
   return Status::Ok();
 }
 
+// Each output pixel's window taps in order, every channel's running max (or sum) kept over
+// a row of C contiguous values: the same operations per channel, in the same order, as one
+// channel at a time, so that the compiler's vectors change no bit (std::max is the ordered
+// (a < b) ? b : a, NaN taps ignored as there). Output rows split over the thread pool.
 template <bool kMax>
 Status pool(KernelContext& c) {
   TS_RETURN_IF_ERROR(require_f32(c, {0}));
@@ -121,27 +125,42 @@ Status pool(KernelContext& c) {
   const int64_t H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2];
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
-  for (int64_t b = 0; b < xs[0]; ++b)
-    for (int64_t oy = 0; oy < OH; ++oy)
-      for (int64_t ox = 0; ox < OW; ++ox)
-        for (int64_t ch = 0; ch < C; ++ch) {
-          float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-          int64_t taps = 0;
-          for (int64_t ky = 0; ky < win.kh; ++ky) {
-            const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
-            if (iy < 0 || iy >= H) continue;
-            for (int64_t kx = 0; kx < win.kw; ++kx) {
-              const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
-              if (ix < 0 || ix >= W) continue;
-              const float v = x[((b * H + iy) * W + ix) * C + ch];
-              acc = kMax ? std::max(acc, v) : acc + v;
-              ++taps;
+  const float start = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  auto work = [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> acc_buf;
+    if (static_cast<int64_t>(acc_buf.size()) < C) acc_buf.resize(static_cast<size_t>(C));
+    float* acc = acc_buf.data();
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / OH, oy = r % OH;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        std::fill(acc, acc + C, start);
+        int64_t taps = 0;
+        for (int64_t ky = 0; ky < win.kh; ++ky) {
+          const int64_t iy = oy * win.sh - win.pad_top + ky * win.dh;
+          if (iy < 0 || iy >= H) continue;
+          for (int64_t kx = 0; kx < win.kw; ++kx) {
+            const int64_t ix = ox * win.sw - win.pad_left + kx * win.dw;
+            if (ix < 0 || ix >= W) continue;
+            const float* v = x + ((b * H + iy) * W + ix) * C;
+            if constexpr (kMax) {
+              for (int64_t ch = 0; ch < C; ++ch) acc[ch] = std::max(acc[ch], v[ch]);
+            } else {
+              for (int64_t ch = 0; ch < C; ++ch) acc[ch] += v[ch];
             }
+            ++taps;
           }
-          if (taps == 0) acc = 0.0f;  // a window entirely in the padding
-          else if (!kMax) acc /= static_cast<float>(taps);
-          y[((b * OH + oy) * OW + ox) * C + ch] = activate(acc, act);
         }
+        float* yo = y + ((b * OH + oy) * OW + ox) * C;
+        if (taps == 0) {  // a window entirely in the padding
+          for (int64_t ch = 0; ch < C; ++ch) yo[ch] = activate(0.0f, act);
+        } else {
+          const float n = static_cast<float>(taps);
+          for (int64_t ch = 0; ch < C; ++ch) yo[ch] = activate(kMax ? acc[ch] : acc[ch] / n, act);
+        }
+      }
+    }
+  };
+  parallel_rows(c, xs[0] * OH, work, min_rows_per_chunk(OW * C * win.kh * win.kw));
   return Status::Ok();
 }
 
