@@ -131,6 +131,54 @@ TEST(CpuKernels, FloatPoolsKeepEveryChannelsOperationsInOrder) {
     }
 }
 
+// TRANSPOSE moves every element to its place, also where it copies blocks (an output axis
+// that reads the input contiguously over 64 or more positions while the output rows gather
+// with a stride: NHWC -> NCHW, YOLOv8's [1, 16, 4, N] -> [1, 4, N, 16]) and at their edges
+// (extents not a multiple of the block); 1-, 2- and 4-byte elements, checked against the
+// index arithmetic here.
+TEST(CpuKernels, TransposeBlocksPutEveryElementInItsPlace) {
+  struct Spec {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Spec> specs = {{{1, 16, 4, 300}, {0, 2, 3, 1}},   // YOLOv8's DFL, 300 anchors
+                                   {{1, 9, 7, 130}, {0, 3, 1, 2}},    // NHWC -> NCHW, 130 channels
+                                   {{2, 3, 70, 5}, {0, 2, 1, 3}},     // rows moved whole
+                                   {{65, 3}, {1, 0}},                 // a matrix, 65 = one block and one
+                                   {{3, 64, 2, 129}, {3, 1, 0, 2}}};
+  for (DType t : {DType::i8, DType::i16, DType::f32})
+    for (const Spec& sp : specs) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + shape_str(sp.shape));
+      Graph g;
+      const TensorId x = add_input(g, "x", sp.shape, t);
+      auto y = g.add_op(OpKind::transpose, {x}, {{"perm", sp.perm}}, "t");
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      set_output(g, *y);
+      const int64_t es = t == DType::i8 ? 1 : t == DType::i16 ? 2 : 4, n = num_elements(sp.shape);
+      std::vector<uint8_t> in(static_cast<size_t>(n * es));
+      std::mt19937 rng(5);
+      for (auto& b : in) b = static_cast<uint8_t>(rng());
+      const Shape& os = g.tensor(*y).shape;
+      const int rank = static_cast<int>(sp.shape.size());
+      std::vector<int64_t> ist(rank, 1);
+      for (int k = rank - 2; k >= 0; --k) ist[k] = ist[k + 1] * sp.shape[k + 1];
+      std::vector<uint8_t> want(in.size());
+      std::vector<int64_t> idx(rank, 0);
+      for (int64_t o = 0; o < n; ++o) {
+        int64_t src = 0;
+        for (int k = 0; k < rank; ++k) src += idx[k] * ist[sp.perm[k]];
+        std::memcpy(&want[o * es], &in[src * es], es);
+        for (int k = rank - 1; k >= 0; --k) {
+          if (++idx[k] < os[k]) break;
+          idx[k] = 0;
+        }
+      }
+      auto got = run(g, {in}, 1);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(*got, want);
+    }
+}
+
 // A reshape of an intermediate is a view of it (plan_memory): no copy, and the source
 // stays alive while the view is read, even after the source's own last reader, so the
 // tensors made in between (same size, the arena's first choice) take other bytes. Reshapes

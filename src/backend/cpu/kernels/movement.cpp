@@ -34,6 +34,55 @@ void copy_strided(const uint8_t* in, uint8_t* out, int64_t n, int64_t step) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i, src + i * step, sizeof(T));
 }
 
+// A transpose whose output rows gather with a large stride while another output axis `d`
+// reads the input contiguously (a 2-D transpose inside, as NHWC -> NCHW or YOLOv8's
+// [1, 16, 4, 8400] -> [1, 4, 8400, 16]): blocks of kBlock positions along d, each copied as
+// `inner` contiguous input runs of kBlock elements, so that every input cache line read is
+// used whole instead of once per output row. Same elements to the same places as the row
+// gather. False (nothing copied) where the shape is not of that kind.
+template <typename T>
+bool transpose_blocked(const uint8_t* in_bytes, uint8_t* out_bytes, const Shape& ext, int64_t start,
+                       const int64_t* step) {
+  constexpr int64_t kBlock = 64;
+  const int rank = static_cast<int>(ext.size());
+  if (rank < 2) return false;
+  const int64_t inner = ext[rank - 1], inner_step = step[rank - 1];
+  int d = -1;
+  for (int k = rank - 2; k >= 0; --k)
+    if (step[k] == 1 && ext[k] >= kBlock) d = k;
+  if (d < 0 || inner < 2 || inner_step < kBlock) return false;
+  const T* in = reinterpret_cast<const T*>(in_bytes);
+  T* out = reinterpret_cast<T*>(out_bytes);
+  // Output strides (row-major over ext), and the outer index space without d and the
+  // innermost axis.
+  int64_t ost[8];
+  if (rank > 8) return false;
+  ost[rank - 1] = 1;
+  for (int k = rank - 2; k >= 0; --k) ost[k] = ost[k + 1] * ext[k + 1];
+  int64_t outer = 1;
+  for (int k = 0; k < rank - 1; ++k)
+    if (k != d) outer *= ext[k];
+  int64_t idx[8] = {0};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t src0 = start, dst0 = 0;
+    for (int k = 0; k < rank - 1; ++k) src0 += idx[k] * step[k], dst0 += idx[k] * ost[k];
+    for (int64_t j0 = 0; j0 < ext[d]; j0 += kBlock) {
+      const int64_t nj = std::min(kBlock, ext[d] - j0);
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* src = in + src0 + j0 + i * inner_step;
+        T* dst = out + dst0 + j0 * ost[d] + i;
+        for (int64_t j = 0; j < nj; ++j) dst[j * ost[d]] = src[j];
+      }
+    }
+    for (int k = rank - 2; k >= 0; --k) {
+      if (k == d) continue;
+      if (++idx[k] < ext[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return true;
+}
+
 void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, int64_t start,
                 const int64_t* step) {
   const int rank = static_cast<int>(ext.size());
@@ -41,6 +90,10 @@ void gather_box(const uint8_t* in, uint8_t* out, int64_t es, const Shape& ext, i
     std::memcpy(out, in + start * es, es);
     return;
   }
+  if ((es == 1 && transpose_blocked<uint8_t>(in, out, ext, start, step)) ||
+      (es == 2 && transpose_blocked<uint16_t>(in, out, ext, start, step)) ||
+      (es == 4 && transpose_blocked<uint32_t>(in, out, ext, start, step)))
+    return;
   // Rows of the innermost dimension, each a strided copy; outer indices advance per row.
   const int64_t inner = ext[rank - 1], inner_step = step[rank - 1];
   const int64_t rows = inner > 0 ? num_elements(ext) / inner : 0;
