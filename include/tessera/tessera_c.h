@@ -111,6 +111,12 @@ TESSERA_API tessera_status tessera_model_input_info(const tessera_model* model, 
 TESSERA_API tessera_status tessera_model_output_info(const tessera_model* model, size_t index, tessera_tensor_info* out);
 TESSERA_API tessera_status tessera_model_input_index(const tessera_model* model, const char* name, size_t* index);
 TESSERA_API tessera_status tessera_model_output_index(const tessera_model* model, const char* name, size_t* index);
+/* The class names the model file carries (Ultralytics exports' metadata, or the labels file
+ * TFLite's metadata writer packs into a model), one per line as written, the first possibly a
+ * background class: how many (0: none, or model NULL), and name `index` (NULL past the end),
+ * valid while the model lives. */
+TESSERA_API size_t tessera_model_num_labels(const tessera_model* model);
+TESSERA_API const char* tessera_model_label(const tessera_model* model, size_t index);
 
 /* An image file (BMP, JPEG, PNG) decoded, resized and converted to input `index` (its
  * dtype, quantization and layout) into `dst`, exactly the input's byte size. */

@@ -258,6 +258,13 @@ void tessera_model_free(tessera_model* model) { delete model; }
 size_t tessera_model_num_inputs(const tessera_model* model) { return model ? model->model->inputs().size() : 0; }
 size_t tessera_model_num_outputs(const tessera_model* model) { return model ? model->model->outputs().size() : 0; }
 
+size_t tessera_model_num_labels(const tessera_model* model) { return model ? model->model->labels().size() : 0; }
+
+const char* tessera_model_label(const tessera_model* model, size_t index) {
+  if (!model || index >= model->model->labels().size()) return nullptr;
+  return model->model->labels()[index].c_str();
+}
+
 static tessera_status tensor_info(const char* fn, const tessera_model* model, size_t index, tessera_tensor_info* out,
                                   bool input) {
   return guarded(fn, [&] {

@@ -516,6 +516,13 @@ static void test_detect(void) {
   tessera_model* m = NULL;
   CHECK_OK(tessera_model_load(v8, &m));
   if (!m) goto out;
+  /* The class names the export carries: person is class 0, tie 27, 80 in all. */
+  CHECK(tessera_model_num_labels(m) == 80, "%zu labels, want COCO's 80", tessera_model_num_labels(m));
+  CHECK(tessera_model_label(m, 0) && strcmp(tessera_model_label(m, 0), "person") == 0, "label 0: %s",
+        tessera_model_label(m, 0) ? tessera_model_label(m, 0) : "(null)");
+  CHECK(tessera_model_label(m, 27) && strcmp(tessera_model_label(m, 27), "tie") == 0, "label 27");
+  CHECK(tessera_model_label(m, 80) == NULL && tessera_model_label(NULL, 0) == NULL && tessera_model_num_labels(NULL) == 0,
+        "labels past the end or of no model");
   tessera_session* s = NULL;
   CHECK_OK(tessera_session_create(m, "cpu", NULL, &s));
   if (s) {
@@ -551,6 +558,9 @@ static void test_detect(void) {
   m = NULL;
   CHECK_OK(tessera_model_load(mnv1, &m));
   if (m) {
+    /* Its labels file packed by TFLite's metadata writer: background first, 1001 lines. */
+    CHECK(tessera_model_num_labels(m) == 1001 && strcmp(tessera_model_label(m, 0), "background") == 0,
+          "%zu packed labels", tessera_model_num_labels(m));
     s = NULL;
     CHECK_OK(tessera_session_create(m, "cpu", NULL, &s));
     if (s) {
