@@ -965,6 +965,23 @@ Graph float_conv_graph(const FloatConvSpec& s, std::mt19937& rng, Filter filter 
   return g;
 }
 
+// The packed kernels' output of `g` on `input` against the reference kernel's, memcmp equal,
+// with this CPU's widest vectors and the portable ones, on 1, 2 and 3 threads.
+void expect_packed_equals_reference(const Graph& g, const Bytes& input, const std::string& what) {
+  SimdGuard guard;
+  const Bytes ref = run_one(g, input, cpu_options("reference", 1));
+  ASSERT_FALSE(ref.empty()) << what;
+  for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
+    if (convert::set_simd_level(level) != level) continue;
+    for (int threads : {1, 2, 3}) {
+      const Bytes got = run_one(g, input, cpu_options("packed", threads));
+      ASSERT_EQ(got.size(), ref.size()) << what;
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
+          << what << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads << " threads";
+    }
+  }
+}
+
 // The fast path against the reference kernel, memcmp equal: windows 1x1, 3x3 and YOLOv5's
 // 6x6 stride 2, SAME and VALID padding, dilation, depths below, at and above the GEMM's
 // single block (816: 1152 = 9 * 128, 2304 = 9 * 256, 1000), output channels not a multiple
@@ -995,24 +1012,13 @@ TEST(CpuPacked, FloatConvIsByteIdenticalToTheReferenceKernel) {
       {1, 7, 5, 40, 17, 3, 1, 1, false, false, "relu_n1_to_1"},
   };
   std::mt19937 rng(4321);
-  SimdGuard guard;
   for (const FloatConvSpec& s : specs) {
     Graph g = float_conv_graph(s, rng);
     // The fast path takes this node (else the comparison below would hold trivially).
     auto packed = cpu::prepare_float_conv2d(g, g.nodes()[0]);
     ASSERT_TRUE(packed.ok() && *packed != nullptr) << label(s);
     const Bytes input = float_bytes(float_values(rng, g.tensor(g.inputs[0]).elements()));
-    const Bytes ref = run_one(g, input, cpu_options("reference", 1));
-    ASSERT_FALSE(ref.empty()) << label(s);
-    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
-      if (convert::set_simd_level(level) != level) continue;
-      for (int threads : {1, 2, 3}) {
-        const Bytes got = run_one(g, input, cpu_options("packed", threads));
-        ASSERT_EQ(got.size(), ref.size()) << label(s);
-        EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
-            << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads << " threads";
-      }
-    }
+    expect_packed_equals_reference(g, input, label(s));
   }
 }
 
@@ -1089,7 +1095,6 @@ TEST(CpuPacked, HybridConvIsByteIdenticalToTheReferenceKernel) {
       {{1, 13, 11, 16, 31, 1, 1, 1, false, true, "none"}, Filter::i8_per_channel, 1},   // 143 pixels: all tile sizes
   };
   std::mt19937 rng(2468);
-  SimdGuard guard;
   for (const Case& k : cases) {
     const FloatConvSpec& s = k.s;
     Graph g = float_conv_graph(s, rng, k.f);
@@ -1108,17 +1113,7 @@ TEST(CpuPacked, HybridConvIsByteIdenticalToTheReferenceKernel) {
     // above is an exact half, where rounding half away from zero and to even differ.
     if (k.input == 3) x[0] = 127.0f / 128.0f;
     const Bytes input = float_bytes(x);
-    const Bytes ref = run_one(g, input, cpu_options("reference", 1));
-    ASSERT_FALSE(ref.empty()) << label(s);
-    for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
-      if (convert::set_simd_level(level) != level) continue;
-      for (int threads : {1, 2, 3}) {
-        const Bytes got = run_one(g, input, cpu_options("packed", threads));
-        ASSERT_EQ(got.size(), ref.size()) << label(s);
-        EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
-            << label(s) << ", " << convert::simd_level_name(convert::simd_level()) << ", " << threads << " threads";
-      }
-    }
+    expect_packed_equals_reference(g, input, label(s));
   }
 }
 
