@@ -1,13 +1,24 @@
 // Reference kernels: reductions (mean, sum, reduce_max, reduce_min, reduce_prod over attr
 // axes), softmax with an optional additive mask, log_softmax, l2_norm, cumsum, arg_max and
 // arg_min. Sums and products are
-// accumulated in double.
+// accumulated in double, except the float softmax without a mask (ops/softmax_f32.h, the
+// TFLite interpreter's bits).
 #include <limits>
 #include <type_traits>
 
 #include "backend/cpu/kernels/kernel_util.h"
+#include "convert/simd.h"
+#include "ops/softmax_f32.h"
 
 namespace tessera::cpu {
+
+#if defined(__x86_64__)
+namespace x86 {
+// x86/unary_avx2.cpp and x86/unary_avx512.cpp: ops::softmax_f32_row on contiguous rows, the same bits
+void softmax_rows_avx2(const float* x, float* y, int64_t rows, int64_t len, float beta);
+void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t len, float beta);
+}  // namespace x86
+#endif
 
 namespace {
 
@@ -109,8 +120,47 @@ Result<int> axis_attr(const KernelContext& c, int64_t fallback) {
   return static_cast<int>(ax);
 }
 
+using SoftmaxRowsFn = void (*)(const float* x, float* y, int64_t rows, int64_t len, float beta);
+
+// The vector rows of the float softmax on this CPU at the current SIMD level (AVX-512 where the
+// CPU has it, else AVX2), or null.
+SoftmaxRowsFn softmax_vector_rows() {
+#if defined(__x86_64__)
+  if (!convert::use_avx2()) return nullptr;
+  static const bool zmm = convert::cpu_avx512();
+  return zmm ? x86::softmax_rows_avx512 : x86::softmax_rows_avx2;
+#else
+  return nullptr;
+#endif
+}
+
+// Without a mask: ops::softmax_f32_row on every slice along the axis (TFLite's float SOFTMAX,
+// bit for bit). Contiguous rows (the last axis) take the vector rows where the CPU has them,
+// split over the pool by rows: each row is computed by one thread, so the bits do not depend on
+// the thread count.
+void softmax_rows(KernelContext& c, int axis, float beta) {
+  const float* x = c.in[0].as<float>();
+  float* y = c.out[0].as<float>();
+  const AxisSplit a = split_at(c.in[0].shape(), axis);
+  if (a.len == 0) return;
+  const int64_t rows = a.outer * a.inner;
+  const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 13) / a.len);
+  const SoftmaxRowsFn vec = a.inner == 1 ? softmax_vector_rows() : nullptr;
+  parallel_rows(c, rows, [&](int64_t r0, int64_t r1) {
+    if (vec) {
+      vec(x + r0 * a.len, y + r0 * a.len, r1 - r0, a.len, beta);
+      return;
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t base = r / a.inner * a.len * a.inner + r % a.inner;
+      ops::softmax_f32_row(x + base, y + base, a.len, beta, a.inner);
+    }
+  }, min_rows);
+}
+
 // y = softmax(beta * x + mask) along attr axis; the mask (in 1, optional) broadcasts to x.
-// A slice whose inputs are all -inf (fully masked) gives zeros.
+// Without a mask the interpreter's float form (softmax_rows); with one the textbook form below,
+// the sums in double, where a slice whose inputs are all -inf (fully masked) gives zeros.
 Status softmax(KernelContext& c) {
   TS_RETURN_IF_ERROR(require_f32(c, {0, 1}));
   TS_ASSIGN_OR_RETURN(int axis, axis_attr(c, -1));
@@ -119,6 +169,10 @@ Status softmax(KernelContext& c) {
   const float* x = c.in[0].as<float>();
   float* y = c.out[0].as<float>();
   const bool has_mask = c.in.size() > 1 && c.in[1];
+  if (!has_mask) {
+    softmax_rows(c, axis, static_cast<float>(beta));
+    return Status::Ok();
+  }
   // The mask value of every element, expanded through broadcasting (0 without a mask).
   thread_local std::vector<float> z;  // capacity kept: a run allocates nothing
   z.resize(static_cast<size_t>(c.in[0].elements()));

@@ -1,7 +1,7 @@
-// AVX-512 twins of the float exp and logistic (ops::exp_f32, ops::logistic_value), bit for bit
-// as their AVX2 forms in unary_avx2.cpp: sixteen floats per step, widened to two vectors of
-// eight doubles, the 32-entry table of exp_f32 held in four registers and read by two-register
-// permutes. AVX512F only.
+// AVX-512 twins of the float exp, logistic and softmax (ops::exp_f32, ops::logistic_value,
+// ops::softmax_f32_row), bit for bit as their AVX2 forms in unary_avx2.cpp: sixteen floats per
+// step, widened to two vectors of eight doubles, the 32-entry table of exp_f32 held in four
+// registers and read by two-register permutes. AVX512F only.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -21,6 +21,7 @@ namespace {
 // (_mm512_undefined_*) as uninitialized.
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 // The table of exp_f32 in four registers of eight entries.
@@ -92,6 +93,92 @@ TS_AVX512 void logistic_avx512(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, logistic16(_mm512_loadu_ps(x + i), tb));
   for (; i < n; ++i) y[i] = ops::logistic_value(x[i]);
+}
+
+namespace {
+
+// Transposes the 16 x 16 floats of v in place (v[i] lane k <-> v[k] lane i): pairs of rows
+// interleaved, then pairs of pairs, then 128-bit lanes exchanged twice.
+TS_AVX512 inline void transpose16(__m512* v) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+  }
+  // u[4g + j], in each 128-bit lane L: element 4L + j of rows 4g to 4g + 3.
+  __m512 u[16];
+  for (int g = 0; g < 16; g += 4) {
+    const __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
+    const __m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
+    u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 w0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+    const __m512 w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+    v[j] = _mm512_shuffle_f32x4(w0, w2, 0x88);
+    v[4 + j] = _mm512_shuffle_f32x4(w1, w3, 0x88);
+    v[8 + j] = _mm512_shuffle_f32x4(w0, w2, 0xdd);
+    v[12 + j] = _mm512_shuffle_f32x4(w1, w3, 0xdd);
+  }
+}
+
+// ops::softmax_f32_row on sixteen rows of len <= 16 floats, transposed so that lane i holds
+// row i: the maximum, the exponentials, the sum from left to right and the products are then
+// lane by lane, each row's operations in the scalar definition's order, and the result is
+// transposed back.
+TS_AVX512 inline void softmax_16_rows(const float* x, float* y, int64_t len, __m512 vbeta, const Table& tb) {
+  const __mmask16 row = static_cast<__mmask16>((1u << len) - 1);
+  __m512 v[16];
+  for (int i = 0; i < 16; ++i) v[i] = _mm512_maskz_loadu_ps(row, x + i * len);
+  transpose16(v);
+  __m512 mx = v[0];
+  for (int64_t k = 1; k < len; ++k) mx = _mm512_max_ps(mx, v[k]);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t k = 0; k < len; ++k) {
+    v[k] = exp_f32_16(_mm512_mul_ps(_mm512_sub_ps(v[k], mx), vbeta), tb);
+    sum = _mm512_add_ps(sum, v[k]);
+  }
+  const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  for (int64_t k = 0; k < len; ++k) v[k] = _mm512_mul_ps(v[k], inv);
+  transpose16(v);
+  for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(y + i * len, row, v[i]);
+}
+
+}  // namespace
+
+// ops::softmax_f32_row on `rows` rows of `len` floats (len >= 1): rows of up to 16 sixteen at a
+// time (softmax_16_rows); longer rows, and the last rows, one at a time: the maximum over
+// lanes, the exponentials sixteen at a time, the sum from left to right, the products.
+TS_AVX512 void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t len, float beta) {
+  const Table tb = load_table();
+  const __m512 vbeta = _mm512_set1_ps(beta);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t full = len / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (len - full)) - 1);
+  int64_t r = 0;
+  if (len <= 16)
+    for (; r + 16 <= rows; r += 16) softmax_16_rows(x + r * len, y + r * len, len, vbeta, tb);
+  x += r * len;
+  y += r * len;
+  for (; r < rows; ++r, x += len, y += len) {
+    __m512 m = _mm512_mask_loadu_ps(ninf, tail, x + full);
+    for (int64_t k = 0; k < full; k += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + k));
+    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+    for (int64_t k = 0; k < full; k += 16)
+      _mm512_storeu_ps(y + k, exp_f32_16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + k), mx), vbeta), tb));
+    if (tail) {
+      const __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), mx), vbeta);
+      _mm512_mask_storeu_ps(y + full, tail, exp_f32_16(t, tb));
+    }
+    float sum = 0.0f;
+    for (int64_t k = 0; k < len; ++k) sum += y[k];
+    const __m512 inv = _mm512_set1_ps(1.0f / sum);
+    for (int64_t k = 0; k < full; k += 16) _mm512_storeu_ps(y + k, _mm512_mul_ps(_mm512_loadu_ps(y + k), inv));
+    if (tail) _mm512_mask_storeu_ps(y + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + full), inv));
+  }
 }
 
 }  // namespace tessera::cpu::x86
