@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -1154,6 +1155,99 @@ TEST(CpuPacked, HybridQuantizationCodesEqualTheScalarDefinition) {
       EXPECT_FALSE(f.min_max(with_nan.data(), static_cast<int64_t>(with_nan.size()), &mn, &mx)) << f.isa;
     }
   }
+}
+
+// Every panel kernel of the hybrid path this CPU can run (portable, AVX2, AVX-512 with
+// vpmaddwd and with vpdpwssd, and the 8-bit form's vpdpbusd), called directly, against the
+// sums computed here in 64 bits and the reference's conversion: row counts through every
+// tile size, depths with a half-used last step, 1-16 valid channels, with and without a
+// bias, every activation.
+TEST(CpuPacked, HybridPanelKernelsGiveTheExactSums) {
+  std::mt19937 rng(8642);
+  std::uniform_int_distribution<int> code(-255, 255), wt(-128, 127), byte(0, 255), corr(-200000, 200000);
+  std::uniform_real_distribution<float> sc(1e-4f, 1e-2f), bs(-2.0f, 2.0f);
+  std::vector<std::pair<std::string, cpu::hconv::Fns>> sets = {{"generic", cpu::hconv::generic_fns()}};
+#if defined(__x86_64__)
+  if (convert::cpu_has_avx2()) sets.push_back({"avx2", cpu::hconv::avx2_fns()});
+  if (convert::cpu_avx512()) sets.push_back({"avx512", cpu::hconv::avx512_fns()});
+  if (convert::cpu_avx512_vnni()) sets.push_back({"avx512-vnni", cpu::hconv::avx512_vnni_fns()});
+#endif
+  using cpu::Activation;
+  const Activation acts[] = {Activation::none, Activation::relu, Activation::relu6, Activation::relu_n1_to_1};
+  int checked_u8 = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t rows = 1 + trial % 29, ksteps = 1 + (trial * 7) % 41;
+    const int nvalid = 1 + trial % 16;
+    const bool with_bias = trial % 3 != 0;
+    const Activation act = acts[trial % 4];
+    std::vector<float> scale(16), bias(16);
+    for (int j = 0; j < 16; ++j) scale[j] = sc(rng), bias[j] = bs(rng);
+    auto expect = [&](const std::vector<int64_t>& acc, const std::vector<float>& got, const std::string& what) {
+      int differ = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int j = 0; j < 16; ++j) {
+          const float g = got[r * 16 + j];
+          if (j >= nvalid) {
+            differ += !std::isnan(g);  // past nvalid: untouched (NaN sentinels)
+            continue;
+          }
+          float v = static_cast<float>(acc[r * 16 + j]) * scale[j];
+          if (with_bias) v += bias[j];
+          const float want = cpu::activate(v, act);
+          differ += std::memcmp(&g, &want, 4) != 0;
+        }
+      EXPECT_EQ(differ, 0) << what << " rows " << rows << " steps " << ksteps << " nvalid " << nvalid;
+    };
+    cpu::hconv::Out o;
+    o.scale = scale.data();
+    o.bias = with_bias ? bias.data() : nullptr;
+    o.act = act;
+    o.nvalid = nvalid;
+    o.ldy = 16;
+    // int16 pairs
+    std::vector<int16_t> a(static_cast<size_t>(rows * ksteps * 2)), panel(static_cast<size_t>(ksteps * 32));
+    for (auto& v : a) v = static_cast<int16_t>(code(rng));
+    for (auto& v : panel) v = static_cast<int16_t>(wt(rng));
+    std::vector<int64_t> acc(static_cast<size_t>(rows * 16), 0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int j = 0; j < 16; ++j)
+        for (int64_t k = 0; k < 2 * ksteps; ++k) acc[r * 16 + j] += int64_t{a[r * 2 * ksteps + k]} * panel[(k / 2 * 16 + j) * 2 + k % 2];
+    for (const auto& [name, f] : sets) {
+      std::vector<float> y(static_cast<size_t>(rows * 16), NAN);
+      o.y = y.data();
+      f.panel(rows, ksteps, a.data(), 2 * ksteps, panel.data(), o);
+      expect(acc, y, name + " int16");
+    }
+    // u8 x s8 quads with the correction
+    std::vector<uint8_t> a8(static_cast<size_t>(rows * ksteps * 4));
+    std::vector<int8_t> panel8(static_cast<size_t>(ksteps * 64));
+    std::vector<int32_t> k32(16);
+    for (auto& v : a8) v = static_cast<uint8_t>(byte(rng));
+    for (auto& v : panel8) v = static_cast<int8_t>(wt(rng));
+    for (auto& v : k32) v = corr(rng);
+    std::vector<int64_t> acc8(static_cast<size_t>(rows * 16), 0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int j = 0; j < 16; ++j) {
+        for (int64_t k = 0; k < 4 * ksteps; ++k) acc8[r * 16 + j] += int64_t{a8[r * 4 * ksteps + k]} * panel8[(k / 4 * 16 + j) * 4 + k % 4];
+        acc8[r * 16 + j] -= k32[j];
+      }
+    for (const auto& [name, f] : sets) {
+      if (!f.panel_u8) continue;
+      std::vector<float> y(static_cast<size_t>(rows * 16), NAN);
+      o.y = y.data();
+      f.panel_u8(rows, ksteps, a8.data(), 4 * ksteps, panel8.data(), k32.data(), o);
+      expect(acc8, y, name + " u8");
+      ++checked_u8;
+      // and the 8-bit form's codes: code + 128 as the scalar definition gives it
+      std::vector<float> xs(37);
+      for (auto& v : xs) v = bs(rng);
+      const cpu::HybridQuant h = cpu::hybrid_quant(-2.0f, 1.5f, true);
+      std::vector<uint8_t> got(xs.size());
+      f.codes_u8(xs.data(), static_cast<int64_t>(xs.size()), h.inv, h.add, h.lo, h.hi, got.data());
+      for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], cpu::hybrid_code(xs[i], h) + 128) << i;
+    }
+  }
+  std::printf("[hybrid] panel kernels checked: %zu sets, 8-bit form on %d trials\n", sets.size(), checked_u8);
 }
 
 // A NaN in the input: the fast path hands the image to the reference kernel (whose min /

@@ -85,6 +85,11 @@ struct Packed : PreparedKernel {
   std::vector<float> wscale;    // [OC]
   std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
   const Fns* fns = nullptr;
+  // The 8-bit form (fns->panel_u8): [npanels][kquads][kPanel][4] and sum_k w per channel
+  // (padded to whole panels).
+  int64_t kquads = 0;
+  std::vector<int8_t> panels8;
+  std::vector<int64_t> wsum;
 };
 
 // The calling thread's buffers, grown to the largest layer it has run.
@@ -117,6 +122,9 @@ Result<std::unique_ptr<PreparedKernel>> prepare_hybrid_conv2d(const Graph& g, co
     if (z != 0) return none();
   const int64_t K = KH * KW * IC;
   if (w.data->size != static_cast<size_t>(OC * K)) return none();
+  // The sums go through int32 lanes: |w (code - offset)| <= 128 * 255 per tap, so K taps stay
+  // inside int32 up to 65,793 of them (the reference sums in 64 bits: deeper layers take it).
+  if (K > (int64_t{1} << 31) / (128 * 255)) return none();
   auto pk = std::make_unique<hconv::Packed>();
   pk->OC = OC, pk->KH = KH, pk->KW = KW, pk->IC = IC, pk->K = K;
   pk->kpairs = (K + 1) / 2;
@@ -133,10 +141,49 @@ Result<std::unique_ptr<PreparedKernel>> prepare_hybrid_conv2d(const Graph& g, co
     for (int64_t k = 0; k < K; ++k) panel[((k / 2) * kPanel + o % kPanel) * 2 + k % 2] = wd[o * K + k];
   }
   pk->fns = &hconv::pick_fns();
+  if (pk->fns->panel_u8) {
+    pk->kquads = (K + 3) / 4;
+    pk->panels8.assign(static_cast<size_t>(pk->npanels * pk->kquads * kPanel * 4), 0);
+    pk->wsum.assign(static_cast<size_t>(pk->npanels * kPanel), 0);
+    for (int64_t o = 0; o < OC; ++o) {
+      int8_t* panel = pk->panels8.data() + (o / kPanel) * pk->kquads * kPanel * 4;
+      for (int64_t k = 0; k < K; ++k) {
+        panel[((k / 4) * kPanel + o % kPanel) * 4 + k % 4] = wd[o * K + k];
+        pk->wsum[static_cast<size_t>(o)] += wd[o * K + k];
+      }
+    }
+  }
   return std::unique_ptr<PreparedKernel>(std::move(pk));
 }
 
 bool is_hybrid_conv(const PreparedKernel* p) { return dynamic_cast<const hconv::Packed*>(p) != nullptr; }
+
+namespace {
+
+// The gathered A rows (im2col) of pixels [p, p + nb) of image b: each kernel row's taps from
+// the zero-bordered image (`Wp` wide, C channels), K values a row, `lda` apart, the rest of a
+// row zero (its weights are zero).
+template <typename T>
+void gather_rows(const T* img, int64_t Wp, int64_t C, int64_t KH, int64_t KW, int64_t K, int64_t OW, const Window& win,
+                 int64_t q0, int64_t nb, int64_t lda, T* a) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const int64_t q = q0 + i, oy = q / OW, ox = q % OW;
+    T* ar = a + i * lda;
+    for (int64_t ky = 0; ky < KH; ++ky) {
+      const T* src = img + ((oy * win.sh + ky * win.dh) * Wp + ox * win.sw) * C;
+      if (win.dw == 1) {
+        std::memcpy(ar, src, static_cast<size_t>(KW * C) * sizeof(T));
+        ar += KW * C;
+      } else {
+        for (int64_t kx = 0; kx < KW; ++kx, ar += C)
+          std::memcpy(ar, src + kx * win.dw * C, static_cast<size_t>(C) * sizeof(T));
+      }
+    }
+    std::fill(a + i * lda + K, a + (i + 1) * lda, T{0});
+  }
+}
+
+}  // namespace
 
 Status run_hybrid_conv2d(KernelContext& c) {
   using hconv::kPanel;
@@ -146,34 +193,52 @@ Status run_hybrid_conv2d(KernelContext& c) {
     return hybrid_conv2d(c);  // not the compiled shapes: the reference checks and runs
   TS_ASSIGN_OR_RETURN(Activation act, activation_of(c.n));
   const hconv::Fns& fn = *pk.fns;
+  const bool u8 = !pk.panels8.empty();  // the 8-bit form (packed at compile time for these kernels)
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2], OC = pk.OC;
   const Window win = window_of(c.n, pk.KH, pk.KW);
-  // A 1x1 layer that reads every input pixel once, in order, with whole pairs of channels
-  // reads the centred image as its A rows; other layers gather them (im2col).
+  // A row of A holds `kstep` values (pairs, or quads in the 8-bit form). A 1x1 layer that
+  // reads every input pixel once, in order, with whole steps of channels reads the image as
+  // its A rows; other layers gather them (im2col).
+  const int64_t kstep = u8 ? 4 : 2, ksteps = u8 ? pk.kquads : pk.kpairs, lda_gather = ksteps * kstep;
   const bool pointwise = pk.KH == 1 && pk.KW == 1 && win.sh == 1 && win.sw == 1 && win.pad_top == 0 &&
-                         win.pad_left == 0 && OH == H && OW == W && C % 2 == 0;
+                         win.pad_left == 0 && OH == H && OW == W && C % kstep == 0;
   const int64_t Hp = pointwise ? H : std::max(H + win.pad_top, (OH - 1) * win.sh + (pk.KH - 1) * win.dh + 1);
   const int64_t Wp = pointwise ? W : std::max(W + win.pad_left, (OW - 1) * win.sw + (pk.KW - 1) * win.dw + 1);
   const int64_t image = Hp * Wp * C;
   const int64_t ocpad = pk.npanels * kPanel;
-  // The centred images (zero borders) and the per-image channel scales, made by the
-  // calling thread and read by every worker.
+  // The images' codes (centred int16 with zero borders, or bytes code + 128 with borders
+  // offset + 128), their channel scales and (8-bit form) corrections: made by the calling
+  // thread, read by every worker.
   thread_local std::vector<int16_t> img_buf;
+  thread_local std::vector<uint8_t> img8_buf;
   thread_local std::vector<float> scale_buf;
-  int16_t* img = hconv::grow(img_buf, N * image);
+  thread_local std::vector<int32_t> corr_buf;
+  int16_t* img = u8 ? nullptr : hconv::grow(img_buf, N * image);
+  uint8_t* img8 = u8 ? hconv::grow(img8_buf, N * image) : nullptr;
   float* scales = hconv::grow(scale_buf, N * ocpad);
+  int32_t* corrs = hconv::grow(corr_buf, N * ocpad);
   const float* x = c.in[0].as<float>();
   for (int64_t b = 0; b < N; ++b) {
     const float* xb = x + b * H * W * C;
     float mn = 0, mx = 0;
     if (H * W * C > 0 && !fn.min_max(xb, H * W * C, &mn, &mx)) return hybrid_conv2d(c);  // a NaN: the reference's order
     const HybridQuant h = hybrid_quant(mn, mx, pk.asymmetric);
-    int16_t* ib = img + b * image;
-    if (!pointwise || h.zero) std::memset(ib, 0, static_cast<size_t>(image) * sizeof(int16_t));
-    if (!h.zero)
-      for (int64_t iy = 0; iy < H; ++iy)
-        fn.codes(xb + iy * W * C, W * C, h.inv, h.add, h.lo, h.hi, h.offset,
-                 ib + ((iy + (pointwise ? 0 : win.pad_top)) * Wp + (pointwise ? 0 : win.pad_left)) * C);
+    const int64_t row0 = pointwise ? 0 : win.pad_top, col0 = pointwise ? 0 : win.pad_left;
+    if (u8) {
+      uint8_t* ib = img8 + b * image;
+      if (!pointwise || h.zero) std::memset(ib, h.offset + 128, static_cast<size_t>(image));
+      if (!h.zero)
+        for (int64_t iy = 0; iy < H; ++iy)
+          fn.codes_u8(xb + iy * W * C, W * C, h.inv, h.add, h.lo, h.hi, ib + ((iy + row0) * Wp + col0) * C);
+      for (int64_t o = 0; o < ocpad; ++o)  // modulo 2^32, as the lanes' sums
+        corrs[b * ocpad + o] = static_cast<int32_t>(static_cast<uint32_t>((128 + h.offset) * pk.wsum[o]));
+    } else {
+      int16_t* ib = img + b * image;
+      if (!pointwise || h.zero) std::memset(ib, 0, static_cast<size_t>(image) * sizeof(int16_t));
+      if (!h.zero)
+        for (int64_t iy = 0; iy < H; ++iy)
+          fn.codes(xb + iy * W * C, W * C, h.inv, h.add, h.lo, h.hi, h.offset, ib + ((iy + row0) * Wp + col0) * C);
+    }
     float* sb = scales + b * ocpad;
     // The reference's product (float multiplication commutes: one formula for both forms).
     for (int64_t o = 0; o < ocpad; ++o) sb[o] = o < OC ? pk.wscale[o] * h.scale : 0.0f;
@@ -186,38 +251,31 @@ Status run_hybrid_conv2d(KernelContext& c) {
   }
   const float* bias = bias_in ? bias_pad.data() : nullptr;
   float* y = c.out[0].as<float>();
-  const int64_t kp = pk.kpairs * 2, pixels_per_image = OH * OW;
-  // Pixels per A block: about 64 KB of int16 rows, a multiple of 6 (the micro-tiles' rows).
-  const int64_t block = std::clamp<int64_t>(32768 / kp / 6 * 6, 6, 96);
+  const int64_t pixels_per_image = OH * OW;
+  // Pixels per A block: about 64 KB of int16 rows (32 KB of bytes), a multiple of 12 (the
+  // micro-tiles' rows).
+  const int64_t row_bytes = lda_gather * (u8 ? 1 : 2);
+  const int64_t block = std::clamp<int64_t>((u8 ? 32768 : 65536) / row_bytes / 12 * 12, 12, 192);
   auto work = [&](int64_t r0, int64_t r1) {
     thread_local std::vector<int16_t> a_buf;
-    int16_t* abuf = pointwise ? nullptr : hconv::grow(a_buf, block * kp);
+    thread_local std::vector<uint8_t> a8_buf;
+    int16_t* abuf = pointwise || u8 ? nullptr : hconv::grow(a_buf, block * lda_gather);
+    uint8_t* abuf8 = pointwise || !u8 ? nullptr : hconv::grow(a8_buf, block * lda_gather);
     for (int64_t p = r0 * OW, pend = r1 * OW; p < pend;) {
-      const int64_t b = p / pixels_per_image;
+      const int64_t b = p / pixels_per_image, q0 = p - b * pixels_per_image;
       const int64_t nb = std::min({block, pend - p, (b + 1) * pixels_per_image - p});
-      const int16_t* a;
-      int64_t lda;
-      if (pointwise) {
-        a = img + p * C;  // [N][H][W][C]: pixel p's channels
-        lda = C;
+      const int64_t lda = pointwise ? C : lda_gather;
+      const int16_t* a = nullptr;
+      const uint8_t* a8 = nullptr;
+      if (pointwise) {  // [N][H][W][C]: pixel p's channels
+        if (u8) a8 = img8 + p * C;
+        else a = img + p * C;
+      } else if (u8) {
+        gather_rows(img8 + b * image, Wp, C, pk.KH, pk.KW, pk.K, OW, win, q0, nb, lda, abuf8);
+        a8 = abuf8;
       } else {
-        for (int64_t i = 0; i < nb; ++i) {
-          const int64_t q = p + i - b * pixels_per_image, oy = q / OW, ox = q % OW;
-          int16_t* ar = abuf + i * kp;
-          for (int64_t ky = 0; ky < pk.KH; ++ky) {
-            const int16_t* src = img + b * image + ((oy * win.sh + ky * win.dh) * Wp + ox * win.sw) * C;
-            if (win.dw == 1) {
-              std::memcpy(ar, src, static_cast<size_t>(pk.KW * C) * sizeof(int16_t));
-              ar += pk.KW * C;
-            } else {
-              for (int64_t kx = 0; kx < pk.KW; ++kx, ar += C)
-                std::memcpy(ar, src + kx * win.dw * C, static_cast<size_t>(C) * sizeof(int16_t));
-            }
-          }
-          if (kp > pk.K) abuf[i * kp + pk.K] = 0;
-        }
+        gather_rows(img + b * image, Wp, C, pk.KH, pk.KW, pk.K, OW, win, q0, nb, lda, abuf);
         a = abuf;
-        lda = kp;
       }
       for (int64_t pn = 0; pn < pk.npanels; ++pn) {
         hconv::Out o;
@@ -227,7 +285,11 @@ Status run_hybrid_conv2d(KernelContext& c) {
         o.nvalid = static_cast<int>(std::min<int64_t>(kPanel, OC - pn * kPanel));
         o.y = y + p * OC + pn * kPanel;
         o.ldy = OC;
-        fn.panel(nb, pk.kpairs, a, lda, pk.panels.data() + pn * pk.kpairs * kPanel * 2, o);
+        if (u8)
+          fn.panel_u8(nb, pk.kquads, a8, lda, pk.panels8.data() + pn * pk.kquads * kPanel * 4,
+                      corrs + b * ocpad + pn * kPanel, o);
+        else
+          fn.panel(nb, pk.kpairs, a, lda, pk.panels.data() + pn * pk.kpairs * kPanel * 2, o);
       }
       p += nb;
     }

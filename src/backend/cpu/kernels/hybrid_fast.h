@@ -48,11 +48,25 @@ using MinMaxFn = bool (*)(const float* x, int64_t n, float* mn, float* mx);
 using CodesFn = void (*)(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, int32_t offset,
                          int16_t* out);
 
+// The 8-bit form, where the CPU has a u8 x s8 dot product (AVX512-VNNI vpdpbusd): A rows
+// of bytes u = code + 128 (the padding taps u = offset + 128, whose centred value is zero),
+// the filter packed as [K/4][16][4] int8 panels, four products per int32 lane and step:
+//   sum_k w (code - offset) = sum_k w u - (128 + offset) sum_k w,
+// the second term `corr` per channel (16 entries from the panel's first), subtracted before
+// the conversion. Exact in int32 wherever the sum itself is (prepare_hybrid_conv2d's bound):
+// the wrap-around arithmetic is exact modulo 2^32.
+using PanelU8Fn = void (*)(int64_t rows, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                           const int32_t* corr, const Out& o);
+// out[i] = clamp(round_half_away(add + x[i] * inv), lo, hi) + 128 as a byte (NaN: 128).
+using CodesU8Fn = void (*)(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, uint8_t* out);
+
 struct Fns {
   PanelFn panel;
   MinMaxFn min_max;
   CodesFn codes;
   const char* isa;
+  PanelU8Fn panel_u8 = nullptr;  // the 8-bit form, or none (the int16 pairs)
+  CodesU8Fn codes_u8 = nullptr;
 };
 
 const Fns& generic_fns();  // portable C++ (the compiler's vectors)

@@ -160,6 +160,26 @@ TS_AVX2 void codes_avx2(const float* x, int64_t n, float inv, float add, int32_t
   if (i < n) generic_fns().codes(x + i, n - i, inv, add, lo, hi, offset, out + i);
 }
 
+// The same codes as bytes code + 128 (the 8-bit form's A): the offset -128, then packed.
+TS_AVX2 void codes_u8_avx2(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, uint8_t* out) {
+  const __m256 vinv = _mm256_set1_ps(inv), vadd = _mm256_set1_ps(add);
+  const __m256 flo = _mm256_set1_ps(static_cast<float>(lo)), fhi = _mm256_set1_ps(static_cast<float>(hi));
+  const __m256i off = _mm256_set1_epi32(-128);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a = codes8(_mm256_loadu_ps(x + i), vinv, vadd, flo, fhi, off);
+    const __m256i b = codes8(_mm256_loadu_ps(x + i + 8), vinv, vadd, flo, fhi, off);
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);  // 16 x int16 in order
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+  }
+  if (i < n) {
+    int16_t tail[16];
+    generic_fns().codes(x + i, n - i, inv, add, lo, hi, -128, tail);
+    for (int64_t j = 0; j < n - i; ++j) out[i + j] = static_cast<uint8_t>(tail[j]);
+  }
+}
+
 // ---- AVX-512: 16 channels in one vector ----
 
 TS_AVX512 inline __m512 act16(__m512 v, Activation act) {
@@ -218,6 +238,43 @@ constexpr int kRows512 = 12;
     }                                                                                                          \
   }
 
+// The 8-bit form with AVX512-VNNI: four u8 x s8 products per int32 lane and step
+// (vpdpbusd), 12 rows x 16 channels per tile; the correction subtracted before the conversion.
+template <int MR>
+TS_AVX512_VNNI inline void u8_tile(int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
+                                   const int32_t* corr, const Out& o, float* y) {
+  __m512i c[MR];
+  for (int r = 0; r < MR; ++r) c[r] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < kquads; ++q) {
+    const __m512i w = _mm512_loadu_si512(panel + q * kPanel * 4);
+    for (int r = 0; r < MR; ++r) {
+      int32_t v;
+      std::memcpy(&v, a + r * lda + 4 * q, 4);
+      c[r] = _mm512_dpbusd_epi32(c[r], _mm512_set1_epi32(v), w);
+    }
+  }
+  const __m512i k = _mm512_loadu_si512(corr);
+  for (int r = 0; r < MR; ++r) c[r] = _mm512_sub_epi32(c[r], k);
+  out_rows16(c, MR, o, y);
+}
+
+TS_AVX512_VNNI void panel_u8_avx512_vnni(int64_t rows, int64_t kquads, const uint8_t* a, int64_t lda,
+                                         const int8_t* panel, const int32_t* corr, const Out& o) {
+  int64_t r = 0;
+  for (; r + kRows512 <= rows; r += kRows512) u8_tile<kRows512>(kquads, a + r * lda, lda, panel, corr, o, o.y + r * o.ldy);
+  for (; r + kRows <= rows; r += kRows) u8_tile<kRows>(kquads, a + r * lda, lda, panel, corr, o, o.y + r * o.ldy);
+  const uint8_t* ar = a + r * lda;
+  float* yr = o.y + r * o.ldy;
+  switch (rows - r) {
+    case 5: u8_tile<5>(kquads, ar, lda, panel, corr, o, yr); break;
+    case 4: u8_tile<4>(kquads, ar, lda, panel, corr, o, yr); break;
+    case 3: u8_tile<3>(kquads, ar, lda, panel, corr, o, yr); break;
+    case 2: u8_tile<2>(kquads, ar, lda, panel, corr, o, yr); break;
+    case 1: u8_tile<1>(kquads, ar, lda, panel, corr, o, yr); break;
+    default: break;
+  }
+}
+
 #define TS_HCONV_MADD(c, av, w) _mm512_add_epi32(c, _mm512_madd_epi16(av, w))
 #define TS_HCONV_DPWSSD(c, av, w) _mm512_dpwssd_epi32(c, av, w)
 TS_HCONV_AVX512(panel_avx512, TS_AVX512, TS_HCONV_MADD)
@@ -237,7 +294,7 @@ const Fns& avx512_fns() {
   return f;
 }
 const Fns& avx512_vnni_fns() {
-  static const Fns f{panel_avx512_vnni, min_max_avx2, codes_avx2, "avx512-vnni"};
+  static const Fns f{panel_avx512_vnni, min_max_avx2, codes_avx2, "avx512-vnni", panel_u8_avx512_vnni, codes_u8_avx2};
   return f;
 }
 
