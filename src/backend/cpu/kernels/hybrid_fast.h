@@ -7,7 +7,9 @@
 // order, so here they come from a packed GEMM: the image's codes centred once (code -
 // offset, int16, zero in the padding, so padding taps add nothing), the filter packed at
 // compile time into panels of 16 output channels, [K / 2][16][2] int16, and each pair of
-// products summed in one int32 lane (vpmaddwd; within [-2 * 255 * 128, 2 * 255 * 128]).
+// products summed in one int32 lane (vpmaddwd; within [-2 * 255 * 128, 2 * 255 * 128]); with
+// AVX512-VNNI the 8-bit form instead (PanelU8Fn: the codes as bytes code + 128, [K / 4][16][4]
+// int8 panels, vpdpbusd, a per-image correction per channel).
 // The conversion is the reference's float multiply and add lane by lane, never fused
 // (compiled with -ffp-contract=off, cmake/components.cmake), and the quantization's codes
 // are computed by the same float operations, vectorised.

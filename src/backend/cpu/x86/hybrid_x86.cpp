@@ -1,6 +1,7 @@
 // x86-64 functions of the hybrid conv2d fast path (kernels/hybrid_fast.h): the panel GEMM
 // on AVX2 (two 8-lane int32 vectors per panel row) and AVX-512 (one 16-lane vector; with
-// VNNI the multiply-add is one vpdpwssd), and the quantization's min/max and codes. The
+// VNNI the multiply-add is one vpdpwssd, and the 8-bit form's four u8 x s8 products one
+// vpdpbusd), and the quantization's min/max and codes (int16, or bytes code + 128). The
 // integer sums are exact whatever the order; the conversion is the reference's separately
 // rounded float multiply and add (compiled with -ffp-contract=off, and written as
 // separate intrinsics), so every function gives hybrid_fast.cpp's generic results.
