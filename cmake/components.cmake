@@ -48,6 +48,7 @@ set_source_files_properties(${CMAKE_SOURCE_DIR}/src/ops/exp_approx.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/hybrid_fast.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/hybrid_x86.cpp
+                            ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/hybrid_neon.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/kernels/linear_kq.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/x86/linear_kq_avx2.cpp
                             ${CMAKE_SOURCE_DIR}/src/backend/cpu/arm/attention_neon.cpp

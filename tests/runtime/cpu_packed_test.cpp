@@ -1172,6 +1172,9 @@ TEST(CpuPacked, HybridPanelKernelsGiveTheExactSums) {
   if (convert::cpu_avx512()) sets.push_back({"avx512", cpu::hconv::avx512_fns()});
   if (convert::cpu_avx512_vnni()) sets.push_back({"avx512-vnni", cpu::hconv::avx512_vnni_fns()});
 #endif
+#if defined(__aarch64__)
+  if (cpu::hconv::neon_dot_available()) sets.push_back({"neon+dotprod", cpu::hconv::neon_dot_fns()});
+#endif
   using cpu::Activation;
   const Activation acts[] = {Activation::none, Activation::relu, Activation::relu6, Activation::relu_n1_to_1};
   int checked_u8 = 0;
@@ -1225,26 +1228,32 @@ TEST(CpuPacked, HybridPanelKernelsGiveTheExactSums) {
     for (auto& v : a8) v = static_cast<uint8_t>(byte(rng));
     for (auto& v : panel8) v = static_cast<int8_t>(wt(rng));
     for (auto& v : k32) v = corr(rng);
-    std::vector<int64_t> acc8(static_cast<size_t>(rows * 16), 0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int j = 0; j < 16; ++j) {
-        for (int64_t k = 0; k < 4 * ksteps; ++k) acc8[r * 16 + j] += int64_t{a8[r * 4 * ksteps + k]} * panel8[(k / 4 * 16 + j) * 4 + k % 4];
-        acc8[r * 16 + j] -= k32[j];
-      }
     for (const auto& [name, f] : sets) {
       if (!f.panel_u8) continue;
+      // the bytes unsigned (x86's u8 x s8) or signed (sdot's s8 x s8), as the set reads them
+      std::vector<int64_t> acc8(static_cast<size_t>(rows * 16), 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int j = 0; j < 16; ++j) {
+          for (int64_t k = 0; k < 4 * ksteps; ++k) {
+            const uint8_t u = a8[r * 4 * ksteps + k];
+            const int64_t av = f.byte_bias == 0 ? int64_t{static_cast<int8_t>(u)} : int64_t{u};
+            acc8[r * 16 + j] += av * panel8[(k / 4 * 16 + j) * 4 + k % 4];
+          }
+          acc8[r * 16 + j] -= k32[j];
+        }
       std::vector<float> y(static_cast<size_t>(rows * 16), NAN);
       o.y = y.data();
       f.panel_u8(rows, ksteps, a8.data(), 4 * ksteps, panel8.data(), k32.data(), o);
       expect(acc8, y, name + " u8");
       ++checked_u8;
-      // and the 8-bit form's codes: code + 128 as the scalar definition gives it
+      // and the 8-bit form's codes: code + byte_bias as the scalar definition gives it
       std::vector<float> xs(37);
       for (auto& v : xs) v = bs(rng);
       const cpu::HybridQuant h = cpu::hybrid_quant(-2.0f, 1.5f, true);
       std::vector<uint8_t> got(xs.size());
       f.codes_u8(xs.data(), static_cast<int64_t>(xs.size()), h.inv, h.add, h.lo, h.hi, got.data());
-      for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], cpu::hybrid_code(xs[i], h) + 128) << i;
+      for (size_t i = 0; i < xs.size(); ++i)
+        EXPECT_EQ(got[i], static_cast<uint8_t>(cpu::hybrid_code(xs[i], h) + f.byte_bias)) << name << " " << i;
     }
   }
   std::printf("[hybrid] panel kernels checked: %zu sets, 8-bit form on %d trials\n", sets.size(), checked_u8);

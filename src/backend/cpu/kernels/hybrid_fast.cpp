@@ -61,6 +61,16 @@ void codes_generic(const float* x, int64_t n, float inv, float add, int32_t lo, 
 
 }  // namespace
 
+// The 8-bit form's codes as signed bytes (byte_bias 0): code itself.
+void codes_s8_generic(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, uint8_t* out) {
+  int16_t buf[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const int64_t m = std::min<int64_t>(256, n - i);
+    codes_generic(x + i, m, inv, add, lo, hi, 0, buf);
+    for (int64_t j = 0; j < m; ++j) out[i + j] = static_cast<uint8_t>(static_cast<int8_t>(buf[j]));
+  }
+}
+
 const Fns& generic_fns() {
   static const Fns f{panel_generic, min_max_generic, codes_generic, "generic"};
   return f;
@@ -73,6 +83,9 @@ const Fns& pick_fns() {
     if (convert::cpu_avx512()) return avx512_fns();
     return avx2_fns();
   }
+#endif
+#if defined(__aarch64__)
+  if (convert::use_neon() && neon_dot_available()) return neon_dot_fns();
 #endif
   return generic_fns();
 }
@@ -206,8 +219,8 @@ Status run_hybrid_conv2d(KernelContext& c) {
   const int64_t Wp = pointwise ? W : std::max(W + win.pad_left, (OW - 1) * win.sw + (pk.KW - 1) * win.dw + 1);
   const int64_t image = Hp * Wp * C;
   const int64_t ocpad = pk.npanels * kPanel;
-  // The images' codes (centred int16 with zero borders, or bytes code + 128 with borders
-  // offset + 128), their channel scales and (8-bit form) corrections: made by the calling
+  // The images' codes (centred int16 with zero borders, or bytes code + bias with borders
+  // offset + bias), their channel scales and (8-bit form) corrections: made by the calling
   // thread, read by every worker.
   thread_local std::vector<int16_t> img_buf;
   thread_local std::vector<uint8_t> img8_buf;
@@ -226,12 +239,12 @@ Status run_hybrid_conv2d(KernelContext& c) {
     const int64_t row0 = pointwise ? 0 : win.pad_top, col0 = pointwise ? 0 : win.pad_left;
     if (u8) {
       uint8_t* ib = img8 + b * image;
-      if (!pointwise || h.zero) std::memset(ib, h.offset + 128, static_cast<size_t>(image));
+      if (!pointwise || h.zero) std::memset(ib, static_cast<uint8_t>(h.offset + fn.byte_bias), static_cast<size_t>(image));
       if (!h.zero)
         for (int64_t iy = 0; iy < H; ++iy)
           fn.codes_u8(xb + iy * W * C, W * C, h.inv, h.add, h.lo, h.hi, ib + ((iy + row0) * Wp + col0) * C);
       for (int64_t o = 0; o < ocpad; ++o)  // modulo 2^32, as the lanes' sums
-        corrs[b * ocpad + o] = static_cast<int32_t>(static_cast<uint32_t>((128 + h.offset) * pk.wsum[o]));
+        corrs[b * ocpad + o] = static_cast<int32_t>(static_cast<uint32_t>((fn.byte_bias + h.offset) * pk.wsum[o]));
     } else {
       int16_t* ib = img + b * image;
       if (!pointwise || h.zero) std::memset(ib, 0, static_cast<size_t>(image) * sizeof(int16_t));

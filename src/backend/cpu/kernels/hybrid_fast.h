@@ -50,16 +50,17 @@ using MinMaxFn = bool (*)(const float* x, int64_t n, float* mn, float* mx);
 using CodesFn = void (*)(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, int32_t offset,
                          int16_t* out);
 
-// The 8-bit form, where the CPU has a u8 x s8 dot product (AVX512-VNNI vpdpbusd): A rows
-// of bytes u = code + 128 (the padding taps u = offset + 128, whose centred value is zero),
+// The 8-bit form, where the CPU has a 4-byte dot product (AVX512-VNNI's u8 x s8 vpdpbusd,
+// aarch64's s8 x s8 sdot): A rows of bytes u = code + bias (Fns::byte_bias: 128 for unsigned
+// bytes, 0 for signed ones; the padding taps u = offset + bias, whose centred value is zero),
 // the filter packed as [K/4][16][4] int8 panels, four products per int32 lane and step:
-//   sum_k w (code - offset) = sum_k w u - (128 + offset) sum_k w,
+//   sum_k w (code - offset) = sum_k w u - (bias + offset) sum_k w,
 // the second term `corr` per channel (16 entries from the panel's first), subtracted before
 // the conversion. Exact in int32 wherever the sum itself is (prepare_hybrid_conv2d's bound):
 // the wrap-around arithmetic is exact modulo 2^32.
 using PanelU8Fn = void (*)(int64_t rows, int64_t kquads, const uint8_t* a, int64_t lda, const int8_t* panel,
                            const int32_t* corr, const Out& o);
-// out[i] = clamp(round_half_away(add + x[i] * inv), lo, hi) + 128 as a byte (NaN: 128).
+// out[i] = clamp(round_half_away(add + x[i] * inv), lo, hi) + bias as a byte (NaN: bias).
 using CodesU8Fn = void (*)(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, uint8_t* out);
 
 struct Fns {
@@ -69,13 +70,20 @@ struct Fns {
   const char* isa;
   PanelU8Fn panel_u8 = nullptr;  // the 8-bit form, or none (the int16 pairs)
   CodesU8Fn codes_u8 = nullptr;
+  int32_t byte_bias = 128;        // the 8-bit form's A bytes: code + byte_bias
 };
 
 const Fns& generic_fns();  // portable C++ (the compiler's vectors)
+// The signed-byte codes of the 8-bit form (byte_bias 0), portable.
+void codes_s8_generic(const float* x, int64_t n, float inv, float add, int32_t lo, int32_t hi, uint8_t* out);
 #if defined(__x86_64__)
 const Fns& avx2_fns();
 const Fns& avx512_fns();         // AVX512F + BW
-const Fns& avx512_vnni_fns();    // the same with vpdpwssd
+const Fns& avx512_vnni_fns();    // the same with vpdpwssd, and the 8-bit form (vpdpbusd)
+#endif
+#if defined(__aarch64__)
+bool neon_dot_available();       // the CPU has the dot-product extension
+const Fns& neon_dot_fns();       // the portable pairs, and the 8-bit form with sdot (signed bytes)
 #endif
 // This CPU's widest (TESSERA_SIMD honoured: scalar gives generic_fns()).
 const Fns& pick_fns();
