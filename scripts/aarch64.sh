@@ -2,7 +2,10 @@
 # Cross-builds Tessera for aarch64 (the CPU of RK3588 boards) with Debian's cross toolchain
 # into ./build-aarch64 and runs its test programs under qemu-user: core_tests and
 # convert_tests, then runtime_tests' packed-kernel and linear-kernel tests (CpuPacked*,
-# LinearQ8*, LinearKQ*: the NEON kernels against the scalar and the reference kernels). Installs what
+# LinearQ8*, LinearKQ*: the NEON kernels against the scalar and the reference kernels) and the
+# float exp / logistic / softmax kernels at the NEON level against their scalar definitions
+# (ExpF32.TableIs*, ExpF32.CpuKernels*, SoftmaxF32.CpuKernel*; the all-floats sweep stays on
+# the host, too slow under qemu). Installs what
 # it needs first: g++-aarch64-linux-gnu, qemu-user and the arm64 builds of the libraries
 # (Debian multiarch, :arm64 packages). TESSERA_AARCH64_RUNTIME=0 skips runtime_tests.
 # Then makes the arm64 Debian package (cpack -G DEB: build-aarch64/packages/
@@ -60,8 +63,9 @@ for t in core_tests convert_tests; do
   "${QEMU[@]}" "$BUILD/tests/$t" --gtest_brief=1
 done
 if [ "${TESSERA_AARCH64_RUNTIME:-1}" != 0 ]; then
-  echo "aarch64: runtime_tests (CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*) under qemu"
-  "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter='CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*'
+  filter='CpuPacked*:LinearQ8*:AttentionKernel*:LinearKQ*:ExpF32.TableIs*:ExpF32.CpuKernels*:SoftmaxF32.CpuKernel*'
+  echo "aarch64: runtime_tests ($filter) under qemu"
+  "${QEMU[@]}" "$BUILD/tests/runtime_tests" --gtest_brief=1 --gtest_filter="$filter"
 fi
 
 # The arm64 Debian package (cmake/package.cmake), from this build: its CLI's demo under qemu.
