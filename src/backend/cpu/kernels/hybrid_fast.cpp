@@ -96,7 +96,7 @@ struct Packed : PreparedKernel {
   int64_t OC = 0, KH = 0, KW = 0, IC = 0, K = 0, kpairs = 0, npanels = 0;
   bool asymmetric = false;
   std::vector<float> wscale;    // [OC]
-  std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2]
+  std::vector<int16_t> panels;  // [npanels][kpairs][kPanel][2] (without the 8-bit form)
   const Fns* fns = nullptr;
   // The 8-bit form (fns->panel_u8): [npanels][kquads][kPanel][4] and sum_k w per channel
   // (padded to whole panels).
@@ -147,14 +147,16 @@ Result<std::unique_ptr<PreparedKernel>> prepare_hybrid_conv2d(const Graph& g, co
   // TFLite (hybrid.cpp): per-channel filters (scales not all equal) quantize the input
   // asymmetrically, per-tensor ones symmetrically.
   for (float s : q.scale) pk->asymmetric |= s != q.scale[0];
-  pk->panels.assign(static_cast<size_t>(pk->npanels * pk->kpairs * kPanel * 2), 0);
   const auto* wd = reinterpret_cast<const int8_t*>(w.data->data);
-  for (int64_t o = 0; o < OC; ++o) {
-    int16_t* panel = pk->panels.data() + (o / kPanel) * pk->kpairs * kPanel * 2;
-    for (int64_t k = 0; k < K; ++k) panel[((k / 2) * kPanel + o % kPanel) * 2 + k % 2] = wd[o * K + k];
-  }
   pk->fns = &hconv::pick_fns();
-  if (pk->fns->panel_u8) {
+  // One packing: the 8-bit form's where this CPU's functions have it, else the int16 pairs.
+  if (!pk->fns->panel_u8) {
+    pk->panels.assign(static_cast<size_t>(pk->npanels * pk->kpairs * kPanel * 2), 0);
+    for (int64_t o = 0; o < OC; ++o) {
+      int16_t* panel = pk->panels.data() + (o / kPanel) * pk->kpairs * kPanel * 2;
+      for (int64_t k = 0; k < K; ++k) panel[((k / 2) * kPanel + o % kPanel) * 2 + k % 2] = wd[o * K + k];
+    }
+  } else {
     pk->kquads = (K + 3) / 4;
     pk->panels8.assign(static_cast<size_t>(pk->npanels * pk->kquads * kPanel * 4), 0);
     pk->wsum.assign(static_cast<size_t>(pk->npanels * kPanel), 0);
@@ -229,7 +231,7 @@ Status run_hybrid_conv2d(KernelContext& c) {
   int16_t* img = u8 ? nullptr : hconv::grow(img_buf, N * image);
   uint8_t* img8 = u8 ? hconv::grow(img8_buf, N * image) : nullptr;
   float* scales = hconv::grow(scale_buf, N * ocpad);
-  int32_t* corrs = hconv::grow(corr_buf, N * ocpad);
+  int32_t* corrs = u8 ? hconv::grow(corr_buf, N * ocpad) : nullptr;
   const float* x = c.in[0].as<float>();
   for (int64_t b = 0; b < N; ++b) {
     const float* xb = x + b * H * W * C;
@@ -256,13 +258,14 @@ Status run_hybrid_conv2d(KernelContext& c) {
     // The reference's product (float multiplication commutes: one formula for both forms).
     for (int64_t o = 0; o < ocpad; ++o) sb[o] = o < OC ? pk.wscale[o] * h.scale : 0.0f;
   }
+  // The bias padded to whole panels (the kernels read 16 entries a panel).
   const float* bias_in = c.in.size() > 2 && c.in[2] ? c.in[2].as<float>() : nullptr;
-  std::vector<float> bias_pad;
-  if (bias_in) {
-    bias_pad.assign(static_cast<size_t>(ocpad), 0.0f);
-    std::copy(bias_in, bias_in + OC, bias_pad.begin());
+  thread_local std::vector<float> bias_buf;
+  float* bias = bias_in ? hconv::grow(bias_buf, ocpad) : nullptr;
+  if (bias) {
+    std::copy(bias_in, bias_in + OC, bias);
+    std::fill(bias + OC, bias + ocpad, 0.0f);
   }
-  const float* bias = bias_in ? bias_pad.data() : nullptr;
   float* y = c.out[0].as<float>();
   const int64_t pixels_per_image = OH * OW;
   // Pixels per A block: about 64 KB of int16 rows (32 KB of bytes), a multiple of 12 (the

@@ -79,7 +79,7 @@ void codes_s8_generic(const float* x, int64_t n, float inv, float add, int32_t l
 #if defined(__x86_64__)
 const Fns& avx2_fns();
 const Fns& avx512_fns();         // AVX512F + BW
-const Fns& avx512_vnni_fns();    // the same with vpdpwssd, and the 8-bit form (vpdpbusd)
+const Fns& avx512_vnni_fns();    // the 8-bit form (vpdpbusd)
 #endif
 #if defined(__aarch64__)
 bool neon_dot_available();       // the CPU has the dot-product extension

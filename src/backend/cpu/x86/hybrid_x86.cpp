@@ -1,7 +1,7 @@
-// x86-64 functions of the hybrid conv2d fast path (kernels/hybrid_fast.h): the panel GEMM
-// on AVX2 (two 8-lane int32 vectors per panel row) and AVX-512 (one 16-lane vector; with
-// VNNI the multiply-add is one vpdpwssd, and the 8-bit form's four u8 x s8 products one
-// vpdpbusd), and the quantization's min/max and codes (int16, or bytes code + 128). The
+// x86-64 functions of the hybrid conv2d fast path (kernels/hybrid_fast.h): the int16-pair
+// panel GEMM on AVX2 (two 8-lane int32 vectors per panel row) and AVX-512 (one 16-lane
+// vector), the 8-bit form with AVX512-VNNI (four u8 x s8 products per lane, vpdpbusd), and
+// the quantization's min/max and codes (int16, or bytes code + 128). The
 // integer sums are exact whatever the order; the conversion is the reference's separately
 // rounded float multiply and add (compiled with -ffp-contract=off, and written as
 // separate intrinsics), so every function gives hybrid_fast.cpp's generic results.
@@ -206,38 +206,37 @@ TS_AVX512 inline void out_rows16(const __m512i* c, int rows, const Out& o, float
 // 12 rows per tile: 12 of the 32 zmm registers hold sums.
 constexpr int kRows512 = 12;
 
-// The tile and panel functions of one instruction set: the multiply-add `STEP(c, av, w)`
-// (vpmaddwd + vpaddd, or VNNI's vpdpwssd), compiled for `TARGET`.
-#define TS_HCONV_AVX512(NAME, TARGET, STEP)                                                                    \
-  template <int MR>                                                                                            \
-  TARGET inline void NAME##_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Out& o, \
-                                 float* y) {                                                                   \
-    __m512i c[MR];                                                                                             \
-    for (int r = 0; r < MR; ++r) c[r] = _mm512_setzero_si512();                                                \
-    for (int64_t p = 0; p < kpairs; ++p) {                                                                     \
-      const __m512i w = _mm512_loadu_si512(panel + p * kPanel * 2);                                            \
-      for (int r = 0; r < MR; ++r) {                                                                           \
-        const __m512i av = _mm512_set1_epi32(pair_at(a + r * lda + 2 * p));                                    \
-        c[r] = STEP(c[r], av, w);                                                                              \
-      }                                                                                                        \
-    }                                                                                                          \
-    out_rows16(c, MR, o, y);                                                                                   \
-  }                                                                                                            \
-  TARGET void NAME(int64_t rows, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Out& o) { \
-    int64_t r = 0;                                                                                             \
-    for (; r + kRows512 <= rows; r += kRows512) NAME##_tile<kRows512>(kpairs, a + r * lda, lda, panel, o, o.y + r * o.ldy); \
-    for (; r + kRows <= rows; r += kRows) NAME##_tile<kRows>(kpairs, a + r * lda, lda, panel, o, o.y + r * o.ldy); \
-    const int16_t* ar = a + r * lda;                                                                           \
-    float* yr = o.y + r * o.ldy;                                                                               \
-    switch (rows - r) {                                                                                        \
-      case 5: NAME##_tile<5>(kpairs, ar, lda, panel, o, yr); break;                                            \
-      case 4: NAME##_tile<4>(kpairs, ar, lda, panel, o, yr); break;                                            \
-      case 3: NAME##_tile<3>(kpairs, ar, lda, panel, o, yr); break;                                            \
-      case 2: NAME##_tile<2>(kpairs, ar, lda, panel, o, yr); break;                                            \
-      case 1: NAME##_tile<1>(kpairs, ar, lda, panel, o, yr); break;                                            \
-      default: break;                                                                                          \
-    }                                                                                                          \
+// The int16 pairs on AVX-512 (CPUs without VNNI; with it the 8-bit form below runs): one
+// vpmaddwd + vpaddd per row and step, 12 rows x 16 channels per tile.
+template <int MR>
+TS_AVX512 inline void pairs_tile(int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel, const Out& o,
+                                 float* y) {
+  __m512i c[MR];
+  for (int r = 0; r < MR; ++r) c[r] = _mm512_setzero_si512();
+  for (int64_t p = 0; p < kpairs; ++p) {
+    const __m512i w = _mm512_loadu_si512(panel + p * kPanel * 2);
+    for (int r = 0; r < MR; ++r)
+      c[r] = _mm512_add_epi32(c[r], _mm512_madd_epi16(_mm512_set1_epi32(pair_at(a + r * lda + 2 * p)), w));
   }
+  out_rows16(c, MR, o, y);
+}
+
+TS_AVX512 void panel_avx512(int64_t rows, int64_t kpairs, const int16_t* a, int64_t lda, const int16_t* panel,
+                            const Out& o) {
+  int64_t r = 0;
+  for (; r + kRows512 <= rows; r += kRows512) pairs_tile<kRows512>(kpairs, a + r * lda, lda, panel, o, o.y + r * o.ldy);
+  for (; r + kRows <= rows; r += kRows) pairs_tile<kRows>(kpairs, a + r * lda, lda, panel, o, o.y + r * o.ldy);
+  const int16_t* ar = a + r * lda;
+  float* yr = o.y + r * o.ldy;
+  switch (rows - r) {
+    case 5: pairs_tile<5>(kpairs, ar, lda, panel, o, yr); break;
+    case 4: pairs_tile<4>(kpairs, ar, lda, panel, o, yr); break;
+    case 3: pairs_tile<3>(kpairs, ar, lda, panel, o, yr); break;
+    case 2: pairs_tile<2>(kpairs, ar, lda, panel, o, yr); break;
+    case 1: pairs_tile<1>(kpairs, ar, lda, panel, o, yr); break;
+    default: break;
+  }
+}
 
 // The 8-bit form with AVX512-VNNI: four u8 x s8 products per int32 lane and step
 // (vpdpbusd), 12 rows x 16 channels per tile; the correction subtracted before the conversion.
@@ -276,14 +275,6 @@ TS_AVX512_VNNI void panel_u8_avx512_vnni(int64_t rows, int64_t kquads, const uin
   }
 }
 
-#define TS_HCONV_MADD(c, av, w) _mm512_add_epi32(c, _mm512_madd_epi16(av, w))
-#define TS_HCONV_DPWSSD(c, av, w) _mm512_dpwssd_epi32(c, av, w)
-TS_HCONV_AVX512(panel_avx512, TS_AVX512, TS_HCONV_MADD)
-TS_HCONV_AVX512(panel_avx512_vnni, TS_AVX512_VNNI, TS_HCONV_DPWSSD)
-#undef TS_HCONV_AVX512
-#undef TS_HCONV_MADD
-#undef TS_HCONV_DPWSSD
-
 }  // namespace
 
 const Fns& avx2_fns() {
@@ -295,7 +286,8 @@ const Fns& avx512_fns() {
   return f;
 }
 const Fns& avx512_vnni_fns() {
-  static const Fns f{panel_avx512_vnni, min_max_avx2, codes_avx2, "avx512-vnni", panel_u8_avx512_vnni, codes_u8_avx2};
+  // The 8-bit form takes every layer; the pairs' slot holds the AVX-512 ones (not dispatched).
+  static const Fns f{panel_avx512, min_max_avx2, codes_avx2, "avx512-vnni", panel_u8_avx512_vnni, codes_u8_avx2};
   return f;
 }
 
