@@ -4,7 +4,6 @@
 // checked against the bytes before use.
 #include "import/tflite/embedded_files.h"
 
-#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -70,7 +69,7 @@ Result<std::vector<EmbeddedFile>> embedded_files(const uint8_t* data, size_t siz
     const size_t start = base + local + kLocalSize + u16(l + 26) + u16(l + 28);
     if (!inside(start, unpacked, dir))
       return error(StatusCode::invalid_argument, "embedded archive: '", name, "' (", unpacked, " bytes) runs past the archive");
-    files.push_back(EmbeddedFile{std::move(name), std::vector<uint8_t>(data + start, data + start + unpacked)});
+    files.push_back(EmbeddedFile{std::move(name), std::string_view(reinterpret_cast<const char*>(data + start), unpacked)});
   }
   return files;
 }
@@ -79,7 +78,7 @@ namespace {
 
 // A quoted Python string at text[i] ('...' or "...", backslash escapes the next
 // character); i moves past it. False when not a string or not closed.
-bool python_string(const std::string& t, size_t& i, std::string& out) {
+bool python_string(std::string_view t, size_t& i, std::string& out) {
   if (i >= t.size() || (t[i] != '\'' && t[i] != '"')) return false;
   const char q = t[i++];
   out.clear();
@@ -92,13 +91,13 @@ bool python_string(const std::string& t, size_t& i, std::string& out) {
   return true;
 }
 
-void skip_space(const std::string& t, size_t& i) {
+void skip_space(std::string_view t, size_t& i) {
   while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
 }
 
 }  // namespace
 
-std::vector<std::string> ultralytics_names(const std::string& t) {
+std::vector<std::string> ultralytics_names(std::string_view t) {
   const size_t key = t.find("'names':");
   if (key == std::string::npos) return {};
   size_t i = key + 8;
@@ -133,7 +132,7 @@ std::vector<std::string> ultralytics_names(const std::string& t) {
 
 std::vector<std::string> embedded_class_names(const std::vector<EmbeddedFile>& files, std::string* source) {
   for (const EmbeddedFile& f : files) {
-    std::vector<std::string> names = ultralytics_names(std::string(f.bytes.begin(), f.bytes.end()));
+    std::vector<std::string> names = ultralytics_names(f.bytes);
     if (!names.empty()) {
       if (source) *source = f.name;
       return names;
@@ -142,17 +141,17 @@ std::vector<std::string> embedded_class_names(const std::vector<EmbeddedFile>& f
   for (const EmbeddedFile& f : files) {
     const std::string& n = f.name;
     if (n.size() < 4 || n.compare(n.size() - 4, 4, ".txt") != 0) continue;
-    if (std::find(f.bytes.begin(), f.bytes.end(), uint8_t{0}) != f.bytes.end()) continue;  // not text
+    if (f.bytes.find('\0') != std::string_view::npos) continue;  // not text
     if (!f.bytes.empty() && f.bytes[0] == '{') continue;  // a metadata dict, not a list of names
     std::vector<std::string> lines;
     std::string line;
-    for (uint8_t c : f.bytes) {
+    for (char c : f.bytes) {
       if (c == '\n') {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         lines.push_back(std::move(line));
         line.clear();
       } else {
-        line += static_cast<char>(c);
+        line += c;
       }
     }
     if (!line.empty()) lines.push_back(std::move(line));

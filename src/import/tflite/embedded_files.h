@@ -9,18 +9,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/status.h"
 
 namespace tessera::tflite {
 
+// A packed file: its name, and its bytes as a view into the data given to embedded_files
+// (valid while those are; nothing is copied).
 struct EmbeddedFile {
   std::string name;
-  std::vector<uint8_t> bytes;
+  std::string_view bytes;
 };
 
-// Limits: files kept (later ones ignored), and bytes per file.
+// Limits: files listed (later ones ignored), and bytes per file.
 inline constexpr size_t kMaxEmbeddedFiles = 64;
 inline constexpr size_t kMaxEmbeddedFileBytes = size_t{16} << 20;
 
@@ -39,6 +42,6 @@ std::vector<std::string> embedded_class_names(const std::vector<EmbeddedFile>& f
 
 // Ultralytics' 'names' dict parsed from a metadata text; empty when absent or malformed
 // (an id missing, repeated or out of order with the count, a string not closed).
-std::vector<std::string> ultralytics_names(const std::string& text);
+std::vector<std::string> ultralytics_names(std::string_view text);
 
 }  // namespace tessera::tflite

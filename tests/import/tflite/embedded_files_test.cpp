@@ -105,7 +105,7 @@ TEST(EmbeddedFiles, StoredFilesAreReadAfterAnyPrefixCompressedOnesSkipped) {
     ASSERT_TRUE(files.ok()) << files.status().to_string();
     ASSERT_EQ(files->size(), 2u);
     EXPECT_EQ((*files)[0].name, "a.bin");
-    EXPECT_EQ((*files)[0].bytes, (Bytes{1, 2, 0, 3}));
+    EXPECT_EQ((*files)[0].bytes, std::string_view("\x01\x02\x00\x03", 4));
     EXPECT_EQ((*files)[1].name, "labels.txt");
     std::string source;
     // a.bin holds a zero byte (not text); the labels' blank line inside is kept, the trailing ones dropped
@@ -197,7 +197,7 @@ TEST(EmbeddedFiles, UltralyticsNamesNeedEveryIdOnce) {
   EXPECT_TRUE(ultralytics_names("{'names': [0, 1]}").empty());
   EXPECT_TRUE(ultralytics_names("{'task': 'detect'}").empty());
   // A metadata dict without names is not taken for a list of labels.
-  const std::vector<EmbeddedFile> files = {{"temp_meta.txt", Bytes{'{', '\'', 'a', '\'', ':', '1', '}'}}};
+  const std::vector<EmbeddedFile> files = {{"temp_meta.txt", "{'a':1}"}};
   EXPECT_TRUE(tflite::embedded_class_names(files).empty());
 }
 
