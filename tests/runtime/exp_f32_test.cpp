@@ -13,8 +13,7 @@
 #include "convert/simd.h"
 #include "ops/exp_f32.h"
 #include "ops/unary_math.h"
-#include "subgraph.h"
-#include "tessera/session.h"
+#include "runtime/packed_test_util.h"
 
 namespace tessera {
 #if defined(__x86_64__)
@@ -216,7 +215,7 @@ TEST(ExpF32, CpuKernelsGiveTheScalarBitsAtEveryLevel) {
   for (auto& v : x) v = d(rng);
   const std::vector<float> s = specials();
   std::copy(s.begin(), s.end(), x.begin() + 1000);
-  const convert::SimdLevel saved = convert::simd_level();
+  packed_test::SimdGuard guard;
   for (OpKind op : {OpKind::exp, OpKind::logistic}) {
     Graph g;
     Tensor xt;
@@ -234,22 +233,17 @@ TEST(ExpF32, CpuKernelsGiveTheScalarBitsAtEveryLevel) {
     for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
       if (convert::set_simd_level(level) != level) continue;
       for (int threads : {1, 3}) {
-        SessionOptions o;
-        o.device = "cpu";
-        o.device_options = {{"threads", std::to_string(threads)}};
-        auto out = testing::run_graph(g, {{xi, in}}, o);
-        ASSERT_TRUE(out.ok()) << out.status().to_string();
-        ASSERT_EQ((*out)[0].size(), in.size());
+        const packed_test::Bytes out = packed_test::run_one(g, in, packed_test::cpu_options("packed", threads));
+        ASSERT_EQ(out.size(), in.size());
         int differ = 0;
         for (size_t i = 0; i < x.size(); ++i) {
           const float want = op == OpKind::exp ? ops::exp_f32(x[i]) : ops::logistic_value(x[i]);
-          if (std::memcmp(&want, &(*out)[0][4 * i], 4) != 0) ++differ;
+          if (std::memcmp(&want, &out[4 * i], 4) != 0) ++differ;
         }
         EXPECT_EQ(differ, 0) << op_name(op) << ", " << convert::simd_level_name(level) << ", " << threads << " threads";
       }
     }
   }
-  convert::set_simd_level(saved);
 }
 
 }  // namespace

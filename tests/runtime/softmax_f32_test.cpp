@@ -12,8 +12,7 @@
 
 #include "convert/simd.h"
 #include "ops/softmax_f32.h"
-#include "subgraph.h"
-#include "tessera/session.h"
+#include "runtime/packed_test_util.h"
 
 namespace tessera {
 #if defined(__x86_64__)
@@ -108,7 +107,7 @@ TEST(SoftmaxF32, CpuKernelGivesTheScalarBitsAtEveryLevel) {
     int64_t outer, len, inner;  // the softmax runs along len
   };
   const Shape3 shapes[] = {{4 * 2100, 16, 1}, {3000, 10, 1}, {700, 33, 1}, {20, 1000, 1}, {9, 1, 1}, {50, 16, 7}, {3, 33, 40}};
-  const convert::SimdLevel saved = convert::simd_level();
+  packed_test::SimdGuard guard;
   uint32_t seed = 500;
   for (const Shape3& s : shapes) {
     for (double beta : {1.0, 0.37}) {
@@ -138,20 +137,15 @@ TEST(SoftmaxF32, CpuKernelGivesTheScalarBitsAtEveryLevel) {
       for (convert::SimdLevel level : {convert::SimdLevel::avx2, convert::SimdLevel::neon, convert::SimdLevel::scalar}) {
         if (convert::set_simd_level(level) != level) continue;
         for (int threads : {1, 2, 3}) {
-          SessionOptions o;
-          o.device = "cpu";
-          o.device_options = {{"threads", std::to_string(threads)}};
-          auto out = testing::run_graph(g, {{xi, in}}, o);
-          ASSERT_TRUE(out.ok()) << out.status().to_string();
-          ASSERT_EQ((*out)[0].size(), in.size());
+          const packed_test::Bytes out = packed_test::run_one(g, in, packed_test::cpu_options("packed", threads));
+          ASSERT_EQ(out.size(), in.size());
           std::vector<float> got(x.size());
-          std::memcpy(got.data(), (*out)[0].data(), in.size());
+          std::memcpy(got.data(), out.data(), in.size());
           EXPECT_EQ(count_differences(got, want), 0) << convert::simd_level_name(level) << ", " << threads << " threads";
         }
       }
     }
   }
-  convert::set_simd_level(saved);
 }
 
 }  // namespace
