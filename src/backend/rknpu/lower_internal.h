@@ -7,9 +7,18 @@
 #include <functional>
 #include <string>
 
+#include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
+#include "rknpu/registers.h"
 
 namespace tessera::rknpu::detail {
+
+// The shift fields' widths (register database): BS_MUL_SHIFT_VALUE 6 bits, EW_OP_CVT_SHIFT
+// 6 bits, OUT_CVT_SHIFT 12 bits.
+constexpr int kBsShiftMax = static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max());
+constexpr int kEwShiftMax = static_cast<int>(regs::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT.max());
+constexpr int kOutShiftMax = static_cast<int>(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT.max());
+constexpr int32_t kMantissaBits = 15;  // positive part of a signed 16-bit mantissa
 
 // The error (StatusCode::unsupported) that `inspect` shows as the reason node `n` stays off the NPU.
 Status no(const Node& n, const std::string& why);
@@ -19,6 +28,16 @@ bool quantized8(const Tensor& t);
 std::string dt(const Tensor& t);  // "i8[1,2,3,4]"
 // `t` is a u8/i8 per-tensor [1, H, W, C] activation within the CNA/DPU field limits.
 Status check_feature(const Node& n, const Tensor& t, const char* what);
+// The [1, H, W, C] cube an element-wise DPU task reads or writes for tensor `id` of node `n`
+// (lookup tables, element-wise add/sub/mul, copies): a feature map's own H, W, C. Every
+// operand and the output of one element-wise task must have the same cube.
+struct Cube {
+  int64_t h = 0, w = 0, c = 0;
+  bool operator==(const Cube&) const = default;
+};
+Result<Cube> eltwise_cube(const Graph& g, const Node& n, TensorId id, const char* what);
+// A TFLite fused activation as DPU clamps at `unit` (the real value of one unit there).
+Status lower_activation(const Node& n, const Tensor& out, double unit, bool& relu, bool& relux, int32_t& relux_value);
 float quant_scale(const Tensor& t);
 int32_t quant_zp(const Tensor& t);
 
@@ -38,6 +57,8 @@ Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float)
 Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n);
 Result<NpuOp> lower_mul(const Graph& g, const Node& n);
 Result<NpuOp> lower_requantize(const Graph& g, const Node& n);
+// lower_binary.cpp: element-wise ADD of two maps.
+Result<NpuOp> lower_add(const Graph& g, const Node& n);
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
 Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
 
