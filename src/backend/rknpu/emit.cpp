@@ -451,6 +451,43 @@ void emit_resize(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddre
   r.write(R::PPU_RDMA::RDMA_DATA_FORMAT__IN_PRECISION, kPrecisionInt8);
   r.write(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
 }
+
+// Row copies (lower.cpp lower_row_copies): tile.oc0 / ocn the rows, 16 channels each.
+// PPU_RDMA reads each row as one line of in_w atoms (the input's rows are consecutive); a
+// 1x1 max pooling passes every value; the PPU writes row r at dst_offset + r * dst_row_bytes.
+void emit_row_copy(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresses& a) {
+  const int64_t w = op.in_w, r0 = tile.oc0 / kC2;
+  const int64_t src = a.input + r0 * w * kC2;
+  const int64_t dst = a.output + op.dst_offset + r0 * op.dst_row_bytes;
+  r.write(R::PPU::DATA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, w - 1);
+  r.write(R::PPU::DATA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, 0);
+  r.write(R::PPU::DATA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, tile.ocn - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_WIDTH__CUBE_OUT_WIDTH, w - 1);
+  r.write(R::PPU::DATA_CUBE_OUT_HEIGHT__CUBE_OUT_HEIGHT, 0);
+  r.write(R::PPU::DATA_CUBE_OUT_CHANNEL__CUBE_OUT_CHANNEL, tile.ocn - 1);
+  r.set(R::PPU::OPERATION_MODE_CFG__POOLING_METHOD, kPoolMethodMax).set(R::PPU::OPERATION_MODE_CFG__FLYING_MODE, 1).emit();
+  r.set(R::PPU::POOLING_KERNEL_CFG__KERNEL_WIDTH, 1)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_HEIGHT, 1)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_WIDTH, 1)
+      .set(R::PPU::POOLING_KERNEL_CFG__KERNEL_STRIDE_HEIGHT, 1)
+      .emit();
+  r.write(R::PPU::RECIP_KERNEL_WIDTH__RECIP_KERNEL_WIDTH, 0);
+  r.write(R::PPU::RECIP_KERNEL_HEIGHT__RECIP_KERNEL_HEIGHT, 0);
+  r.set(R::PPU::POOLING_PADDING_CFG__PAD_TOP, 0).set(R::PPU::POOLING_PADDING_CFG__PAD_LEFT, 0).emit();
+  r.set_signed(R::PPU::PADDING_VALUE_1_CFG__PAD_VALUE_0, -128).emit();
+  r.write(R::PPU::DST_BASE_ADDR__DST_BASE_ADDR, dst / kAddrUnit);
+  r.write(R::PPU::DST_SURF_STRIDE__DST_SURF_STRIDE, op.dst_row_bytes / kAddrUnit);
+  r.write(R::PPU::DATA_FORMAT__PROC_PRECISION, kPrecisionInt8);
+  r.write(R::PPU::OPERATION_ENABLE__OP_EN, 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_WIDTH__CUBE_IN_WIDTH, w - 1);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_HEIGHT__CUBE_IN_HEIGHT, 0);
+  r.write(R::PPU_RDMA::RDMA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL, tile.ocn - 1);
+  r.write(R::PPU_RDMA::RDMA_SRC_BASE_ADDR__SRC_BASE_ADDR, src);
+  r.write(R::PPU_RDMA::RDMA_SRC_LINE_STRIDE__SRC_LINE_STRIDE, w * kC2 / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_SRC_SURF_STRIDE__SRC_SURF_STRIDE, w * kC2 / kAddrUnit);
+  r.write(R::PPU_RDMA::RDMA_DATA_FORMAT__IN_PRECISION, kPrecisionInt8);
+  r.write(R::PPU_RDMA::RDMA_OPERATION_ENABLE__OP_EN, 1);
+}
 }  // namespace
 
 Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, const TaskTile& tile, const OpAddresses& a,
@@ -469,6 +506,7 @@ Result<std::vector<uint64_t>> emit_task(const NpuOp& op, const Tiling& tiling, c
     case NpuOpType::lut:
     case NpuOpType::copy: emit_lut(r, op, tile, a); break;
     case NpuOpType::resize: emit_resize(r, op, tile, a); break;
+    case NpuOpType::row_copy: emit_row_copy(r, op, tile, a); break;
   }
   if (!r.status().ok()) return r.status().with_context("[rknpu] " + op.label);
   return std::move(r.entries());

@@ -13,7 +13,7 @@
 
 namespace tessera::rknpu {
 
-enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy, resize };
+enum class NpuOpType : uint8_t { conv, depthwise, add, avg_pool, max_pool, matmul, lut, copy, resize, row_copy };
 const char* npu_op_type_name(NpuOpType t);
 
 // A multiplier encoded as mantissa * 2^-shift with a 16-bit signed mantissa in [2^14, 2^15).
@@ -130,6 +130,13 @@ struct NpuOp {
   // NC1HWC2 surfaces). A concat lowers to one copy per input (`concat_parts`, program.cpp).
   int64_t src_c0 = 0, dst_c0 = 0;
   std::vector<TensorId> concat_parts;
+
+  // Row copies (NpuOpType::row_copy, lower.cpp lower_flat_concat_parts): in_c / 16 rows of
+  // in_w atoms each, read one after another from the input, written row r at byte
+  // dst_offset + r * dst_row_bytes of the output; a PPU 1x1 max pooling (a copy) whose
+  // destination surface stride is the output's row. A concatenation of flat tensors along
+  // an inner axis (YOLOv8's [1, 144, 6400 | 1600 | 400] -> [1, 144, 8400]).
+  int64_t dst_offset = 0, dst_row_bytes = 0;
 
   // Nearest x2 resize (NpuOpType::resize, lower_resize.cpp): in_h/in_w/in_c the input,
   // out_h/out_w = 2x; PPU max pooling of a re-shaped view with kw = 2, kh = 1, pad_left = 1

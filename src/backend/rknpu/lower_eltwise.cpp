@@ -32,18 +32,19 @@ Result<NpuOp> lower_lut(const Node& n, const Graph& g, TensorId xi, TensorId yi,
                         const std::string& what) {
   const Tensor& x = g.tensor(xi);
   const Tensor& y = g.tensor(yi);
-  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
-  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  TS_ASSIGN_OR_RETURN(Cube cx, eltwise_cube(g, n, xi, "input"));
+  TS_ASSIGN_OR_RETURN(Cube cy, eltwise_cube(g, n, yi, "output"));
   if (x.shape != y.shape) return no(n, what + " changes the shape " + shape_str(x.shape) + " -> " + shape_str(y.shape));
+  if (!(cx == cy)) return no(n, what + ": input and output laid out differently on the NPU");
   NpuOp op;
   op.type = NpuOpType::lut;
   op.label = n.label();
   op.lut_function = what;
   op.input = xi;
   op.output = yi;
-  op.in_h = op.out_h = x.shape[1];
-  op.in_w = op.out_w = x.shape[2];
-  op.in_c = op.out_c = x.shape[3];
+  op.in_h = op.out_h = cx.h;
+  op.in_w = op.out_w = cx.w;
+  op.in_c = op.out_c = cx.c;
   const int32_t ox = storage_offset(x.dtype), oy = storage_offset(y.dtype);
   std::array<int32_t, 256> want{};
   for (int32_t a = -128; a <= 127; ++a) want[a + 128] = code(a + ox) - oy;
@@ -79,8 +80,8 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
                                const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make) {
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& y = g.tensor(n.outputs[0]);
-  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
-  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.inputs[0], "input").status());
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.outputs[0], "output").status());
   if (x.dtype != y.dtype) return no(n, name + " changes the dtype");
   TS_ASSIGN_OR_RETURN(CodeFn code, make(x, y));
   return lower_lut(n, g, n.inputs[0], n.outputs[0], code, name);
@@ -138,8 +139,8 @@ Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
 Result<NpuOp> lower_requantize(const Graph& g, const Node& n) {
   const Tensor& x = g.tensor(n.inputs[0]);
   const Tensor& y = g.tensor(n.outputs[0]);
-  TS_RETURN_IF_ERROR(check_feature(n, x, "input"));
-  TS_RETURN_IF_ERROR(check_feature(n, y, "output"));
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.inputs[0], "input").status());
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.outputs[0], "output").status());
   const q::Requantize rq = q::requantize_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
   if (rq.m.multiplier == 0) return no(n, "requantize with a zero multiplier");
   return lower_lut(n, g, n.inputs[0], n.outputs[0], [rq](int32_t v) { return rq.code(v); }, "requantize");

@@ -96,12 +96,15 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       return it == seg.views.end() ? std::pair<TensorId, int64_t>{t, 0} : it->second;
     };
     auto f = seg.formats.find(c.input);
-    if (c.type != NpuOpType::copy || f == seg.formats.end() || f->second.layout != Layout::nc1hwc2 || f->second.c2 <= 0)
-      return false;
-    const int64_t surface = c.in_h * c.in_w * f->second.c2 * std::max(encoding_element_bytes(f->second.encoding), 1);
+    if (c.type != NpuOpType::copy || f == seg.formats.end()) return false;
+    // NC1HWC2 surfaces of its block; a flat (row-major 8-bit) tensor's copies count 16-byte atoms.
+    const bool flat = f->second.layout == Layout::row_major && f->second.encoding == Encoding::i8;
+    if (!flat && (f->second.layout != Layout::nc1hwc2 || f->second.c2 <= 0)) return false;
+    const int64_t c2 = flat ? kC2 : f->second.c2;
+    const int64_t surface = c.in_h * c.in_w * c2 * std::max(encoding_element_bytes(f->second.encoding), 1);
     const auto [ri, oi] = where(c.input);
     const auto [ro, oo] = where(c.output);
-    return ri == ro && oi + c.src_c0 / f->second.c2 * surface == oo + c.dst_c0 / f->second.c2 * surface;
+    return ri == ro && oi + c.src_c0 / c2 * surface == oo + c.dst_c0 / c2 * surface;
   };
   std::map<TensorId, int> op_of_output;  // tensor -> index into prog->ops
   std::set<int> inside_table;             // LOGISTIC nodes computed by their SiLU's table
@@ -153,7 +156,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       if (copies > 0) op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size()) - 1;
       continue;
     }
-    if (n.op == OpKind::strided_slice && in_place(op)) {
+    if ((n.op == OpKind::strided_slice || n.op == OpKind::reshape) && in_place(op)) {
       prog->notes.push_back(n.label() + " read in place (a view of its input)");
       continue;
     }

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "backend/rknpu/dump.h"
+#include "backend/rknpu/flat.h"
 #include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/program.h"
@@ -91,6 +92,9 @@ class RknpuDevice : public Device {
  protected:
   std::optional<Format> do_native_format(const Graph& g, TensorId id) const override {
     const Tensor& t = g.tensor(id);
+    // A flat tensor (flat.h): row-major bytes, which element-wise tasks read as 16-channel
+    // cubes; u8 stored as q - 0x80 like every 8-bit tensor on the NPU.
+    if (is_flat(g, id)) return Format{Encoding::i8, Layout::row_major, t.shape};
     if (is_feature_map(t) || is_rows(t)) {
       Format f{Encoding::i8, Layout::nc1hwc2, t.shape};
       f.c2 = kC2;
@@ -136,6 +140,38 @@ class RknpuDevice : public Device {
     return {in};
   }
 
+  // Flat tensors (flat.h): a reshape's output is its input's bytes, a slice's output a run of
+  // its input's, a concatenation's inputs runs of its output's; both sides row-major 8-bit.
+  std::vector<TensorView> flat_views(const Graph& g, const Node& n, const std::function<Format(TensorId)>& format_of) const {
+    std::vector<NpuOp> copies;
+    LowerOptions lo;
+    lo.pack = false;
+    if (n.op == OpKind::concat) {
+      auto parts = lower_concat_parts(g, n);
+      if (!parts.ok()) return {};
+      copies = std::move(*parts);
+    } else if (n.op == OpKind::strided_slice || n.op == OpKind::reshape) {
+      auto op = lower_node(g, n, lo);
+      if (!op.ok() || op->type != NpuOpType::copy) return {};
+      copies.push_back(std::move(*op));
+    } else {
+      return {};
+    }
+    std::vector<TensorView> views;
+    for (const NpuOp& c : copies) {
+      const Format fi = format_of(c.input), fo = format_of(c.output);
+      if (c.type != NpuOpType::copy || fi.layout != Layout::row_major || fo.layout != Layout::row_major || fi.encoding != Encoding::i8 ||
+          fo.encoding != Encoding::i8)
+        return {};
+      const int64_t surface = c.in_h * c.in_w * kC2;
+      if (n.op == OpKind::concat)
+        views.push_back({c.input, c.output, c.dst_c0 / kC2 * surface});
+      else
+        views.push_back({c.output, c.input, c.src_c0 / kC2 * surface});
+    }
+    return views;
+  }
+
   // Channel copies the plan may keep in place (plan_memory.cpp adopt_device_views): each
   // input of a concatenation along channels as a run of its output's NC1HWC2 surfaces, a
   // channel slice's output as a run of its input's. The lowering's own checks decide which
@@ -145,6 +181,7 @@ class RknpuDevice : public Device {
     if (policy_ == SchedulePolicy::mesa || !in_place_) return {};
     const Node& n = g.nodes()[node];
     std::vector<NpuOp> copies;
+    if (n.op == OpKind::reshape || (!n.outputs.empty() && is_flat(g, n.outputs[0]))) return flat_views(g, n, format_of);
     if (n.op == OpKind::concat) {
       auto parts = lower_concat_parts(g, n);
       if (!parts.ok()) return {};
@@ -181,7 +218,8 @@ class RknpuDevice : public Device {
     auto op = lower_node(g, n, lo);
     if (!op.ok()) return Support::no(op.status().message());
     if (policy_ == SchedulePolicy::mesa &&
-        (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool || op->type == NpuOpType::resize))
+        (op->type == NpuOpType::avg_pool || op->type == NpuOpType::max_pool || op->type == NpuOpType::resize ||
+         op->type == NpuOpType::row_copy))
       return Support::no("the mesa schedule runs pooling and resizes on the cpu, as Mesa does (no PPU)");
     // Cost: MAC time at the array's rate plus one task overhead (the partitioner compares);
     // a matmul streams its weights from DRAM, which bounds it as often as the MACs do.
@@ -253,9 +291,11 @@ class RknpuDevice : public Device {
       for (TensorId id : seg.graph->nodes()[i].inputs) {
         auto f = seg.formats.find(id);
         const Tensor& t = seg.graph->tensor(id);
-        if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2)
+        const bool flat = f != seg.formats.end() && f->second.layout == Layout::row_major &&
+                          f->second.encoding == Encoding::i8 && is_flat(*seg.graph, id);
+        if (!t.data && f != seg.formats.end() && f->second.layout != Layout::nc1hwc2 && !flat)
           return error(StatusCode::unsupported, "[", op_name(seg.graph->nodes()[i].op), "] input '", t.name, "' is in ",
-                       f->second.to_string(), "; the NPU reads NC1HWC2 feature maps");
+                       f->second.to_string(), "; the NPU reads NC1HWC2 feature maps and flat 8-bit tensors");
         const bool i8 = weights_ == WeightPolicy::int8;
         if (!t.data && f != seg.formats.end() && is_float_matmul(*seg.graph, seg.graph->nodes()[i]) &&
             (f->second.encoding != (i8 ? Encoding::f32 : Encoding::f16) || f->second.c2 != (i8 ? kFp32OutC2 : kFp16C2)))

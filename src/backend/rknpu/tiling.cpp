@@ -125,6 +125,19 @@ int64_t cbuf_row_bytes(const NpuOp& op) {
 Result<Tiling> plan_tiling(const NpuOp& op, SchedulePolicy policy) {
   if (op.type == NpuOpType::matmul) return plan_matmul_tiling(op);
   Tiling t;
+  if (op.type == NpuOpType::row_copy) {
+    // Row copies (lower.cpp lower_row_copies): one PPU task per run of at most 512 rows (the
+    // 13-bit channel fields, 16 channels per row).
+    const int64_t rows = ceil_div(op.in_c, kC2);
+    const int64_t per_task = (int64_t(regs::PPU::DATA_CUBE_IN_CHANNEL__CUBE_IN_CHANNEL.max()) + 1) / kC2;
+    for (int64_t r0 = 0; r0 < rows; r0 += per_task) {
+      TaskTile tile;
+      tile.out_rows = 1;
+      tile.oc0 = r0 * kC2, tile.ocn = std::min(per_task, rows - r0) * kC2;
+      t.tiles.push_back(tile);
+    }
+    return t;
+  }
   if (op.type == NpuOpType::resize) {
     // Nearest x2 (lower_resize.cpp): per output row parity dy (out_row0) one PPU task per run
     // of at most kResizeSurfaces surfaces of the view (oc0, ocn in channels of that view:
