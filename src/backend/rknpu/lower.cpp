@@ -835,6 +835,22 @@ int silu_logistic(const Graph& g, const Node& mul) {
   return -1;
 }
 
+int absorbed_table(const Graph& g, const Node& n) {
+  if (!table_kind(n.op) || n.inputs.empty()) return -1;
+  const TensorId x = n.inputs[0];
+  for (TensorId o : g.outputs)
+    if (o == x) return -1;
+  int producer = -1, readers = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& m = g.nodes()[i];
+    for (TensorId in : m.inputs) readers += in == x;
+    for (TensorId o : m.outputs)
+      if (o == x) producer = static_cast<int>(i);
+  }
+  if (producer < 0 || readers != 1 || !table_kind(g.nodes()[producer].op)) return -1;
+  return producer;
+}
+
 TensorId silu_conv_input(const Graph& g, const Node& mul) {
   const int li = silu_logistic(g, mul);
   if (li < 0) return kNoTensor;
@@ -858,13 +874,13 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
       case OpKind::add: return lower_add(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
-      case OpKind::logistic: return lower_unary_table(g, n, q::logistic_f, "logistic");
-      case OpKind::tanh: return lower_unary_table(g, n, q::tanh_f, "tanh");
-      case OpKind::hard_swish: return lower_hard_swish(g, n);
+      case OpKind::logistic:
+      case OpKind::tanh:
+      case OpKind::hard_swish:
+      case OpKind::requantize: return lower_table(g, n);
       case OpKind::mul: return lower_mul(g, n);
       case OpKind::strided_slice: return lower_strided_slice(g, n);
       case OpKind::concat: return lower_concat(g, n);
-      case OpKind::requantize: return lower_requantize(g, n);
       case OpKind::reshape: return lower_reshape(g, n);
       case OpKind::resize_nearest: return lower_resize_nearest(g, n);
       case OpKind::fully_connected: return is_float_matmul(g, n) ? lower_matmul(g, n, opts) : lower_fc(g, n, opts);

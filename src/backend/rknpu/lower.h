@@ -170,6 +170,11 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
 // lookup table from x, so the LOGISTIC need not run when the MUL is its only reader.
 int silu_logistic(const Graph& g, const Node& mul);
 
+// The table node (LOGISTIC, TANH, HARD_SWISH, QUANTIZE) whose output table node `n` alone
+// reads, or -1: lower_node lowers `n` as one table of both from that node's input, so the
+// first one need not run (program.cpp) and `n` reads its input (Device::extra_reads).
+int absorbed_table(const Graph& g, const Node& n);
+
 // Fuses the lookup table `lut` (reading conv output `conv.output`) into the conv's DPU
 // pass: BS and BN as before, the EW multiplier divides by 2^k as OUT_CVT did, the LUT (its
 // start moved by the conv's output offset, zero slopes saturating as int8 would) maps the

@@ -88,25 +88,73 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
 }
 
 
-// LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
-// float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
-Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name) {
-  return lower_code_table(g, n, name, [f](const Tensor& x, const Tensor& y) -> Result<CodeFn> {
-    const float si = quant_scale(x), so = quant_scale(y);
-    const int32_t zi = quant_zp(x), zo = quant_zp(y);
-    const DType t = y.dtype;
-    return CodeFn([=](int32_t v) { return q::lut_unary_code(f, si, zi, so, zo, t, v); });
-  });
+namespace {
+
+// The code function of a unary table node (LOGISTIC, TANH, HARD_SWISH, QUANTIZE of an 8-bit
+// tensor to 8 bits), after checking x and y as element-wise operands.
+struct TableFn {
+  CodeFn code;
+  std::string name;
+};
+Result<TableFn> table_fn(const Graph& g, const Node& n) {
+  const Tensor& x = g.tensor(n.inputs[0]);
+  const Tensor& y = g.tensor(n.outputs[0]);
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.inputs[0], "input").status());
+  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.outputs[0], "output").status());
+  const float si = quant_scale(x), so = quant_scale(y);
+  const int32_t zi = quant_zp(x), zo = quant_zp(y);
+  const DType t = y.dtype;
+  switch (n.op) {
+    // LOGISTIC and TANH: TFLite's int8 / uint8 kernels are themselves 256-entry tables of the
+    // float function (activations.cc LUTPopulate), which the LUT holds entry for entry.
+    case OpKind::logistic:
+    case OpKind::tanh: {
+      if (x.dtype != y.dtype) return no(n, std::string(op_name(n.op)) + " changes the dtype");
+      float (*f)(float) = n.op == OpKind::logistic ? q::logistic_f : q::tanh_f;
+      return TableFn{[=](int32_t v) { return q::lut_unary_code(f, si, zi, so, zo, t, v); }, op_name(n.op)};
+    }
+    // HARD_SWISH: TFLite's kernel is int16 fixed point (q::HardSwish), but its output is still
+    // a function of the input code alone, so the table holds it entry for entry.
+    case OpKind::hard_swish: {
+      if (x.dtype != y.dtype) return no(n, "hard_swish changes the dtype");
+      const q::HardSwish p = q::hard_swish_params(si, zi, so, zo, t);
+      if (!p.ok()) return no(n, "output scale too small for TFLite's hard_swish (exponent > 0)");
+      return TableFn{[p](int32_t v) { return p.code(v); }, "hard_swish"};
+    }
+    // QUANTIZE of an 8-bit tensor to 8 bits: TFLite's quantized multiplier applied to
+    // code - zi (q::Requantize).
+    case OpKind::requantize: {
+      const q::Requantize rq = q::requantize_params(si, zi, so, zo, t);
+      if (rq.m.multiplier == 0) return no(n, "requantize with a zero multiplier");
+      return TableFn{[rq](int32_t v) { return rq.code(v); }, "requantize"};
+    }
+    default: return no(n, std::string("no table for ") + op_name(n.op));
+  }
 }
 
-// HARD_SWISH: TFLite's kernel is int16 fixed point (q::HardSwish), but its output is still
-// a function of the input code alone, so the table holds it entry for entry.
-Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n) {
-  return lower_code_table(g, n, "hard_swish", [&n](const Tensor& x, const Tensor& y) -> Result<CodeFn> {
-    const q::HardSwish p = q::hard_swish_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
-    if (!p.ok()) return no(n, "output scale too small for TFLite's hard_swish (exponent > 0)");
-    return CodeFn([p](int32_t v) { return p.code(v); });
-  });
+}  // namespace
+
+bool table_kind(OpKind k) {
+  return k == OpKind::logistic || k == OpKind::tanh || k == OpKind::hard_swish || k == OpKind::requantize;
+}
+
+// A unary table node as one DPU lookup table; when it reads the output of another table
+// node that nothing else reads (absorbed_table: YOLOv8's class LOGISTIC, then QUANTIZE),
+// one table of both from the first one's input: f(g(x)) is still a function of x's code,
+// and the first node's output is never written (program.cpp).
+Result<NpuOp> lower_table(const Graph& g, const Node& n) {
+  TS_ASSIGN_OR_RETURN(TableFn f, table_fn(g, n));
+  if (const int p = absorbed_table(g, n); p >= 0) {
+    const Node& first = g.nodes()[p];
+    auto fp = table_fn(g, first);
+    if (fp.ok()) {
+      const CodeFn inner = fp->code, outer = f.code;
+      auto op = lower_lut(n, g, first.inputs[0], n.outputs[0], [=](int32_t v) { return outer(inner(v)); },
+                          fp->name + " + " + f.name);
+      if (op.ok()) return op;
+    }
+  }
+  return lower_lut(n, g, n.inputs[0], n.outputs[0], f.code, f.name);
 }
 
 // MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
@@ -134,16 +182,6 @@ Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
                      return x_first ? m.code(v, sig) : m.code(sig, v);
                    },
                    "silu (logistic + mul)");
-}
-
-Result<NpuOp> lower_requantize(const Graph& g, const Node& n) {
-  const Tensor& x = g.tensor(n.inputs[0]);
-  const Tensor& y = g.tensor(n.outputs[0]);
-  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.inputs[0], "input").status());
-  TS_RETURN_IF_ERROR(eltwise_cube(g, n, n.outputs[0], "output").status());
-  const q::Requantize rq = q::requantize_params(quant_scale(x), quant_zp(x), quant_scale(y), quant_zp(y), y.dtype);
-  if (rq.m.multiplier == 0) return no(n, "requantize with a zero multiplier");
-  return lower_lut(n, g, n.inputs[0], n.outputs[0], [rq](int32_t v) { return rq.code(v); }, "requantize");
 }
 
 }  // namespace tessera::rknpu::detail

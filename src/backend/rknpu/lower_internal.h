@@ -53,10 +53,11 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
 // lower_eltwise.cpp, lookup tables: LOGISTIC / TANH (TFLite's float tables), HARD_SWISH,
 // the SiLU MUL (x * logistic(x); other MULs are refused with the reason) and QUANTIZE of
 // an 8-bit tensor to 8 bits (requantize).
-Result<NpuOp> lower_unary_table(const Graph& g, const Node& n, float (*f)(float), const char* name);
-Result<NpuOp> lower_hard_swish(const Graph& g, const Node& n);
+// LOGISTIC, TANH, HARD_SWISH and QUANTIZE (one table each, or one for two chained, see
+// lower.h absorbed_table).
+Result<NpuOp> lower_table(const Graph& g, const Node& n);
+bool table_kind(OpKind k);  // LOGISTIC, TANH, HARD_SWISH, QUANTIZE
 Result<NpuOp> lower_mul(const Graph& g, const Node& n);
-Result<NpuOp> lower_requantize(const Graph& g, const Node& n);
 // lower_binary.cpp: element-wise ADD of two maps.
 Result<NpuOp> lower_add(const Graph& g, const Node& n);
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.

@@ -127,6 +127,26 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
         continue;
       }
     }
+    // A table node read only by a table node of this segment that absorbed it (lower.h
+    // absorbed_table): the second one's table computes both.
+    if (readers[n.outputs[0]] == 1) {
+      bool inside = false;
+      std::string by;
+      for (int mi : seg.nodes) {
+        const Node& m = g.nodes()[mi];
+        if (absorbed_table(g, m) != ni) continue;
+        LowerOptions check;
+        check.pack = false;
+        auto lm = lower_node(g, m, check);
+        inside = lm.ok() && lm->input == n.inputs[0];
+        by = m.label();
+      }
+      if (inside) {
+        prog->notes.push_back(n.label() + " computed by the table of " + by + ", which reads it alone");
+        inside_table.insert(ni);
+        continue;
+      }
+    }
     // Matmul weights already packed for another program of this device are not packed again.
     const uint8_t* key = nullptr;
     if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;

@@ -135,6 +135,8 @@ class RknpuDevice : public Device {
   // A SiLU whose table may run in its conv's pass (program.cpp) reads the conv's input at
   // the MUL's turn: the memory plan keeps that input alive up to the MUL.
   std::vector<TensorId> do_extra_reads(const Graph& g, int node) const override {
+    // Two chained tables in one: the second reads the first one's input.
+    if (const int p = absorbed_table(g, g.nodes()[node]); p >= 0) return {g.nodes()[p].inputs[0]};
     const TensorId in = silu_conv_input(g, g.nodes()[node]);
     if (in == kNoTensor) return {};
     return {in};

@@ -223,3 +223,48 @@ TEST(RknpuFlat, WhatIsNotARunStaysOnTheCpuWithTheReason) {
 
 }  // namespace
 }  // namespace tessera::rknpu_test
+
+namespace tessera::rknpu_test {
+namespace {
+
+// Two chained tables (lower.h absorbed_table): QUANTIZE after a LOGISTIC that nothing else
+// reads is one table of both from the LOGISTIC's input (YOLOv8's class scores): the bytes
+// are the cpu's, the LOGISTIC takes no task, and a LOGISTIC read twice runs on its own.
+TEST(RknpuTables, ChainedTablesRunAsOne) {
+  for (bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "logistic read twice" : "logistic read once");
+    const DType t = DType::i8;
+    Graph g;
+    Tensor x;
+    x.name = "x";
+    x.shape = {1, 6, 5, 48};
+    x.dtype = t;
+    x.quant = QuantParams{{0.07f}, {9}};
+    x.role = Role::input;
+    const TensorId xi = g.add_tensor(x);
+    g.inputs = {xi};
+    const TensorId s = *g.add_op(OpKind::logistic, {xi}, {}, "sig", t, QuantParams{{1.0f / 256}, {-128}});
+    const TensorId q = *g.add_op(OpKind::requantize, {s}, {}, "q", t, QuantParams{{0.0041f}, {-127}});
+    TensorId out = q;
+    if (shared) out = *g.add_op(OpKind::add, {q, s}, {}, "sum", t, QuantParams{{0.009f}, {-120}});
+    g.tensor(out).role = Role::output;
+    g.outputs = {out};
+    std::mt19937 rng(31);
+    const std::vector<uint8_t> input = random_codes(6 * 5 * 48, rng, 0, 255);
+    EXPECT_EQ(absorbed_table(g, g.nodes()[1]), shared ? -1 : 0);
+    Compare c = run_and_compare(g, input);
+    ASSERT_EQ(c.error, "");
+    EXPECT_TRUE(c.all_on_npu) << c.fallback;
+    if (!shared) EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+    SessionRun on = run_on(g, input, "rknpu");
+    ASSERT_EQ(on.error, "");
+    ASSERT_TRUE(on.node_seconds.count("logistic 'sig'"));
+    if (shared)
+      EXPECT_GT(on.node_seconds["logistic 'sig'"], 0);
+    else
+      EXPECT_EQ(on.node_seconds["logistic 'sig'"], 0);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::rknpu_test
