@@ -50,6 +50,17 @@ bool spatial(OpKind k) {
   }
 }
 
+// Whether every activation a node reads or writes passes the feature-map checks
+// (detail::check_feature: rank 4, batch 1, H and W within 2047, channels within 8192).
+bool within_fields(const Graph& g, const Node& n) {
+  auto ok = [&](TensorId t) { return t == kNoTensor || g.tensor(t).data || detail::check_feature(n, g.tensor(t), "").ok(); };
+  for (TensorId t : n.inputs)
+    if (!ok(t)) return false;
+  for (TensorId t : n.outputs)
+    if (!ok(t)) return false;
+  return true;
+}
+
 // An 8-bit per-tensor activation whose bytes are whole 16-byte atoms, batch 1.
 bool candidate(const Tensor& t) {
   if ((t.dtype != DType::i8 && t.dtype != DType::u8) || t.quant.empty() || t.quant.per_axis() || t.data) return false;
@@ -65,7 +76,9 @@ std::vector<bool> flat_tensors(const Graph& g) {
   std::vector<bool> blocked(nt, false), flat(nt, false);
   for (size_t t = 0; t < nt; ++t) blocked[t] = !candidate(g.tensor(static_cast<TensorId>(t)));
   for (const Node& n : g.nodes()) {
-    if (!spatial(n.op)) continue;
+    // A spatial op whose feature maps exceed the CNA's fields runs on the cpu (its lowering
+    // refuses it the same way): its tensors are free to be flat on the NPU side.
+    if (!spatial(n.op) || !within_fields(g, n)) continue;
     for (TensorId t : n.inputs)
       if (t != kNoTensor) blocked[t] = true;
     for (TensorId t : n.outputs) blocked[t] = true;
