@@ -146,6 +146,20 @@ struct World {
                        {"strides", std::vector<int64_t>{1, 1, 1, 1}}, {"shrink_axes", std::vector<int64_t>{}}},
                       "slice", DType::u8, g.tensor(x).quant));
     }
+    {  // flat tensors (flat.h): the second part of a concatenation along rows, a PPU row copy
+      Graph g;
+      Tensor x;
+      x.name = "x";
+      x.shape = {1, 8, 32};
+      x.dtype = DType::i8;
+      x.quant = QuantParams{{0.05f}, {-3}};
+      x.role = Role::input;
+      const TensorId xi = g.add_tensor(x);
+      g.inputs = {xi};
+      auto y = g.add_op(OpKind::concat, {xi, xi}, {{"axis", int64_t{2}}}, "rows", DType::i8, x.quant);
+      auto parts = y.ok() ? rknpu::lower_concat_parts(g, g.nodes()[0]) : Result<std::vector<rknpu::NpuOp>>(y.status());
+      if (parts.ok() && parts->size() == 2) add_op((*parts)[1]);
+    }
     add_matmul(false, 5);
     add_matmul(true, 6);
     rknpu::LowerOptions int8;

@@ -104,7 +104,7 @@ fi
 # seeds pick each task once (byte 0) with no rewrite.
 if [ -f fuzz/rknpu_regcmd_fuzz.cpp ]; then
   mkdir -p "$B/corpus/rknpu_regcmd_fuzz"
-  for i in 0 1 2 3 4 5 6 7 8; do printf "\\x0$i" > "$B/corpus/rknpu_regcmd_fuzz/task$i"; done
+  for i in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do printf "\\x0$i" > "$B/corpus/rknpu_regcmd_fuzz/task$i"; done
   run_target rknpu_regcmd_fuzz
 fi
 

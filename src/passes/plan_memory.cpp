@@ -34,7 +34,8 @@ void adopt_device_views(Plan& p, const std::vector<bool>& graph_output) {
   const Graph& g = p.graph;
   const size_t nt = g.tensors().size();
   // Per tensor: the one device all its producers and readers run on (-1: none yet, -2: mixed
-  // or a transfer).
+  // or made by a transfer). A transfer that reads a tensor reads it where it lies (the
+  // device's read() of its placement, offset included): it does not pin the tensor.
   std::vector<int> only(nt, -1);
   const auto touch = [&](TensorId t, int i) {
     if (t == kNoTensor || t >= static_cast<TensorId>(nt)) return;
@@ -42,7 +43,8 @@ void adopt_device_views(Plan& p, const std::vector<bool>& graph_output) {
     only[t] = only[t] == -1 ? d : only[t] == d ? d : -2;
   };
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    for (TensorId t : g.nodes()[i].inputs) touch(t, static_cast<int>(i));
+    if (g.nodes()[i].op != OpKind::transfer)
+      for (TensorId t : g.nodes()[i].inputs) touch(t, static_cast<int>(i));
     for (TensorId t : g.nodes()[i].outputs) touch(t, static_cast<int>(i));
   }
   const auto movable = [&](TensorId t, int d) {
