@@ -142,73 +142,49 @@ class RknpuDevice : public Device {
     return {in};
   }
 
-  // Flat tensors (flat.h): a reshape's output is its input's bytes, a slice's output a run of
-  // its input's, a concatenation's inputs runs of its output's; both sides row-major 8-bit.
-  std::vector<TensorView> flat_views(const Graph& g, const Node& n, const std::function<Format(TensorId)>& format_of) const {
-    std::vector<NpuOp> copies;
-    LowerOptions lo;
-    lo.pack = false;
+  // The copies node `n` lowers to: a concatenation's parts, a slice's or a reshape's one copy
+  // (none when it lowers to something else or not at all).
+  static std::vector<NpuOp> copies_of(const Graph& g, const Node& n) {
     if (n.op == OpKind::concat) {
       auto parts = lower_concat_parts(g, n);
-      if (!parts.ok()) return {};
-      copies = std::move(*parts);
+      if (parts.ok()) return std::move(*parts);
     } else if (n.op == OpKind::strided_slice || n.op == OpKind::reshape) {
-      auto op = lower_node(g, n, lo);
-      if (!op.ok() || op->type != NpuOpType::copy) return {};
-      copies.push_back(std::move(*op));
-    } else {
-      return {};
-    }
-    std::vector<TensorView> views;
-    for (const NpuOp& c : copies) {
-      const Format fi = format_of(c.input), fo = format_of(c.output);
-      if (c.type != NpuOpType::copy || fi.layout != Layout::row_major || fo.layout != Layout::row_major || fi.encoding != Encoding::i8 ||
-          fo.encoding != Encoding::i8)
-        return {};
-      const int64_t surface = c.in_h * c.in_w * kC2;
-      if (n.op == OpKind::concat)
-        views.push_back({c.input, c.output, c.dst_c0 / kC2 * surface});
-      else
-        views.push_back({c.output, c.input, c.src_c0 / kC2 * surface});
-    }
-    return views;
-  }
-
-  // Channel copies the plan may keep in place (plan_memory.cpp adopt_device_views): each
-  // input of a concatenation along channels as a run of its output's NC1HWC2 surfaces, a
-  // channel slice's output as a run of its input's. The lowering's own checks decide which
-  // (whole 16-channel blocks, the same quantization); both formats must be NC1HWC2 of one
-  // encoding, block and H, W. Not under the mesa schedule (Mesa copies).
-  std::vector<TensorView> do_views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const override {
-    if (policy_ == SchedulePolicy::mesa || !in_place_) return {};
-    const Node& n = g.nodes()[node];
-    std::vector<NpuOp> copies;
-    if (n.op == OpKind::reshape || (!n.outputs.empty() && is_flat(g, n.outputs[0]))) return flat_views(g, n, format_of);
-    if (n.op == OpKind::concat) {
-      auto parts = lower_concat_parts(g, n);
-      if (!parts.ok()) return {};
-      copies = std::move(*parts);
-    } else if (n.op == OpKind::strided_slice) {
       LowerOptions lo;
       lo.pack = false;
       auto op = lower_node(g, n, lo);
-      if (!op.ok() || op->type != NpuOpType::copy) return {};
-      copies.push_back(std::move(*op));
-    } else {
-      return {};
+      if (op.ok()) return {std::move(*op)};
     }
+    return {};
+  }
+
+  // Copies the plan may keep in place (plan_memory.cpp adopt_device_views): each input of a
+  // concatenation as a run of its output's bytes, a slice's (or reshape's) output as a run of
+  // its input's. The lowering's own checks decide which; the formats must agree: NC1HWC2 of
+  // one encoding, block and H, W (runs of whole 16-channel surfaces), or flat tensors (flat.h:
+  // row-major 8-bit, runs of 16-byte atoms). Not under the mesa schedule (Mesa copies).
+  std::vector<TensorView> do_views(const Graph& g, int node, const std::function<Format(TensorId)>& format_of) const override {
+    if (policy_ == SchedulePolicy::mesa || !in_place_) return {};
+    const Node& n = g.nodes()[node];
     std::vector<TensorView> views;
-    for (const NpuOp& c : copies) {
+    for (const NpuOp& c : copies_of(g, n)) {
       const Format fi = format_of(c.input), fo = format_of(c.output);
-      if (fi.layout != Layout::nc1hwc2 || fo.layout != Layout::nc1hwc2 || fi.encoding != fo.encoding || fi.c2 != fo.c2 ||
-          fi.c2 <= 0 || fi.shape.size() != 4 || fo.shape.size() != 4 || fi.shape[1] != fo.shape[1] ||
-          fi.shape[2] != fo.shape[2] || c.src_c0 % fi.c2 != 0 || c.dst_c0 % fi.c2 != 0)
+      if (c.type != NpuOpType::copy) return {};
+      int64_t surface = 0, c2 = kC2;
+      if (fi.layout == Layout::row_major && fo.layout == Layout::row_major && fi.encoding == Encoding::i8 &&
+          fo.encoding == Encoding::i8) {
+        surface = c.in_h * c.in_w * kC2;
+      } else if (fi.layout == Layout::nc1hwc2 && fo.layout == Layout::nc1hwc2 && fi.encoding == fo.encoding &&
+                 fi.c2 == fo.c2 && fi.c2 > 0 && fi.shape.size() == 4 && fo.shape.size() == 4 && fi.shape[1] == fo.shape[1] &&
+                 fi.shape[2] == fo.shape[2] && c.src_c0 % fi.c2 == 0 && c.dst_c0 % fi.c2 == 0) {
+        c2 = fi.c2;
+        surface = fi.shape[1] * fi.shape[2] * fi.c2 * encoding_element_bytes(fi.encoding);
+      } else {
         return {};
-      const int64_t surface = fi.shape[1] * fi.shape[2] * fi.c2 * encoding_element_bytes(fi.encoding);
+      }
       if (n.op == OpKind::concat)
-        views.push_back({c.input, c.output, c.dst_c0 / fi.c2 * surface});
+        views.push_back({c.input, c.output, c.dst_c0 / c2 * surface});
       else
-        views.push_back({c.output, c.input, c.src_c0 / fi.c2 * surface});
+        views.push_back({c.output, c.input, c.src_c0 / c2 * surface});
     }
     return views;
   }
