@@ -23,19 +23,6 @@ AttrMap channel_slice(int64_t h, int64_t w, int64_t b, int64_t e) {
           {"shrink_axes", std::vector<int64_t>{}}};
 }
 
-// The graph's one input "x".
-TensorId add_input(Graph& g, std::vector<int64_t> shape, DType t, const QuantParams& q) {
-  Tensor x;
-  x.name = "x";
-  x.shape = std::move(shape);
-  x.dtype = t;
-  x.quant = q;
-  x.role = Role::input;
-  const TensorId id = g.add_tensor(x);
-  g.inputs = {id};
-  return id;
-}
-
 struct SplitGraph {
   Graph g;
   std::vector<uint8_t> input;
@@ -118,41 +105,14 @@ InPlaceGraph c2f_in_place() {
   return s;
 }
 
-// The rknpu output of `g` on `input` with `opts`, and the plan and profile of that session.
-struct NpuRun {
-  std::vector<uint8_t> out;
-  std::vector<TensorPlacement> tensors;
-  std::map<std::string, double> node_seconds;  // modelled, by node label
-  double modelled = 0;
-  std::string error;
-};
-NpuRun run_npu(const Graph& g, const std::vector<uint8_t>& input, DeviceOptions opts) {
-  NpuRun r;
-  SessionOptions so;
-  so.device = "rknpu";
-  so.device_options = std::move(opts);
-  auto s = Session::create(g, so);
-  if (!s.ok()) return r.error = s.status().to_string(), r;
-  Status st = (*s)->set_input(0, input.data(), static_cast<int64_t>(input.size()));
-  if (st.ok()) st = (*s)->run();
-  if (!st.ok()) return r.error = st.to_string(), r;
-  r.tensors = (*s)->plan().tensors;
-  for (const auto& item : (*s)->profile().nodes) r.node_seconds[item.label] += item.modelled_seconds;
-  r.modelled = (*s)->profile().modelled_seconds;
-  auto o = (*s)->output(0);
-  if (!o.ok()) return r.error = o.status().to_string(), r;
-  r.out = *o;
-  return r;
-}
-
 TEST(RknpuCopy, C2fSlicesAndConcatStayInPlace) {
   InPlaceGraph s = c2f_in_place();
   Compare c = run_and_compare(s.g, s.input);
   ASSERT_EQ(c.error, "");
   EXPECT_TRUE(c.all_on_npu) << c.fallback;
   EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
-  NpuRun on = run_npu(s.g, s.input, {});
-  NpuRun off = run_npu(s.g, s.input, {{"in_place", "off"}});
+  SessionRun on = run_session(s.g, s.input, "rknpu");
+  SessionRun off = run_session(s.g, s.input, "rknpu", {{"in_place", "off"}});
   ASSERT_EQ(on.error, "");
   ASSERT_EQ(off.error, "");
   EXPECT_EQ(on.out, off.out);
@@ -201,7 +161,7 @@ TEST(RknpuCopy, AHalfOfATensorIsCopiedNotMoved) {
   ASSERT_EQ(c.error, "");
   EXPECT_TRUE(c.all_on_npu) << c.fallback;
   EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
-  NpuRun on = run_npu(g, input, {});
+  SessionRun on = run_session(g, input, "rknpu");
   ASSERT_EQ(on.error, "");
   const int64_t surface = h * w * 16;
   EXPECT_EQ(on.tensors[y].alias, kNoTensor);
@@ -229,13 +189,7 @@ TEST(RknpuCopy, PartialBlocksAndRequantizationStayOnTheCpu) {
   auto requant = g.add_op(OpKind::concat, {xi, xi}, {{"axis", int64_t{3}}}, "requant", t, QuantParams{{0.07f}, {1}});
   auto odd = g.add_op(OpKind::concat, {*part, xi}, {{"axis", int64_t{3}}}, "odd", t, q);
   ASSERT_TRUE(part.ok() && rows.ok() && requant.ok() && odd.ok());
-  const std::pair<int, const char*> expect[] = {
-      {0, "16-channel blocks"}, {1, "channels only"}, {2, "requantizes"}, {3, "16-channel blocks"}};
-  for (auto [i, why] : expect) {
-    auto op = lower_node(g, g.nodes()[i]);
-    ASSERT_FALSE(op.ok()) << i;
-    EXPECT_NE(op.status().message().find(why), std::string::npos) << op.status().message();
-  }
+  expect_refused(g, {{0, "16-channel blocks"}, {1, "channels only"}, {2, "requantizes"}, {3, "16-channel blocks"}});
 }
 
 }  // namespace

@@ -41,14 +41,7 @@ Head mini_head() {
   Head h;
   const DType t = DType::i8;
   const QuantParams qx{{0.06f}, {-5}}, qs{{1.0f / 256}, {-128}}, qr{{0.09f}, {7}};
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, 48, 32};
-  x.dtype = t;
-  x.quant = qs;
-  x.role = Role::input;
-  const TensorId xi = h.g.add_tensor(x);
-  h.g.inputs = {xi};
+  const TensorId xi = add_input(h.g, {1, 48, 32}, t, qs);
   const TensorId a = *h.g.add_op(OpKind::logistic, {xi}, {}, "a", t, qs);
   const TensorId b = *h.g.add_op(OpKind::requantize, {xi}, {}, "b", t, qs);
   h.cat = *h.g.add_op(OpKind::concat, {a, b}, {{"axis", int64_t{2}}}, "cat", t, qs);
@@ -67,30 +60,6 @@ Head mini_head() {
   std::mt19937 rng(23);
   h.input = random_codes(48 * 32, rng, 0, 255);
   return h;
-}
-
-struct SessionRun {
-  std::vector<uint8_t> out;
-  std::vector<TensorPlacement> tensors;
-  std::map<std::string, double> node_seconds;
-  std::string error;
-};
-SessionRun run_on(const Graph& g, const std::vector<uint8_t>& input, const char* device, DeviceOptions opts = {}) {
-  SessionRun r;
-  SessionOptions so;
-  so.device = device;
-  so.device_options = std::move(opts);
-  auto s = Session::create(g, so);
-  if (!s.ok()) return r.error = s.status().to_string(), r;
-  Status st = (*s)->set_input(0, input.data(), static_cast<int64_t>(input.size()));
-  if (st.ok()) st = (*s)->run();
-  if (!st.ok()) return r.error = st.to_string(), r;
-  r.tensors = (*s)->plan().tensors;
-  for (const auto& item : (*s)->profile().nodes) r.node_seconds[item.label] += item.modelled_seconds;
-  auto o = (*s)->output(0);
-  if (!o.ok()) return r.error = o.status().to_string(), r;
-  r.out = *o;
-  return r;
 }
 
 TEST(RknpuFlat, WhichTensorsAreFlat) {
@@ -144,9 +113,9 @@ TEST(RknpuFlat, AHeadInMiniatureRunsOnTheNpuAsTheCpu) {
   Compare c = run_and_compare(h.g, h.input);
   ASSERT_EQ(c.error, "");
   EXPECT_TRUE(c.all_on_npu) << c.fallback;
-  SessionRun cpu = run_on(h.g, h.input, "cpu");
-  SessionRun on = run_on(h.g, h.input, "rknpu");
-  SessionRun off = run_on(h.g, h.input, "rknpu", {{"in_place", "off"}});
+  SessionRun cpu = run_session(h.g, h.input, "cpu");
+  SessionRun on = run_session(h.g, h.input, "rknpu");
+  SessionRun off = run_session(h.g, h.input, "rknpu", {{"in_place", "off"}});
   ASSERT_EQ(cpu.error, "");
   ASSERT_EQ(on.error, "");
   ASSERT_EQ(off.error, "");
@@ -191,14 +160,7 @@ TEST(RknpuFlat, WhatIsNotARunStaysOnTheCpuWithTheReason) {
   const DType t = DType::i8;
   const QuantParams q{{0.05f}, {-3}};
   Graph g;
-  Tensor x;
-  x.name = "x";
-  x.shape = {1, 8, 64};
-  x.dtype = t;
-  x.quant = q;
-  x.role = Role::input;
-  const TensorId xi = g.add_tensor(x);
-  g.inputs = {xi};
+  const TensorId xi = add_input(g, {1, 8, 64}, t, q);
   // Columns of every row: not one run of bytes.
   auto cols = g.add_op(OpKind::strided_slice, {xi}, box({0, 0, 0}, {1, 8, 32}), "cols", t, q);
   // A stride.
@@ -210,15 +172,7 @@ TEST(RknpuFlat, WhatIsNotARunStaysOnTheCpuWithTheReason) {
   // A requantizing concat.
   auto requant = g.add_op(OpKind::concat, {xi, xi}, {{"axis", int64_t{1}}}, "requant", t, QuantParams{{0.07f}, {1}});
   ASSERT_TRUE(cols.ok() && every_other.ok() && narrow.ok() && requant.ok());
-  const std::pair<int, const char*> expect[] = {{0, "not one contiguous run"},
-                                                {1, "stride other than 1"},
-                                                {2, "16-byte atoms"},
-                                                {3, "changes the quantization"}};
-  for (auto [i, why] : expect) {
-    auto op = lower_node(g, g.nodes()[i]);
-    ASSERT_FALSE(op.ok()) << i;
-    EXPECT_NE(op.status().message().find(why), std::string::npos) << op.status().message();
-  }
+  expect_refused(g, {{0, "not one contiguous run"}, {1, "stride other than 1"}, {2, "16-byte atoms"}, {3, "changes the quantization"}});
 }
 
 }  // namespace
@@ -235,14 +189,7 @@ TEST(RknpuTables, ChainedTablesRunAsOne) {
     SCOPED_TRACE(shared ? "logistic read twice" : "logistic read once");
     const DType t = DType::i8;
     Graph g;
-    Tensor x;
-    x.name = "x";
-    x.shape = {1, 6, 5, 48};
-    x.dtype = t;
-    x.quant = QuantParams{{0.07f}, {9}};
-    x.role = Role::input;
-    const TensorId xi = g.add_tensor(x);
-    g.inputs = {xi};
+    const TensorId xi = add_input(g, {1, 6, 5, 48}, t, QuantParams{{0.07f}, {9}});
     const TensorId s = *g.add_op(OpKind::logistic, {xi}, {}, "sig", t, QuantParams{{1.0f / 256}, {-128}});
     const TensorId q = *g.add_op(OpKind::requantize, {s}, {}, "q", t, QuantParams{{0.0041f}, {-127}});
     TensorId out = q;
@@ -256,7 +203,7 @@ TEST(RknpuTables, ChainedTablesRunAsOne) {
     ASSERT_EQ(c.error, "");
     EXPECT_TRUE(c.all_on_npu) << c.fallback;
     if (!shared) EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
-    SessionRun on = run_on(g, input, "rknpu");
+    SessionRun on = run_session(g, input, "rknpu");
     ASSERT_EQ(on.error, "");
     ASSERT_TRUE(on.node_seconds.count("logistic 'sig'"));
     if (shared)

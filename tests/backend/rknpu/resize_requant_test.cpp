@@ -23,18 +23,6 @@ namespace {
 
 using namespace tessera::rknpu;
 
-TensorId add_input(Graph& g, Shape s, DType t, QuantParams q) {
-  Tensor x;
-  x.name = "x";
-  x.shape = std::move(s);
-  x.dtype = t;
-  x.quant = std::move(q);
-  x.role = Role::input;
-  TensorId xi = g.add_tensor(x);
-  g.inputs = {xi};
-  return xi;
-}
-
 void set_output(Graph& g, TensorId y) {
   g.tensor(y).role = Role::output;
   g.outputs = {y};

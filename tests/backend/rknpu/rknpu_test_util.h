@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/rknpu/lower.h"
 #include "tessera/graph.h"
 #include "tessera/session.h"
 #include "tessera/backend/plan.h"
@@ -220,6 +222,56 @@ inline Graph build_depthwise_multiplier(int64_t c, int64_t m, DType dtype, bool 
 }
 
 // The index in `p.devices` of the device named `name`, or -1.
+// The graph's one input "x".
+inline TensorId add_input(Graph& g, Shape shape, DType t, QuantParams q) {
+  Tensor x;
+  x.name = "x";
+  x.shape = std::move(shape);
+  x.dtype = t;
+  x.quant = std::move(q);
+  x.role = Role::input;
+  const TensorId id = g.add_tensor(x);
+  g.inputs = {id};
+  return id;
+}
+
+// The output of `g` on `input` on `device` with `opts`, and the plan and profile of that session.
+struct SessionRun {
+  std::vector<uint8_t> out;
+  std::vector<TensorPlacement> tensors;
+  std::map<std::string, double> node_seconds;  // modelled, by node label
+  double modelled = 0;
+  std::string error;
+};
+inline SessionRun run_session(const Graph& g, const std::vector<uint8_t>& input, const std::string& device,
+                              DeviceOptions opts = {}) {
+  SessionRun r;
+  SessionOptions so;
+  so.device = device;
+  so.device_options = std::move(opts);
+  auto s = Session::create(g, so);
+  if (!s.ok()) return r.error = s.status().to_string(), r;
+  Status st = (*s)->set_input(0, input.data(), static_cast<int64_t>(input.size()));
+  if (st.ok()) st = (*s)->run();
+  if (!st.ok()) return r.error = st.to_string(), r;
+  r.tensors = (*s)->plan().tensors;
+  for (const auto& item : (*s)->profile().nodes) r.node_seconds[item.label] += item.modelled_seconds;
+  r.modelled = (*s)->profile().modelled_seconds;
+  auto o = (*s)->output(0);
+  if (!o.ok()) return r.error = o.status().to_string(), r;
+  r.out = *o;
+  return r;
+}
+
+// Each (node index, phrase): the node stays off the NPU with a reason containing the phrase.
+inline void expect_refused(const Graph& g, std::initializer_list<std::pair<int, const char*>> expect) {
+  for (auto [i, why] : expect) {
+    auto op = rknpu::lower_node(g, g.nodes()[i]);
+    ASSERT_FALSE(op.ok()) << i;
+    EXPECT_NE(op.status().message().find(why), std::string::npos) << op.status().message();
+  }
+}
+
 inline int device_index(const Plan& p, const std::string& name) {
   for (size_t d = 0; d < p.devices.size(); ++d)
     if (p.devices[d]->name() == name) return static_cast<int>(d);
