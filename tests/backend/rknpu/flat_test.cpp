@@ -202,7 +202,9 @@ TEST(RknpuTables, ChainedTablesRunAsOne) {
     Compare c = run_and_compare(g, input);
     ASSERT_EQ(c.error, "");
     EXPECT_TRUE(c.all_on_npu) << c.fallback;
-    if (!shared) EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+    if (!shared) {
+      EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+    }
     SessionRun on = run_session(g, input, "rknpu");
     ASSERT_EQ(on.error, "");
     ASSERT_TRUE(on.node_seconds.count("logistic 'sig'"));
