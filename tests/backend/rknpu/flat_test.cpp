@@ -89,9 +89,9 @@ TEST(RknpuFlat, WhichTensorsAreFlat) {
   Graph f;
   const QuantParams q{{0.05f}, {-3}};
   const TensorId x3 = add_input(f, {1, 4, 32}, DType::i8, q);
-  const TensorId rows = *f.add_op(OpKind::reshape, {x3}, new_shape({4, 32}), "rows", DType::i8, q);
-  std::vector<uint8_t> wb(16 * 32, 1);
-  const TensorId w = add_const(f, "w", {16, 32}, DType::i8, QuantParams{{0.01f}, {0}}, wb);
+  const TensorId rows = *f.add_op(OpKind::reshape, {x3}, new_shape({1, 128}), "rows", DType::i8, q);
+  std::vector<uint8_t> wb(16 * 128, 1);
+  const TensorId w = add_const(f, "w", {16, 128}, DType::i8, QuantParams{{0.01f}, {0}}, wb);
   const TensorId fc = *f.add_op(OpKind::fully_connected, {rows, w}, {}, "fc", DType::i8, q);
   const std::vector<bool> f3 = flat_tensors(f);
   EXPECT_TRUE(f3[x3]);
