@@ -170,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Models, RknpuClassify,
 // Convolutions round like TFLite except at near-ties (values within about 2^-20 of a
 // rounding boundary, where TFLite's 31-bit multiplier and the DPU's two 16-bit ones
 // disagree); element-wise adds use three 16-bit multipliers chosen against TFLite's ADD on
-// every pair of input codes (lower.cpp encode_add) and differ on a few values per 100,000.
+// every pair of input codes (lower_binary.cpp encode_pair) and differ on a few values per 100,000.
 struct Values {
   Graph graph;
   std::map<TensorId, std::vector<uint8_t>> of;  // every node output and the input, cpu
