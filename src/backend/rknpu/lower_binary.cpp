@@ -237,20 +237,9 @@ Result<PairEncoding> search_product(const Node& n, const Tensor& ta, const Tenso
   return *best_of(candidates, t);
 }
 
-// The search depends only on the operands' and the output's quantization, the dtypes, the
-// op, the route's signs and the activation; supports() and compile() both lower every node,
-// and models repeat quantizations, so its results are kept.
-Result<PairEncoding> encode_pair(const Node& n, const Route& r, const Tensor& tm, const Tensor& te, const Tensor& ty) {
-  using Key = std::tuple<int, int, int, bool, float, int64_t, float, int64_t, float, int64_t, DType, DType, std::string>;
-  static std::mutex mu;
-  static std::map<Key, PairEncoding> found;
-  const Key key{static_cast<int>(n.op), r.mr_sign, r.er_sign, r.mr_first, tm.quant.scale_at(0), tm.quant.zero_point_at(0),
-                te.quant.scale_at(0), te.quant.zero_point_at(0), ty.quant.scale_at(0), ty.quant.zero_point_at(0), tm.dtype, ty.dtype,
-                n.get(attr::activation)};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = found.find(key); it != found.end()) return it->second;
-  }
+// The encoding of route `r` with the fewest pairs off TFLite; refused when it is more than
+// one output step off on any pair.
+Result<PairEncoding> search_pair(const Node& n, const Route& r, const Tensor& tm, const Tensor& te, const Tensor& ty) {
   const std::string act = n.get(attr::activation);
   if (act != "none" && act != "relu" && act != "relu6") return no(n, "activation '" + act + "' has no DPU form (relu and relu6 only)");
   const Tensor& ta = r.mr_first ? tm : te;
@@ -267,6 +256,24 @@ Result<PairEncoding> encode_pair(const Node& n, const Route& r, const Tensor& tm
   if (e.max_error > 1)
     return no(n, std::string(op_name(n.op)) + ": the best 16-bit DPU encoding is " + std::to_string(e.max_error) +
                      " output steps off TFLite on some input pairs (1 allowed)");
+  return e;
+}
+
+// The search depends only on the operands' and the output's quantization, the dtypes, the
+// op, the route's signs and the activation; supports() and compile() both lower every node,
+// and models repeat quantizations, so its results (refusals too) are kept.
+Result<PairEncoding> encode_pair(const Node& n, const Route& r, const Tensor& tm, const Tensor& te, const Tensor& ty) {
+  using Key = std::tuple<int, int, int, bool, float, int64_t, float, int64_t, float, int64_t, DType, DType, std::string>;
+  static std::mutex mu;
+  static std::map<Key, Result<PairEncoding>> found;
+  const Key key{static_cast<int>(n.op), r.mr_sign, r.er_sign, r.mr_first, tm.quant.scale_at(0), tm.quant.zero_point_at(0),
+                te.quant.scale_at(0), te.quant.zero_point_at(0), ty.quant.scale_at(0), ty.quant.zero_point_at(0), tm.dtype, ty.dtype,
+                n.get(attr::activation)};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = found.find(key); it != found.end()) return it->second;
+  }
+  Result<PairEncoding> e = search_pair(n, r, tm, te, ty);
   std::lock_guard<std::mutex> lock(mu);
   found.emplace(key, e);
   return e;
