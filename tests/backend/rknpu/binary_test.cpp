@@ -273,6 +273,34 @@ TEST(RknpuBinary, Yolov8nHeadQuantizationsEveryPairAsReported) {
   EXPECT_GE(checked, 6);
 }
 
+// A constant spread over several channel surfaces (40 channels: three 16-channel blocks, the
+// last one padded), seeded random codes, either side: within one step of the cpu.
+TEST(RknpuBinary, ConstantOverSeveralSurfacesWithinOneStep) {
+  std::mt19937 rng(5);
+  for (OpKind op : {OpKind::add, OpKind::sub, OpKind::mul})
+    for (DType t : {DType::i8, DType::u8})
+      for (int k : {0, 1}) {
+        SCOPED_TRACE(std::string(op_name(op)) + " " + dtype_name(t) + " constant at " + std::to_string(k));
+        const bool u8 = t == DType::u8;
+        Graph g;
+        Tensor xt = map("x", t, 0.031f, u8 ? 131 : 3);
+        xt.shape = {1, 5, 7, 40};
+        TensorId x = g.add_tensor(xt);
+        TensorId w = add_const(g, "c", {5, 7, 40}, t, QuantParams{{0.017f}, {u8 ? 120 : -9}}, random_codes(5 * 7 * 40, rng, 0, 255));
+        auto y = g.add_op(op, k == 0 ? std::vector<TensorId>{w, x} : std::vector<TensorId>{x, w}, {}, "y", t,
+                          QuantParams{{op == OpKind::mul ? 0.009f : 0.05f}, {u8 ? 128 : 0}});
+        ASSERT_TRUE(y.ok()) << y.status().to_string();
+        g.tensor(*y).role = Role::output;
+        g.inputs = {x};
+        g.outputs = {*y};
+        Compare c = run_and_compare(g, random_codes(5 * 7 * 40, rng, 0, 255));
+        ASSERT_TRUE(c.error.empty()) << c.error;
+        EXPECT_TRUE(c.all_on_npu) << c.fallback;
+        EXPECT_LE(c.max_diff, 1);
+        EXPECT_GE(c.exact * 100, c.n * 99);
+      }
+}
+
 // A one-element constant: one lookup table, TFLite's output on every code.
 TEST(RknpuBinary, ScalarConstantIsOneExactTable) {
   std::mt19937 rng(7);
