@@ -133,11 +133,14 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
     r.write(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, op.ew_truncate);
     emit_lut_tables(r, op);
   }
-  // EW: the add's other operand, converted into this op's unit and summed.
-  const bool ew = op.ew_input != kNoTensor;
+  // EW: the other operand (a tensor's or a constant's buffer, ERDMA), converted into this
+  // op's unit and summed by the ALU, or (ew_mul) multiplied in by the EW multiplier, which
+  // rounds the product right by EW_TRUNCATE.
+  const bool ew = op.ew_input != kNoTensor || op.ew_constant != kNoTensor;
   if (op.lut_lo.empty()) {
     r.set(R::DPU::EW_CFG__EW_BYPASS, ew ? 0 : 1)
         .set(R::DPU::EW_CFG__EW_OP_BYPASS, 0)
+        .set(R::DPU::EW_CFG__EW_OP_TYPE, op.ew_mul ? kEwOpMul : 0)
         .set(R::DPU::EW_CFG__EW_LUT_BYPASS, 1)  // the lookup table only in lut tasks (emit_lut)
         .set(R::DPU::EW_CFG__EW_OP_SRC, ew ? 1 : 0)
         .set(R::DPU::EW_CFG__EW_ALU_ALGO, kAluAlgoAdd)
@@ -148,6 +151,7 @@ void emit_dpu(Regcmd& r, const NpuOp& op, const TaskTile& tile, const OpAddresse
     r.set_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET, op.ew_offset).emit();
     r.set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE, op.ew_scale.mantissa)
         .set(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT, op.ew_scale.shift)
+        .set(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE, op.ew_mul ? op.ew_truncate : 0)
         .emit();
     r.set_signed(R::DPU::EW_RELUX_CMP_VALUE__EW_RELUX_CMP_DAT, op.ew_relux_value).emit();
   }

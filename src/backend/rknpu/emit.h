@@ -13,7 +13,7 @@ namespace tessera::rknpu {
 struct OpAddresses {
   uint32_t input = 0;    // feature map, int8 NC1HWC2 [C1][H][W][16]
   uint32_t output = 0;   // feature map, int8 NC1HWC2
-  uint32_t ew = 0;       // the add's other operand, int8 NC1HWC2 (0: none)
+  uint32_t ew = 0;       // the EW operand (a tensor's or a packed constant's), int8 NC1HWC2 (0: none)
   uint32_t weights = 0;  // packed weights (conv, depthwise)
   uint32_t bs = 0;       // bias/scale table, kBsEntryBytes per output channel
 };

@@ -80,7 +80,7 @@ constexpr uint32_t kRecipFractionBits = 16;     // PPU RECIP_KERNEL_*: 1/k in 0.
 inline int32_t sat32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX)); }
 // round(v * m / 2^s), rounding half away from zero (CVT_ROUND), then saturated to int32:
 // every DPU multiplier stage (BS, BN, EW converter, OUT_CVT). The compiler uses it too when
-// it checks an encoding against TFLite (lower.cpp encode_add).
+// it checks an encoding against TFLite (lower_binary.cpp encode_pair).
 // Shifts of 64 and more (the OUT_CVT field has 12 bits) leave 0: |v * m| < 2^63.
 inline int32_t scale_round(int64_t v, int64_t m, int s) {
   int64_t p = v * m;  // |v| <= 2^31, |m| <= 2^31 (register fields)

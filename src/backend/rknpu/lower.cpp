@@ -871,7 +871,8 @@ Result<NpuOp> lower_node(const Graph& g, const Node& n, const LowerOptions& opts
     switch (n.op) {
       case OpKind::conv2d:
       case OpKind::depthwise_conv2d: return lower_conv(g, n, opts);
-      case OpKind::add: return lower_add(g, n);
+      case OpKind::add:
+      case OpKind::sub: return lower_binary(g, n);
       case OpKind::avg_pool2d:
       case OpKind::max_pool2d: return lower_pool(g, n);
       case OpKind::logistic:

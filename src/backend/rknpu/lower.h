@@ -83,8 +83,17 @@ struct NpuOp {
   // twice: every channel's threshold moves by the same half step (encode_requant).
   bool single_round = false;
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
+  // With ew_mul the EW multiplier takes the converted operand instead of the ALU adding it
+  // (element-wise MUL: v * cvt(operand), rounded right by ew_truncate).
   int32_t ew_offset = 0;
   Scale16 ew_scale;
+  bool ew_mul = false;
+  // A constant EW operand (element-wise add / sub / mul with a constant tensor): its id (the
+  // program binds ERDMA to its own buffer object, not to a tensor's) and its bytes, int8
+  // NC1HWC2 [C1][H][W][16] of the task's cube (u8 stored as q - 0x80; a constant that is
+  // subtracted is stored as the bitwise complement, -q - 1, see lower_binary.cpp).
+  TensorId ew_constant = kNoTensor;
+  std::vector<uint8_t> ew_constant_data;
   bool ew_relu = false, ew_relux = false;
   int32_t ew_relux_value = 0;
   // DPU: output conversion.
@@ -143,7 +152,10 @@ struct NpuOp {
   // (and right 1), one task per output row parity and run of at most 512 surfaces.
 
   int64_t macs = 0;  // useful multiply-accumulates (reporting)
-  int64_t exact_pairs = -1;  // element-wise add: input code pairs (of 65,536) equal to TFLite's ADD
+  // Element-wise two-operand task (type add): "add", "sub" or "mul", and the input code
+  // pairs (of 65,536) on which it equals TFLite's op.
+  std::string eltwise = "add";
+  int64_t exact_pairs = -1;
 };
 
 // Per-channel bias/scale table entry size in bytes (int32 bias, int16 mul, uint8 shift, pad).

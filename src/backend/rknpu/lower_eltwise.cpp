@@ -158,10 +158,10 @@ Result<NpuOp> lower_table(const Graph& g, const Node& n) {
 }
 
 // MUL of x and logistic(x) (SiLU): a function of x's code alone, TFLite's MUL of the code
-// and TFLite's LOGISTIC of it, one table. Other MULs stay on the cpu.
+// and TFLite's LOGISTIC of it, one table. Other MULs are element-wise tasks (lower_binary).
 Result<NpuOp> lower_mul(const Graph& g, const Node& n) {
   const int li = silu_logistic(g, n);
-  if (li < 0) return no(n, "no NPU lowering for mul (only x * logistic(x), SiLU, runs on the NPU, as one lookup table)");
+  if (li < 0) return lower_binary(g, n);
   const Node& l = g.nodes()[li];
   const Tensor& x = g.tensor(l.inputs[0]);
   const Tensor& s = g.tensor(l.outputs[0]);

@@ -51,15 +51,17 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
                                const std::function<Result<CodeFn>(const Tensor&, const Tensor&)>& make);
 
 // lower_eltwise.cpp, lookup tables: LOGISTIC / TANH (TFLite's float tables), HARD_SWISH,
-// the SiLU MUL (x * logistic(x); other MULs are refused with the reason) and QUANTIZE of
+// the SiLU MUL (x * logistic(x); other MULs are lower_binary's) and QUANTIZE of
 // an 8-bit tensor to 8 bits (requantize).
 // LOGISTIC, TANH, HARD_SWISH and QUANTIZE (one table each, or one for two chained, see
 // lower.h absorbed_table).
 Result<NpuOp> lower_table(const Graph& g, const Node& n);
 bool table_kind(OpKind k);  // LOGISTIC, TANH, HARD_SWISH, QUANTIZE
 Result<NpuOp> lower_mul(const Graph& g, const Node& n);
-// lower_binary.cpp: element-wise ADD of two maps.
-Result<NpuOp> lower_add(const Graph& g, const Node& n);
+// lower_binary.cpp: element-wise ADD, SUB and MUL of two maps, of a map and a constant of
+// its element count (ERDMA reads the packed constant), or of a map and a one-element
+// constant (a lookup table).
+Result<NpuOp> lower_binary(const Graph& g, const Node& n);
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
 Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
 

@@ -551,22 +551,29 @@ class Executor {
     const bool ew = !r_.get(R::DPU::EW_CFG__EW_BYPASS);
     const bool ew_op = ew && !r_.get(R::DPU::EW_CFG__EW_OP_BYPASS);
     const bool lut = ew && !r_.get(R::DPU::EW_CFG__EW_LUT_BYPASS);
-    // EW_OP_TYPE 1: the EW multiplier, v * EW_OP_VALUE_0 / 2^EW_TRUNCATE rounded half away
-    // from zero (as the DPU's other multipliers), with a register operand only; 0: the ALU
-    // (add) with the ERDMA operand, EW_TRUNCATE 0.
+    // EW_OP_TYPE 1: the EW multiplier, v * operand / 2^EW_TRUNCATE rounded half away from
+    // zero (as the DPU's other multipliers), the operand either EW_OP_VALUE_0 (EW_OP_SRC 0,
+    // converter bypassed) or the ERDMA operand through the converter (EW_OP_SRC 1,
+    // converter on: NVDLA SDP's Y/EW multiplier with a DMA operand, docs/rknpu.md "SUB, MUL
+    // and constant operands"); 0: the ALU (add) with the ERDMA operand, EW_TRUNCATE 0.
     const bool ew_mul = ew_op && r_.get(R::DPU::EW_CFG__EW_OP_TYPE) == kEwOpMul;
+    const bool ew_from_memory = ew_op && r_.get(R::DPU::EW_CFG__EW_OP_SRC);
     const int32_t ew_mul_operand = r_.get_signed(R::DPU::EW_OP_VALUE_0__EW_OPERAND_0);
     const int ew_truncate = static_cast<int>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_TRUNCATE));
-    if (ew_mul && (r_.get(R::DPU::EW_CFG__EW_OP_SRC) || !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS)))
+    if (ew_mul && ew_from_memory == bool(r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS)))
       return error(StatusCode::unsupported, "DPU.EW_CFG.EW_OP_SRC = ", r_.get(R::DPU::EW_CFG__EW_OP_SRC), ", EW_OP_CVT_BYPASS = ",
-                   r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS), " with the EW multiplier is not modelled (register operand, no conversion)");
+                   r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS),
+                   " with the EW multiplier is not modelled (a register operand unconverted, or the ERDMA operand converted)");
+    if (ew_mul && r_.get(R::DPU::EW_CFG__EW_MUL_PRELU))
+      return error(StatusCode::unsupported, "DPU.EW_CFG.EW_MUL_PRELU = 1 is not modelled");
     if (ew_op && !ew_mul && ew_truncate != 0)
       return error(StatusCode::unsupported, "DPU.EW_CVT_SCALE_VALUE.EW_TRUNCATE = ", ew_truncate, " with the EW ALU is not modelled (0 only)");
     Cube ewc;
-    if (ew_op && !ew_mul) {
+    if (ew_op && (!ew_mul || ew_from_memory)) {
       if (r_.get(R::DPU_RDMA::RDMA_ERDMA_CFG__ERDMA_DISABLE) || !r_.get(R::DPU::EW_CFG__EW_OP_SRC))
         return error(StatusCode::invalid_argument, "EW stage without an ERDMA operand");
-      if (r_.get(R::DPU::EW_CFG__EW_ALU_ALGO) != kAluAlgoAdd) return error(StatusCode::unsupported, "EW ALU algorithm not modelled");
+      if (!ew_mul && r_.get(R::DPU::EW_CFG__EW_ALU_ALGO) != kAluAlgoAdd)
+        return error(StatusCode::unsupported, "EW ALU algorithm not modelled");
       TS_ASSIGN_OR_RETURN(ewc, map_cube(m_, r_.get(R::DPU_RDMA::RDMA_EW_BASE_ADDR__EW_BASE_ADDR), oc_, oh_, ow_, line,
                                         int64_t(r_.get(R::DPU_RDMA::RDMA_EW_SURF_STRIDE__EW_SURF_STRIDE)) * kAddrUnit, "EW operand"));
       t.dram_bytes += (oc_ + kC2 - 1) / kC2 * oh_ * ow_ * kC2;
@@ -575,7 +582,7 @@ class Executor {
     const int32_t mul_reg = r_.get_signed(R::DPU::BS_MUL_CFG__BS_MUL_OPERAND);
     const int shift_reg = static_cast<int>(r_.get(R::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE));
     const int32_t relux = r_.get_signed(R::DPU::BS_RELUX_CMP_VALUE__BS_RELUX_CMP_DAT);
-    const bool ew_cvt = ew_op && !ew_mul && !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS);
+    const bool ew_cvt = ew_from_memory && !r_.get(R::DPU::EW_CFG__EW_OP_CVT_BYPASS);
     const int32_t ew_off = r_.get_signed(R::DPU::EW_CVT_OFFSET_VALUE__EW_OP_CVT_OFFSET);
     const int32_t ew_scale = static_cast<int32_t>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SCALE));
     const int ew_shift = static_cast<int>(r_.get(R::DPU::EW_CVT_SCALE_VALUE__EW_OP_CVT_SHIFT));
@@ -626,12 +633,11 @@ class Executor {
           if (bn_mul) v = scale_round(v, bn_m, bn_s);
           if (bn_relu) v = std::max(v, 0);
           if (bn_relux) v = std::min(v, bn_relux_v);
-          if (ew_mul) {
-            v = scale_round(v, ew_mul_operand, ew_truncate);
-          } else if (ew_op) {
-            int32_t e = ewc.at(c, y, x);
+          if (ew_op) {
+            int32_t e = ew_mul_operand;
+            if (ew_from_memory) e = ewc.at(c, y, x);
             if (ew_cvt) e = scale_round(int64_t(e) + ew_off, ew_scale, ew_shift);
-            v = sat32(int64_t(v) + e);
+            v = ew_mul ? scale_round(v, e, ew_truncate) : sat32(int64_t(v) + e);
           }
           if (ew_relu) v = std::max(v, 0);
           if (ew_relux) v = std::min(v, ew_relux_v);

@@ -28,6 +28,7 @@ RknpuProgram::~RknpuProgram() {
       (void)transport_->destroy_bo(op.weights.handle);
     }
     if (op.bs.handle) (void)transport_->destroy_bo(op.bs.handle);
+    if (op.ew_const.handle) (void)transport_->destroy_bo(op.ew_const.handle);
     if (op.a8.handle) (void)transport_->destroy_bo(op.a8.handle);
     if (op.partial.handle) (void)transport_->destroy_bo(op.partial.handle);
   }
@@ -37,7 +38,7 @@ RknpuProgram::~RknpuProgram() {
 int64_t RknpuProgram::device_bytes() const {
   int64_t bytes = 0;
   for (const auto& c : ops)
-    bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size + c.a8.size + c.partial.size;  // shared weights: the device's
+    bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size + c.ew_const.size + c.a8.size + c.partial.size;  // shared weights: the device's
   return bytes;
 }
 
@@ -231,7 +232,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       // other reader and the other operand exists before the conv runs. Only under
       // rounding=fast: the fused form rounds the conv with one 16-bit multiplier (BS), one
       // value in about 500 a step off; unfused, the conv rounds with two and the add is
-      // chosen against TFLite's ADD (lower.cpp encode_add).
+      // chosen against TFLite's ADD (lower_binary.cpp encode_pair).
       for (int k = 0; k < 2; ++k) {
         TensorId src = n.inputs[k], other = n.inputs[1 - k];
         auto it = op_of_output.find(src);
@@ -305,6 +306,11 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     }
     if (!c.op.bs_table.empty()) {
       TS_ASSIGN_OR_RETURN(c.bs, upload(t, c.op.bs_table));
+    }
+    if (!c.op.ew_constant_data.empty()) {
+      TS_ASSIGN_OR_RETURN(c.ew_const, upload(t, c.op.ew_constant_data));
+      c.op.ew_constant_data.clear();
+      c.op.ew_constant_data.shrink_to_fit();
     }
     c.op.weights.clear();
     c.op.weights.shrink_to_fit();
@@ -502,6 +508,7 @@ Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoIn
       TS_ASSIGN_OR_RETURN(BoInfo ew, addr(c.op.ew_input));
       if (c.a8.handle) in = c.a8;
       if (c.partial.handle) out = c.partial;
+      if (c.ew_const.handle) ew = c.ew_const;
       a.input = in.dma_address, a.output = out.dma_address, a.ew = ew.dma_address;
       a.weights = c.weights.dma_address, a.bs = c.bs.dma_address;
       const TaskTile& tile = c.tiling.tiles[ti];
@@ -548,6 +555,7 @@ Status bind_program(RknpuProgram& p, Transport* t, const std::map<TensorId, BoIn
       if (c.partial.handle) out = c.partial;
       add(reads, in.handle);
       add(reads, ew.handle);
+      add(reads, c.ew_const.handle);
       add(reads, c.weights.handle);
       add(reads, c.bs.handle);
       add(writes, out.handle);

@@ -21,6 +21,7 @@ struct CompiledOp {
   Tiling tiling;
   BoInfo weights;  // packed weights (conv, depthwise, matmul), resident for the program's life
   BoInfo bs;       // bias/scale table
+  BoInfo ew_const;  // a constant EW operand (NpuOp::ew_constant_data), resident for the program's life
   const uint8_t* weight_key = nullptr;  // matmul: its weights' entry in the WeightCache
   // Host steps around a matmul (docs/rknpu.md "The int8 weight policy", "K split"):
   //  - int8: before the NPU runs, the host quantizes A (f32 NC1HWC2, C2 = 4) per row into

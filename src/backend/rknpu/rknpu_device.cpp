@@ -3,6 +3,7 @@
 // add and pooling nodes compile to register command streams that run on the device model
 // (default) or, through the rocket transport, on a board.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -210,7 +211,11 @@ class RknpuDevice : public Device {
       if (auto tl = check_tiling(*op); tl.ok() && tl->k_segments > 1)
         split = " (K split: " + std::to_string(tl->k_segments) + " segments of " + std::to_string(tl->k_chunk) +
                 ", partial sums added on the host)";
-    std::string note = std::string("npu ") + npu_op_type_name(op->type) + (op->fp16 ? " fp16 x fp16 -> fp32" : "") +
+    // A two-operand element-wise task (type add) names its op: add, sub or mul.
+    const std::string kind = op->type == NpuOpType::add ? op->eltwise : std::string(npu_op_type_name(op->type));
+    std::string upper = kind;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    std::string note = "npu " + kind + (op->fp16 ? " fp16 x fp16 -> fp32" : "") +
                        (op->mm_int8 ? " int8 x int8 -> int32" : "") + split +
                        (op->int16 ? " (int16 MACs)" : "") +
                        (op->per_channel ? " (per-channel scales)" : "") +
@@ -219,7 +224,7 @@ class RknpuDevice : public Device {
                                                           std::to_string(op->lut_max_error) + " steps off)"
                                                     : "") +
                        (op->type == NpuOpType::resize ? " (nearest x2: PPU tasks, each pixel written as a 2x2 block)" : "") +
-                       (op->exact_pairs >= 0 ? " (TFLite's ADD on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
+                       (op->exact_pairs >= 0 ? " (TFLite's " + upper + " on " + std::to_string(op->exact_pairs) + " of 65536 input pairs)" : "");
     if (op->type == NpuOpType::row_copy) note += " (PPU tasks: each input's rows at their offset in the output's rows)";
     // A table that the table reading it alone computes (absorbed_table) takes no task.
     const int self = static_cast<int>(&n - g.nodes().data());

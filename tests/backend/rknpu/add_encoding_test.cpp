@@ -1,5 +1,5 @@
 // Element-wise add on the rknpu device model: the compiler chooses the DPU encoding by
-// comparing it with TFLite's ADD on all 65,536 pairs of input codes (lower.cpp encode_add)
+// comparing it with TFLite's ADD on all 65,536 pairs of input codes (lower_binary.cpp encode_pair)
 // and reports how many it gets right. Checked here through the whole path (register
 // streams, device model): every pair of codes is fed once, and the pairs that differ from
 // the cpu's TFLite-exact kernel are exactly the ones the compiler reported.
