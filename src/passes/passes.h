@@ -20,6 +20,9 @@ Status fuse(PassContext& c);
 // Chooses a device for every node: the pinned or preferred device when it supports the
 // node, otherwise the cpu (recording each refusal's reason).
 Status partition(PassContext& c);
+// Orders the nodes to run as many as it can on one device before switching (a topological
+// order of the data dependencies; graphs with in-place state or on one device keep theirs).
+Status group(PassContext& c);
 // Gives every tensor a home device and asks that device for its native format.
 Status choose_formats(PassContext& c);
 // Where a consumer runs on another device than its input's home, adds a transfer node

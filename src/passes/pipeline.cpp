@@ -19,6 +19,7 @@ constexpr PassEntry kPipeline[] = {
     {"canonicalize", passes::canonicalize},
     {"fuse", passes::fuse},
     {"partition", passes::partition},
+    {"group", passes::group},
     {"formats", passes::choose_formats},
     {"transfers", passes::insert_transfers},
     {"memory", passes::plan_memory},
