@@ -35,7 +35,7 @@ std::string Plan::report(bool per_tensor) const {
     const Node& n = graph.nodes()[i];
     const NodePlacement& np = nodes[i];
     std::string dev = np.device >= 0 ? devices[np.device]->name() : "?";
-    per_device[dev]++;
+    if (n.op != OpKind::transfer) per_device[dev]++;
     os << fmt::format("  #{:<4} {:<18} {:<8} {}", i, op_name(n.op), dev, n.name);
     if (!n.outputs.empty()) {
       const Tensor& t = graph.tensor(n.outputs[0]);
@@ -51,9 +51,17 @@ std::string Plan::report(bool per_tensor) const {
     os << "\n";
     for (const auto& r : np.rejected) os << "         not on " << r << "\n";
   }
+  // The graph's own nodes per device (transfers apart), and the preferred device's share.
   os << "placement:";
-  for (const auto& [d, k] : per_device) os << " " << d << " " << k << " nodes;";
-  os << " transfers " << transfers << "\n";
+  int graph_nodes = 0;
+  for (const auto& [d, k] : per_device) os << " " << d << " " << k << " nodes;", graph_nodes += k;
+  os << " transfers " << transfers;
+  if (per_device.size() > 1 && !devices.empty() && graph_nodes > 0) {
+    const int mine = per_device.count(devices[0]->name()) ? per_device.at(devices[0]->name()) : 0;
+    os << fmt::format(" ({} runs {} of the {} graph nodes, {:.1f}%)", devices[0]->name(), mine, graph_nodes,
+                      100.0 * mine / graph_nodes);
+  }
+  os << "\n";
   if (board) {
     os << fmt::format("board cpu ({}, modelled): {:.3f} ms on the other devices' nodes, {:.3f} ms in transfers", board->description,
                       board_nodes * 1e3, board_transfers * 1e3);

@@ -307,3 +307,60 @@ TEST(BadGraph, UnsupportedOpFallsBackToTheCpuWhenAllowed) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The group pass (src/passes/group.cpp): nodes in an order that stays on one device while
+// the data dependencies allow. Listed as dev, cpu, dev, cpu, dev, dev (slices run on the
+// cpu), they run as dev, dev, cpu, cpu, dev, dev: two device switches instead of four, every
+// node after the producers of its inputs.
+TEST(GroupPass, NodesStayOnOneDeviceWhileTheDependenciesAllow) {
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.shape = {1, 10};
+  x.role = Role::input;
+  const TensorId xi = g.add_tensor(x);
+  g.inputs = {xi};
+  const AttrMap half = {{"begin", std::vector<int64_t>{0, 0}}, {"size", std::vector<int64_t>{1, 5}}};
+  const TensorId a = *g.add_op(OpKind::relu, {xi}, {}, "a");
+  const TensorId b = *g.add_op(OpKind::slice, {xi}, half, "b");
+  const TensorId c = *g.add_op(OpKind::relu, {a}, {}, "c");
+  const TensorId d = *g.add_op(OpKind::slice, {b}, half, "d");
+  const TensorId e = *g.add_op(OpKind::pad, {d}, {{"paddings", std::vector<int64_t>{0, 0, 0, 5}}}, "e");
+  const TensorId y = *g.add_op(OpKind::add, {c, e}, {}, "y");
+  g.tensor(y).role = Role::output;
+  g.outputs = {y};
+  auto r = plan_on(std::move(g), props(true, 1 << 20, 1 << 20), {}, {OpKind::relu, OpKind::add, OpKind::pad});
+  ASSERT_TRUE(r.plan.ok()) << r.plan.status().to_string();
+  const Plan& p = *r.plan;
+  std::vector<std::string> order, devices;
+  std::set<TensorId> made = {p.graph.inputs[0]};
+  for (size_t i = 0; i < p.graph.nodes().size(); ++i) {
+    const Node& n = p.graph.nodes()[i];
+    for (TensorId in : n.inputs) {
+      if (in == kNoTensor || p.graph.tensor(in).data) continue;
+      EXPECT_TRUE(made.count(in)) << n.label() << " before its input";
+    }
+    for (TensorId o : n.outputs) made.insert(o);
+    if (n.op == OpKind::transfer) continue;
+    order.push_back(p.graph.tensor(n.outputs[0]).name);
+    devices.push_back(p.devices[p.nodes[i].device]->name());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "c", "b", "d", "e", "y"}));
+  EXPECT_EQ(devices, (std::vector<std::string>{"plan_only", "plan_only", "cpu", "cpu", "plan_only", "plan_only"}));
+  EXPECT_EQ(p.transfers, 2) << "x to the cpu's slices, d back to the test device";
+}
+
+// On one device the order is the file's.
+TEST(GroupPass, OneDeviceKeepsTheOrder) {
+  auto r = plan_on(pad_pad_slice(), props(true, 1 << 20, 1 << 20));
+  ASSERT_TRUE(r.plan.ok()) << r.plan.status().to_string();
+  std::vector<std::string> order;
+  for (const Node& n : r.plan->graph.nodes()) order.push_back(r.plan->graph.tensor(n.outputs[0]).name);
+  EXPECT_EQ(order, (std::vector<std::string>{"h1", "h2", "y"}));
+}
+
+}  // namespace
+}  // namespace tessera
