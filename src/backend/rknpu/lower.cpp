@@ -587,11 +587,33 @@ Result<NpuOp> lower_flat_slice(const Graph& g, const Node& n) {
   return flat_copy(n, g, n.inputs[0], n.outputs[0], box->first, 0, box->second);
 }
 
+// Whether tensor `t` is made by a node the NPU does not run (looking through transfers, which
+// carry a tensor between devices): a reshape of it is a free view on the cpu and a copy
+// here, and moving its bytes costs the NPU more than the cpu (docs/rknpu.md "Flat tensors").
+bool made_off_npu(const Graph& g, TensorId t) {
+  for (int hops = 0; hops < 64; ++hops) {
+    const Node* p = nullptr;
+    for (const Node& m : g.nodes())
+      for (TensorId o : m.outputs)
+        if (o == t) p = &m;
+    if (!p) return false;  // a graph input or a constant
+    if (p->op != OpKind::transfer) {
+      LowerOptions lo;
+      lo.pack = false;
+      return !lower_node(g, *p, lo).ok();
+    }
+    t = p->inputs[0];
+  }
+  return false;
+}
+
 Result<NpuOp> lower_reshape(const Graph& g, const Node& n) {
   const Tensor& x = g.tensor(n.inputs[0]);
   if (!is_flat(g, n.inputs[0]) || !is_flat(g, n.outputs[0]))
     return no(n, "reshape of " + dt(x) + " -> " + dt(g.tensor(n.outputs[0])) +
                      " (only between flat tensors, whose bytes a reshape keeps in order)");
+  if (made_off_npu(g, n.inputs[0]))
+    return no(n, "reshape of " + dt(x) + ", which the cpu makes: a view there, a copy on the NPU");
   return flat_copy(n, g, n.inputs[0], n.outputs[0], 0, 0, x.elements());
 }
 
@@ -692,6 +714,9 @@ Result<std::vector<NpuOp>> lower_row_copies(const Graph& g, const Node& n, int64
 // extent 1: each input is one run of the output's bytes.
 Result<std::vector<NpuOp>> lower_flat_concat_parts(const Graph& g, const Node& n) {
   const Tensor& y = g.tensor(n.outputs[0]);
+  bool npu_made = false;
+  for (TensorId in : n.inputs) npu_made = npu_made || !made_off_npu(g, in);
+  if (!npu_made) return no(n, "concat of " + dt(y) + " whose inputs the cpu makes: moving their bytes costs the NPU more than the cpu");
   const int64_t rank = static_cast<int64_t>(y.shape.size());
   int64_t axis = n.get(attr::axis);
   if (axis < 0) axis += rank;

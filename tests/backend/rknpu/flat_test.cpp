@@ -230,3 +230,42 @@ TEST(RknpuTables, ChainedTablesRunAsOne) {
 
 }  // namespace
 }  // namespace tessera::rknpu_test
+
+namespace tessera::rknpu_test {
+namespace {
+
+// Moving bytes of a tensor the cpu makes stays on the cpu (lower.cpp made_off_npu): a
+// reshape is a free view there and a copy here, and a concatenation of cpu-made inputs costs
+// the NPU more than the A76 (docs/rknpu.md "Flat tensors"). What reads them on the NPU still
+// runs there, and the bytes are the cpu's.
+TEST(RknpuFlat, BytesTheCpuMakesAreMovedOnTheCpu) {
+  const DType t = DType::i8;
+  const QuantParams q{{0.05f}, {-3}}, qs{{1.0f / 256}, {-128}};
+  Graph g;
+  const TensorId xi = add_input(g, {1, 4, 8, 16}, t, q);
+  const TensorId tr = *g.add_op(OpKind::transpose, {xi}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "tr", t, q);
+  const TensorId r = *g.add_op(OpKind::reshape, {tr}, new_shape({1, 8, 64}), "r", t, q);
+  const TensorId cat = *g.add_op(OpKind::concat, {r, r}, {{"axis", int64_t{2}}}, "cat", t, q);
+  const TensorId s = *g.add_op(OpKind::logistic, {cat}, {}, "s", t, qs);
+  g.tensor(s).role = Role::output;
+  g.outputs = {s};
+  expect_refused(g, {{1, "which the cpu makes"}, {2, "whose inputs the cpu makes"}});
+  auto lut = lower_node(g, g.nodes()[3]);
+  EXPECT_TRUE(lut.ok()) << lut.status().to_string();
+  std::mt19937 rng(41);
+  const std::vector<uint8_t> input = random_codes(4 * 8 * 16, rng, 0, 255);
+  Compare c = run_and_compare(g, input);
+  ASSERT_EQ(c.error, "");
+  EXPECT_EQ(c.exact, c.n) << "max difference " << c.max_diff;
+  // A reshape of a graph input (the host writes it onto the NPU) runs there.
+  Graph h;
+  const TensorId hx = add_input(h, {1, 8, 64}, t, q);
+  const TensorId hr = *h.add_op(OpKind::reshape, {hx}, new_shape({1, 4, 128}), "hr", t, q);
+  h.tensor(hr).role = Role::output;
+  h.outputs = {hr};
+  auto op = lower_node(h, h.nodes()[0]);
+  EXPECT_TRUE(op.ok()) << op.status().to_string();
+}
+
+}  // namespace
+}  // namespace tessera::rknpu_test

@@ -333,13 +333,15 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
 // YOLOv8n (int8): every SiLU (LOGISTIC + MUL, one lookup table, run in its conv's DPU pass), the C2f channel
 // splits (STRIDED_SLICE) and concatenations of the backbone and neck, both nearest x2
 // upsamplings (PPU tasks) and the requantize before the second run on the NPU, and the
-// head's rank-3 tail as flat tensors (flat.h): its reshapes, the concatenation of the three
-// scales (PPU row copies), the box and class slices, the DFL's reshape, the box MUL / SUB /
-// ADD (constant operands, a scalar MUL as a table), the class LOGISTIC + QUANTIZE (one
-// table) and the final concatenation (docs/rknpu.md "Lookup tables", "Channel copies",
-// "Nearest x2 resize", "Flat tensors", "SUB, MUL and constant operands"). What stays on
-// the cpu is exactly the five TRANSPOSEs that move the innermost axis, the DFL SOFTMAX and
-// the DFL's 8400-wide 1x1 conv: 7 of the 248 nodes `inspect` lists (97%; #35 asks 95%).
+// head's rank-3 tail as flat tensors (flat.h): the box and class slices, the DFL's reshape,
+// the box MUL / SUB / ADD (constant operands, a scalar MUL as a table), the class LOGISTIC +
+// QUANTIZE (one table) and the final concatenation (docs/rknpu.md "Lookup tables", "Channel
+// copies", "Nearest x2 resize", "Flat tensors", "SUB, MUL and constant operands"). What
+// stays on the cpu: the five TRANSPOSEs that move the innermost axis, the DFL SOFTMAX and
+// the DFL's 8400-wide 1x1 conv, and what only moves their outputs' bytes (the four
+// RESHAPEs after them, views on the cpu, and the concatenation of the three scales, which
+// the modelled NPU moves slower than the A76): 12 of the 248 nodes `inspect` lists (95.2%;
+// #35 asks 95%).
 TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_full_integer_quant.tflite");
   auto npu = make_session(model, "rknpu");
@@ -347,11 +349,11 @@ TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
   const std::pair<OpKind, Placement> want[] = {{OpKind::logistic, {58, 0, ""}},
                                                {OpKind::mul, {59, 0, ""}},
                                                {OpKind::strided_slice, {20, 0, ""}},
-                                               {OpKind::concat, {18, 0, ""}},
+                                               {OpKind::concat, {17, 1, ""}},
                                                {OpKind::max_pool2d, {3, 0, ""}},
                                                {OpKind::resize_nearest, {2, 0, ""}},
                                                {OpKind::requantize, {2, 0, ""}},
-                                               {OpKind::reshape, {6, 0, ""}},
+                                               {OpKind::reshape, {2, 4, ""}},
                                                {OpKind::sub, {2, 0, ""}},
                                                {OpKind::add, {8, 0, ""}},
                                                {OpKind::transpose, {0, 5, ""}},
@@ -372,11 +374,12 @@ TEST(RknpuYolov8n, SiluSlicesAndConcatsRunOnTheNpu) {
     on_cpu += plan.devices[plan.nodes[i].device]->name() != "rknpu";
   }
   EXPECT_EQ(nodes, 248);
-  EXPECT_EQ(on_cpu, 7);  // the five transposes, the softmax, the DFL conv
+  EXPECT_EQ(on_cpu, 12);  // the five transposes, the softmax, the DFL conv; 4 reshapes, a concat
   EXPECT_GE((nodes - on_cpu) * 100, nodes * 95);
-  // NPU <-> cpu crossings: 134 before these lowerings, 3 with the tail on the cpu; now each
-  // scale's map to its transpose and back (6), the DFL's input out and its conv's output in.
-  EXPECT_EQ(transfers, 8);
+  // NPU <-> cpu crossings: 134 before these lowerings, 3 with the tail on the cpu; now the
+  // three scales' maps out to their transposes, their concatenation back in, the DFL's input
+  // out and its conv's output in.
+  EXPECT_EQ(transfers, 6);
   // Every SiLU's table runs in its conv's pass: its LOGISTIC and MUL take no task time.
   std::vector<uint8_t> input(640 * 640 * 3);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
