@@ -45,6 +45,15 @@ Status group(PassContext& c) {
     waiting[i] = static_cast<int>(from.size());
     for (int f : from) readers[f].push_back(static_cast<int>(i));
   }
+  // Whether a node's results reach (through any readers) a node on another device: work
+  // that another device waits for. Nodes are listed in a topological order, so readers come
+  // later and one backward sweep settles it.
+  std::vector<bool> feeds_other(n, false);
+  for (size_t k = n; k-- > 0;)
+    for (int r : readers[k])
+      feeds_other[k] = feeds_other[k] || feeds_other[r] || p.nodes[r].device != p.nodes[k].device;
+  std::vector<int> left(p.devices.size() + 1, 0);  // unscheduled nodes per device
+  for (size_t i = 0; i < n; ++i) left[static_cast<size_t>(p.nodes[i].device + 1)]++;
   std::set<int> ready;
   for (size_t i = 0; i < n; ++i)
     if (waiting[i] == 0) ready.insert(static_cast<int>(i));
@@ -52,14 +61,27 @@ Status group(PassContext& c) {
   order.reserve(n);
   int device = p.nodes[0].device;
   while (!ready.empty()) {
-    int pick = -1;
-    for (int r : ready)
-      if (p.nodes[r].device == device) {
-        pick = r;
-        break;
+    // Here: the earliest ready node another device waits for, else the earliest ready one --
+    // unless the device has work that is not ready yet (so it runs again after a switch) and
+    // another device has ready work: then what only this device needs waits for that later
+    // run instead of keeping the others waiting (YOLOv8n's class table joins the box
+    // arithmetic's job instead of making one of its own).
+    int here = -1, here_feeding = -1, elsewhere = -1, ready_here = 0;
+    for (int r : ready) {
+      if (p.nodes[r].device != device) {
+        if (elsewhere < 0) elsewhere = r;
+        continue;
       }
-    if (pick < 0) pick = *ready.begin();  // nothing left here: the earliest ready node elsewhere
+      ++ready_here;
+      if (here < 0) here = r;
+      if (here_feeding < 0 && feeds_other[r]) here_feeding = r;
+    }
+    const bool comes_back = left[static_cast<size_t>(device + 1)] > ready_here;
+    int pick = here_feeding >= 0 ? here_feeding : here;
+    if (pick >= 0 && here_feeding < 0 && elsewhere >= 0 && comes_back) pick = elsewhere;
+    if (pick < 0) pick = elsewhere;  // nothing left here: the earliest ready node elsewhere
     device = p.nodes[pick].device;
+    left[static_cast<size_t>(device + 1)]--;
     ready.erase(pick);
     order.push_back(pick);
     for (int r : readers[pick])
