@@ -388,26 +388,12 @@ TEST(RknpuBinary, TheModelNamesTheEwMultiplierFieldsItDoesNotModel) {
   auto e = emit_task(*op, *t, t->tiles[0], a, false);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   ASSERT_TRUE(append_chain(*e, 0, 0).ok());
-  auto run = [&](const std::vector<uint64_t>& entries) -> Status {
-    std::memcpy(cmd->cpu, entries.data(), entries.size() * 8);
-    JobDesc j;
-    j.tasks.push_back({cmd->dma_address, static_cast<uint32_t>(entries.size())});
-    return tr->submit(0, {j}).status();
-  };
+  auto run = [&](const std::vector<uint64_t>& entries) { return submit_stream(*tr, *cmd, entries); };
   ASSERT_TRUE(run(*e).ok()) << run(*e).to_string();
   // i8, 16 channels: NC1HWC2 is the row-major bytes; every value within a step of TFLite.
   const q::MulRescale m = q::mul_rescale("none", c.sa, c.za, c.sb, c.zb, c.so, c.zo, DType::i8);
   for (int i = 0; i < 4096; ++i) ASSERT_LE(std::abs(int8_t(out->cpu[i]) - m.code(int8_t(va[i]), int8_t(vb[i]))), 1) << i;
-  auto with = [&](const regs::Field& field, uint32_t value) {
-    std::vector<uint64_t> bad = *e;
-    for (uint64_t& x : bad) {
-      Entry d = decode_entry(x);
-      if (d.reg != field.reg) continue;
-      const uint32_t mask = field.max() << field.low;
-      x = encode_entry(d.target, (d.value & ~mask) | ((value & field.max()) << field.low), d.reg);
-    }
-    return bad;
-  };
+  auto with = [&](const regs::Field& field, uint32_t value) { return with_field(*e, field, value); };
   for (auto [field, value, name] : {std::tuple{regs::DPU::EW_CFG__EW_OP_CVT_BYPASS, 1u, "EW_OP_CVT_BYPASS"},
                                     std::tuple{regs::DPU::EW_CFG__EW_OP_SRC, 0u, "EW_OP_SRC"},
                                     std::tuple{regs::DPU::EW_CFG__EW_MUL_PRELU, 1u, "EW_MUL_PRELU"}}) {

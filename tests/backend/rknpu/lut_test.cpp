@@ -235,28 +235,14 @@ TEST(RknpuLut, TheModelNamesTheLutFieldsItDoesNotModel) {
   EXPECT_EQ(rf->lut[kLutTableLe].size(), size_t(kLutLeEntries));
   EXPECT_EQ(rf->lut[kLutTableLo].size(), size_t(kLutLoEntries));
   EXPECT_EQ(rf->lut_writes, kLutLeEntries + kLutLoEntries);
-  auto run = [&](const std::vector<uint64_t>& entries) -> Status {
-    std::memcpy(cmd->cpu, entries.data(), entries.size() * 8);
-    JobDesc j;
-    j.tasks.push_back({cmd->dma_address, static_cast<uint32_t>(entries.size())});
-    return tr->submit(0, {j}).status();
-  };
+  auto run = [&](const std::vector<uint64_t>& entries) { return submit_stream(*tr, *cmd, entries); };
   ASSERT_TRUE(run(*e).ok()) << run(*e).to_string();
   // The output: TFLite's logistic of each stored value (i8: the code itself).
   for (int i = 0; i < 256; ++i) {
     const int32_t want = q::lut_unary_code(q::logistic_f, c.sx, c.zx, c.ss, c.zs, DType::i8, int8_t(i));
     ASSERT_EQ(int8_t(out->cpu[i]), want) << i;
   }
-  auto with = [&](const regs::Field& field, uint32_t value) {
-    std::vector<uint64_t> bad = *e;
-    for (uint64_t& x : bad) {
-      Entry d = decode_entry(x);
-      if (d.reg != field.reg) continue;
-      const uint32_t mask = field.max() << field.low;
-      x = encode_entry(d.target, (d.value & ~mask) | ((value & field.max()) << field.low), d.reg);
-    }
-    return bad;
-  };
+  auto with = [&](const regs::Field& field, uint32_t value) { return with_field(*e, field, value); };
   for (auto [field, value, name] : {std::tuple{regs::DPU::LUT_CFG__LUT_ROAD_SEL, 0u, "LUT_ROAD_SEL"},
                                     std::tuple{regs::DPU::LUT_CFG__LUT_EXPAND_EN, 1u, "LUT_EXPAND_EN"},
                                     std::tuple{regs::DPU::LUT_CFG__LUT_LO_LE_MUX, 2u, "LUT_LO_LE_MUX"},

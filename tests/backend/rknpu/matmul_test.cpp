@@ -611,12 +611,7 @@ TEST(RknpuMatmulInt8, StreamsCarryTheInt8FieldsAndTheModelNamesAWrongOne) {
   EXPECT_EQ(rf->get(regs::CNA::CBUF_CON1__DATA_ENTRIES), 2u);  // ceil(128 / 64)
   EXPECT_EQ(rf->get(regs::CNA::WEIGHT_SIZE1__WEIGHT_BYTES_PER_KERNEL), 128u);
   // Run it, then again with one precision field changed: the model names the field.
-  auto run = [&](const std::vector<uint64_t>& entries) -> Status {
-    std::memcpy(cmd->cpu, entries.data(), entries.size() * 8);
-    JobDesc j;
-    j.tasks.push_back({cmd->dma_address, static_cast<uint32_t>(entries.size())});
-    return tr->submit(0, {j}).status();
-  };
+  auto run = [&](const std::vector<uint64_t>& entries) { return submit_stream(*tr, *cmd, entries); };
   ASSERT_TRUE(run(*e).ok()) << run(*e).to_string();
   // The int32 sums of the first output, against the integer product of the operands.
   const int8_t* wq = reinterpret_cast<const int8_t*>(w->cpu);
@@ -634,15 +629,7 @@ TEST(RknpuMatmulInt8, StreamsCarryTheInt8FieldsAndTheModelNamesAWrongOne) {
                                     std::tuple{regs::DPU::DATA_FORMAT__IN_PRECISION, kPrecisionFp16, "DPU DATA_FORMAT.IN_PRECISION"},
                                     std::tuple{regs::DPU::BS_OW_CFG__SIZE_E_1, 3u, "SIZE_E"}}) {
     std::vector<uint64_t> bad = *e;
-    bool changed = false;
-    for (uint64_t& x : bad) {
-      Entry d = decode_entry(x);
-      if (d.reg != field.reg) continue;
-      const uint32_t mask = field.max() << field.low;
-      x = encode_entry(d.target, (d.value & ~mask) | (value << field.low), d.reg);
-      changed = true;
-    }
-    ASSERT_TRUE(changed) << name;
+    ASSERT_TRUE(set_field(bad, field, value)) << name;
     Status st = run(bad);
     EXPECT_FALSE(st.ok()) << name;
     EXPECT_NE(st.to_string().find(name), std::string::npos) << st.to_string();

@@ -169,12 +169,7 @@ TEST(RknpuResize, TheModelChecksThePaddingItIsGiven) {
   ASSERT_TRUE(in.ok() && out.ok() && cmd.ok());
   for (int i = 0; i < 3 * 4 * 16; ++i) in->cpu[i] = static_cast<uint8_t>(i * 7 + 1);
   OpAddresses a{in->dma_address, out->dma_address, 0, 0, 0};
-  auto run = [&](const std::vector<uint64_t>& entries) -> Status {
-    std::memcpy(cmd->cpu, entries.data(), entries.size() * 8);
-    JobDesc j;
-    j.tasks.push_back({cmd->dma_address, static_cast<uint32_t>(entries.size())});
-    return tr->submit(0, {j}).status();
-  };
+  auto run = [&](const std::vector<uint64_t>& entries) { return submit_stream(*tr, *cmd, entries); };
   std::vector<uint64_t> first;
   for (size_t k = 0; k < 2; ++k) {
     auto e = emit_task(*op, *t, t->tiles[k], a, false);
@@ -189,15 +184,7 @@ TEST(RknpuResize, TheModelChecksThePaddingItIsGiven) {
       for (int ch = 0; ch < 16; ++ch)
         ASSERT_EQ(out->cpu[(oy * 8 + ox) * 16 + ch], in->cpu[((oy / 2) * 4 + ox / 2) * 16 + ch]) << oy << " " << ox << " " << ch;
   // Right padding that does not give the programmed output width is not modelled.
-  std::vector<uint64_t> bad = first;
-  const regs::Field f = regs::PPU::POOLING_PADDING_CFG__PAD_RIGHT;
-  for (uint64_t& x : bad) {
-    Entry d = decode_entry(x);
-    if (d.reg != f.reg) continue;
-    const uint32_t mask = f.max() << f.low;
-    x = encode_entry(d.target, (d.value & ~mask) | (3u << f.low), d.reg);
-  }
-  Status st = run(bad);
+  Status st = run(with_field(first, regs::PPU::POOLING_PADDING_CFG__PAD_RIGHT, 3));
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.to_string().find("PAD_RIGHT"), std::string::npos) << st.to_string();
 }

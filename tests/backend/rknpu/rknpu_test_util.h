@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backend/rknpu/lower.h"
+#include "backend/rknpu/regcmd.h"
+#include "backend/rknpu/transport.h"
 #include "tessera/graph.h"
 #include "tessera/session.h"
 #include "tessera/backend/plan.h"
@@ -261,6 +263,31 @@ inline SessionRun run_session(const Graph& g, const std::vector<uint8_t>& input,
   if (!o.ok()) return r.error = o.status().to_string(), r;
   r.out = *o;
   return r;
+}
+
+// Register streams by hand: field `f` set to `value` in every entry of stream `e` that writes
+// f's register (false: none does), and one task's stream run on the model transport from
+// the command buffer object `cmd`.
+inline bool set_field(std::vector<uint64_t>& e, const rknpu::regs::Field& f, uint32_t value) {
+  bool changed = false;
+  for (uint64_t& x : e) {
+    const rknpu::Entry d = rknpu::decode_entry(x);
+    if (d.reg != f.reg) continue;
+    const uint32_t mask = static_cast<uint32_t>(f.max()) << f.low;
+    x = rknpu::encode_entry(d.target, (d.value & ~mask) | ((value & static_cast<uint32_t>(f.max())) << f.low), d.reg);
+    changed = true;
+  }
+  return changed;
+}
+inline std::vector<uint64_t> with_field(std::vector<uint64_t> e, const rknpu::regs::Field& f, uint32_t value) {
+  set_field(e, f, value);
+  return e;
+}
+inline Status submit_stream(rknpu::Transport& tr, const rknpu::BoInfo& cmd, const std::vector<uint64_t>& entries) {
+  std::memcpy(cmd.cpu, entries.data(), entries.size() * 8);
+  rknpu::JobDesc j;
+  j.tasks.push_back({cmd.dma_address, static_cast<uint32_t>(entries.size())});
+  return tr.submit(0, {j}).status();
 }
 
 // Each (node index, phrase): the node stays off the NPU with a reason containing the phrase.

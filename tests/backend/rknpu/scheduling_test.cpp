@@ -148,14 +148,6 @@ TEST(RknpuScheduling, EntitiesRunAtOnceAndFencesOrderThem) {
 // Streams that would make the model alias surfaces or read weights past WEIGHT_BYTES are
 // errors before any work is done (a small BO must not stand for a huge cube); the fuzzer
 // (fuzz/rknpu_regcmd_fuzz.cpp) covers the rest of the decoder and executor.
-void set_register(std::vector<uint64_t>& e, const rknpu::regs::Field& f, uint32_t field_value) {
-  for (uint64_t& x : e) {
-    rknpu::Entry d = rknpu::decode_entry(x);
-    if (d.reg != f.reg) continue;
-    const uint32_t mask = static_cast<uint32_t>(f.max()) << f.low;
-    x = rknpu::encode_entry(d.target, (d.value & ~mask) | (field_value << f.low), d.reg);
-  }
-}
 
 // The DPU's scale-and-round for any shift its fields hold (OUT_CVT has 12 bits): rounding
 // half away from zero, and 0 once the shift passes the product's 63 bits.
@@ -176,14 +168,14 @@ TEST(RknpuModel, RejectsAliasingStridesAndShortWeights) {
   BoInfo x = conv.feature_map(), y = conv.feature_map();
   ASSERT_TRUE(t->submit(0, {conv.job(x, y)}).ok());
   auto surf0 = t->submit(0, {conv.job(x, y, [](std::vector<uint64_t>& e) {
-                           set_register(e, rknpu::regs::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, 0);
+                           set_field(e, rknpu::regs::DPU::DST_SURF_STRIDE__DST_SURF_STRIDE, 0);
                          })});
   ASSERT_FALSE(surf0.ok());
   EXPECT_NE(surf0.status().message().find("DPU destination: line stride 128 / surface stride 0 overlap a 48x8x8 cube"),
             std::string::npos)
       << surf0.status().message();
   auto short_w = t->submit(0, {conv.job(x, y, [](std::vector<uint64_t>& e) {
-                             set_register(e, rknpu::regs::CNA::WEIGHT_SIZE0__WEIGHT_BYTES, 100);
+                             set_field(e, rknpu::regs::CNA::WEIGHT_SIZE0__WEIGHT_BYTES, 100);
                            })});
   ASSERT_FALSE(short_w.ok());
   EXPECT_NE(short_w.status().message().find("WEIGHT_BYTES 100 hold fewer than the 48x3x3x48 weights"), std::string::npos)
