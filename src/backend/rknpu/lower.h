@@ -186,6 +186,9 @@ int silu_logistic(const Graph& g, const Node& mul);
 // reads, or -1: lower_node lowers `n` as one table of both from that node's input, so the
 // first one need not run (program.cpp) and `n` reads its input (Device::extra_reads).
 int absorbed_table(const Graph& g, const Node& n);
+// The node kinds a table computes (LOGISTIC, TANH, HARD_SWISH, QUANTIZE): the only ones
+// absorbed_table speaks of, as reader or as absorbed.
+bool is_table_node(OpKind k);
 
 // Fuses the lookup table `lut` (reading conv output `conv.output`) into the conv's DPU
 // pass: BS and BN as before, the EW multiplier divides by 2^k as OUT_CVT did, the LUT (its

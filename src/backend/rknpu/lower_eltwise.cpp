@@ -134,9 +134,6 @@ Result<TableFn> table_fn(const Graph& g, const Node& n) {
 
 }  // namespace
 
-bool table_kind(OpKind k) {
-  return k == OpKind::logistic || k == OpKind::tanh || k == OpKind::hard_swish || k == OpKind::requantize;
-}
 
 // A unary table node as one DPU lookup table; when it reads the output of another table
 // node that nothing else reads (absorbed_table: YOLOv8's class LOGISTIC, then QUANTIZE),

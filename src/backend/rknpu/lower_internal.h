@@ -56,12 +56,18 @@ Result<NpuOp> lower_code_table(const Graph& g, const Node& n, const std::string&
 // LOGISTIC, TANH, HARD_SWISH and QUANTIZE (one table each, or one for two chained, see
 // lower.h absorbed_table).
 Result<NpuOp> lower_table(const Graph& g, const Node& n);
-bool table_kind(OpKind k);  // LOGISTIC, TANH, HARD_SWISH, QUANTIZE
 Result<NpuOp> lower_mul(const Graph& g, const Node& n);
 // lower_binary.cpp: element-wise ADD, SUB and MUL of two maps, of a map and a constant of
 // its element count (ERDMA reads the packed constant), or of a map and a one-element
 // constant (a lookup table).
 Result<NpuOp> lower_binary(const Graph& g, const Node& n);
+// A DPU channel copy: `channels` channels from channel src_c0 of x to channel dst_c0 of y,
+// both laid out with shape s's H and W (lower.cpp).
+NpuOp copy_op(const Node& n, TensorId x, TensorId y, const Shape& s, int64_t src_c0, int64_t dst_c0, int64_t channels);
+// lower_flat.cpp: slices, reshapes and concatenations of flat tensors (flat.h).
+Result<NpuOp> lower_flat_slice(const Graph& g, const Node& n);
+Result<NpuOp> lower_reshape(const Graph& g, const Node& n);
+Result<std::vector<NpuOp>> lower_flat_concat_parts(const Graph& g, const Node& n);
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
 Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
 

@@ -130,7 +130,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     }
     // A table node read only by a table node of this segment that absorbed it (lower.h
     // absorbed_table): the second one's table computes both.
-    if (readers[n.outputs[0]] == 1) {
+    if (is_table_node(n.op) && readers[n.outputs[0]] == 1) {
       bool inside = false;
       std::string by;
       for (int mi : seg.nodes) {

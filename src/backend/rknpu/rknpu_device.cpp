@@ -228,7 +228,7 @@ class RknpuDevice : public Device {
     if (op->type == NpuOpType::row_copy) note += " (PPU tasks: each input's rows at their offset in the output's rows)";
     // A table that the table reading it alone computes (absorbed_table) takes no task.
     const int self = static_cast<int>(&n - g.nodes().data());
-    if (self >= 0 && self < static_cast<int>(g.nodes().size()))
+    if (is_table_node(n.op) && self >= 0 && self < static_cast<int>(g.nodes().size()))
       for (const Node& m : g.nodes())
         if (absorbed_table(g, m) == self) note += " -- computed by the table of " + m.label() + " (one table for both)";
     return Support::yes(cost, note);
