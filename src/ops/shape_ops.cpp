@@ -50,6 +50,9 @@ InferResult infer_transpose(const Graph& g, const Node& n) {
 
 InferResult infer_concat(const Graph& g, const Node& n) {
   const Tensor& x = in(g, n, 0);
+  // norm_axis lets axis 0 through for rank 0 (the ops that read a scalar as one element);
+  // scalars have no axis to join along.
+  if (x.shape.empty()) return fail(n, "input 0 '" + x.name + "' is a scalar; concat needs rank >= 1");
   TS_ASSIGN_OR_RETURN(int ax, norm_axis(n, n.get(attr::axis), x.shape.size()));
   Shape s = x.shape;
   for (size_t i = 1; i < n.inputs.size(); ++i) {

@@ -95,6 +95,11 @@ TEST(Graph, CumsumArgMinPreluAndLogSoftmaxNameTheProblem) {
   auto e = g.add_op(OpKind::log_softmax, {s}, {}, "ls");
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("input 's' must have rank >= 1"), std::string::npos) << e.status().message();
+  // Scalars have no axis to concatenate along (a fuzzed model once indexed an empty shape).
+  auto f = g.add_op(OpKind::concat, {s, s}, {{"axis", int64_t{0}}}, "cat");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("input 0 's' is a scalar; concat needs rank >= 1"), std::string::npos)
+      << f.status().message();
   auto ok = g.add_op(OpKind::cumsum, {x}, {{"axis", int64_t{-1}}, {"exclusive", int64_t{1}}}, "good");
   EXPECT_TRUE(ok.ok()) << ok.status().message();
 }
