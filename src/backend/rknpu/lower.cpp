@@ -63,38 +63,174 @@ int tflite_shift(double m) {
 // 2^-k steps, added by the BN ALU before BN's rounding) moves the threshold exactly to
 // TFLite's. Linear layers keep D = 0: the offset TFLite applies has the sign of r, and an
 // ALU constant cannot follow the sign.
-Status encode_requant(NpuOp& op, int k) {
+//
+// One rounding (int8 conv / FC: floor(r + 1/2) for either sign) with k > 0: BN yields
+// floor(r * 2^k) (an ALU offset of -1/2 BN output unit) and OUT_CVT divides by 2^k rounding
+// half away from zero, which is floor(r + 1/2) for r >= 0 but, for r < 0, one step low
+// wherever floor(r * 2^k) / 2^k is a negative half: 2^-k of the negative values (k = 6: one
+// in 128 of a linear layer's outputs). A linear layer therefore lifts every value by
+// kSingleRoundLift output steps in the same ALU offset, so that every output that does not
+// clamp is rounded as a positive value, and OUT_CVT's offset takes the lift back off
+// (NpuOp::req_lift). Layers that clamp negative outputs need no lift.
+constexpr int32_t kSingleRoundLift = 256;  // output steps: r >= -256 covers every code that does not clamp
+
+// What a channel's stored codes must be (TFLite's requantization, clamped to the fused
+// activation's range), for encode_requant's search over the scale pairs: the DPU's result
+// and TFLite's are both non-decreasing in v = acc + bias, so they agree on every v in
+// [-vmax, vmax] iff they agree at both ends and on both sides of each of TFLite's code
+// boundaries inside it (at most 256 of them): about 514 evaluations prove a channel exact.
+struct RequantTarget {
+  int32_t out_zp = 0;        // TFLite's output zero point
+  int32_t off_out = 0;       // the storage offset (u8: 0x80), subtracted from stored codes
+  int32_t act_lo = -128, act_hi = 127;  // TFLite's clamp (activation_range), in TFLite codes
+};
+
+namespace {
+
+// The BS -> BN -> OUT_CVT path of a plain conv task for one value (model.cpp's order and
+// hw.h's arithmetic: BS ALU adds the bias (v already holds it), BS and BN multiply with a
+// rounding shift, BN's ReLU / ReLU-X, OUT_CVT divides by 2^k and adds its offset).
+//
+// `by_sign`: the two passes of split_by_sign instead. The positive pass rounds v >= 0 as above
+// (BN's ReLU leaves 0 for v < 0); the negative pass runs BS and BN with the multipliers
+// negated and BS's ReLU, so for v < 0 it yields -(the positive pass's BN result for -v)
+// (scale_round is odd), to which the merge adds 0, and OUT_CVT rounds that.
+int32_t dpu_code(const NpuOp& op, const ScalePair& pr, int32_t alu, int k, int32_t out_offset, int64_t v, bool by_sign) {
+  auto bn = [&](int64_t u) {
+    const int32_t x = scale_round(sat32(u), pr.first.mantissa, pr.first.shift);
+    return scale_round(sat32(int64_t(x) + alu), pr.second.mantissa, pr.second.shift);
+  };
+  int64_t o = 0;
+  if (by_sign) {
+    o = v >= 0 ? int64_t(scale_round(bn(v), 1, k)) : -int64_t(scale_round(bn(-v), 1, k));
+  } else {
+    int32_t x = bn(v);
+    if (op.bn_relu) x = std::max(x, 0);
+    if (op.bn_relux) x = std::min(x, op.bn_relux_value);
+    o = scale_round(x, 1, k);
+  }
+  return static_cast<int32_t>(std::clamp<int64_t>(o + out_offset, -128, 127));
+}
+
+
+}  // namespace
+
+Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, bool by_sign = false) {
   const int64_t oc = op.out_c;
   op.bn_alu = false;
+  op.req_lift = op.single_round && k > 0 && !op.negatives_clamped ? kSingleRoundLift : 0;
+  op.req_inexact_channels = 0;
   for (int64_t c = 0; c < oc; ++c) {
-    auto pr = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), op.req_vmax[c],
-                                static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max()),
-                                static_cast<int>(regs::DPU::BN_MUL_CFG__BN_MUL_SHIFT_VALUE.max()));
-    if (!pr.ok()) return error(StatusCode::unsupported, "scale of channel ", c, ": ", pr.status().message());
-    uint8_t* e = op.bs_table.data() + c * kBsEntryBytes;
-    int16_t m = static_cast<int16_t>(pr->first.mantissa);
-    std::memcpy(e + 4, &m, 2);
-    e[6] = static_cast<uint8_t>(pr->first.shift);
-    e = op.bs_table.data() + (oc + c) * kBsEntryBytes;
-    m = static_cast<int16_t>(pr->second.mantissa);
-    std::memcpy(e + 4, &m, 2);
-    e[6] = static_cast<uint8_t>(pr->second.shift);
-    int32_t alu = 0;
-    if (op.single_round && k > 0) {
-      // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN first
-      // takes r * 2^k - 1/2 to the nearest integer, which is floor(r * 2^k) but at exact
-      // integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) for r >= 0,
-      // except at exact ties. For r < 0 it rounds a negative half of floor(r * 2^k) / 2^k
-      // away from zero, one step below TFLite: 2^-k of a linear layer's negative values
-      // (docs/rknpu.md "Against the TensorFlow Lite interpreter", with the measured fix
-      // that was reverted). One constant offset for every channel, no sign split.
-      alu = static_cast<int32_t>(std::llround(-0.5 * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
-    } else if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
-      const double d = std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5;  // units of 2^-k output steps
-      alu = static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr->second.shift) / pr->second.mantissa));
+    // The accumulator range BS must carry without saturating: the worst case |sum| of the
+    // weights x the largest input + |bias|, but no more than the values whose output lies
+    // within 1024 steps of zero. Beyond that every output clamps (an output spans 256
+    // steps), and so does a saturated BS result (at least ~500 steps after BN and OUT_CVT),
+    // so the bound only costs precision: a smaller range lets BS multiply by up to 2^15
+    // (a smaller shift s1), leaving BN a finer multiplier and its ALU offset finer units.
+    double vmax = op.req_vmax[c];
+    if (op.req_m[c] > 0) vmax = std::min(vmax, 1024.0 / op.req_m[c]);
+    // The lift enters BN's input through the ALU: BS must leave it room.
+    if (op.req_lift && op.req_m[c] > 0) vmax += op.req_lift / op.req_m[c];
+    const int max_s1 = static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max());
+    const int max_s2 = static_cast<int>(regs::DPU::BN_MUL_CFG__BN_MUL_SHIFT_VALUE.max());
+    auto first = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), vmax, max_s1, max_s2);
+    if (!first.ok()) return error(StatusCode::unsupported, "scale of channel ", c, ": ", first.status().message());
+    // The BN ALU constant of a pair, in units of its BN input.
+    auto alu_of = [&](const ScalePair& pr) -> Result<int32_t> {
+      if (op.single_round && k > 0) {
+        // One rounding (int8 conv / FC in TFLite's builtin kernels): floor(r + 1/2). BN takes
+        // (r + lift) * 2^k - 1/2 to the nearest integer, which is floor((r + lift) * 2^k) but
+        // at exact integers; OUT_CVT's rounding division by 2^k then gives floor(r + 1/2) + lift
+        // for r + lift >= 0 (see above), except at exact ties.
+        const double units = (double(op.req_lift) * std::ldexp(1.0, k) - 0.5) * std::ldexp(1.0, pr.second.shift) /
+                             pr.second.mantissa;
+        if (!(std::abs(units) < 2147483647.0))
+          return error(StatusCode::unsupported, "channel ", c, ": the BN offset ", units, " does not fit 32 bits");
+        return static_cast<int32_t>(std::llround(units));
+      }
+      if (op.per_channel && op.negatives_clamped && op.req_shift[c] < k) {
+        // A channel with k_c = 0 (M >= 1/2) rounds once, at 1/2: as the single rounding above.
+        const double d = op.req_shift[c] > 0 ? std::ldexp(1.0, k - op.req_shift[c] - 1) - 0.5 : -0.5;  // units of 2^-k output steps
+        return static_cast<int32_t>(std::llround(d * std::ldexp(1.0, pr.second.shift) / pr.second.mantissa));
+      }
+      return 0;
+    };
+    ScalePair pr = *first;
+    TS_ASSIGN_OR_RETURN(int32_t alu, alu_of(pr));
+    const bool zero_weights = op.req_zero_weights.size() == static_cast<size_t>(oc) && op.req_zero_weights[c];
+    if (target && !zero_weights) {
+      // TFLite's stored code of v (signed storage), and the v where it first reaches j.
+      const q::Multiplier qm = q::quantize_multiplier(op.req_m[c]);
+      auto want = [&](int64_t v) {
+        const int32_t r = op.single_round ? q::multiply_single_round(sat32(v), qm) : q::multiply(sat32(v), qm);
+        return std::clamp<int64_t>(int64_t(r) + target->out_zp, target->act_lo, target->act_hi) - target->off_out;
+      };
+      const int64_t lo = -static_cast<int64_t>(std::ceil(op.req_vmax[c])), hi = -lo;
+      std::vector<int64_t> probes{lo, hi};
+      for (int64_t j = want(lo) + 1; j <= want(hi); ++j) {
+        // Bracket want(a0) < j <= want(a1) around v = (J - 1/2) / M (J the step before the
+        // zero point and storage offset), widened until it holds, then bisected.
+        const double guess = std::ceil((double(j + target->off_out - target->out_zp) - 0.5) / op.req_m[c]);
+        int64_t a0 = lo, a1 = hi;
+        if (std::abs(guess) < double(hi)) {
+          const int64_t g = static_cast<int64_t>(guess);
+          for (int64_t w = 2;; w *= 2) {
+            const int64_t x0 = std::max(lo, g - w), x1 = std::min(hi, g + w);
+            if ((x0 == lo || want(x0) < j) && want(x1) >= j) {
+              if (x0 > lo || want(lo) < j) a0 = x0;
+              a1 = x1;
+              break;
+            }
+            if (x0 == lo && x1 == hi) break;
+          }
+        }
+        while (a1 - a0 > 1) {
+          const int64_t mid = a0 + (a1 - a0) / 2;
+          (want(mid) >= j ? a1 : a0) = mid;
+        }
+        probes.push_back(a1 - 1), probes.push_back(a1);
+      }
+      std::vector<int64_t> wanted(probes.size());
+      for (size_t i = 0; i < probes.size(); ++i) wanted[i] = want(probes[i]);
+      const int32_t out_offset = target->out_zp - target->off_out - op.req_lift;
+      // Probes a candidate missed are tried first on the next ones (most candidates fail on
+      // the same near-ties), and counting stops once a candidate cannot beat the best.
+      std::vector<size_t> order(probes.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      size_t front = 0;
+      auto misses = [&](const ScalePair& p, int32_t a, size_t limit) {
+        size_t m = 0;
+        for (size_t o = 0; o < order.size() && m < limit; ++o) {
+          const size_t i = order[o];
+          if (dpu_code(op, p, a, k, out_offset, probes[i], by_sign) == wanted[i]) continue;
+          ++m;
+          if (o >= front) std::swap(order[o], order[front++]);
+        }
+        return m;
+      };
+      size_t best = misses(pr, alu, probes.size());
+      auto search = [&](const std::vector<ScalePair>& cands) {
+        for (size_t i = 0; best > 0 && i < cands.size(); ++i) {
+          Result<int32_t> a = alu_of(cands[i]);
+          if (!a.ok()) continue;
+          const size_t m = misses(cands[i], *a, best);
+          if (m < best) best = m, pr = cands[i], alu = *a;
+        }
+      };
+      // The closest pairs over every 15-bit A, closest first.
+      if (best > 0) search(scale_pair_candidates(op.req_m[c] * std::ldexp(1.0, k), vmax, max_s1, max_s2));
+      op.req_inexact_channels += best > 0;
     }
+    uint8_t* e = op.bs_table.data() + c * kBsEntryBytes;
+    int16_t m = static_cast<int16_t>(pr.first.mantissa);
+    std::memcpy(e + 4, &m, 2);
+    e[6] = static_cast<uint8_t>(pr.first.shift);
+    e = op.bs_table.data() + (oc + c) * kBsEntryBytes;
+    m = static_cast<int16_t>(pr.second.mantissa);
+    std::memcpy(e + 4, &m, 2);
+    e[6] = static_cast<uint8_t>(pr.second.shift);
     std::memcpy(e, &alu, 4);
-    if (op.req_zero_weights.size() == static_cast<size_t>(oc) && op.req_zero_weights[c]) {
+    if (zero_weights) {
       // Every input gives this channel the accumulator 0 + bias: its one value, through the
       // DPU's stages (BS add and multiply, BN add and multiply, OUT_CVT), must be TFLite's.
       // The channel has no other value, so any BS mantissa that gets it there is exact.
@@ -102,12 +238,12 @@ Status encode_requant(NpuOp& op, int k) {
       const q::Multiplier qm = q::quantize_multiplier(op.req_m[c]);
       const int32_t want = op.single_round ? q::multiply_single_round(b, qm) : q::multiply(b, qm);
       auto dpu = [&](int32_t a) {
-        const int32_t bs = scale_round(b, a, pr->first.shift);
-        return scale_round(scale_round(sat32(int64_t(bs) + alu), pr->second.mantissa, pr->second.shift), 1, k);
+        const int32_t bs = scale_round(b, a, pr.first.shift);
+        return scale_round(scale_round(sat32(int64_t(bs) + alu), pr.second.mantissa, pr.second.shift), 1, k) - op.req_lift;
       };
-      int32_t a = pr->first.mantissa;
+      int32_t a = pr.first.mantissa;
       for (int32_t step = 1; dpu(a) != want && step <= 64; ++step) {
-        const int32_t cand = pr->first.mantissa + (step % 2 ? (step + 1) / 2 : -step / 2);
+        const int32_t cand = pr.first.mantissa + (step % 2 ? (step + 1) / 2 : -step / 2);
         if (cand > 0 && cand < (1 << kMantissaBits) && dpu(cand) == want) a = cand;
       }
       if (dpu(a) != want)
@@ -418,12 +554,19 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   }
   // As the cpu device (quant_conv.cpp): int8 conv and fully connected round once.
   op.single_round = n.op != OpKind::depthwise_conv2d && x.dtype == DType::i8;
-  // Encoded whether or not packing is asked: supports() must refuse what compile() would.
-  TS_RETURN_IF_ERROR(encode_requant(op, k));
   op.out_scale = {1, k};
   TS_RETURN_IF_ERROR(lower_activation(n, y, so * std::ldexp(1.0, -k), op.bn_relu, op.bn_relux, op.bn_relux_value));
+  // Encoded whether or not packing is asked: supports() must refuse what compile() would.
+  // When packing, each channel's scale pair is searched for one that gives TFLite's code for
+  // every accumulator the channel can reach (RequantTarget; the search never refuses).
+  RequantTarget target;
+  target.out_zp = static_cast<int32_t>(out_zp);
+  target.off_out = off_out;
+  const q::Range act = q::activation_range(n.get(attr::activation), y.dtype, static_cast<float>(so), target.out_zp);
+  target.act_lo = act.lo, target.act_hi = act.hi;
+  TS_RETURN_IF_ERROR(encode_requant(op, k, opts.pack ? &target : nullptr));
   op.ew_unit = op.per_channel ? 0.0 : so * std::ldexp(1.0, -k);
-  op.out_offset = static_cast<int32_t>(out_zp) - off_out;
+  op.out_offset = static_cast<int32_t>(out_zp) - off_out - op.req_lift;
   if (!opts.pack) op.bs_table.clear();
   TS_RETURN_IF_ERROR(check_tiling(op).status());
   return op;
@@ -676,6 +819,34 @@ double pow2(int e) { return std::bit_cast<double>(static_cast<uint64_t>(1023 + e
 int frexp_exponent(double x) { return static_cast<int>((std::bit_cast<uint64_t>(x) >> 52) & 0x7FF) - 1022; }
 }  // namespace
 
+std::vector<ScalePair> scale_pair_candidates(double m, double vmax, int max_shift1, int max_shift2) {
+  std::vector<std::pair<double, ScalePair>> found;
+  // s1 keeps |v| * A / 2^s1 inside the 31-bit datapath.
+  const int s1 = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(vmax, 1.0)))) + kMantissaBits - 30);
+  if (s1 <= max_shift1 && encode_scale16(m, max_shift2).ok()) {
+    const double target = m * pow2(s1);  // A * B * 2^-s2 must come near it
+    for (int32_t a = (1 << kMantissaBits) - 1; a >= (1 << (kMantissaBits - 1)); --a) {
+      const double r = target / a;  // what B * 2^-s2 must be
+      int s2 = kMantissaBits - frexp_exponent(r);
+      if (s2 < 0) continue;
+      s2 = std::min(s2, max_shift2);
+      const int64_t b = std::llround(r * pow2(s2));
+      if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
+      const double err = std::abs(double(a) * double(b) * pow2(-(s1 + s2)) - m);
+      found.push_back({err, {Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}}});
+    }
+  }
+  // Closest first; equal errors keep the search order (larger A first).
+  auto closer = [](const auto& x, const auto& y) { return x.first < y.first || (x.first == y.first && x.second.first.mantissa > y.second.first.mantissa); };
+  const size_t keep = std::min(found.size(), kPairsKept);
+  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep), found.end(), closer);
+  found.resize(keep);
+  std::vector<ScalePair> out;
+  out.reserve(found.size());
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
+}
+
 Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int max_shift2) {
   TS_RETURN_IF_ERROR(encode_scale16(m, max_shift2).status());
   ScalePair best{};
@@ -789,7 +960,11 @@ Result<std::pair<NpuOp, NpuOp>> split_by_sign(const NpuOp& op) {
   std::pair<NpuOp, NpuOp> parts{op, op};
   NpuOp& pos = parts.first;
   pos.negatives_clamped = true;
-  TS_RETURN_IF_ERROR(encode_requant(pos, k));
+  // Searched as the two passes together: TFLite's linear codes (no fused activation, or the
+  // op would clamp its negatives) from the op's own output offset.
+  RequantTarget linear;
+  linear.out_zp = op.out_offset;
+  TS_RETURN_IF_ERROR(encode_requant(pos, k, &linear, true));
   pos.bn_relu = true;
   pos.out_offset = -128;  // stores max(out - zp, 0) - 128: 0..255 steps
   pos.label += " [positive pass]";

@@ -34,6 +34,10 @@ Result<Scale16> encode_scale16(double m, int max_shift);
 using ScalePair = std::pair<Scale16, Scale16>;
 constexpr int kPairSearch = 1024;
 Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int max_shift2);
+// The kPairsKept pairs closest to m over every 15-bit A (not only the kPairSearch largest),
+// closest first: what encode_requant tries when the first pair is not exact.
+constexpr size_t kPairsKept = 256;
+std::vector<ScalePair> scale_pair_candidates(double m, double vmax, int max_shift1, int max_shift2);
 
 struct NpuOp {
   NpuOpType type = NpuOpType::conv;
@@ -82,6 +86,13 @@ struct NpuOp {
   // TFLite rounds this op's requantization once (int8 conv / fully connected: ruy), not
   // twice: every channel's threshold moves by the same half step (encode_requant).
   bool single_round = false;
+  // Output steps added before OUT_CVT's rounding (BN ALU) and taken off by its offset, so
+  // that a single-rounding linear layer rounds every output as a positive value
+  // (lower.cpp encode_requant); 0 otherwise.
+  int32_t req_lift = 0;
+  // Channels for which no scale pair tried gives TFLite's code on every accumulator the
+  // channel can reach (encode_requant; 0 means the requantization is exact as modelled).
+  int64_t req_inexact_channels = 0;
   // DPU: EW stage (the add's other operand, converted into this op's accumulator domain).
   // With ew_mul the EW multiplier takes the converted operand instead of the ALU adding it
   // (element-wise MUL: v * cvt(operand), rounded right by ew_truncate).

@@ -79,14 +79,12 @@ std::vector<uint8_t> run_once(Session& s, const std::vector<uint8_t>& input) {
 struct ReferenceCase {
   const char* name;
   const char* model;
-  // Whether the case must stay within kTolerance of the interpreter (measured: mnv1 0,
-  // mnv2 2, tf2mnv2 2 steps). nchw_grace does not: the model turns one-step roundings of
-  // an early conv (a few in a thousand of its values) into 11 steps of its logits
-  // (RknpuNchwGrace.AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps), so only bit-identical
-  // arithmetic stays within +-2 end to end. Its ops are checked one by one instead
-  // (RknpuNchwGrace.EachOpAloneMatchesTheCpu); here the deviation is reported and the
-  // placement checked. docs/rknpu.md lists it as a known gap.
-  bool within_tolerance;
+  // The most steps from the interpreter the case may be: kTolerance, or a known gap's
+  // measured maximum (docs/rknpu.md). Every convolution is exact op by op; what remains
+  // is the ADDs' 16-bit encodings, off by one step on a few of the 65,536 input pairs,
+  // which these MobileNetV2 models amplify (RknpuNchwGrace.AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps;
+  // their ops are checked one by one in RknpuNchwGrace.EachOpAloneMatchesTheCpu).
+  int bound;
 };
 
 class RknpuReference : public ::testing::TestWithParam<ReferenceCase> {};
@@ -114,10 +112,9 @@ TEST_P(RknpuReference, WithinTwoStepsOfTheInterpreter) {
               max_diff, 100.0 * exact / out.size(), conv.on_npu, conv.on_npu + conv.off_npu, dw.on_npu,
               dw.on_npu + dw.off_npu, s->profile().modelled_seconds * 1e3);
   EXPECT_GT(conv.on_npu + dw.on_npu, 0) << "nothing ran on the NPU";
-  if (c.within_tolerance) {
-    EXPECT_LE(max_diff, kTolerance);
-  } else {
-    // Known gap (docs/rknpu.md): only placement is asserted; the deviation is reported.
+  EXPECT_LE(max_diff, c.bound);
+  if (c.bound > kTolerance) {
+    // Known gap (docs/rknpu.md), held to its measured maximum; the placement is checked too.
     std::printf("[rknpu] %s: KNOWN GAP, not within +-%d: correlation with the interpreter's logits %.4f\n", c.name, kTolerance,
                 correlation(out, expected, is_u8));
     EXPECT_EQ(conv.off_npu + dw.off_npu, 0) << conv.reasons << dw.reasons;
@@ -125,10 +122,10 @@ TEST_P(RknpuReference, WithinTwoStepsOfTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RknpuReference,
-                         ::testing::Values(ReferenceCase{"mnv1_128_cat", "mobilenet_v1_0.25_128_quant.tflite", true},
-                                           ReferenceCase{"mnv2_224_grace", "mobilenet_v2_1.0_224_quant.tflite", true},
-                                           ReferenceCase{"tf2mnv2_224_grace", "tf2_mobilenet_v2_1.0_224_ptq.tflite", true},
-                                           ReferenceCase{"nchw_grace", "mobilenet_v2_quantized_1x3x224x224.tflite", false}),
+                         ::testing::Values(ReferenceCase{"mnv1_128_cat", "mobilenet_v1_0.25_128_quant.tflite", kTolerance},
+                                           ReferenceCase{"mnv2_224_grace", "mobilenet_v2_1.0_224_quant.tflite", kTolerance},
+                                           ReferenceCase{"tf2mnv2_224_grace", "tf2_mobilenet_v2_1.0_224_ptq.tflite", 3},
+                                           ReferenceCase{"nchw_grace", "mobilenet_v2_quantized_1x3x224x224.tflite", 12}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Both MobileNetV2 models classify grace_hopper.bmp as "military uniform".
@@ -215,6 +212,7 @@ std::vector<uint8_t> run_nodes(const Graph& g, size_t first, size_t end, const s
 struct OpsAlone {
   int64_t values = 0, differ = 0;
   int max_diff = 0, ops = 0;
+  std::string where;  // "label: n values" of each node that differs
 };
 OpsAlone ops_alone_on_npu(const Values& v, std::initializer_list<OpKind> kinds) {
   OpsAlone r;
@@ -226,11 +224,14 @@ OpsAlone ops_alone_on_npu(const Values& v, std::initializer_list<OpKind> kinds) 
     EXPECT_EQ(npu.size(), cpu.size()) << n.label();
     if (npu.size() != cpu.size()) continue;
     const bool i8 = v.graph.tensor(n.outputs[0]).dtype == DType::i8;
+    int64_t here = 0;
     for (size_t j = 0; j < cpu.size(); ++j) {
       const int d = i8 ? std::abs(int(int8_t(npu[j])) - int(int8_t(cpu[j]))) : std::abs(int(npu[j]) - int(cpu[j]));
       r.max_diff = std::max(r.max_diff, d);
-      r.differ += d != 0;
+      here += d != 0;
     }
+    r.differ += here;
+    if (here > 0) r.where += (r.where.empty() ? "" : "; ") + n.label() + ": " + std::to_string(here);
     r.values += static_cast<int64_t>(cpu.size());
     ++r.ops;
   }
@@ -250,25 +251,23 @@ TEST(RknpuNchwGrace, EachOpAloneMatchesTheCpu) {
   EXPECT_GT(conv.ops, 50);
   EXPECT_GT(add.ops, 5);
   EXPECT_LE(std::max(conv.max_diff, add.max_diff), 1);
-  // Near-ties, and the int8 linear convs' single rounding (the interpreter's), which OUT_CVT
-  // gets one step low for 2^-k of the negative values (docs/rknpu.md): measured 2311 of
-  // 6.68 M, 1589 of them in op 5 (k = 6).
-  EXPECT_LE(conv.differ * 2'000, conv.values);
+  // Every convolution exact (each channel's scale pair proven on its accumulator range,
+  // the linear layers lifted: docs/rknpu.md); the adds' 16-bit encodings miss TFLite on a
+  // few input pairs (measured 12 of 216,384 values).
+  EXPECT_EQ(conv.differ, 0) << conv.where;
   EXPECT_LE(add.differ * 10'000, add.values);
 }
 
-// The models whose outputs the oracle test holds to a known gap beyond 2 steps (MoveNet's
-// centre heatmap 8-21, DeepLab 4, the MobileNetV1 1.0 embedding extractor 4), op by op on a
-// seeded random image: every conv and depthwise the NPU runs, fed the cpu's inputs, is
-// within one step of the cpu (= the interpreter) and rarely off at all, so each gap is the
-// network amplifying rare one-step roundings, not an op computed wrongly.
+// Models the oracle test holds to the interpreter (MoveNet's centre heatmap, DeepLab, the
+// MobileNetV1 1.0 embedding extractor), op by op on a seeded random image: every conv and
+// depthwise the NPU runs, fed the cpu's inputs, gives the cpu's (= the interpreter's) bytes.
 struct OpByOpCase {
   const char* model;
   int64_t input_bytes;
 };
 class RknpuOpByOp : public ::testing::TestWithParam<OpByOpCase> {};
 
-TEST_P(RknpuOpByOp, EachConvAloneIsWithinOneStepOfTheCpu) {
+TEST_P(RknpuOpByOp, EachConvAloneGivesTheCpusBytes) {
   TESSERA_REQUIRE_FIXTURE(model, std::string("models/tflite/") + GetParam().model);
   std::vector<uint8_t> input(static_cast<size_t>(GetParam().input_bytes));
   std::mt19937 rng(2024);
@@ -276,11 +275,12 @@ TEST_P(RknpuOpByOp, EachConvAloneIsWithinOneStepOfTheCpu) {
   Values v = cpu_values(model, input);
   ASSERT_FALSE(v.of.empty());
   const OpsAlone r = ops_alone_on_npu(v, {OpKind::conv2d, OpKind::depthwise_conv2d});
-  std::printf("[rknpu] %s op by op: %d convolutions, %lld of %lld values differ, max %d\n", GetParam().model, r.ops,
-              static_cast<long long>(r.differ), static_cast<long long>(r.values), r.max_diff);
+  std::printf("[rknpu] %s op by op: %d convolutions, %lld of %lld values differ, max %d (%s)\n", GetParam().model, r.ops,
+              static_cast<long long>(r.differ), static_cast<long long>(r.values), r.max_diff, r.where.c_str());
   EXPECT_GT(r.ops, 20);
-  EXPECT_LE(r.max_diff, 1);
-  EXPECT_LE(r.differ * 1'000, r.values);
+  // Exact: each channel's scale pair is proven on its whole accumulator range, or the op
+  // would name the channels it could not make exact in its program notes.
+  EXPECT_EQ(r.differ, 0) << r.where;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RknpuOpByOp,
@@ -289,9 +289,9 @@ INSTANTIATE_TEST_SUITE_P(Models, RknpuOpByOp,
                                            OpByOpCase{"mobilenet_v1_1.0_224_quant_embedding_extractor.tflite", 224 * 224 * 3}));
 
 // Why nchw_grace is not held to +-2 of the interpreter: this model amplifies the DPU's
-// rare one-step roundings. Shown by feeding the cpu, from the first expansion conv on, that conv's NPU
-// output, which differs from the cpu's in a few of its values by one step: the
-// logits then move by several steps, although every later op is the cpu's own.
+// rare one-step roundings. Shown by feeding the cpu, from the first op whose NPU output
+// differs (an ADD: its 16-bit encoding misses TFLite on a few input pairs), that op's NPU
+// output: the logits then move by several steps, although every later op is the cpu's own.
 TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/mobilenet_v2_quantized_1x3x224x224.tflite");
   TESSERA_REQUIRE_FIXTURE(in_path, "reference/nchw_grace.input.bin");
@@ -299,10 +299,11 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
   ASSERT_FALSE(v.of.empty());
   const size_t end = v.graph.nodes().size();
   const auto& logits = v.of.at(v.graph.outputs[0]);
-  // The first conv whose NPU output differs from the cpu's.
+  // The first conv or add whose NPU output differs from the cpu's (the convs are exact:
+  // EachOpAloneMatchesTheCpu; an add's 16-bit encoding misses TFLite on a few input pairs).
   for (size_t cut = 0; cut < end; ++cut) {
     const Node& n = v.graph.nodes()[cut];
-    if (n.op != OpKind::conv2d && n.op != OpKind::depthwise_conv2d) continue;
+    if (n.op != OpKind::conv2d && n.op != OpKind::depthwise_conv2d && n.op != OpKind::add) continue;
     auto npu = run_nodes(v.graph, cut, cut + 1, v.of, "rknpu");
     const auto& cpu = v.of.at(n.outputs[0]);
     ASSERT_EQ(npu.size(), cpu.size());
@@ -319,13 +320,13 @@ TEST(RknpuNchwGrace, AFewNearTiesEarlyMoveTheLogitsBeyondTwoSteps) {
     std::printf("[rknpu] nchw_grace: %lld of %zu values of %s differ by one step; the cpu continuing from them ends %d steps "
                 "from its own logits\n",
                 static_cast<long long>(differ), cpu.size(), n.label().c_str(), d);
-    // Measured: 1589 of 200,704 values of op 5 (the single rounding of its negative values,
-    // see EachOpAloneMatchesTheCpu), 12 steps at the logits.
-    EXPECT_LE(differ * 100, static_cast<int64_t>(cpu.size()));
+    // Measured: an ADD, a handful of its values.
+    EXPECT_EQ(n.op, OpKind::add) << "a convolution differs: " << n.label();
+    EXPECT_LE(differ * 1000, static_cast<int64_t>(cpu.size()));
     EXPECT_GT(d, kTolerance);
     return;
   }
-  FAIL() << "no convolution differs on the NPU; the end-to-end gap should then be gone";
+  FAIL() << "no convolution or add differs on the NPU; the end-to-end gap should then be gone";
 }
 
 // MobileNetV1 1.0 224 runs with every convolution on the NPU, matches the cpu within two
@@ -503,8 +504,11 @@ TEST(RknpuYolov8n, SameDetectionsAsTheCpu) {
     max_diff = std::max(max_diff, std::abs(int(int8_t(a[i])) - int(int8_t(b[i]))));
     exact += a[i] == b[i];
   }
-  std::printf("[rknpu] yolov8n output vs cpu: max diff %d, exact %.2f%%\n", max_diff, 100.0 * exact / a.size());
-  EXPECT_GT(exact * 100, a.size() * 95);
+  std::printf("[rknpu] yolov8n output vs cpu: max diff %d, %zu of %zu values differ\n", max_diff, a.size() - exact, a.size());
+  // #35: within 2 steps before post-processing (was 171 steps, 2.84% of the values, before
+  // the linear layers' lift and the exact scale-pair search: docs/rknpu.md).
+  EXPECT_LE(max_diff, kTolerance);
+  EXPECT_GT(exact * 1000, a.size() * 999);
   const float so = out.quant.scale[0];
   const int zo = static_cast<int>(out.quant.zero_point_at(0));
   auto dn = decode_yolo(a, so, zo), dc = decode_yolo(b, so, zo);
