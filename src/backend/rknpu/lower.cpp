@@ -953,10 +953,6 @@ Result<std::pair<NpuOp, NpuOp>> split_by_sign(const NpuOp& op) {
   const int k = op.out_scale.shift;
   // The positive part comes back as (stored + 128) * 2^k through the 16-bit EW scale.
   if (k > 15) return error(StatusCode::unsupported, "output shift ", k, " leaves no EW scale for the positive part");
-  // A channel rounding at k_c = 0 (M >= 1/2) with k > 0 would offset the other pass by a
-  // whole half step.
-  for (int kc : op.req_shift)
-    if (kc == 0 && k > 0) return error(StatusCode::unsupported, "a channel's multiplier is >= 1/2");
   std::pair<NpuOp, NpuOp> parts{op, op};
   NpuOp& pos = parts.first;
   pos.negatives_clamped = true;
@@ -1050,6 +1046,7 @@ Status fuse_add(const Graph& g, const Node& add, int add_index, NpuOp& op) {
   op.ew_scale = *mb;
   op.out_scale = *mo;
   op.out_offset = static_cast<int32_t>(y.quant.zero_point_at(0)) - storage_offset(y.dtype);
+  op.req_lift = 0;  // the BN entries above replace a single-rounding layer's lift
   TS_RETURN_IF_ERROR(lower_activation(add, y, unit, op.ew_relu, op.ew_relux, op.ew_relux_value));
   op.output = add.outputs[0];
   op.nodes.push_back(add_index);

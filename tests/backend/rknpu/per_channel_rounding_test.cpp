@@ -97,8 +97,9 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
     const char* reason;
   };
   // 4.0: M = 1e-5 .. 7e-5, the common shift 16 exceeds what the EW scale can restore.
-  // 0.0005: channels with c % 7 == 6 have M = 0.56 >= 1/2 (shift 0) while others shift 3.
-  for (const Refusal& rf : {Refusal{4.0f, "output shift 16 leaves no EW scale"}, Refusal{0.0005f, "multiplier is >= 1/2"}}) {
+  // (A channel multiplier >= 1/2 was the second refusal until its threshold offset was
+  // fixed: LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly.)
+  for (const Refusal& rf : {Refusal{4.0f, "output shift 16 leaves no EW scale"}}) {
     ConvSpec s;
     s.h = s.w = 10;
     s.ic = s.oc = 32;
@@ -124,6 +125,34 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
     std::printf("[rknpu per-channel] unsplit (%s): %lld of %lld values differ\n", rf.reason,
                 static_cast<long long>(exact.n - exact.exact), static_cast<long long>(exact.n));
   }
+}
+
+// A linear layer that rounds twice (depthwise) with channels whose multiplier is >= 1/2
+// (shift 0, one rounding in TFLite) splits in two passes like any other and is exact.
+TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly) {
+  ConvSpec s;
+  s.h = s.w = 10;
+  s.ic = s.oc = 32;
+  s.k = 3;
+  s.depthwise = true;
+  s.dtype = DType::i8;
+  s.per_channel = true;
+  s.seed = 78;
+  std::vector<uint8_t> input;
+  Graph g = build_conv(s, input);
+  // Weight scales 0.002 * (1 + c % 7), input 0.02: channels c % 7 == 6 get M = 0.56.
+  g.tensor(g.outputs[0]).quant = QuantParams{{0.0005f}, {3}};
+  auto op = rknpu::lower_node(g, g.nodes()[0]);
+  ASSERT_TRUE(op.ok()) << op.status().to_string();
+  ASSERT_TRUE(rknpu::split_by_sign(*op).ok());
+  Compare exact = run_and_compare(g, input, {{"rounding", "exact"}}), fast = run_and_compare(g, input, {{"rounding", "fast"}});
+  ASSERT_TRUE(exact.error.empty()) << exact.error;
+  EXPECT_TRUE(exact.all_on_npu) << exact.fallback;
+  EXPECT_EQ(exact.exact, exact.n) << "max diff " << exact.max_diff;
+  EXPECT_GT(exact.modelled_seconds, fast.modelled_seconds) << "two passes";
+  std::printf("[rknpu per-channel] split with multipliers >= 1/2: %lld of %lld values differ (one pass: %lld)\n",
+              static_cast<long long>(exact.n - exact.exact), static_cast<long long>(exact.n),
+              static_cast<long long>(fast.n - fast.exact));
 }
 
 // A clamped layer that rounds twice (depthwise) where some channels' multipliers are >= 1/2:
