@@ -112,7 +112,6 @@ int32_t dpu_code(const NpuOp& op, const ScalePair& pr, int32_t alu, int k, int32
   return static_cast<int32_t>(std::clamp<int64_t>(o + out_offset, -128, 127));
 }
 
-
 }  // namespace
 
 Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, bool by_sign = false) {
@@ -820,30 +819,42 @@ int frexp_exponent(double x) { return static_cast<int>((std::bit_cast<uint64_t>(
 }  // namespace
 
 std::vector<ScalePair> scale_pair_candidates(double m, double vmax, int max_shift1, int max_shift2) {
-  std::vector<std::pair<double, ScalePair>> found;
+  std::vector<ScalePair> out;
   // s1 keeps |v| * A / 2^s1 inside the 31-bit datapath.
   const int s1 = std::max(0, static_cast<int>(std::ceil(std::log2(std::max(vmax, 1.0)))) + kMantissaBits - 30);
-  if (s1 <= max_shift1 && encode_scale16(m, max_shift2).ok()) {
-    const double target = m * pow2(s1);  // A * B * 2^-s2 must come near it
-    for (int32_t a = (1 << kMantissaBits) - 1; a >= (1 << (kMantissaBits - 1)); --a) {
-      const double r = target / a;  // what B * 2^-s2 must be
-      int s2 = kMantissaBits - frexp_exponent(r);
-      if (s2 < 0) continue;
-      s2 = std::min(s2, max_shift2);
-      const int64_t b = std::llround(r * pow2(s2));
-      if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
-      const double err = std::abs(double(a) * double(b) * pow2(-(s1 + s2)) - m);
-      found.push_back({err, {Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}}});
-    }
+  if (s1 > max_shift1 || !encode_scale16(m, max_shift2).ok()) return out;
+  const double target = m * pow2(s1);  // A * B * 2^-s2 must come near it
+  constexpr int32_t a_lo = 1 << (kMantissaBits - 1), a_hi = (1 << kMantissaBits) - 1;
+  // Each A's pair (B rounded to nearest: positive, so floor(x + 1/2), exact at these
+  // magnitudes) and its error; no pair: an infinite error.
+  auto pair_of = [&](int32_t a, double& err) {
+    const double r = target / a;  // what B * 2^-s2 must be
+    const int s2 = std::min(kMantissaBits - frexp_exponent(r), max_shift2);
+    err = std::numeric_limits<double>::infinity();
+    if (s2 < 0) return ScalePair{};
+    const int64_t b = static_cast<int64_t>(std::floor(r * pow2(s2) + 0.5));
+    if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) return ScalePair{};
+    err = std::abs(double(a) * double(b) * pow2(-(s1 + s2)) - m);
+    return ScalePair{Scale16{a, s1}, Scale16{static_cast<int32_t>(b), s2}};
+  };
+  std::vector<double> errs(static_cast<size_t>(a_hi - a_lo + 1));
+  for (int32_t a = a_hi; a >= a_lo; --a) pair_of(a, errs[static_cast<size_t>(a - a_lo)]);
+  // The kPairsKept-th smallest error bounds the pairs kept.
+  std::vector<double> sorted = errs;
+  const size_t keep = std::min(sorted.size(), kPairsKept);
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(keep - 1), sorted.end());
+  const double bound = sorted[keep - 1];
+  std::vector<std::pair<double, ScalePair>> found;
+  for (int32_t a = a_hi; a >= a_lo && found.size() < keep; --a) {
+    if (!(errs[static_cast<size_t>(a - a_lo)] <= bound)) continue;
+    double err = 0;
+    found.push_back({err, pair_of(a, err)});
   }
   // Closest first; equal errors keep the search order (larger A first).
-  auto closer = [](const auto& x, const auto& y) { return x.first < y.first || (x.first == y.first && x.second.first.mantissa > y.second.first.mantissa); };
-  const size_t keep = std::min(found.size(), kPairsKept);
-  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep), found.end(), closer);
-  found.resize(keep);
-  std::vector<ScalePair> out;
+  std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   out.reserve(found.size());
-  for (const auto& f : found) out.push_back(f.second);
+  for (const auto& f : found)
+    if (std::isfinite(f.first)) out.push_back(f.second);
   return out;
 }
 
@@ -860,7 +871,7 @@ Result<ScalePair> encode_scale_pair(double m, double vmax, int max_shift1, int m
       int s2 = kMantissaBits - frexp_exponent(r);
       if (s2 < 0) continue;
       s2 = std::min(s2, max_shift2);
-      const int64_t b = std::llround(r * pow2(s2));
+      const int64_t b = static_cast<int64_t>(std::floor(r * pow2(s2) + 0.5));  // positive: llround, without the call
       if (b <= 0 || b >= (int64_t{1} << kMantissaBits)) continue;
       const double err = std::abs(double(a) * double(b) * pow2(-(s1 + s2)) - m);
       if (err < best_err) {
