@@ -10,8 +10,10 @@
 // rounding boundary the channel's accumulators can reach.
 #include <gtest/gtest.h>
 
+#include "backend/rknpu/hw.h"
 #include "backend/rknpu/lower.h"
 #include "backend/rknpu/rknpu_test_util.h"
+#include "ops/quant_math.h"
 
 namespace tessera::rknpu_test {
 namespace {
@@ -179,6 +181,65 @@ TEST(RknpuPerChannelRounding, ChannelsWithAMultiplierOfAHalfOrMoreRoundOnce) {
     EXPECT_TRUE(r.all_on_npu) << activation << ": " << r.fallback;
     EXPECT_EQ(r.exact, r.n) << activation << ": max diff " << r.max_diff;
   }
+}
+
+// The compiler proves each channel's encoding on its whole accumulator range from ~514
+// probes (both sides of every TFLite code boundary; lower.cpp encode_requant). Checked here
+// by brute force: every v = acc + bias in [-vmax, vmax] through the channel's BS / BN / OUT_CVT
+// values as the compiled table holds them (hw.h's arithmetic, the device model's), against
+// TFLite's requantization. Small layers keep the ranges short (up to a few 10^5 values).
+TEST(RknpuPerChannelRounding, EveryReachableAccumulatorRequantizesAsTflite) {
+  int64_t checked = 0;
+  uint32_t seed = 900;
+  for (const char* activation : {"none", "relu6"})
+    for (auto [k, ic] : {std::pair<int64_t, int64_t>{1, 8}, {3, 2}, {1, 24}}) {
+      ConvSpec s;
+      s.h = s.w = 6;
+      s.ic = ic;
+      s.oc = 32;
+      s.k = k;
+      s.dtype = DType::i8;
+      s.per_channel = true;
+      s.activation = activation;
+      s.seed = seed++;
+      std::vector<uint8_t> input;
+      Graph g = build_conv(s, input);
+      auto op = rknpu::lower_node(g, g.nodes()[0]);
+      ASSERT_TRUE(op.ok()) << op.status().to_string();
+      const Tensor& y = g.tensor(g.outputs[0]);
+      const int32_t zp = static_cast<int32_t>(y.quant.zero_point_at(0));
+      const q::Range act = q::activation_range(activation, y.dtype, y.quant.scale_at(0), zp);
+      const int kk = op->out_scale.shift;
+      EXPECT_EQ(op->req_lift, std::string(activation) == "none" ? 256 : 0) << s.label();
+      int64_t bad_channels = 0;
+      for (int64_t c = 0; c < op->out_c; ++c) {
+        const uint8_t* bs = op->bs_table.data() + c * rknpu::kBsEntryBytes;
+        const uint8_t* bn = op->bs_table.data() + (op->out_c + c) * rknpu::kBsEntryBytes;
+        int16_t a, b;
+        int32_t alu;
+        std::memcpy(&a, bs + 4, 2), std::memcpy(&b, bn + 4, 2), std::memcpy(&alu, bn, 4);
+        const q::Multiplier qm = q::quantize_multiplier(op->req_m[c]);
+        const int64_t vmax = static_cast<int64_t>(std::ceil(op->req_vmax[c]));
+        int64_t bad = 0;
+        for (int64_t v = -vmax; v <= vmax; ++v) {
+          int32_t x = rknpu::scale_round(rknpu::sat32(v), a, bs[6]);
+          x = rknpu::scale_round(rknpu::sat32(int64_t(x) + alu), b, bn[6]);
+          if (op->bn_relu) x = std::max(x, 0);
+          if (op->bn_relux) x = std::min(x, op->bn_relux_value);
+          const int64_t dpu = std::clamp<int64_t>(int64_t(rknpu::scale_round(x, 1, kk)) + op->out_offset, -128, 127);
+          const int64_t want = std::clamp<int64_t>(int64_t(q::multiply_single_round(rknpu::sat32(v), qm)) + zp, act.lo, act.hi);
+          bad += dpu != want;
+        }
+        checked += 2 * vmax + 1;
+        bad_channels += bad > 0;
+      }
+      // A channel the compiler could not make exact says so; every other one is exact.
+      EXPECT_LE(bad_channels, op->req_inexact_channels) << s.label();
+      EXPECT_EQ(op->req_inexact_channels, 0) << s.label();
+    }
+  std::printf("[rknpu per-channel] %lld accumulator values over 6 layers' channels, each as TFLite\n",
+              static_cast<long long>(checked));
+  EXPECT_GT(checked, 1'000'000);
 }
 
 // Channels whose weights are all zero output a constant, their bias requantized; converters
