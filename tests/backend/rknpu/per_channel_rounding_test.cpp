@@ -129,21 +129,28 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
   }
 }
 
-// A linear layer that rounds twice (depthwise) with channels whose multiplier is >= 1/2
-// (shift 0, one rounding in TFLite) splits in two passes like any other and is exact.
-TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly) {
+// A 3x3 depthwise i8 per-channel layer (32 channels, weight scales 0.002 * (1 + c % 7),
+// input 0.02) whose output scale 0.0005 gives channels c % 7 == 6 the multiplier 0.56 >= 1/2
+// (shift 0: one rounding in TFLite) while the others shift 3.
+Graph half_multiplier_depthwise(const char* activation, int64_t size, int32_t out_zp, uint32_t seed, std::vector<uint8_t>& input) {
   ConvSpec s;
-  s.h = s.w = 10;
+  s.h = s.w = size;
   s.ic = s.oc = 32;
   s.k = 3;
   s.depthwise = true;
   s.dtype = DType::i8;
   s.per_channel = true;
-  s.seed = 78;
-  std::vector<uint8_t> input;
+  s.activation = activation;
+  s.seed = seed;
   Graph g = build_conv(s, input);
-  // Weight scales 0.002 * (1 + c % 7), input 0.02: channels c % 7 == 6 get M = 0.56.
-  g.tensor(g.outputs[0]).quant = QuantParams{{0.0005f}, {3}};
+  g.tensor(g.outputs[0]).quant = QuantParams{{0.0005f}, {out_zp}};
+  return g;
+}
+
+// Such a linear layer splits in two passes like any other and is exact.
+TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly) {
+  std::vector<uint8_t> input;
+  Graph g = half_multiplier_depthwise("none", 10, 3, 78, input);
   auto op = rknpu::lower_node(g, g.nodes()[0]);
   ASSERT_TRUE(op.ok()) << op.status().to_string();
   ASSERT_TRUE(rknpu::split_by_sign(*op).ok());
@@ -157,25 +164,14 @@ TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExact
               static_cast<long long>(fast.n - fast.exact));
 }
 
-// A clamped layer that rounds twice (depthwise) where some channels' multipliers are >= 1/2:
-// TFLite rounds those channels once (shift 0), at one half, while the others round twice at
-// the common shift; the BN ALU's threshold offset must follow (it put the shift-0 channels a
-// whole half step high, 36 values of MoveNet's op 67, before it did).
+// Such a layer clamped (one pass): TFLite rounds the shift-0 channels once, at one half,
+// while the others round twice at the common shift; the BN ALU's threshold offset must
+// follow (it put the shift-0 channels a whole half step high, 36 values of MoveNet's op 67,
+// before it did).
 TEST(RknpuPerChannelRounding, ChannelsWithAMultiplierOfAHalfOrMoreRoundOnce) {
   for (const char* activation : {"relu", "relu6"}) {
-    ConvSpec s;
-    s.h = s.w = 12;
-    s.ic = s.oc = 32;
-    s.k = 3;
-    s.depthwise = true;
-    s.dtype = DType::i8;
-    s.per_channel = true;
-    s.activation = activation;
-    s.seed = 123;
     std::vector<uint8_t> input;
-    Graph g = build_conv(s, input);
-    // Weight scales 0.002 * (1 + c % 7), input 0.02: channels c % 7 == 6 get M = 0.56.
-    g.tensor(g.outputs[0]).quant = QuantParams{{0.0005f}, {-100}};
+    Graph g = half_multiplier_depthwise(activation, 12, -100, 123, input);
     Compare r = run_and_compare(g, input);
     ASSERT_TRUE(r.error.empty()) << activation << ": " << r.error;
     EXPECT_TRUE(r.all_on_npu) << activation << ": " << r.fallback;
