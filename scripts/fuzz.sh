@@ -108,6 +108,18 @@ if [ -f fuzz/rknpu_regcmd_fuzz.cpp ]; then
   run_target rknpu_regcmd_fuzz
 fi
 
+# The rknpu requantization search: seeds covering conv / depthwise, per-channel i8, per-tensor
+# u8 / i8 and the three activations (byte 0: bit 0 depthwise, bit 1 per-channel, bit 2 u8,
+# bits 3-4 the activation); the rest of each seed is shapes, scales, weights and biases.
+if [ -f fuzz/rknpu_requant_fuzz.cpp ]; then
+  mkdir -p "$B/corpus/rknpu_requant_fuzz"
+  for f in 00 01 02 03 04 05 0a 0b 12 13 14 1a; do
+    printf "\x$f\x02\x03\x05\x07\x90\x30\x11\x85\x42\x99\x13\x77\x05\x60\xf0\x21\x08\xc4\x3b\x10\x81\x7f\x02" \
+      > "$B/corpus/rknpu_requant_fuzz/layer$f"
+  done
+  run_target rknpu_requant_fuzz
+fi
+
 # The corrupted-model corpus: variants of the small shared models (truncated, bit-flipped,
 # shapes that wrap, wrong dtypes; fuzz/hostile_corpus.cpp), each run once through its
 # fuzzer under ASan and UBSan. Generated per model into a scratch folder and removed after.
