@@ -117,9 +117,22 @@ int32_t dpu_code(const NpuOp& op, const ScalePair& pr, int32_t alu, int k, int32
 Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, bool by_sign = false) {
   const int64_t oc = op.out_c;
   op.bn_alu = false;
-  op.req_lift = op.single_round && k > 0 && !op.negatives_clamped ? kSingleRoundLift : 0;
+  // BN's output holds (r + lift) * 2^k for every output step r a stored code can mean
+  // (|r| <= 256): the lift only where that stays inside int32 (k <= 22).
+  const bool lift_fits = (int64_t{256} + kSingleRoundLift) << std::min(k, 40) <= std::numeric_limits<int32_t>::max();
+  op.req_lift = op.single_round && k > 0 && !op.negatives_clamped && lift_fits ? kSingleRoundLift : 0;
   op.req_inexact_channels = 0;
-  for (int64_t c = 0; c < oc; ++c) {
+  int64_t c = 0;
+  // A lift whose BN offset or BS headroom does not fit (multipliers near the fields'
+  // limits) is dropped for the whole layer, which then rounds its negative half steps as
+  // before rather than leave the NPU.
+  auto restart_without_lift = [&] {
+    op.req_lift = 0;
+    op.bn_alu = false;
+    op.req_inexact_channels = 0;
+    c = -1;
+  };
+  for (; c < oc; ++c) {
     // The accumulator range BS must carry without saturating: the worst case |sum| of the
     // weights x the largest input + |bias|, but no more than the values whose output lies
     // within 1024 steps of zero. Beyond that every output clamps (an output spans 256
@@ -133,6 +146,10 @@ Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, b
     const int max_s1 = static_cast<int>(regs::DPU::BS_MUL_CFG__BS_MUL_SHIFT_VALUE.max());
     const int max_s2 = static_cast<int>(regs::DPU::BN_MUL_CFG__BN_MUL_SHIFT_VALUE.max());
     auto first = encode_scale_pair(op.req_m[c] * std::ldexp(1.0, k), vmax, max_s1, max_s2);
+    if (!first.ok() && op.req_lift) {  // no room for the lift: the layer is encoded without it
+      restart_without_lift();
+      continue;
+    }
     if (!first.ok()) return error(StatusCode::unsupported, "scale of channel ", c, ": ", first.status().message());
     // The BN ALU constant of a pair, in units of its BN input.
     auto alu_of = [&](const ScalePair& pr) -> Result<int32_t> {
@@ -155,7 +172,12 @@ Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, b
       return 0;
     };
     ScalePair pr = *first;
-    TS_ASSIGN_OR_RETURN(int32_t alu, alu_of(pr));
+    Result<int32_t> first_alu = alu_of(pr);
+    if (!first_alu.ok() && op.req_lift) {
+      restart_without_lift();
+      continue;
+    }
+    TS_ASSIGN_OR_RETURN(int32_t alu, std::move(first_alu));
     const bool zero_weights = op.req_zero_weights.size() == static_cast<size_t>(oc) && op.req_zero_weights[c];
     if (target && !zero_weights) {
       // TFLite's stored code of v (signed storage), and the v where it first reaches j.
@@ -540,6 +562,11 @@ Result<NpuOp> lower_conv_tensors(const Node& n, const ConvTensors& t, const Lowe
   }
   if (std::all_of(op.req_zero_weights.begin(), op.req_zero_weights.end(), [](bool z) { return z; })) k = k_all;
   if (!fits(regs::DPU::OUT_CVT_SHIFT__OUT_CVT_SHIFT, k)) return no(n, "output shift " + std::to_string(k) + " exceeds OUT_CVT_SHIFT");
+  // BN's output is in 2^-k output steps: with k >= 24 an output of 128 steps or more from
+  // the zero point would saturate its 32 bits (a multiplier below 2^-23).
+  if (k >= 24)
+    return no(n, "output shift " + std::to_string(k) + ": BN's 32-bit result (in 2^-" + std::to_string(k) +
+                     " output steps) would saturate within the output's range (multiplier below 2^-23)");
   for (int64_t c = 0; c < oc; ++c) {
     op.req_m.push_back(multiplier(c));
     op.req_shift.push_back(tflite_shift(multiplier(c)));

@@ -160,7 +160,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     op.nodes = {ni};
     if (op.req_inexact_channels > 0)
       prog->notes.push_back(n.label() + ": " + std::to_string(op.req_inexact_channels) + " of " + std::to_string(op.out_c) +
-                            " channels requantize some reachable accumulator one step off TFLite (no scale pair tried is exact)");
+                            " channels requantize some reachable accumulator off TFLite (no scale pair tried is exact)");
     if (!op.concat_parts.empty()) {
       // A concat: one channel copy per input, each to its offset in the output.
       auto parts = lower_concat_parts(g, n);

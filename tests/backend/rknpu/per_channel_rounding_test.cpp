@@ -279,5 +279,43 @@ TEST(RknpuPerChannelRounding, ChannelsWithAllZeroWeightsAreConstants) {
   }
 }
 
+
+// A linear int8 conv is lifted by 256 steps (its negative half steps rounded as TFLite
+// rounds them) where BN's 32 bits hold the lifted range, (256 + 256) * 2^k: k <= 22. Beyond,
+// the layer runs without the lift; from k = 24 on (multipliers below 2^-23) even the
+// unlifted outputs would saturate BN, and the layer stays on the cpu, saying why.
+TEST(RknpuPerChannelRounding, TheLiftAndTheOutputShiftFitBn) {
+  struct Case {
+    float out_scale;  // weight scales 0.002 * (1 + c % 7), input 0.02
+    int k, lift;
+    bool on_npu;
+  };
+  for (const Case& t : {Case{40.0f, 19, 256, true}, Case{400.0f, 23, 0, true}, Case{4000.0f, 26, 0, false}}) {
+    ConvSpec s;
+    s.h = s.w = 10;
+    s.ic = s.oc = 32;
+    s.k = 3;
+    s.dtype = DType::i8;
+    s.per_channel = true;
+    s.seed = 77;
+    std::vector<uint8_t> input;
+    Graph g = build_conv(s, input);
+    g.tensor(g.outputs[0]).quant = QuantParams{{t.out_scale}, {3}};
+    auto op = rknpu::lower_node(g, g.nodes()[0]);
+    if (t.on_npu) {
+      ASSERT_TRUE(op.ok()) << t.out_scale << ": " << op.status().to_string();
+      EXPECT_EQ(op->out_scale.shift, t.k) << t.out_scale;
+      EXPECT_EQ(op->req_lift, t.lift) << t.out_scale;
+    } else {
+      ASSERT_FALSE(op.ok()) << t.out_scale;
+      EXPECT_NE(op.status().message().find("would saturate"), std::string::npos) << op.status().message();
+    }
+    Compare r = run_and_compare(g, input);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.all_on_npu, t.on_npu) << t.out_scale << ": " << r.fallback;
+    EXPECT_EQ(r.exact, r.n) << t.out_scale << ": max diff " << r.max_diff;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::rknpu_test
