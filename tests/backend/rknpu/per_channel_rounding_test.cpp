@@ -91,6 +91,24 @@ TEST(RknpuPerChannelRounding, ClampedLayersAreExactInOnePass) {
   EXPECT_DOUBLE_EQ(exact.modelled, fast.modelled);
 }
 
+// A 3x3 i8 per-channel layer over [1, size, size, 32] (weight scales 0.002 * (1 + c % 7),
+// input 0.02) with the output quantization (out_scale, out_zp), which sets its multipliers.
+Graph scaled_layer(bool depthwise, const char* activation, int64_t size, float out_scale, int32_t out_zp, uint32_t seed,
+                   std::vector<uint8_t>& input) {
+  ConvSpec s;
+  s.h = s.w = size;
+  s.ic = s.oc = 32;
+  s.k = 3;
+  s.depthwise = depthwise;
+  s.dtype = DType::i8;
+  s.per_channel = true;
+  s.activation = activation;
+  s.seed = seed;
+  Graph g = build_conv(s, input);
+  g.tensor(g.outputs[0]).quant = QuantParams{{out_scale}, {out_zp}};
+  return g;
+}
+
 // The two refusals of split_by_sign, each tripped by an output scale: the layer then runs
 // in one pass (rounding negatives at the common shift, within one step) and says why.
 TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
@@ -102,16 +120,8 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
   // (A channel multiplier >= 1/2 was the second refusal until its threshold offset was
   // fixed: LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly.)
   for (const Refusal& rf : {Refusal{4.0f, "output shift 16 leaves no EW scale"}}) {
-    ConvSpec s;
-    s.h = s.w = 10;
-    s.ic = s.oc = 32;
-    s.k = 3;
-    s.dtype = DType::i8;
-    s.per_channel = true;
-    s.seed = 77;
     std::vector<uint8_t> input;
-    Graph g = build_conv(s, input);
-    g.tensor(g.outputs[0]).quant = QuantParams{{rf.out_scale}, {3}};
+    Graph g = scaled_layer(false, "none", 10, rf.out_scale, 3, 77, input);
     auto op = rknpu::lower_node(g, g.nodes()[0]);
     ASSERT_TRUE(op.ok()) << op.status().to_string();
     auto parts = rknpu::split_by_sign(*op);
@@ -129,28 +139,12 @@ TEST(RknpuPerChannelRounding, LayersTheSplitCannotTakeRunInOnePass) {
   }
 }
 
-// A 3x3 depthwise i8 per-channel layer (32 channels, weight scales 0.002 * (1 + c % 7),
-// input 0.02) whose output scale 0.0005 gives channels c % 7 == 6 the multiplier 0.56 >= 1/2
-// (shift 0: one rounding in TFLite) while the others shift 3.
-Graph half_multiplier_depthwise(const char* activation, int64_t size, int32_t out_zp, uint32_t seed, std::vector<uint8_t>& input) {
-  ConvSpec s;
-  s.h = s.w = size;
-  s.ic = s.oc = 32;
-  s.k = 3;
-  s.depthwise = true;
-  s.dtype = DType::i8;
-  s.per_channel = true;
-  s.activation = activation;
-  s.seed = seed;
-  Graph g = build_conv(s, input);
-  g.tensor(g.outputs[0]).quant = QuantParams{{0.0005f}, {out_zp}};
-  return g;
-}
-
-// Such a linear layer splits in two passes like any other and is exact.
+// A depthwise layer whose output scale 0.0005 gives channels c % 7 == 6 the multiplier
+// 0.56 >= 1/2 (shift 0: one rounding in TFLite) while the others shift 3: linear, it splits
+// in two passes like any other and is exact.
 TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExactly) {
   std::vector<uint8_t> input;
-  Graph g = half_multiplier_depthwise("none", 10, 3, 78, input);
+  Graph g = scaled_layer(true, "none", 10, 0.0005f, 3, 78, input);
   auto op = rknpu::lower_node(g, g.nodes()[0]);
   ASSERT_TRUE(op.ok()) << op.status().to_string();
   ASSERT_TRUE(rknpu::split_by_sign(*op).ok());
@@ -171,7 +165,7 @@ TEST(RknpuPerChannelRounding, LinearLayersWithAMultiplierOfAHalfOrMoreSplitExact
 TEST(RknpuPerChannelRounding, ChannelsWithAMultiplierOfAHalfOrMoreRoundOnce) {
   for (const char* activation : {"relu", "relu6"}) {
     std::vector<uint8_t> input;
-    Graph g = half_multiplier_depthwise(activation, 12, -100, 123, input);
+    Graph g = scaled_layer(true, activation, 12, 0.0005f, -100, 123, input);
     Compare r = run_and_compare(g, input);
     ASSERT_TRUE(r.error.empty()) << activation << ": " << r.error;
     EXPECT_TRUE(r.all_on_npu) << activation << ": " << r.fallback;
@@ -291,16 +285,8 @@ TEST(RknpuPerChannelRounding, TheLiftAndTheOutputShiftFitBn) {
     bool on_npu;
   };
   for (const Case& t : {Case{40.0f, 19, 256, true}, Case{400.0f, 23, 0, true}, Case{4000.0f, 26, 0, false}}) {
-    ConvSpec s;
-    s.h = s.w = 10;
-    s.ic = s.oc = 32;
-    s.k = 3;
-    s.dtype = DType::i8;
-    s.per_channel = true;
-    s.seed = 77;
     std::vector<uint8_t> input;
-    Graph g = build_conv(s, input);
-    g.tensor(g.outputs[0]).quant = QuantParams{{t.out_scale}, {3}};
+    Graph g = scaled_layer(false, "none", 10, t.out_scale, 3, 77, input);
     auto op = rknpu::lower_node(g, g.nodes()[0]);
     if (t.on_npu) {
       ASSERT_TRUE(op.ok()) << t.out_scale << ": " << op.status().to_string();
