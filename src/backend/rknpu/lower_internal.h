@@ -1,4 +1,4 @@
-// Helpers shared by the lowering files (lower.cpp, lower_eltwise.cpp, lower_resize.cpp):
+// Helpers shared by the lowering files (lower.cpp, lower_requant.cpp, lower_eltwise.cpp, lower_resize.cpp):
 // feature-map checks, the unsupported-node reason, and the lookup-table builder. Internal to
 // the rknpu compiler; lower.h is the interface the rest of the device uses.
 #pragma once
@@ -68,6 +68,25 @@ NpuOp copy_op(const Node& n, TensorId x, TensorId y, const Shape& s, int64_t src
 Result<NpuOp> lower_flat_slice(const Graph& g, const Node& n);
 Result<NpuOp> lower_reshape(const Graph& g, const Node& n);
 Result<std::vector<NpuOp>> lower_flat_concat_parts(const Graph& g, const Node& n);
+// lower_requant.cpp: TFLite's rounding point for a multiplier M (its right shift k =
+// max(-e, 0) for M = f * 2^e, f in [0.5, 1)), and a conv's requantization tables.
+int tflite_shift(double m);
+// What a channel's stored codes must be (TFLite's requantization, clamped to the fused
+// activation's range), for encode_requant's search over the scale pairs: the DPU's result
+// and TFLite's are both non-decreasing in v = acc + bias, so they agree on every v in
+// [-vmax, vmax] iff they agree at both ends and on both sides of each of TFLite's code
+// boundaries inside it (at most 256 of them): about 514 evaluations prove a channel exact.
+struct RequantTarget {
+  int32_t out_zp = 0;        // TFLite's output zero point
+  int32_t off_out = 0;       // the storage offset (u8: 0x80), subtracted from stored codes
+  int32_t act_lo = -128, act_hi = 127;  // TFLite's clamp (activation_range), in TFLite codes
+};
+// Fills the BS and BN halves of `op`'s table for the common output shift k (the bias halves
+// are already in place), lifting a single-rounding linear layer (NpuOp::req_lift). With a
+// target, each channel's scale pair is searched and proven against it; `by_sign` checks the
+// two passes of split_by_sign instead of one.
+Status encode_requant(NpuOp& op, int k, const RequantTarget* target = nullptr, bool by_sign = false);
+
 // lower_resize.cpp: RESIZE_NEAREST_NEIGHBOR x2 as PPU tasks.
 Result<NpuOp> lower_resize_nearest(const Graph& g, const Node& n);
 
