@@ -18,7 +18,7 @@ RknpuProgram::~RknpuProgram() {
   std::unique_lock<std::recursive_mutex> lock;
   if (device_lock) lock = std::unique_lock<std::recursive_mutex>(*device_lock);
   for (auto& op : ops) {
-    if (op.weight_key && cache_) {
+    if (!op.weight_key.empty() && cache_) {
       auto it = cache_->entries.find(op.weight_key);
       if (it != cache_->entries.end() && --it->second.refs == 0) {
         (void)transport_->destroy_bo(it->second.bo.handle);
@@ -38,7 +38,7 @@ RknpuProgram::~RknpuProgram() {
 int64_t RknpuProgram::device_bytes() const {
   int64_t bytes = 0;
   for (const auto& c : ops)
-    bytes += (c.weight_key ? 0 : c.weights.size) + c.bs.size + c.ew_const.size + c.a8.size + c.partial.size;  // shared weights: the device's
+    bytes += (c.weight_key.empty() ? c.weights.size : 0) + c.bs.size + c.ew_const.size + c.a8.size + c.partial.size;  // shared weights: the device's
   return bytes;
 }
 
@@ -63,11 +63,102 @@ Result<BoInfo> upload(Transport* t, const std::vector<uint8_t>& bytes) {
   return bo;
 }
 
+// Sibling matmuls: consecutive fully connected nodes of the segment that read the same A
+// (a decoder layer's q, k and v projections of the normed x, its FFN gate and up) run as
+// one matmul whose weights stack theirs along N (docs/rknpu.md "Fused projections"). Each
+// output channel is the same dot product as before, in the same order, so the results are
+// the same bytes; what changes is the tiling: one N to split over the cores instead of
+// several narrow ones, e.g. Qwen2-0.5B's k and v (128 wide) no longer take a task on every
+// core of their own. The fused result goes to the op's partial buffer and the host step
+// after the job writes each node's output from its channels. Members must agree in M, K,
+// precision, bias presence and one K segment; they must be consecutive nodes, so that
+// writing a later member's output at the first member's turn overwrites nothing live (the
+// nodes between them are members, which read only A and constants).
+Status fuse_sibling_matmuls(const Graph& g, const std::vector<int>& seg_nodes, RknpuProgram& prog, WeightCache* cache,
+                            WeightPolicy weights) {
+  std::vector<CompiledOp>& ops = prog.ops;
+  std::map<int, size_t> position;  // node -> its position in the segment
+  for (size_t i = 0; i < seg_nodes.size(); ++i) position[seg_nodes[i]] = i;
+  const auto has_bias = [&](const CompiledOp& c) {
+    const Node& n = g.nodes()[c.op.nodes[0]];
+    return n.inputs.size() > 2 && n.inputs[2] != kNoTensor;
+  };
+  const auto single = [&](const CompiledOp& c) {
+    if (c.op.type != NpuOpType::matmul || c.op.nodes.size() != 1 || !c.parts.empty()) return false;
+    auto tl = check_tiling(c.op);
+    return tl.ok() && tl->k_segments == 1;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!single(ops[i])) continue;
+    size_t end = i + 1;
+    while (end < ops.size() && single(ops[end]) && ops[end].op.input == ops[i].op.input &&
+           ops[end].op.in_h == ops[i].op.in_h && ops[end].op.in_c == ops[i].op.in_c &&
+           ops[end].op.mm_int8 == ops[i].op.mm_int8 && ops[end].op.fp16 == ops[i].op.fp16 &&
+           has_bias(ops[end]) == has_bias(ops[i]) &&
+           position[ops[end].op.nodes[0]] == position[ops[end - 1].op.nodes[0]] + 1)
+      ++end;
+    if (end - i < 2) continue;
+    std::vector<const uint8_t*> key;
+    for (size_t j = i; j < end; ++j) {
+      if (ops[j].weight_key.size() != 1) {
+        key.clear();
+        break;
+      }
+      key.push_back(ops[j].weight_key[0]);
+    }
+    const bool cached = cache && !key.empty() && cache->entries.count(key);
+    CompiledOp fused;
+    fused.op = ops[i].op;
+    fused.weight_key = key;
+    NpuOp& f = fused.op;
+    f.label.clear();
+    f.nodes.clear();
+    f.out_c = f.macs = f.weight_bytes = 0;
+    f.weights.clear();
+    f.mm_wscale.clear();
+    f.mm_bias.clear();
+    f.bs_table.clear();
+    for (size_t j = i; j < end; ++j) {
+      NpuOp& m = ops[j].op;
+      const Node& n = g.nodes()[m.nodes[0]];
+      if (!cached && m.weights.empty()) {
+        // Packed for the cache under its own key (another program): packed again here.
+        LowerOptions lo;
+        lo.weights = weights;
+        auto again = lower_node(g, n, lo);
+        if (!again.ok()) return again.status().with_context(n.label());
+        m.weights = std::move(again->weights);
+        m.mm_wscale = std::move(again->mm_wscale);
+      }
+      fused.parts.push_back({m.output, f.out_c, m.out_c, m.nodes[0]});
+      f.label += (f.label.empty() ? "" : " + ") + m.label;
+      f.nodes.push_back(m.nodes[0]);
+      f.out_c += m.out_c;
+      f.macs += m.macs;
+      f.weight_bytes += m.weight_bytes;
+      if (!cached) {
+        f.weights.insert(f.weights.end(), m.weights.begin(), m.weights.end());
+        f.mm_wscale.insert(f.mm_wscale.end(), m.mm_wscale.begin(), m.mm_wscale.end());
+      }
+      f.mm_bias.insert(f.mm_bias.end(), m.mm_bias.begin(), m.mm_bias.end());
+      f.bs_table.insert(f.bs_table.end(), m.bs_table.begin(), m.bs_table.end());
+    }
+    if (!cached && static_cast<int64_t>(f.weights.size()) != f.weight_bytes)
+      return error(StatusCode::internal, "[rknpu] ", f.label, ": fused weights are ", f.weights.size(), " bytes, expected ",
+                   f.weight_bytes);
+    prog.notes.push_back(f.label + ": one matmul of N = " + std::to_string(f.out_c) + " (" + std::to_string(end - i) +
+                         " nodes reading the same input)");
+    ops[i] = std::move(fused);
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i + 1), ops.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
                                                       Rounding rounding, int cores, WeightCache* cache,
-                                                      WeightPolicy weights) {
+                                                      WeightPolicy weights, bool fuse) {
   const Graph& g = *seg.graph;
   auto prog = std::make_unique<RknpuProgram>(t, cache);
   prog->graph = &g;
@@ -149,10 +240,10 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       }
     }
     // Matmul weights already packed for another program of this device are not packed again.
-    const uint8_t* key = nullptr;
-    if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = g.tensor(n.inputs[1]).data->data;
+    std::vector<const uint8_t*> key;
+    if (cache && is_float_matmul(g, n) && g.tensor(n.inputs[1]).data) key = {g.tensor(n.inputs[1]).data->data};
     LowerOptions lo;
-    lo.pack_weights = !(key && cache->entries.count(key));
+    lo.pack_weights = !(!key.empty() && cache->entries.count(key));
     lo.weights = weights;
     auto lowered = lower_node(g, n, lo);
     if (!lowered.ok()) return lowered.status().with_context(n.label());
@@ -184,7 +275,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       prog->notes.push_back(n.label() + " read in place (a view of its input)");
       continue;
     }
-    if (key) {
+    if (!key.empty()) {
       CompiledOp c;
       c.op = std::move(op);
       c.weight_key = key;
@@ -278,6 +369,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     op_of_output[n.outputs[0]] = static_cast<int>(prog->ops.size());
     prog->ops.push_back(std::move(c));
   }
+  if (fuse && policy == SchedulePolicy::tessera) TS_RETURN_IF_ERROR(fuse_sibling_matmuls(g, seg.nodes, *prog, cache, weights));
   // A segment of matmuls (the projections of a decoder layer) splits each one's N across
   // the cores: decode streams every weight once per token, and three cores' DMA read three
   // times the bytes a single core's does (hw.h); pipelining layers instead would not shorten
@@ -288,13 +380,13 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
   for (auto& c : prog->ops) {
     c.op.lanes = prog->lanes;
     TS_ASSIGN_OR_RETURN(c.tiling, plan_tiling(c.op, policy));
-    if (c.weight_key) {
+    if (!c.weight_key.empty()) {
       WeightCache::Entry& e = cache->entries[c.weight_key];
       if (e.refs == 0) {
         auto bo = upload(t, c.op.weights);
         if (!bo.ok()) {
           cache->entries.erase(c.weight_key);
-          c.weight_key = nullptr;
+          c.weight_key.clear();
           return bo.status();
         }
         e.bo = *bo;
@@ -325,7 +417,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
     int stage = 0;
     std::map<TensorId, bool> made_here;  // outputs of the current stage's ops -> with host steps
     for (auto& c : prog->ops) {
-      c.host_steps = c.op.type == NpuOpType::matmul && (c.op.mm_int8 || c.tiling.k_segments > 1);
+      c.host_steps = c.op.type == NpuOpType::matmul && (c.op.mm_int8 || c.tiling.k_segments > 1 || !c.parts.empty());
       bool cut = false;
       for (TensorId in : {c.op.input, c.op.ew_input})
         if (auto it = made_here.find(in); in != kNoTensor && it != made_here.end() && (it->second || c.host_steps)) cut = true;
@@ -335,6 +427,7 @@ Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transp
       }
       c.stage = stage;
       made_here[c.op.output] = c.host_steps;
+      for (const CompiledOp::Part& part : c.parts) made_here[part.output] = c.host_steps;
       if (!c.host_steps) continue;
       const int64_t m = c.op.in_h, k = c.op.in_c, n = c.op.out_c;
       const std::string what = "[rknpu] " + c.op.label + " host-step buffer bytes";
@@ -443,36 +536,47 @@ Status host_after(RknpuProgram& p, int stage, Transport* t, const std::map<Tenso
     if (c.stage != stage || !c.host_steps) continue;
     const int64_t m = c.op.in_h, n = c.op.out_c, segs = c.tiling.k_segments;
     const int64_t cube = (n + 3) / 4 * m * 4;  // elements of one partial result
-    TS_ASSIGN_OR_RETURN(BoInfo out, bound(p, bo_of, c.op.output));
-    if (out.size < cube * 4 || c.partial.size < segs * cube * 4)
-      return error(StatusCode::internal, "[rknpu] ", c.op.label, ": C's buffer objects are smaller than [", m, ", ", n, "]");
+    if (c.partial.size < segs * cube * 4)
+      return error(StatusCode::internal, "[rknpu] ", c.op.label, ": the partial results' buffer object is smaller than [", m,
+                   ", ", n, "]");
     if (c.op.mm_int8 && (static_cast<int64_t>(c.row_scale.size()) != m || static_cast<int64_t>(c.op.mm_wscale.size()) != n))
       return error(StatusCode::internal, "[rknpu] ", c.op.label, ": int8 scales missing");
+    // A fused matmul's nodes each take their channels of the fused result.
+    std::vector<CompiledOp::Part> parts = c.parts;
+    if (parts.empty()) parts.push_back({c.op.output, 0, n, -1});
     TS_RETURN_IF_ERROR(t->prep_bo(c.partial.handle));
-    TS_RETURN_IF_ERROR(t->prep_bo(out.handle));
-    float* y = reinterpret_cast<float*>(out.cpu);
-    if (c.op.mm_int8) {
-      // Exact: int32 partials summed in 64 bits, then sa x sw (and the bias) in double,
-      // rounded once to f32.
-      const int32_t* acc = reinterpret_cast<const int32_t*>(c.partial.cpu);
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t sum = 0;
-          for (int64_t s = 0; s < segs; ++s) sum += acc[s * cube + at4(m, r, j)];
-          double v = double(sum) * double(c.row_scale[r]) * double(c.op.mm_wscale[j]);
-          if (!c.op.mm_bias.empty()) v += double(c.op.mm_bias[j]);
-          y[at4(m, r, j)] = static_cast<float>(v);
-        }
-    } else {
-      // fp32 partials (the bias in segment 0's) added in segment order, in fp32.
-      const float* part = reinterpret_cast<const float*>(c.partial.cpu);
-      for (int64_t i = 0; i < cube; ++i) {
-        float v = part[i];
-        for (int64_t s = 1; s < segs; ++s) v += part[s * cube + i];
-        y[i] = v;
+    for (const CompiledOp::Part& part : parts) {
+      TS_ASSIGN_OR_RETURN(BoInfo out, bound(p, bo_of, part.output));
+      if (part.n0 < 0 || part.n < 1 || part.n0 + part.n > n || out.size < (part.n + 3) / 4 * m * 4 * 4)
+        return error(StatusCode::internal, "[rknpu] ", c.op.label, ": C's buffer object is smaller than [", m, ", ", part.n, "]");
+      TS_RETURN_IF_ERROR(t->prep_bo(out.handle));
+      float* y = reinterpret_cast<float*>(out.cpu);
+      if (c.op.mm_int8) {
+        // Exact: int32 partials summed in 64 bits, then sa x sw (and the bias) in double,
+        // rounded once to f32.
+        const int32_t* acc = reinterpret_cast<const int32_t*>(c.partial.cpu);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < part.n; ++j) {
+            const int64_t ch = part.n0 + j;
+            int64_t sum = 0;
+            for (int64_t s = 0; s < segs; ++s) sum += acc[s * cube + at4(m, r, ch)];
+            double v = double(sum) * double(c.row_scale[r]) * double(c.op.mm_wscale[ch]);
+            if (!c.op.mm_bias.empty()) v += double(c.op.mm_bias[ch]);
+            y[at4(m, r, j)] = static_cast<float>(v);
+          }
+      } else {
+        // fp32 partials (the bias in segment 0's) added in segment order, in fp32.
+        const float* part_sums = reinterpret_cast<const float*>(c.partial.cpu);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < part.n; ++j) {
+            const int64_t i = at4(m, r, part.n0 + j);
+            float v = part_sums[i];
+            for (int64_t s = 1; s < segs; ++s) v += part_sums[s * cube + i];
+            y[at4(m, r, j)] = v;
+          }
       }
+      TS_RETURN_IF_ERROR(t->fini_bo(out.handle));
     }
-    TS_RETURN_IF_ERROR(t->fini_bo(out.handle));
     TS_RETURN_IF_ERROR(t->fini_bo(c.partial.handle));
   }
   return Status::Ok();

@@ -22,7 +22,18 @@ struct CompiledOp {
   BoInfo weights;  // packed weights (conv, depthwise, matmul), resident for the program's life
   BoInfo bs;       // bias/scale table
   BoInfo ew_const;  // a constant EW operand (NpuOp::ew_constant_data), resident for the program's life
-  const uint8_t* weight_key = nullptr;  // matmul: its weights' entry in the WeightCache
+  // matmul: its weights' entry in the WeightCache (the constants' bytes, one per member of
+  // a fused matmul); empty: not cached.
+  std::vector<const uint8_t*> weight_key;
+  // A fused matmul (compile_segment, fuse_sibling_matmuls): the nodes reading the same input
+  // whose weights it stacks along N, each writing its own output from the fused result in
+  // the host step after the job. Empty for every other op.
+  struct Part {
+    TensorId output = kNoTensor;
+    int64_t n0 = 0, n = 0;  // its output channels in the fused N
+    int node = -1;
+  };
+  std::vector<Part> parts;
   // Host steps around a matmul (docs/rknpu.md "The int8 weight policy", "K split"):
   //  - int8: before the NPU runs, the host quantizes A (f32 NC1HWC2, C2 = 4) per row into
   //    `a8` (int8 NC1HWC2, C2 = 16), keeping the row scales; afterwards it converts the
@@ -45,7 +56,7 @@ struct WeightCache {
     int refs = 0;
     std::vector<float> wscale;  // int8 weights: the per-output-channel scales
   };
-  std::map<const uint8_t*, Entry> entries;
+  std::map<std::vector<const uint8_t*>, Entry> entries;
 };
 
 // Tasks of one job, in order: (op index, tile index).
@@ -103,7 +114,7 @@ enum class Rounding : uint8_t { exact, fast };
 Result<std::unique_ptr<RknpuProgram>> compile_segment(const Segment& seg, Transport* t, SchedulePolicy policy,
                                                       Rounding rounding = Rounding::exact, int cores = 1,
                                                       WeightCache* cache = nullptr,
-                                                      WeightPolicy weights = WeightPolicy::fp16);
+                                                      WeightPolicy weights = WeightPolicy::fp16, bool fuse = true);
 
 // The host steps of a stage's matmuls (CompiledOp::host_steps): `before` quantizes A into
 // a8, `after` turns the partial results into C. `bo_of` as for bind_program.

@@ -51,9 +51,9 @@ const Node* producer_of(const Graph& g, TensorId id) {
 class RknpuDevice : public Device {
  public:
   RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores, WeightPolicy weights,
-              bool in_place)
+              bool in_place, bool fuse)
       : Device(make_props(*t, policy, rounding, cores, weights)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
-        cores_(cores), weights_(weights), in_place_(in_place) {}
+        cores_(cores), weights_(weights), in_place_(in_place), fuse_(fuse) {}
 
   static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores,
                                      WeightPolicy weights) {
@@ -292,7 +292,8 @@ class RknpuDevice : public Device {
                        i8 ? "; the int8 matmul's host step reads f32 NC1HWC2 with C2 = 4"
                           : "; the NPU's fp16 matmul reads fp16 NC1HWC2 with C2 = 8");
       }
-    TS_ASSIGN_OR_RETURN(auto prog, compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_, weights_));
+    TS_ASSIGN_OR_RETURN(auto prog,
+                        compile_segment(seg, transport_.get(), policy_, rounding_, cores_, &weight_cache_, weights_, fuse_));
     prog->device_lock = &device_mutex();  // its destructor frees BOs and cache entries
     // One scheduler entity per session (its programs share the session's graph): a session's
     // segments run in order, while sessions sharing this device can use other cores. A
@@ -380,10 +381,15 @@ class RknpuDevice : public Device {
     size_t task = 0;
     for (size_t j = 0; j < p.jobs.size(); ++j) {
       for (size_t k = 0; k < p.jobs[j].tasks.size(); ++k, ++task) {
-        int node = p.ops[p.jobs[j].tasks[k].first].op.nodes[0];
+        const CompiledOp& c = p.ops[p.jobs[j].tasks[k].first];
         double s = transport_->modelled() && j < st.jobs.size() && k < st.jobs[j].tasks.size() ? st.jobs[j].tasks[k].seconds : 0;
         if (k == 0) s += transport_->modelled() ? kJobOverheadSeconds : 0;
-        node_time[node] += s;
+        if (c.parts.empty()) {
+          node_time[c.op.nodes[0]] += s;
+        } else {
+          // A fused matmul: its nodes share its time by their output channels.
+          for (const CompiledOp::Part& part : c.parts) node_time[part.node] += s * double(part.n) / double(c.op.out_c);
+        }
       }
     }
     for (int i : p.nodes) {
@@ -412,6 +418,7 @@ class RknpuDevice : public Device {
   int cores_;
   WeightPolicy weights_;
   bool in_place_;  // concatenation inputs and channel slices as views (do_views)
+  bool fuse_;      // sibling matmuls (q/k/v, gate/up) as one matmul (program.cpp fuse_sibling_matmuls)
   WeightCache weight_cache_;  // matmul weights packed once for all programs (declared after transport_)
   std::map<const Graph*, std::vector<int>> entity_of_graph_;  // session (by its plan's graph) -> its entities (lanes)
 };
@@ -430,6 +437,8 @@ DeviceInfo rknpu_device_info() {
       DeviceOption::choice("weights", {"fp16", "int8"}, "LLM matmul weights on the NPU"),
       DeviceOption::choice("in_place", {"on", "off"},
                            "concatenation inputs and channel slices kept in place (on) or copied by DPU tasks (off)"),
+      DeviceOption::choice("fuse", {"on", "off"},
+                           "consecutive matmuls reading the same input (q/k/v, gate/up) run as one matmul (on) or each alone (off)"),
       DeviceOption::choice("transport", {"model", "rocket"}, "the device model, or the board's rocket driver"),
       DeviceOption::text("node", "", "rocket device node (default: the first /dev/accel/accel*)"),
       threads_option(),
@@ -451,7 +460,8 @@ DeviceInfo rknpu_device_info() {
       t = rknpu::make_model_transport(rknpu::kAddressSpace);
     }
     const bool in_place = value("in_place", "on") == "on";
-    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights, in_place));
+    const bool fuse = value("fuse", "on") == "on";
+    return std::unique_ptr<Device>(new rknpu::RknpuDevice(std::move(t), policy, rounding, cores, weights, in_place, fuse));
   };
   return info;
 }
