@@ -47,7 +47,12 @@ std::string RknpuProgram::describe() const {
   for (const auto& j : jobs) tasks += j.tasks.size();
   std::ostringstream os;
   auto plural = [](size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
-  os << plural(ops.size(), "NPU op", "NPU ops") << ", " << plural(tasks, "task", "tasks") << " in "
+  size_t fused = 0, members = 0;
+  for (const auto& c : ops)
+    if (!c.parts.empty()) ++fused, members += c.parts.size();
+  os << plural(ops.size(), "NPU op", "NPU ops");
+  if (fused > 0) os << " (" << members << " matmuls reading one input as " << plural(fused, "fused matmul", "fused matmuls") << ")";
+  os << ", " << plural(tasks, "task", "tasks") << " in "
      << plural(jobs.size(), "job", "jobs") << " ("
      << (policy == SchedulePolicy::mesa ? "mesa" : "tessera") << " schedule)";
   return os.str();

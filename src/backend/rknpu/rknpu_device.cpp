@@ -52,11 +52,11 @@ class RknpuDevice : public Device {
  public:
   RknpuDevice(std::unique_ptr<Transport> t, SchedulePolicy policy, Rounding rounding, int cores, WeightPolicy weights,
               bool in_place, bool fuse)
-      : Device(make_props(*t, policy, rounding, cores, weights)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
+      : Device(make_props(*t, policy, rounding, cores, weights, fuse)), transport_(std::move(t)), policy_(policy), rounding_(rounding),
         cores_(cores), weights_(weights), in_place_(in_place), fuse_(fuse) {}
 
   static DeviceProperties make_props(const Transport& t, SchedulePolicy policy, Rounding rounding, int cores,
-                                     WeightPolicy weights) {
+                                     WeightPolicy weights, bool fuse) {
     DeviceProperties p;
     p.name = "rknpu";
     p.description = t.modelled() ? "Rockchip RK3588 NPU (device model: register streams executed, time modelled)"
@@ -85,7 +85,10 @@ class RknpuDevice : public Device {
                                             "output channel, activations quantized per row on the host"
                                           : "fp16 x fp16 -> fp32, weights converted once to fp16 blocks") +
                               "; K split above 11264; N split across " + std::to_string(cores) +
-                              (cores == 1 ? " core" : " cores")},
+                              (cores == 1 ? " core" : " cores") +
+                              (fuse && policy == SchedulePolicy::tessera
+                                   ? "; consecutive matmuls reading one input (q/k/v, gate/up) fused into one"
+                                   : "")},
                {"address space", "32-bit, one buffer object per tensor"}};
     return p;
   }

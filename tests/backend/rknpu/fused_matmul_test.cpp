@@ -195,6 +195,8 @@ TEST(RknpuFusedMatmul, TheFusedOpStacksItsNodesChannels) {
   bool noted = false;
   for (const std::string& note : (*fused)->notes) noted = noted || note.find("one matmul of N = 384 (3 nodes") != std::string::npos;
   EXPECT_TRUE(noted);
+  EXPECT_EQ((*fused)->describe().rfind("1 NPU op (3 matmuls reading one input as 1 fused matmul), 3 tasks", 0), 0u)
+      << (*fused)->describe();
 }
 
 TEST(RknpuFusedMatmul, OnlyConsecutiveNodesOfOneInputAndOneBiasPresenceFuse) {
