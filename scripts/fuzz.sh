@@ -76,6 +76,13 @@ if [ -f fuzz/tflite_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   run_target tflite_fuzz
 fi
 
+# Post-training quantization: the float models (hello_world's FC, the hybrid and fp16 YOLO
+# heads cut to their first 64 KiB) among the same seeds.
+if [ -f fuzz/quantize_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
+  seed_tflite "$B/corpus/quantize_fuzz"
+  run_target quantize_fuzz
+fi
+
 # The image decoders: the shared photos that are small enough to mutate quickly.
 if [ -f fuzz/image_fuzz.cpp ] && [ "$MODELS" = 1 ]; then
   mkdir -p "$B/corpus/image_fuzz"

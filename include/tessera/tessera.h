@@ -5,6 +5,7 @@
 
 #include "tessera/cpu_model.h"
 #include "tessera/detect.h"
+#include "tessera/quantize.h"
 #include "tessera/generate.h"
 #include "tessera/model.h"
 #include "tessera/session.h"

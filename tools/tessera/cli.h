@@ -30,6 +30,7 @@ void add_tokenize_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_gguf_synth_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 
 // Thrown by command callbacks for a library error; main prints it and exits non-zero.

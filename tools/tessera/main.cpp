@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_perplexity_command(app);
   tessera::cli::add_gguf_synth_command(app);
   tessera::cli::add_convert_command(app);
+  tessera::cli::add_quantize_command(app);
 #if defined(TESSERA_HAS_SERVE)
   tessera::cli::add_serve_command(app);
 #endif

@@ -553,6 +553,7 @@ Result<Graph> load_tflite_buffer(const ConstData& bytes, const ImportOptions& op
   TS_RETURN_IF_ERROR(import_model(cx, opts));
   if (report) {
     report->dynamic_dims = std::move(cx.dynamic_dims);
+    report->tensor_ids = cx.ids;
     auto files = embedded_files(bytes.data, static_cast<size_t>(bytes.size));
     if (files.ok()) report->labels = embedded_class_names(*files, &report->labels_source);
     else report->labels_note = files.status().message();

@@ -54,6 +54,9 @@ struct ImportReport {
   // Per model input (Graph::inputs order): the dims its file leaves dynamic
   // (shape_signature -1), ascending.
   std::vector<std::vector<int64_t>> dynamic_dims;
+  // Subgraph 0's TFLite tensor index -> the graph tensor made of it (kNoTensor: none, e.g.
+  // a tensor no imported operator uses).
+  std::vector<TensorId> tensor_ids;
   // The class names the file carries (embedded_files.h: Ultralytics' metadata, or a labels
   // file packed by TFLite's metadata writer), one per line as written; empty if none.
   std::vector<std::string> labels;

@@ -1,0 +1,273 @@
+// Post-training quantization (tessera/quantize.h, src/api/quantize.cpp) judged three ways:
+//  - the TensorFlow Lite interpreter runs the written file and gives the cpu's bytes (the
+//    file is a valid int8 TFLite model, meaning what Tessera's int8 kernels compute);
+//  - against the float model it came from: the same objects found, boxes and scores close;
+//  - on the rknpu device model: with the ADDs' parameters shared (the default) the NPU's
+//    output is the cpu's, byte for byte; with each ADD keeping its own ranges, as TFLite's
+//    converter quantizes, it is not (the NPU's 16-bit ADD encodings miss a few pairs).
+// And the refusals: no calibration, an already quantized model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "fixtures.h"
+#include "oracle/oracle.h"
+#include "tessera/backend/plan.h"
+#include "tessera/detect.h"
+#include "tessera/model.h"
+#include "tessera/quantize.h"
+
+namespace tessera::oracle {
+namespace {
+
+struct Quantized {
+  std::vector<uint8_t> bytes;
+  QuantizeReport report;
+};
+
+Result<Quantized> quantize_yolov5n(const std::string& model_path, bool shared_adds) {
+  TS_ASSIGN_OR_RETURN(auto model, Model::load(model_path));
+  std::vector<CalibrationRun> runs;
+  for (const char* img : {"table.jpg", "grace_hopper.bmp", "cat.bmp", "squat.bmp"}) {
+    const std::string p = testing::shared_path(std::string("images/") + img);
+    if (p.empty()) return error(StatusCode::not_found, "images/", img);
+    TS_ASSIGN_OR_RETURN(std::vector<uint8_t> in, model->image_input(p));
+    runs.push_back({std::move(in)});
+  }
+  QuantizeOptions o;
+  o.int8_io = true;
+  o.shared_add_params = shared_adds;
+  Quantized q;
+  int calls = 0;
+  TS_ASSIGN_OR_RETURN(q.bytes, quantize_tflite(testing::read_file(model_path), runs, o, &q.report, [&](int done, int total) {
+                        ++calls;
+                        EXPECT_EQ(total, 4);
+                        EXPECT_EQ(done, calls);
+                      }));
+  EXPECT_EQ(calls, 4);
+  return q;
+}
+
+int64_t codes_differing(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int* max_diff) {
+  int64_t n = 0;
+  *max_diff = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const int d = std::abs(int(int8_t(a[i])) - int(int8_t(b[i])));
+    n += d != 0;
+    *max_diff = std::max(*max_diff, d);
+  }
+  return n;
+}
+
+float iou(const Detection& a, const Detection& b) {
+  const float w = std::max(0.0f, std::min(a.right, b.right) - std::max(a.left, b.left));
+  const float h = std::max(0.0f, std::min(a.bottom, b.bottom) - std::max(a.top, b.top));
+  const float inter = w * h;
+  const float area = (a.right - a.left) * (a.bottom - a.top) + (b.right - b.left) * (b.bottom - b.top) - inter;
+  return area > 0 ? inter / area : 0;
+}
+
+Result<std::vector<Detection>> detect(std::shared_ptr<const Model> m, const std::string& image, const std::string& device) {
+  SessionOptions so;
+  so.device = device;
+  TS_ASSIGN_OR_RETURN(auto s, ModelSession::create(std::move(m), so));
+  return s->detect(image);
+}
+
+TEST(QuantizeOracle, Yolov5nFromFp16IsTheInterpretersTheNpusAndTheFloatModels) {
+  TESSERA_REQUIRE_ORACLE(script);
+  TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/yolov5n_fp16.tflite");
+  TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
+  auto q = quantize_yolov5n(float_path, true);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(q->report.calibration_runs, 4);
+  EXPECT_GT(q->report.tensors_quantized, 300);
+  EXPECT_LT(q->bytes.size(), testing::read_file(float_path).size()) << "int8 weights replace the fp16 ones";
+  TempDir dir("quantize_yolov5n");
+  const fs::path qpath = dir.path / "yolov5n_int8.tflite";
+  write_bytes(qpath, q->bytes);
+
+  // Every activation of the written model is int8; its input is the image as detect feeds it.
+  auto qmodel = Model::load(qpath.string());
+  ASSERT_TRUE(qmodel.ok()) << qmodel.status().to_string();
+  int f32 = 0, nodes = 0;
+  for (const Tensor& t : (*qmodel)->graph().tensors()) f32 += !t.data && t.dtype == DType::f32;
+  EXPECT_EQ(f32, 0);
+  auto in = (*qmodel)->image_input(table);
+  ASSERT_TRUE(in.ok()) << in.status().to_string();
+
+  // The interpreter and the cpu: the same bytes.
+  std::vector<Job> jobs{{"yolov5n_int8", qpath.string(), {*in}, {}}};
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  auto cpu = run_tessera(q->bytes, {*in}, "cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_EQ(jobs[0].outputs.size(), 1u);
+  ASSERT_EQ((*cpu)[0].size(), jobs[0].outputs[0].size());
+  int max_diff = 0;
+  EXPECT_EQ(codes_differing((*cpu)[0], jobs[0].outputs[0], &max_diff), 0) << "max " << max_diff;
+
+  // The NPU: the cpu's bytes, most of the graph on the NPU.
+  auto npu = run_tessera(q->bytes, {*in}, "rknpu");
+  ASSERT_TRUE(npu.ok()) << npu.status().to_string();
+  const int64_t npu_differ = codes_differing((*cpu)[0], (*npu)[0], &max_diff);
+  EXPECT_EQ(npu_differ, 0) << "max " << max_diff;
+  {
+    SessionOptions so;
+    so.device = "rknpu";
+    auto s = Session::create((*qmodel)->graph(), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    int on_npu = 0;
+    const Plan& p = (*s)->plan();
+    for (size_t i = 0; i < p.graph.nodes().size(); ++i) {
+      if (p.graph.nodes()[i].op == OpKind::transfer) continue;
+      ++nodes;
+      on_npu += p.devices[p.nodes[i].device]->name() == "rknpu";
+    }
+    std::printf("[quantize] yolov5n int8: %d of %d nodes on the NPU; interpreter = cpu = NPU over %zu codes\n", on_npu, nodes,
+                (*cpu)[0].size());
+    // Measured 210 of 245: the backbone and neck; the export's box decoding (reshapes to
+    // [N, 3, 85], 2-channel slices, broadcast products) stays on the cpu.
+    EXPECT_GE(on_npu, 210);
+  }
+
+  // Against the float model: the same classes, boxes overlapping, scores close.
+  auto fmodel = Model::load(float_path);
+  ASSERT_TRUE(fmodel.ok()) << fmodel.status().to_string();
+  for (const char* img : {"table.jpg", "grace_hopper.bmp", "cat.bmp", "squat.bmp"}) {
+    SCOPED_TRACE(img);
+    const std::string path = testing::shared_path(std::string("images/") + img);
+    auto want = detect(*fmodel, path, "cpu");
+    auto got = detect(*qmodel, path, "cpu");
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    int matched = 0;
+    for (const Detection& w : *want) {
+      if (w.score < 0.5f) continue;  // the float model's confident objects
+      bool found = false;
+      for (const Detection& g : *got)
+        found = found || (g.class_id == w.class_id && iou(g, w) > 0.85f && std::fabs(g.score - w.score) < 0.1f);
+      EXPECT_TRUE(found) << "class " << w.class_id << " score " << w.score;
+      matched += found;
+    }
+    EXPECT_GE(matched, 1);
+  }
+}
+
+TEST(QuantizeOracle, OwnAddRangesAreTheInterpretersButNotTheNpus) {
+  TESSERA_REQUIRE_ORACLE(script);
+  TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/yolov5n_fp16.tflite");
+  TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
+  auto q = quantize_yolov5n(float_path, false);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  TempDir dir("quantize_yolov5n_own");
+  const fs::path qpath = dir.path / "yolov5n_int8_own.tflite";
+  write_bytes(qpath, q->bytes);
+  auto qmodel = Model::load(qpath.string());
+  ASSERT_TRUE(qmodel.ok()) << qmodel.status().to_string();
+  auto in = (*qmodel)->image_input(table);
+  ASSERT_TRUE(in.ok()) << in.status().to_string();
+  std::vector<Job> jobs{{"yolov5n_int8_own", qpath.string(), {*in}, {}}};
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  auto cpu = run_tessera(q->bytes, {*in}, "cpu");
+  auto npu = run_tessera(q->bytes, {*in}, "rknpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(npu.ok()) << npu.status().to_string();
+  int max_diff = 0;
+  EXPECT_EQ(codes_differing((*cpu)[0], jobs[0].outputs[0], &max_diff), 0) << "max " << max_diff;
+  const int64_t differ = codes_differing((*cpu)[0], (*npu)[0], &max_diff);
+  std::printf("[quantize] yolov5n int8, own ADD ranges: the NPU differs from the cpu in %lld of %zu codes, max %d\n",
+              static_cast<long long>(differ), (*cpu)[0].size(), max_diff);
+  EXPECT_GT(differ, 0) << "three different ADD scales: the NPU's ADD misses TFLite's on a few pairs";
+}
+
+// A float fully connected model (TFLite Micro's hello_world: x -> sin x), float inputs and
+// outputs kept: QUANTIZE and DEQUANTIZE at the edges, per-tensor FC weights.
+TEST(QuantizeOracle, HelloWorldFloatKeepsFloatEdgesAndIsTheInterpreters) {
+  TESSERA_REQUIRE_ORACLE(script);
+  TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
+  std::vector<CalibrationRun> runs;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> x(0.0f, 6.2831853f);
+  for (int r = 0; r < 64; ++r) {
+    const float v = x(rng);
+    std::vector<uint8_t> b(4);
+    std::memcpy(b.data(), &v, 4);
+    runs.push_back({b});
+  }
+  QuantizeReport rep;
+  auto q = quantize_tflite(testing::read_file(float_path), runs, {}, &rep);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(find_operator(*q, ::tflite::BuiltinOperator_QUANTIZE), 0);
+  EXPECT_GE(find_operator(*q, ::tflite::BuiltinOperator_DEQUANTIZE), 1);
+  TempDir dir("quantize_hello");
+  const fs::path qpath = dir.path / "hello_int8.tflite";
+  write_bytes(qpath, *q);
+  std::vector<Job> jobs;
+  std::vector<float> xs;
+  for (int i = 0; i < 16; ++i) {
+    const float v = 0.4f * float(i) + 0.05f;
+    xs.push_back(v);
+    std::vector<uint8_t> b(4);
+    std::memcpy(b.data(), &v, 4);
+    jobs.push_back({"hello" + std::to_string(i), qpath.string(), {b}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  double worst = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    auto cpu = run_tessera(*q, jobs[i].inputs, "cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    EXPECT_EQ((*cpu)[0], jobs[i].outputs[0]) << "x = " << xs[i];
+    float y;
+    std::memcpy(&y, (*cpu)[0].data(), 4);
+    worst = std::max(worst, std::fabs(double(y) - std::sin(double(xs[i]))));
+  }
+  // The float model approximates sin within about 0.1; int8 adds a few of its 1/127 steps.
+  EXPECT_LT(worst, 0.2);
+  std::printf("[quantize] hello_world int8: worst |y - sin x| %.3f over 16 points\n", worst);
+}
+
+TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
+  TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
+  TESSERA_REQUIRE_FIXTURE(int8_path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
+  auto none = quantize_tflite(testing::read_file(float_path), {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no calibration input"), std::string::npos) << none.status().to_string();
+  auto wrong = quantize_tflite(testing::read_file(float_path), {{{1, 2, 3}}});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("calibration run 0"), std::string::npos) << wrong.status().to_string();
+  auto quant = quantize_tflite(testing::read_file(int8_path), {{std::vector<uint8_t>(128 * 128 * 3)}});
+  ASSERT_FALSE(quant.ok());
+  EXPECT_NE(quant.status().message().find("already quantized"), std::string::npos) << quant.status().to_string();
+  auto junk = quantize_tflite(std::vector<uint8_t>(64, 7), {{std::vector<uint8_t>(4)}});
+  ASSERT_FALSE(junk.ok());
+  // A NaN among the weights has no int8 code (found by quantize_fuzz as undefined behaviour).
+  std::unique_ptr<::tflite::ModelT> m(::tflite::UnPackModel(testing::read_file(float_path).data()));
+  ASSERT_TRUE(m);
+  const ::tflite::SubGraphT& sg = *m->subgraphs[0];
+  bool poisoned = false;
+  for (const auto& op : sg.operators) {
+    if (poisoned || op->inputs.size() < 2) continue;
+    auto& data = m->buffers[sg.tensors[static_cast<size_t>(op->inputs[1])]->buffer]->data;
+    if (data.size() < 4) continue;
+    const float nan = std::nanf("");
+    std::memcpy(data.data(), &nan, 4);
+    poisoned = true;
+  }
+  ASSERT_TRUE(poisoned);
+  flatbuffers::FlatBufferBuilder fbb;
+  ::tflite::FinishModelBuffer(fbb, ::tflite::Model::Pack(fbb, m.get()));
+  const std::vector<uint8_t> bad(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> one(4);
+  const float x = 1.0f;
+  std::memcpy(one.data(), &x, 4);
+  auto nan = quantize_tflite(bad, {{one}});
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.status().message().find("non-finite value"), std::string::npos) << nan.status().to_string();
+}
+
+}  // namespace
+}  // namespace tessera::oracle
