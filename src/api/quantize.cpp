@@ -14,6 +14,7 @@
 #include <set>
 
 #include "convert/dtype.h"
+#include "import/tflite/embedded_files.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
 #include "tflite_schema_generated.h"
@@ -628,6 +629,17 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
   flatbuffers::FlatBufferBuilder fbb(model.size() / 2 + 4096);
   T::FinishModelBuffer(fbb, T::Model::Pack(fbb, mp.get()));
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  // The files packed after the flatbuffer (TFLite metadata's associated files, Ultralytics'
+  // class names) travel with it: the archive records offsets from its own start.
+  {
+    auto archive = tflite::embedded_archive_moved(model.data(), model.size(), out.size());
+    if (!archive.ok()) {
+      rep.notes.push_back("the packed files were not carried over: " + archive.status().message());
+    } else if (!archive->empty()) {
+      out.insert(out.end(), archive->begin(), archive->end());
+      rep.notes.push_back("the packed files (" + std::to_string(archive->size()) + " bytes: labels, metadata) carried over");
+    }
+  }
   rep.bytes = static_cast<int64_t>(out.size());
   // The written model must load: the importer checks every operator of it.
   {

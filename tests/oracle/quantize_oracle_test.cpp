@@ -184,6 +184,42 @@ TEST(QuantizeOracle, OwnAddRangesAreTheInterpretersButNotTheNpus) {
   EXPECT_GT(differ, 0) << "three different ADD scales: the NPU's ADD misses TFLite's on a few pairs";
 }
 
+// A dynamic-range ("hybrid") export: int8 filters with float activations, requantized per
+// channel from their values; Ultralytics' packed metadata (the class names) carried over.
+TEST(QuantizeOracle, HybridYolov8nKeepsItsClassNamesAndItsPerson) {
+  TESSERA_REQUIRE_FIXTURE(hybrid, "models/tflite/corpus/yolov8n_int8.tflite");
+  TESSERA_REQUIRE_FIXTURE(grace, "images/grace_hopper.bmp");
+  auto fmodel = Model::load(hybrid);
+  ASSERT_TRUE(fmodel.ok()) << fmodel.status().to_string();
+  std::vector<CalibrationRun> runs;
+  for (const char* img : {"table.jpg", "grace_hopper.bmp", "cat.bmp", "squat.bmp"}) {
+    auto in = (*fmodel)->image_input(testing::shared_path(std::string("images/") + img));
+    ASSERT_TRUE(in.ok()) << in.status().to_string();
+    runs.push_back({*in});
+  }
+  QuantizeReport rep;
+  auto q = quantize_tflite(testing::read_file(hybrid), runs, {}, &rep);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  bool carried = false;
+  for (const std::string& n : rep.notes) carried = carried || n.find("packed files") != std::string::npos;
+  EXPECT_TRUE(carried);
+  auto qmodel = Model::from_tflite_buffer(ConstData::from_vector(*q));
+  ASSERT_TRUE(qmodel.ok()) << qmodel.status().to_string();
+  ASSERT_EQ((*qmodel)->labels().size(), 80u);
+  EXPECT_EQ((*qmodel)->labels()[0], "person");
+  int f32 = 0;
+  for (const Tensor& t : (*qmodel)->graph().tensors()) f32 += !t.data && t.dtype == DType::f32;
+  EXPECT_EQ(f32, 2) << "only the float input and output";
+  auto want = detect(*fmodel, grace, "cpu");
+  auto got = detect(*qmodel, grace, "cpu");
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_FALSE(want->empty());
+  ASSERT_FALSE(got->empty());
+  EXPECT_EQ((*got)[0].class_id, (*want)[0].class_id);
+  EXPECT_GT(iou((*got)[0], (*want)[0]), 0.9f);
+  EXPECT_LT(std::fabs((*got)[0].score - (*want)[0].score), 0.05f);
+}
+
 // A float fully connected model (TFLite Micro's hello_world: x -> sin x), float inputs and
 // outputs kept: QUANTIZE and DEQUANTIZE at the edges, per-tensor FC weights.
 TEST(QuantizeOracle, HelloWorldFloatKeepsFloatEdgesAndIsTheInterpreters) {

@@ -4,6 +4,7 @@
 // checked against the bytes before use.
 #include "import/tflite/embedded_files.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -22,6 +23,44 @@ uint32_t u32(const uint8_t* p) { return u16(p) | u16(p + 2) << 16; }
 bool inside(size_t off, size_t len, size_t size) { return off <= size && len <= size - off; }
 
 }  // namespace
+
+Result<std::vector<uint8_t>> embedded_archive_moved(const uint8_t* data, size_t size, size_t position) {
+  std::vector<uint8_t> out;
+  if (!data || size < kEndSize) return out;
+  const size_t lowest = size - kEndSize >= kMaxComment ? size - kEndSize - kMaxComment : 0;
+  for (size_t p = size - kEndSize + 1; p-- > lowest;) {
+    if (u32(data + p) != kEndOfDirectory || p + kEndSize + u16(data + p + 20) != size) continue;
+    const size_t entries = u16(data + p + 10), dir_size = u32(data + p + 12), dir_offset = u32(data + p + 16);
+    if (dir_size > p || dir_offset > p - dir_size)
+      return error(StatusCode::invalid_argument, "embedded archive: its directory (", dir_size, " bytes at offset ", dir_offset,
+                   ") does not fit before its end record");
+    const size_t dir = p - dir_size, base = dir - dir_offset;
+    // The archive's first byte: its lowest local header (or the directory, if it lists none).
+    size_t first = dir;
+    for (size_t q = dir, i = 0; i < entries; ++i) {
+      if (!inside(q, kEntrySize, p) || u32(data + q) != kDirectoryEntry)
+        return error(StatusCode::invalid_argument, "embedded archive: directory entry ", i, " at byte ", q, " is not an entry");
+      const size_t local = u32(data + q + 42);
+      if (local > dir - base) return error(StatusCode::invalid_argument, "embedded archive: entry ", i, " starts past the directory");
+      first = std::min(first, base + local);
+      q += kEntrySize + u16(data + q + 28) + u16(data + q + 30) + u16(data + q + 32);
+    }
+    // Offsets recorded from the new file's start: old absolute position - first + position.
+    if (position > size_t{0xFFFFFFFF} - (size - first))
+      return error(StatusCode::invalid_argument, "embedded archive: moved to byte ", position, ", past 4 GiB");
+    out.assign(data + first, data + size);
+    const auto put32 = [&](size_t at, size_t v) {
+      for (int k = 0; k < 4; ++k) out[at + k] = static_cast<uint8_t>(v >> (8 * k));
+    };
+    for (size_t q = dir, i = 0; i < entries; ++i) {
+      put32(q - first + 42, base + u32(data + q + 42) - first + position);
+      q += kEntrySize + u16(data + q + 28) + u16(data + q + 30) + u16(data + q + 32);
+    }
+    put32(p - first + 16, dir - first + position);
+    return out;
+  }
+  return out;
+}
 
 Result<std::vector<EmbeddedFile>> embedded_files(const uint8_t* data, size_t size) {
   std::vector<EmbeddedFile> files;

@@ -33,6 +33,11 @@ inline constexpr size_t kMaxEmbeddedFileBytes = size_t{16} << 20;
 // skipped.
 Result<std::vector<EmbeddedFile>> embedded_files(const uint8_t* data, size_t size);
 
+// That archive (from its first local header to the end), its recorded offsets rewritten
+// for a file where it starts at byte `position` (a rewritten model's flatbuffer ends
+// there): empty when there is none; an error when its records contradict themselves.
+Result<std::vector<uint8_t>> embedded_archive_moved(const uint8_t* data, size_t size, size_t position);
+
 // Class names from a model's embedded files: the 'names' of an Ultralytics metadata file
 // ({0: 'person', 1: 'bicycle', ...}: every id from 0 up, each once), else the lines of
 // the first other text file (.txt), as TFLite Model Maker and TF Hub pack labels (a

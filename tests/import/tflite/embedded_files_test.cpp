@@ -124,6 +124,35 @@ TEST(EmbeddedFiles, StoredFilesAreReadAfterAnyPrefixCompressedOnesSkipped) {
   EXPECT_TRUE(f1->empty());
 }
 
+// A rewritten model (tessera quantize) keeps the archive: moved behind another prefix with
+// its offsets rewritten, it gives the same files, whichever way the original recorded them.
+TEST(EmbeddedFiles, AnArchiveMovesBehindAnotherFlatbuffer) {
+  const std::vector<Entry> entries = {{"a.bin", std::string("\x01\x02\x00\x03", 4)}, {"labels.txt", "cat\ndog\n"}};
+  for (bool absolute : {false, true}) {
+    SCOPED_TRACE(absolute ? "offsets from the file's start" : "offsets from the archive's start");
+    const Bytes b = with_archive(some_prefix(), entries, absolute);
+    Bytes other(1000, 0x5a);
+    auto moved = tflite::embedded_archive_moved(b.data(), b.size(), other.size());
+    ASSERT_TRUE(moved.ok()) << moved.status().to_string();
+    EXPECT_EQ(moved->size(), b.size() - some_prefix().size());
+    other.insert(other.end(), moved->begin(), moved->end());
+    auto files = tflite::embedded_files(other.data(), other.size());
+    ASSERT_TRUE(files.ok()) << files.status().to_string();
+    ASSERT_EQ(files->size(), 2u);
+    EXPECT_EQ((*files)[0].bytes, std::string_view("\x01\x02\x00\x03", 4));
+    EXPECT_EQ((*files)[1].bytes, "cat\ndog\n");
+  }
+  const Bytes none = some_prefix();
+  auto empty = tflite::embedded_archive_moved(none.data(), none.size(), 10);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  // A directory entry pointing past the directory is an error, not a copy.
+  Bytes bad = with_archive(some_prefix(), entries);
+  const size_t end = bad.size() - 22, dir = end - (bad[end + 12] | bad[end + 13] << 8);
+  bad[dir + 42] = 0xff, bad[dir + 43] = 0xff;
+  EXPECT_FALSE(tflite::embedded_archive_moved(bad.data(), bad.size(), 10).ok());
+}
+
 TEST(EmbeddedFiles, BrokenArchivesAreErrorsNamingWhere) {
   const std::vector<Entry> entries = {{"temp_meta.txt", "{'names': {0: 'a', 1: 'b'}}"}, {"x.txt", "x"}};
   const Bytes good = with_archive(some_prefix(), entries);
