@@ -623,6 +623,10 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     for (size_t b = 1; b < mp->buffers.size(); ++b)
       if (!used[b] && mp->buffers[b]) mp->buffers[b]->data.clear();
   }
+  // A file may name an options type without the table (the importer reads defaults then):
+  // the object API keeps the type with no value, which packing would dereference.
+  for (auto& op : sg.operators)
+    if (op->builtin_options.type != T::BuiltinOptions_NONE && !op->builtin_options.value) op->builtin_options.Reset();
   mp->description = "quantized by Tessera (post-training, int8)";
   rep.ops = static_cast<int>(sg.operators.size());
 

@@ -266,6 +266,60 @@ TEST(QuantizeOracle, HelloWorldFloatKeepsFloatEdgesAndIsTheInterpreters) {
   std::printf("[quantize] hello_world int8: worst |y - sin x| %.3f over 16 points\n", worst);
 }
 
+// A one-FULLY_CONNECTED float model ([1, 4] -> [1, 3]) whose operator names its options
+// type but holds no table (the importer reads the defaults): found by quantize_fuzz, where
+// the object API kept the type without a value and packing dereferenced it.
+std::vector<uint8_t> fc_model_without_options_table() {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<float> w = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.0f, -0.75f, 1.0f, -2.0f, 0.125f, 1.0f, -0.5f};
+  const std::vector<float> bias = {0.1f, -0.2f, 0.3f};
+  const auto bytes = [&](const std::vector<float>& v) {
+    return ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+  };
+  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {::tflite::CreateBuffer(b), bytes(w), bytes(bias)};
+  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("x")),
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{3, 4}), ::tflite::TensorType_FLOAT32, 1, b.CreateString("w")),
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{3}), ::tflite::TensorType_FLOAT32, 2, b.CreateString("b")),
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 3}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("y"))};
+  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {::tflite::CreateOperator(
+      b, 0, b.CreateVector(std::vector<int32_t>{0, 1, 2}), b.CreateVector(std::vector<int32_t>{3}),
+      ::tflite::BuiltinOptions_FullyConnectedOptions, 0)};
+  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
+                                     b.CreateVector(std::vector<int32_t>{3}), b.CreateVector(ops));
+  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
+      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_FULLY_CONNECTED, 0, 1, ::tflite::BuiltinOperator_FULLY_CONNECTED)};
+  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
+                                                       b.CreateString("fc"), b.CreateVector(buffers)));
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+TEST(QuantizeOracle, AnOperatorWithoutItsOptionsTableIsQuantized) {
+  std::vector<CalibrationRun> runs;
+  for (float v : {-1.0f, 0.5f, 2.0f}) {
+    std::vector<uint8_t> in(16);
+    for (int k = 0; k < 4; ++k) {
+      const float x = v * float(k + 1) - 0.5f;
+      std::memcpy(in.data() + 4 * k, &x, 4);
+    }
+    runs.push_back({in});
+  }
+  auto q = quantize_tflite(fc_model_without_options_table(), runs);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  auto again = run_tessera(*q, {runs[1][0]}, "cpu");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  ASSERT_EQ((*again)[0].size(), 12u);
+  // y = w x + b at x = (0, 0.5, 1, 1.5), within a few int8 steps.
+  const float want[3] = {0.5f * 0 - 1.0f * 0.5f + 0.25f * 1 + 2.0f * 1.5f + 0.1f,
+                         1.5f * 0 + 0.0f * 0.5f - 0.75f * 1 + 1.0f * 1.5f - 0.2f,
+                         -2.0f * 0 + 0.125f * 0.5f + 1.0f * 1 - 0.5f * 1.5f + 0.3f};
+  for (int j = 0; j < 3; ++j) {
+    float y;
+    std::memcpy(&y, (*again)[0].data() + 4 * j, 4);
+    EXPECT_NEAR(y, want[j], 0.1f) << "output " << j;
+  }
+}
+
 TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
   TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
   TESSERA_REQUIRE_FIXTURE(int8_path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
