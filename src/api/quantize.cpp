@@ -182,11 +182,12 @@ class Rewriter {
   void set_int8(int32_t i, const Params& p) { set_quant(i, T::TensorType_INT8, {p.scale}, {p.zp}); }
 
   // A float constant as int8 with its own asymmetric per-tensor parameters.
-  Result<Params> quantize_constant(int32_t i) {
+  // `at`: given parameters (a concatenation's own) instead of the constant's range.
+  Result<Params> quantize_constant(int32_t i, const Params* at = nullptr) {
     TS_ASSIGN_OR_RETURN(std::vector<float> v, values(i));
     Range r;
     for (float x : v) r.add(x);
-    const Params p = r.seen() ? asymmetric(r.lo, r.hi) : asymmetric(0, 0);
+    const Params p = at ? *at : r.seen() ? asymmetric(r.lo, r.hi) : asymmetric(0, 0);
     std::vector<uint8_t> codes(v.size());
     for (size_t k = 0; k < v.size(); ++k)
       codes[k] = static_cast<uint8_t>(static_cast<int8_t>(
@@ -541,15 +542,25 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
       }
     }
   }
-  for (auto& op : sg.operators)
-    for (int32_t in : op->inputs)
-      if (rw.valid(in) && rw.constant(in) && !done.count(in) &&
-          (rw.tensor(in).type == T::TensorType_FLOAT32 || rw.tensor(in).type == T::TensorType_FLOAT16)) {
-        TS_ASSIGN_OR_RETURN(Params p, rw.quantize_constant(in));
-        (void)p;
-        done.insert(in);
-        ++rep.tensors_quantized;
+  for (size_t oi = 0; oi < sg.operators.size(); ++oi) {
+    T::OperatorT& op = *sg.operators[oi];
+    // A concatenation's constant inputs are coded at its output's parameters (TFLite's
+    // int8 kernel takes no other); the output's range covers them (they are in it).
+    const bool join = code_of(*mp, op) == T::BuiltinOperator_CONCATENATION && !op.outputs.empty() && params.count(op.outputs[0]);
+    for (int32_t in : op.inputs) {
+      if (!rw.valid(in) || !rw.constant(in) ||
+          (rw.tensor(in).type != T::TensorType_FLOAT32 && rw.tensor(in).type != T::TensorType_FLOAT16))
+        continue;
+      if (done.count(in)) {
+        if (join) return fail(op_what(*mp, op, oi) + ": its constant input '" + rw.tensor(in).name + "' is shared with another operator");
+        continue;
       }
+      TS_ASSIGN_OR_RETURN(Params p, rw.quantize_constant(in, join ? &params[op.outputs[0]] : nullptr));
+      (void)p;
+      done.insert(in);
+      ++rep.tensors_quantized;
+    }
+  }
   for (const auto& [i, p] : params) {
     rw.set_int8(i, p);
     ++rep.tensors_quantized;
