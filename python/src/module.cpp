@@ -18,6 +18,7 @@
 #include "tessera/backend/plan.h"
 #include "tessera/graph.h"
 #include "tessera/model.h"
+#include "tessera/quantize.h"
 #include "tessera/version.h"
 
 namespace py = pybind11;
@@ -451,6 +452,34 @@ PYBIND11_MODULE(_tessera, m) {
     }
     return l;
   }, "Every built-in device and preset, as dicts");
+
+  m.def(
+      "_quantize",
+      [](const py::bytes& model, const std::vector<std::vector<py::bytes>>& runs, bool int8_io, bool shared_add_params) {
+        const std::string mb = model;
+        std::vector<uint8_t> bytes(mb.begin(), mb.end());
+        std::vector<CalibrationRun> calibration;
+        for (const auto& run : runs) {
+          calibration.emplace_back();
+          for (const py::bytes& b : run) {
+            const std::string sb = b;
+            calibration.back().emplace_back(sb.begin(), sb.end());
+          }
+        }
+        QuantizeOptions o;
+        o.int8_io = int8_io;
+        o.shared_add_params = shared_add_params;
+        QuantizeReport rep;
+        Result<std::vector<uint8_t>> out = error(StatusCode::internal, "not run");
+        {
+          py::gil_scoped_release release;
+          out = quantize_tflite(bytes, calibration, o, &rep);
+        }
+        std::vector<uint8_t> q = take(std::move(out));
+        return py::make_tuple(py::bytes(reinterpret_cast<const char*>(q.data()), q.size()), rep.notes);
+      },
+      py::arg("model"), py::arg("runs"), py::arg("int8_io"), py::arg("shared_add_params"),
+      "Post-training int8 quantization of a float TFLite model's bytes (tessera/quantize.h): (bytes, notes)");
 
   m.def("read_image", &read_image, py::arg("path"), py::arg("width"), py::arg("height"), py::arg("channels") = 3,
         "An image file (BMP, JPEG, PNG) as uint8 [height, width, channels], resized bilinearly as "

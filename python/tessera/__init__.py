@@ -28,7 +28,7 @@ from ._tessera import Error, LanguageModel
 
 __version__ = _tessera.__version__
 __all__ = ["Error", "Device", "TensorInfo", "Model", "LanguageModel", "Generation", "devices", "load",
-           "generate", "__version__"]
+           "generate", "quantize", "__version__"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,38 @@ def load(path: str, device: str = "cpu", threads: Optional[int] = None,
     """Loads a .tflite (or .gguf) model and prepares it on `device` ("cpu", "tile",
     "tile:blackhole_p150a", "rknpu"); `options` are device options (KEY: VALUE)."""
     return Model(path, device, threads, options)
+
+
+def quantize(model: str, calibration, out: Optional[str] = None, int8_io: bool = False,
+             own_add_ranges: bool = False) -> bytes:
+    """Post-training int8 quantization of a float TFLite model (as `tessera quantize`,
+    docs/quantize.md); returns the quantized model's bytes, and writes them to `out` if given.
+
+    `calibration`: what the float model is run on to find each tensor's range -- image paths
+    (prepared as classify / detect feed the model), numpy arrays (the model's one input), or
+    tuples of arrays (one per input). `int8_io`: int8 inputs and outputs instead of float.
+    `own_add_ranges`: each ADD input keeps its own range, as TensorFlow Lite's converter does
+    (by default an ADD shares one, so that the NPU adds exactly as TFLite does)."""
+    import os
+    import numpy as np
+    float_model = None
+    runs = []
+    for item in calibration:
+        if isinstance(item, (str, os.PathLike)):
+            if float_model is None:
+                float_model = load(str(model))
+            runs.append([np.ascontiguousarray(float_model.image_input(str(item))).tobytes()])
+        elif isinstance(item, (list, tuple)):
+            runs.append([np.ascontiguousarray(a).tobytes() for a in item])
+        else:
+            runs.append([np.ascontiguousarray(item).tobytes()])
+    with open(model, "rb") as f:
+        data = f.read()
+    quantized, _notes = _tessera._quantize(data, runs, bool(int8_io), not own_add_ranges)
+    if out is not None:
+        with open(out, "wb") as f:
+            f.write(quantized)
+    return quantized
 
 
 class Generation:

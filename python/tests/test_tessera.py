@@ -188,3 +188,27 @@ def test_readme_python_snippets_run(monkeypatch, capsys):
     for code in snippets:
         exec(compile(code, "README.md", "exec"), {})
     assert capsys.readouterr().out
+
+
+def test_quantize_a_float_model_from_arrays_and_images(tmp_path):
+    hello = fixture("models/tflite/corpus/micro_hello_world_float.tflite")
+    rng = np.random.default_rng(5)
+    calib = [rng.uniform(0, 6.28, size=(1, 1)).astype(np.float32) for _ in range(32)]
+    q = tessera.quantize(str(hello), calib, out=str(tmp_path / "hello_int8.tflite"))
+    assert (tmp_path / "hello_int8.tflite").read_bytes() == q
+    m = tessera.load(str(tmp_path / "hello_int8.tflite"))
+    assert m.inputs[0].dtype == "f32"  # float edges: QUANTIZE / DEQUANTIZE inside
+    for x in (0.5, 1.5, 3.0, 4.5):
+        y = m.run(np.array([[x]], np.float32))
+        assert abs(float(y.reshape(-1)[0]) - np.sin(x)) < 0.2
+    # Image paths are prepared as detect feeds the model; int8 edges on request.
+    yolo = fixture("models/tflite/corpus/yolov8n_int8.tflite")
+    q8 = tessera.quantize(str(yolo), [str(fixture("images/grace_hopper.bmp"))], int8_io=True)
+    (tmp_path / "y8.tflite").write_bytes(q8)
+    y8 = tessera.load(str(tmp_path / "y8.tflite"))
+    assert y8.inputs[0].dtype == "i8"
+    found = y8.detect(str(fixture("images/grace_hopper.bmp")))
+    assert found and found[0]["label"] == "person" and found[0]["score"] > 0.8
+    with pytest.raises(tessera.Error) as e:
+        tessera.quantize(str(hello), [])
+    assert e.value.code == "invalid_argument" and "no calibration input" in str(e.value)
