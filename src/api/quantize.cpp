@@ -14,6 +14,7 @@
 #include <set>
 
 #include "convert/dtype.h"
+#include "core/checked.h"
 #include "import/tflite/embedded_files.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
@@ -111,9 +112,13 @@ class Rewriter {
   }
   bool constant(int32_t i) { return valid(i) && data(i) != nullptr; }
 
-  int64_t elements(int32_t i) {
+  // The element count the shape claims, overflow-checked.
+  Result<int64_t> elements(int32_t i) {
     int64_t n = 1;
-    for (int32_t d : tensor(i).shape) n *= std::max<int32_t>(d, 0);
+    for (int32_t d : tensor(i).shape) {
+      if (d < 0) return fail("tensor '" + tensor(i).name + "' has a negative dimension");
+      TS_ASSIGN_OR_RETURN(n, checked_mul(n, d, "quantize: tensor '" + tensor(i).name + "' elements"));
+    }
     return n;
   }
 
@@ -122,10 +127,16 @@ class Rewriter {
   Result<std::vector<float>> values(int32_t i) {
     const T::TensorT& t = tensor(i);
     const std::vector<uint8_t>* d = data(i);
-    const int64_t n = elements(i);
     if (!d) return fail("tensor '" + t.name + "' is not a constant");
-    std::vector<float> v(static_cast<size_t>(n));
+    TS_ASSIGN_OR_RETURN(const int64_t n, elements(i));
     const auto size_error = [&]() { return fail("constant '" + t.name + "' holds " + std::to_string(d->size()) + " bytes for " + std::to_string(n) + " values"); };
+    if (t.type != T::TensorType_FLOAT32 && t.type != T::TensorType_FLOAT16 &&
+        !(t.type == T::TensorType_INT8 && t.quantization && !t.quantization->scale.empty()))
+      return fail("constant '" + t.name + "' is " + T::EnumNameTensorType(t.type) + ", not a float value");
+    // The bytes must be there before anything is allocated for the values.
+    const int64_t width = t.type == T::TensorType_FLOAT32 ? 4 : t.type == T::TensorType_FLOAT16 ? 2 : 1;
+    if (n > static_cast<int64_t>(d->size()) / width || static_cast<int64_t>(d->size()) != n * width) return size_error();
+    std::vector<float> v(static_cast<size_t>(n));
     if (t.type == T::TensorType_FLOAT32) {
       if (static_cast<int64_t>(d->size()) != n * 4) return size_error();
       std::memcpy(v.data(), d->data(), d->size());
