@@ -306,6 +306,19 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
   for (int32_t in : sg.inputs) any_float = any_float || (rw.valid(in) && rw.tensor(in).type == T::TensorType_FLOAT32);
   if (!any_float) return fail("no float32 input: the model is already quantized (or not a float model)");
 
+  // Every operator must have an int8 form before the calibration runs (which take long on
+  // a large model): the supported set, and DEQUANTIZE of a constant (folded below).
+  for (size_t oi = 0; oi < sg.operators.size(); ++oi) {
+    const T::OperatorT& op = *sg.operators[oi];
+    const int32_t code = code_of(*mp, op);
+    if (code == T::BuiltinOperator_DEQUANTIZE && op.inputs.size() == 1 && rw.constant(op.inputs[0])) continue;
+    if (!kInt8Version.count(code) || code == T::BuiltinOperator_QUANTIZE || code == T::BuiltinOperator_DEQUANTIZE)
+      return fail(op_what(*mp, op, oi) +
+                  " has no int8 form here (quantized: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, "
+                  "LOGISTIC, TANH, SOFTMAX, CONCATENATION, MAX_POOL_2D, AVERAGE_POOL_2D, RESHAPE, SQUEEZE, "
+                  "STRIDED_SLICE, TRANSPOSE, PAD, RESIZE_NEAREST_NEIGHBOR)");
+  }
+
   // Calibration: run the float graph, keeping each float activation.
   std::vector<TensorId> kept;
   std::map<TensorId, size_t> out_of;
@@ -406,16 +419,8 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
   const auto is_float_activation = [&](int32_t i) {
     return rw.valid(i) && !rw.constant(i) && rw.tensor(i).type == T::TensorType_FLOAT32;
   };
-  for (size_t oi = 0; oi < sg.operators.size(); ++oi) {
-    T::OperatorT& op = *sg.operators[oi];
-    const int32_t code = code_of(*mp, op);
-    if (!kInt8Version.count(code) || code == T::BuiltinOperator_QUANTIZE || code == T::BuiltinOperator_DEQUANTIZE)
-      return fail(op_what(*mp, op, oi) +
-                  " has no int8 form here (quantized: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, "
-                  "LOGISTIC, TANH, SOFTMAX, CONCATENATION, MAX_POOL_2D, AVERAGE_POOL_2D, RESHAPE, SQUEEZE, "
-                  "STRIDED_SLICE, TRANSPOSE, PAD, RESIZE_NEAREST_NEIGHBOR)");
-    for (int32_t out : op.outputs) producer[out] = oi;
-  }
+  for (size_t oi = 0; oi < sg.operators.size(); ++oi)
+    for (int32_t out : sg.operators[oi]->outputs) producer[out] = oi;
   std::set<std::string> uncalibrated;
   const bool unify_adds = opts.shared_add_params;
   const auto assign = [&]() -> Status {

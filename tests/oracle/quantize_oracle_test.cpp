@@ -320,6 +320,42 @@ TEST(QuantizeOracle, AnOperatorWithoutItsOptionsTableIsQuantized) {
   }
 }
 
+// A one-operator float model [1, 4] -> [1, 4] of a unary builtin without options.
+std::vector<uint8_t> unary_float_model(::tflite::BuiltinOperator code) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {::tflite::CreateBuffer(b)};
+  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("x")),
+      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("y"))};
+  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
+      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0}), b.CreateVector(std::vector<int32_t>{1}))};
+  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
+                                     b.CreateVector(std::vector<int32_t>{1}), b.CreateVector(ops));
+  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
+      ::tflite::CreateOperatorCode(b, static_cast<int8_t>(std::min<int32_t>(code, 127)), 0, 1, code)};
+  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
+                                                       b.CreateString("unary"), b.CreateVector(buffers)));
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+TEST(QuantizeOracle, AnOperatorWithoutAnInt8FormIsNamedBeforeTheCalibration) {
+  const std::vector<uint8_t> model = unary_float_model(::tflite::BuiltinOperator_EXP);
+  std::vector<uint8_t> in(16);
+  const float v[4] = {0.5f, -1.0f, 2.0f, 0.0f};
+  std::memcpy(in.data(), v, 16);
+  auto y = run_tessera(model, {in}, "cpu");
+  ASSERT_TRUE(y.ok()) << "the float model runs: " << y.status().to_string();
+  int runs = 0;
+  auto q = quantize_tflite(model, {{in}}, {}, nullptr, [&](int, int) { ++runs; });
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), StatusCode::unsupported);
+  EXPECT_NE(q.status().message().find("operator 0 (EXP) has no int8 form"), std::string::npos) << q.status().to_string();
+  EXPECT_EQ(runs, 0) << "refused before any calibration run";
+  // LOGISTIC has one: [1, 4] at 1/256, zero point -128 on the way out.
+  auto ok = quantize_tflite(unary_float_model(::tflite::BuiltinOperator_LOGISTIC), {{in}});
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
 TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
   TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
   TESSERA_REQUIRE_FIXTURE(int8_path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
