@@ -316,6 +316,12 @@ Status OpSite::add(OpKind kind, std::vector<TensorId> inputs, std::vector<Tensor
     const TensorId id = cx.graph.nodes()[node_index].outputs[i];
     Tensor& t = cx.graph.tensor(id);
     const Shape& want = (*inferred)[i].shape;
+    // The inferred shape of a later operator's input must be as bounded as a file's
+    // (shape inference multiplies dims: a matmul of two 2^40-element operands would not be).
+    auto elems = checked_elements(want, "inferred output");
+    if (!elems.ok() || *elems > kMaxElements)
+      return fail("output '" + t.name + "' would be " + shape_str(want) + ": more than " + std::to_string(kMaxElements) +
+                  " elements");
     if (t.shape == want) continue;
     const std::string mismatch = "output '" + t.name + "' is declared " + shape_str(t.shape) +
                                  " but the operator produces " + shape_str(want);

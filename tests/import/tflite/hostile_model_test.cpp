@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "hostile_models.h"
+#include "import/tflite/graph_model.h"
 #include "import/tflite/tflite_importer.h"
 #include "tessera/session.h"
 
@@ -38,6 +39,25 @@ TEST(HostileTflite, ShapeWhoseElementCountWrapsIsRefusedNamingTheTensor) {
   const std::string& msg = g.status().message();
   EXPECT_NE(msg.find("tensor " + std::to_string(site.index) + " '" + site.name + "'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("elements"), std::string::npos) << msg;
+}
+
+// Shape inference multiplies dims: two operands within the file limit (2^40 elements) can
+// make an output beyond it, which a later operator's inference would overflow on (found by
+// quantize_fuzz as a signed overflow in FULLY_CONNECTED's inference after such an output).
+TEST(HostileTflite, InferredShapesBeyondTheElementLimitAreRefused) {
+  using testing::activation;
+  testing::GraphModel m;
+  testing::GraphSubgraph& sg = m.subgraphs.emplace_back();
+  const int32_t a = sg.add(activation("a", ::tflite::TensorType_FLOAT32, {1, 1 << 20, 1}));
+  const int32_t b = sg.add(activation("b", ::tflite::TensorType_FLOAT32, {1, 1, 1 << 21}));
+  const int32_t y = sg.add(activation("y", ::tflite::TensorType_FLOAT32, {1, 1, 1}));  // a placeholder shape
+  sg.inputs = {a, b};
+  sg.outputs = {y};
+  sg.op(::tflite::BuiltinOperator_BATCH_MATMUL, {a, b}, {y});
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(m.bytes()));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("[1,1048576,2097152]: more than 1099511627776 elements"), std::string::npos)
+      << g.status().to_string();
 }
 
 TEST(HostileTflite, PerAxisArraysAreReadFromAnyAlignment) {
