@@ -3,14 +3,55 @@
 // feed the model (Model::image_input).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
 #include "cli.h"
 #include "tessera/model.h"
 #include "tessera/quantize.h"
+#include "tessera/session.h"
 
 namespace tessera::cli {
+
+namespace {
+
+// Runs the float and the quantized model on one image and prints, per output, how far the
+// int8 model's values are from the float model's.
+Status compare_on_image(std::shared_ptr<const Model> float_model, const std::vector<uint8_t>& quantized,
+                        const std::string& image) {
+  TS_ASSIGN_OR_RETURN(auto qmodel, Model::from_tflite_buffer(ConstData::from_vector(quantized)));
+  TS_ASSIGN_OR_RETURN(auto fs, ModelSession::create(float_model));
+  TS_ASSIGN_OR_RETURN(auto qs, ModelSession::create(qmodel));
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> fin, float_model->image_input(image));
+  TS_ASSIGN_OR_RETURN(std::vector<uint8_t> qin, qmodel->image_input(image));
+  TS_RETURN_IF_ERROR(fs->set_input(0, fin.data(), static_cast<int64_t>(fin.size())));
+  TS_RETURN_IF_ERROR(qs->set_input(0, qin.data(), static_cast<int64_t>(qin.size())));
+  TS_RETURN_IF_ERROR(fs->run());
+  TS_RETURN_IF_ERROR(qs->run());
+  for (size_t k = 0; k < fs->num_outputs() && k < qs->num_outputs(); ++k) {
+    TS_ASSIGN_OR_RETURN(std::vector<float> f, fs->session().output_values(k));
+    TS_ASSIGN_OR_RETURN(std::vector<float> q, qs->session().output_values(k));
+    if (f.size() != q.size() || f.empty()) return error(StatusCode::internal, "output ", k, " differs in size");
+    double lo = f[0], hi = f[0], sum = 0;
+    std::vector<double> d(f.size());
+    for (size_t i = 0; i < f.size(); ++i) {
+      lo = std::min(lo, double(f[i])), hi = std::max(hi, double(f[i]));
+      d[i] = std::fabs(double(q[i]) - double(f[i]));
+      sum += d[i];
+    }
+    std::sort(d.begin(), d.end());
+    const double range = hi - lo, p99 = d[std::min(d.size() - 1, d.size() * 99 / 100)];
+    const auto pct = [&](double v) { return range > 0 ? 100.0 * v / range : 0.0; };
+    fmt::print("  on {}: output '{}' (float range {:.4g}): |int8 - float| mean {:.3g}, 99% within {:.3g} ({:.2f}% of the range), "
+               "max {:.3g} ({:.2f}%)\n",
+               image, fs->output_info(k).name, range, sum / double(f.size()), p99, pct(p99), d.back(), pct(d.back()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 void add_quantize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -56,6 +97,9 @@ void add_quantize_command(CLI::App& app) {
                a->out, rep.ops, rep.tensors_quantized, double(rep.bytes) / 1024.0, double(bytes.size()) / 1024.0,
                rep.calibration_runs, rep.calibration_runs == 1 ? "" : "s", a->int8_io ? "int8" : "float");
     for (const std::string& n : rep.notes) fmt::print("  note: {}\n", n);
+    // A first look at the error: the float and the int8 model on the first image.
+    Status checked = compare_on_image(model, out, a->images[0]);
+    if (!checked.ok()) fmt::print("  (no comparison on {}: {})\n", a->images[0], checked.message());
   });
 }
 
