@@ -79,6 +79,9 @@ const std::map<int32_t, int> kInt8Version = {
     {T::BuiltinOperator_STRIDED_SLICE, 2},  {T::BuiltinOperator_TRANSPOSE, 2},
     {T::BuiltinOperator_PAD, 2},            {T::BuiltinOperator_RESIZE_NEAREST_NEIGHBOR, 2},
     {T::BuiltinOperator_QUANTIZE, 2},       {T::BuiltinOperator_DEQUANTIZE, 2},
+    {T::BuiltinOperator_RELU, 2},           {T::BuiltinOperator_RELU6, 2},
+    {T::BuiltinOperator_LEAKY_RELU, 2},     {T::BuiltinOperator_HARD_SWISH, 1},
+    {T::BuiltinOperator_MEAN, 2},
 };
 
 // Output parameters equal to input 0's (the int8 kernels require it, or move codes only).
@@ -315,8 +318,8 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     if (!kInt8Version.count(code) || code == T::BuiltinOperator_QUANTIZE || code == T::BuiltinOperator_DEQUANTIZE)
       return fail(op_what(*mp, op, oi) +
                   " has no int8 form here (quantized: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, "
-                  "LOGISTIC, TANH, SOFTMAX, CONCATENATION, MAX_POOL_2D, AVERAGE_POOL_2D, RESHAPE, SQUEEZE, "
-                  "STRIDED_SLICE, TRANSPOSE, PAD, RESIZE_NEAREST_NEIGHBOR)");
+                  "LOGISTIC, TANH, SOFTMAX, RELU, RELU6, LEAKY_RELU, HARD_SWISH, MEAN, CONCATENATION, MAX_POOL_2D, "
+                  "AVERAGE_POOL_2D, RESHAPE, SQUEEZE, STRIDED_SLICE, TRANSPOSE, PAD, RESIZE_NEAREST_NEIGHBOR)");
   }
 
   // Calibration: run the float graph, keeping each float activation.

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <iterator>
 #include <random>
 
 #include "fixtures.h"
@@ -354,6 +355,72 @@ TEST(QuantizeOracle, AnOperatorWithoutAnInt8FormIsNamedBeforeTheCalibration) {
   // LOGISTIC has one: [1, 4] at 1/256, zero point -128 on the way out.
   auto ok = quantize_tflite(unary_float_model(::tflite::BuiltinOperator_LOGISTIC), {{in}});
   ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
+// Each activation alone, quantized with int8 edges from calibration values in [-4, 4]: the
+// interpreter runs the written operator as the cpu does, and the int8 results stay within
+// two output steps of the float operator's.
+TEST(QuantizeOracle, EachActivationQuantizesToWhatTheInterpreterRuns) {
+  TESSERA_REQUIRE_ORACLE(script);
+  struct Case {
+    ::tflite::BuiltinOperator code;
+    const char* name;
+    double (*f)(double);
+  };
+  const Case cases[] = {
+      {::tflite::BuiltinOperator_RELU, "relu", [](double x) { return std::max(x, 0.0); }},
+      {::tflite::BuiltinOperator_RELU6, "relu6", [](double x) { return std::clamp(x, 0.0, 6.0); }},
+      {::tflite::BuiltinOperator_HARD_SWISH, "hard_swish", [](double x) { return x * std::clamp(x + 3, 0.0, 6.0) / 6; }},
+      {::tflite::BuiltinOperator_LOGISTIC, "logistic", [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {::tflite::BuiltinOperator_TANH, "tanh", [](double x) { return std::tanh(x); }},
+  };
+  TempDir dir("quantize_unary");
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<CalibrationRun> runs;
+  for (int r = 0; r < 16; ++r) {
+    std::vector<uint8_t> in(16);
+    for (int k = 0; k < 4; ++k) {
+      const float x = u(rng);
+      std::memcpy(in.data() + 4 * k, &x, 4);
+    }
+    runs.push_back({in});
+  }
+  std::vector<Job> jobs;
+  std::vector<std::vector<uint8_t>> models;
+  std::vector<std::vector<uint8_t>> inputs;
+  for (int j = 0; j < 8; ++j) {
+    std::vector<uint8_t> in(4);
+    for (auto& v : in) v = static_cast<uint8_t>(rng() & 0xff);
+    inputs.push_back(in);
+  }
+  for (const Case& c : cases) {
+    QuantizeOptions o;
+    o.int8_io = true;
+    auto q = quantize_tflite(unary_float_model(c.code), runs, o);
+    ASSERT_TRUE(q.ok()) << c.name << ": " << q.status().to_string();
+    const fs::path path = dir.path / (std::string(c.name) + ".tflite");
+    write_bytes(path, *q);
+    models.push_back(*q);
+    for (size_t j = 0; j < inputs.size(); ++j) jobs.push_back({std::string(c.name) + std::to_string(j), path.string(), {inputs[j]}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (size_t ci = 0; ci < std::size(cases); ++ci) {
+    SCOPED_TRACE(cases[ci].name);
+    auto g = tflite::load_tflite_buffer(ConstData::from_vector(models[ci]));
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    const QuantParams qi = g->tensor(g->inputs[0]).quant, qo = g->tensor(g->outputs[0]).quant;
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      auto cpu = run_tessera(models[ci], {inputs[j]}, "cpu");
+      ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+      EXPECT_EQ((*cpu)[0], jobs[ci * inputs.size() + j].outputs[0]) << "input " << j;
+      for (int k = 0; k < 4; ++k) {
+        const double x = qi.scale[0] * (int(int8_t(inputs[j][k])) - qi.zero_point[0]);
+        const double y = qo.scale[0] * (int(int8_t((*cpu)[0][k])) - qo.zero_point[0]);
+        EXPECT_NEAR(y, cases[ci].f(x), 2.0 * qo.scale[0]) << "x = " << x;
+      }
+    }
+  }
 }
 
 TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
