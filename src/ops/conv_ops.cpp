@@ -98,6 +98,11 @@ InferResult infer_fully_connected(const Graph& g, const Node& n) {
   int64_t ic = w.shape[1];
   if (x.shape.empty() || ic == 0 || num_elements(x.shape) % ic != 0)
     return fail(n, "input '" + x.name + "' " + shape_str(x.shape) + " does not match weights " + shape_str(w.shape));
+  // One bias per output channel: the kernels read bias[oc] for every oc (found by
+  // quantize_fuzz: a shorter bias was read past its end).
+  if (has_in(n, 2) && num_elements(in(g, n, 2).shape) != w.shape[0])
+    return fail(n, "bias '" + in(g, n, 2).name + "' has " + std::to_string(num_elements(in(g, n, 2).shape)) +
+                       " values for " + std::to_string(w.shape[0]) + " output channels");
   Shape s;
   if (n.get(attr::keep_dims) && x.shape.back() == ic) {
     s = x.shape;

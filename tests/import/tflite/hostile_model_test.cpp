@@ -60,6 +60,28 @@ TEST(HostileTflite, InferredShapesBeyondTheElementLimitAreRefused) {
       << g.status().to_string();
 }
 
+// A FULLY_CONNECTED bias shorter than the output channels (the kernels read one per
+// channel; found by quantize_fuzz reading past such a bias) is refused at import.
+TEST(HostileTflite, AFullyConnectedBiasOfTheWrongLengthIsRefused) {
+  using testing::activation;
+  testing::GraphModel m;
+  testing::GraphSubgraph& sg = m.subgraphs.emplace_back();
+  const int32_t x = sg.add(activation("x", ::tflite::TensorType_FLOAT32, {1, 4}));
+  testing::OpTensor w = activation("w", ::tflite::TensorType_FLOAT32, {3, 4});
+  w.data.assign(3 * 4 * 4, 0x3c);
+  testing::OpTensor b = activation("b", ::tflite::TensorType_FLOAT32, {2});
+  b.data.assign(2 * 4, 0x3c);
+  const int32_t wi = sg.add(w), bi = sg.add(b);
+  const int32_t y = sg.add(activation("y", ::tflite::TensorType_FLOAT32, {1, 3}));
+  sg.inputs = {x};
+  sg.outputs = {y};
+  sg.op(::tflite::BuiltinOperator_FULLY_CONNECTED, {x, wi, bi}, {y});
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(m.bytes()));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("bias 'b' has 2 values for 3 output channels"), std::string::npos)
+      << g.status().to_string();
+}
+
 TEST(HostileTflite, PerAxisArraysAreReadFromAnyAlignment) {
   // The flatbuffer verifier aligns a vector's length to 4 bytes, not its 8-byte elements, so
   // a file may place per-axis zero points (int64) at any multiple of 4. Loading the model
