@@ -62,6 +62,14 @@ std::string Plan::report(bool per_tensor) const {
                       100.0 * mine / graph_nodes);
   }
   os << "\n";
+  // A float model on a device that runs quantized tensors only: say how to get one.
+  int float_refusals = 0;
+  for (const NodePlacement& np : nodes)
+    for (const auto& r : np.rejected) float_refusals += r.find("quantized tensors only") != std::string::npos;
+  if (float_refusals > 0 && 2 * float_refusals >= graph_nodes && !devices.empty())
+    os << "hint: " << float_refusals << " nodes stay off " << devices[0]->name()
+       << " for float tensors; `tessera quantize MODEL OUT.tflite --calibration IMAGES...` makes the int8 model it runs "
+          "(docs/quantize.md)\n";
   if (board) {
     os << fmt::format("board cpu ({}, modelled): {:.3f} ms on the other devices' nodes, {:.3f} ms in transfers", board->description,
                       board_nodes * 1e3, board_transfers * 1e3);

@@ -18,6 +18,9 @@ TEST_F(QuantizeCli, AHybridYoloBecomesAnInt8ModelTheNpuRuns) {
   TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_int8.tflite");
   TESSERA_REQUIRE_FIXTURE(grace, "images/grace_hopper.bmp");
   TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
+  // inspect says what a float model on the NPU needs.
+  ASSERT_EQ(run("inspect " + model + " --device rknpu"), 0) << err_;
+  EXPECT_NE(out_.find("nodes stay off rknpu for float tensors; `tessera quantize MODEL"), std::string::npos) << out_;
   const std::string out = path("y8.tflite");
   ASSERT_EQ(run("quantize " + model + " " + out + " --calibration " + grace + " " + table + " --int8-io"), 0) << err_;
   EXPECT_NE(out_.find("wrote " + out + ": "), std::string::npos) << out_;
@@ -29,6 +32,8 @@ TEST_F(QuantizeCli, AHybridYoloBecomesAnInt8ModelTheNpuRuns) {
   ASSERT_EQ(run("detect " + out + " " + grace + " --device rknpu"), 0) << err_;
   EXPECT_NE(out_.find("person"), std::string::npos) << out_;
   EXPECT_NE(out_.find("frames/s on 1 core"), std::string::npos) << out_;
+  ASSERT_EQ(run("inspect " + out + " --device rknpu"), 0) << err_;
+  EXPECT_EQ(out_.find("hint:"), std::string::npos) << "the int8 model needs no hint";
 }
 
 TEST_F(QuantizeCli, ACalibrationFileThatIsNoImageIsNamed) {
