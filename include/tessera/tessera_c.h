@@ -228,6 +228,17 @@ TESSERA_API void tessera_lm_reset(tessera_lm* lm);
 TESSERA_API int64_t tessera_lm_vocab_size(const tessera_lm* lm);
 TESSERA_API int64_t tessera_lm_context_length(const tessera_lm* lm);
 
+/* Post-training int8 quantization of a float TFLite model held in memory (docs/quantize.md,
+ * as `tessera quantize`): `runs` calibration runs of `inputs_per_run` raw input tensors each
+ * (run r's input k at inputs[r * inputs_per_run + k], sizes[...] bytes: float32 row-major,
+ * as the float model takes them); `int8_io` non-zero for int8 model inputs and outputs.
+ * On success *out receives the quantized model's bytes (free with tessera_buffer_free) and
+ * *out_size their count. */
+TESSERA_API tessera_status tessera_quantize_tflite(const void* model, size_t model_size, const void* const* inputs,
+                                                   const size_t* sizes, size_t runs, size_t inputs_per_run, int int8_io,
+                                                   void** out, size_t* out_size);
+TESSERA_API void tessera_buffer_free(void* buffer);
+
 #ifdef __cplusplus
 }
 #endif

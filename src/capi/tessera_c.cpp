@@ -4,6 +4,7 @@
 #include "tessera/tessera_c.h"
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -14,6 +15,7 @@
 #include "tessera/generate.h"
 #include "tessera/backend/plan.h"
 #include "tessera/model.h"
+#include "tessera/quantize.h"
 #include "tessera/version.h"
 
 struct tessera_model {
@@ -509,6 +511,38 @@ tessera_status tessera_lm_generate(tessera_lm* lm, const char* prompt, const tes
 }
 
 void tessera_string_free(char* text) { std::free(text); }
+
+tessera_status tessera_quantize_tflite(const void* model, size_t model_size, const void* const* inputs, const size_t* sizes,
+                                       size_t runs, size_t inputs_per_run, int int8_io, void** out, size_t* out_size) {
+  return guarded("tessera_quantize_tflite", [&] {
+    TESSERA_C_REQUIRE(model && out && out_size, "tessera_quantize_tflite", "model, out or out_size is NULL");
+    TESSERA_C_REQUIRE(runs == 0 || (inputs && sizes), "tessera_quantize_tflite", "inputs or sizes is NULL");
+    *out = nullptr;
+    *out_size = 0;
+    const auto* m = static_cast<const uint8_t*>(model);
+    std::vector<uint8_t> bytes(m, m + model_size);
+    std::vector<tessera::CalibrationRun> calibration(runs);
+    for (size_t r = 0; r < runs; ++r)
+      for (size_t k = 0; k < inputs_per_run; ++k) {
+        const size_t i = r * inputs_per_run + k;
+        TESSERA_C_REQUIRE(inputs[i] || sizes[i] == 0, "tessera_quantize_tflite", "a calibration input is NULL");
+        const auto* p = static_cast<const uint8_t*>(inputs[i]);
+        calibration[r].emplace_back(p, p + sizes[i]);
+      }
+    tessera::QuantizeOptions o;
+    o.int8_io = int8_io != 0;
+    auto q = tessera::quantize_tflite(bytes, calibration, o);
+    if (!q.ok()) return fail(q.status());
+    void* buf = std::malloc(q->empty() ? 1 : q->size());
+    if (!buf) return fail(StatusCode::out_of_memory, "tessera_quantize_tflite: out of host memory");
+    std::memcpy(buf, q->data(), q->size());
+    *out = buf;
+    *out_size = q->size();
+    return TESSERA_OK;
+  });
+}
+
+void tessera_buffer_free(void* buffer) { std::free(buffer); }
 
 tessera_status tessera_lm_tokenize(const tessera_lm* lm, const char* text, int add_bos, int32_t* ids,
                                    size_t capacity, size_t* count) {

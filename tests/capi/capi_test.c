@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -578,6 +579,55 @@ out:
   free(image);
 }
 
+/* tessera_quantize_tflite: TFLite Micro's float hello_world (x -> sin x) quantized from 16
+ * calibration points, loaded back from memory and run: within 0.2 of sin x; a NULL model and
+ * a quantized model are refused with the reason. */
+static void test_quantize(void) {
+  char* hello = path_of("models/tflite/corpus/micro_hello_world_float.tflite");
+  size_t size = 0;
+  unsigned char* bytes = read_all(hello, &size);
+  if (!bytes) {
+    fixture_missing("models/tflite/corpus/micro_hello_world_float.tflite");
+    free(hello);
+    return;
+  }
+  float xs[16];
+  const void* inputs[16];
+  size_t sizes[16];
+  for (int i = 0; i < 16; ++i) {
+    xs[i] = 0.39f * (float)i + 0.01f;
+    inputs[i] = &xs[i];
+    sizes[i] = sizeof(float);
+  }
+  void* q = NULL;
+  size_t q_size = 0;
+  CHECK_OK(tessera_quantize_tflite(bytes, size, inputs, sizes, 16, 1, 0, &q, &q_size));
+  CHECK(q && q_size > 0, "no quantized model");
+  if (q) {
+    tessera_model* m = NULL;
+    CHECK_OK(tessera_model_load_tflite_buffer(q, q_size, &m));
+    tessera_session* s = NULL;
+    if (m) CHECK_OK(tessera_session_create(m, "cpu", NULL, &s));
+    if (s) {
+      const float x = 1.2f;
+      float y = 0;
+      CHECK_OK(tessera_session_set_input(s, 0, &x, sizeof x));
+      CHECK_OK(tessera_session_run(s));
+      CHECK_OK(tessera_session_read_output(s, 0, &y, sizeof y));
+      CHECK(fabsf(y - sinf(x)) < 0.2f, "y = %f at x = %f, sin x = %f", y, x, sinf(x));
+      tessera_session_free(s);
+    }
+    tessera_model_free(m);
+    tessera_buffer_free(q);
+  }
+  CHECK(tessera_quantize_tflite(NULL, 0, inputs, sizes, 16, 1, 0, &q, &q_size) == TESSERA_INVALID_ARGUMENT, "NULL model");
+  CHECK(tessera_quantize_tflite(bytes, size, inputs, sizes, 0, 1, 0, &q, &q_size) == TESSERA_INVALID_ARGUMENT,
+        "no calibration run: %s", tessera_last_error());
+  CHECK(strstr(tessera_last_error(), "no calibration input") != NULL, "%s", tessera_last_error());
+  free(bytes);
+  free(hello);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: capi_test SHARED_DIR TESSERA_CLI\n");
@@ -590,6 +640,7 @@ int main(int argc, char** argv) {
   test_tflite();
   test_detect();
   test_generate();
+  test_quantize();
   printf("capi_test: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
