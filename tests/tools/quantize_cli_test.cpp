@@ -44,6 +44,23 @@ TEST_F(QuantizeCli, ACalibrationFileThatIsNoImageIsNamed) {
   EXPECT_NE(run("quantize " + model + " " + path("q.tflite") + " -c " + junk), 0);
   EXPECT_NE(err_.find("notes.txt"), std::string::npos) << err_;
   EXPECT_FALSE(std::filesystem::exists(path("q.tflite")));
+  // A folder stands for its images (here none: the text file is not one).
+  std::filesystem::create_directories(path("calib"));
+  std::filesystem::copy_file(junk, path("calib/notes.txt"));
+  EXPECT_NE(run("quantize " + model + " " + path("q.tflite") + " -c " + path("calib")), 0);
+  EXPECT_NE(err_.find("holds no .bmp, .jpg, .jpeg or .png image"), std::string::npos) << err_;
+}
+
+TEST_F(QuantizeCli, AFolderOfImagesCalibrates) {
+  TESSERA_REQUIRE_FIXTURE(model, "models/tflite/corpus/yolov8n_int8.tflite");
+  TESSERA_REQUIRE_FIXTURE(cat, "images/cat.bmp");
+  TESSERA_REQUIRE_FIXTURE(table, "images/table.jpg");
+  std::filesystem::create_directories(path("photos"));
+  std::filesystem::copy_file(table, path("photos/b.JPG"));
+  std::filesystem::copy_file(cat, path("photos/a.bmp"));
+  ASSERT_EQ(run("quantize " + model + " " + path("q.tflite") + " -c " + path("photos")), 0) << err_;
+  EXPECT_NE(out_.find("calibrated on 2 images"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("on " + path("photos/a.bmp") + ": output"), std::string::npos) << "name order: a.bmp first\n" << out_;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -66,8 +68,8 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("model", a->model, "Float .tflite model (f32, fp16 weights or hybrid int8 weights)")->required();
   cmd->add_option("out", a->out, "Output .tflite file")->required();
   cmd->add_option("-c,--calibration", a->images,
-                  "Images (BMP/JPEG/PNG) the float model runs on to find each tensor's range; a few dozen typical ones "
-                  "serve best")
+                  "Images (BMP/JPEG/PNG), or folders of them, the float model runs on to find each tensor's range; a "
+                  "few dozen typical ones serve best")
       ->required();
   cmd->add_flag("--int8-io", a->int8_io, "int8 inputs and outputs (full-integer) instead of float ones");
   cmd->add_flag("--own-add-ranges", a->own_add_ranges,
@@ -75,8 +77,28 @@ void add_quantize_command(CLI::App& app) {
                 "range per ADD, so that the NPU adds exactly as TFLite does)");
   cmd->callback([a] {
     auto model = take(Model::load(a->model));
+    // A folder stands for the images in it (.bmp, .jpg, .jpeg, .png), in name order.
+    std::vector<std::string> images;
+    for (const std::string& arg : a->images) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(arg, ec)) {
+        images.push_back(arg);
+        continue;
+      }
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::directory_iterator(arg, ec)) {
+        std::string ext = e.path().extension().string();
+        std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (e.is_regular_file() && (ext == ".bmp" || ext == ".jpg" || ext == ".jpeg" || ext == ".png"))
+          found.push_back(e.path().string());
+      }
+      if (ec) take(error(StatusCode::io_error, "cannot list '", arg, "': ", ec.message()));
+      if (found.empty()) take(error(StatusCode::not_found, "'", arg, "' holds no .bmp, .jpg, .jpeg or .png image"));
+      std::sort(found.begin(), found.end());
+      images.insert(images.end(), found.begin(), found.end());
+    }
     std::vector<CalibrationRun> runs;
-    for (const std::string& img : a->images) runs.push_back({take(model->image_input(img))});
+    for (const std::string& img : images) runs.push_back({take(model->image_input(img))});
     std::ifstream f(a->model, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     if (!f.good() && !f.eof()) take(error(StatusCode::io_error, "cannot read '", a->model, "'"));
@@ -98,8 +120,8 @@ void add_quantize_command(CLI::App& app) {
                rep.calibration_runs, rep.calibration_runs == 1 ? "" : "s", a->int8_io ? "int8" : "float");
     for (const std::string& n : rep.notes) fmt::print("  note: {}\n", n);
     // A first look at the error: the float and the int8 model on the first image.
-    Status checked = compare_on_image(model, out, a->images[0]);
-    if (!checked.ok()) fmt::print("  (no comparison on {}: {})\n", a->images[0], checked.message());
+    Status checked = compare_on_image(model, out, images[0]);
+    if (!checked.ok()) fmt::print("  (no comparison on {}: {})\n", images[0], checked.message());
   });
 }
 
