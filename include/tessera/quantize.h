@@ -11,8 +11,8 @@
 //    resizes keep their input's parameters (TFLite's kernels require it); a concatenation's
 //    inputs and output share the union of their ranges (as the converter does), and by
 //    default an ADD's too (`shared_add_params`, for the NPU);
-//  - other float constants (the operands of ADD / SUB / MUL / CONCATENATION...): int8, one
-//    asymmetric scale per tensor.
+//  - other float constants (the operands of ADD / SUB / MUL...): int8, one asymmetric scale
+//    per tensor; a concatenation's constant inputs at its output's parameters.
 // The model keeps float inputs and outputs (QUANTIZE after each input, DEQUANTIZE before
 // each output, as the converter's "integer_quant") unless `int8_io` asks for int8 ones
 // ("full_integer_quant"). The calibration runs execute the float model on the cpu
