@@ -423,6 +423,65 @@ TEST(QuantizeOracle, EachActivationQuantizesToWhatTheInterpreterRuns) {
   }
 }
 
+// x [1, 4] joined with a constant [1, 4] along axis 1, then LOGISTIC: the constant coded at
+// the concatenation's parameters (TFLite's int8 kernel takes no other), the LOGISTIC's
+// fixed-range output fed to nothing else. The interpreter must accept and agree.
+TEST(QuantizeOracle, AConcatenationWithAConstantInputIsTheInterpreters) {
+  TESSERA_REQUIRE_ORACLE(script);
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<float> c = {-0.5f, 0.25f, 1.0f, 1.5f};  // a narrower range than the joined x
+  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {
+      ::tflite::CreateBuffer(b), ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(c.data()), 16))};
+  const auto tensor = [&](std::vector<int32_t> shape, uint32_t buffer, const char* name) {
+    return ::tflite::CreateTensor(b, b.CreateVector(shape), ::tflite::TensorType_FLOAT32, buffer, b.CreateString(name));
+  };
+  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {tensor({1, 4}, 0, "x"), tensor({1, 4}, 1, "c"),
+                                                                tensor({1, 8}, 0, "joined"), tensor({1, 8}, 0, "y")};
+  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
+      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0, 1}), b.CreateVector(std::vector<int32_t>{2}),
+                               ::tflite::BuiltinOptions_ConcatenationOptions, ::tflite::CreateConcatenationOptions(b, 1).Union()),
+      ::tflite::CreateOperator(b, 1, b.CreateVector(std::vector<int32_t>{2}), b.CreateVector(std::vector<int32_t>{3}))};
+  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
+                                     b.CreateVector(std::vector<int32_t>{3}), b.CreateVector(ops));
+  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
+      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_CONCATENATION, 0, 1, ::tflite::BuiltinOperator_CONCATENATION),
+      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_LOGISTIC, 0, 1, ::tflite::BuiltinOperator_LOGISTIC)};
+  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
+                                                       b.CreateString("join"), b.CreateVector(buffers)));
+  const std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  std::vector<CalibrationRun> runs;
+  for (float v : {-2.0f, 1.0f, 3.0f}) {
+    std::vector<uint8_t> in(16);
+    for (int k = 0; k < 4; ++k) {
+      const float x = v + 0.5f * float(k);
+      std::memcpy(in.data() + 4 * k, &x, 4);
+    }
+    runs.push_back({in});
+  }
+  QuantizeOptions o;
+  o.int8_io = true;
+  auto q = quantize_tflite(model, runs, o);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  TempDir dir("quantize_join");
+  write_bytes(dir.path / "join.tflite", *q);
+  std::vector<Job> jobs;
+  for (int j = 0; j < 4; ++j) jobs.push_back({"join" + std::to_string(j), (dir.path / "join.tflite").string(), {{uint8_t(j * 60), 17, 200, 128}}, {}});
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  for (const Job& j : jobs) {
+    auto cpu = run_tessera(*q, j.inputs, "cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    EXPECT_EQ((*cpu)[0], j.outputs[0]) << j.name;
+  }
+  // The constant's four values come out of the LOGISTIC as their float sigmoids, within a step or two.
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(*q));
+  ASSERT_TRUE(g.ok());
+  const QuantParams qo = g->tensor(g->outputs[0]).quant;
+  for (int k = 0; k < 4; ++k) {
+    const double y = qo.scale[0] * (int(int8_t(jobs[0].outputs[0][4 + k])) - qo.zero_point[0]);
+    EXPECT_NEAR(y, 1.0 / (1.0 + std::exp(-double(c[k]))), 3.0 / 256) << "constant " << c[k];
+  }
+}
+
 TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
   TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
   TESSERA_REQUIRE_FIXTURE(int8_path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
