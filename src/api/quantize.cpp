@@ -81,8 +81,16 @@ const std::map<int32_t, int> kInt8Version = {
     {T::BuiltinOperator_QUANTIZE, 2},       {T::BuiltinOperator_DEQUANTIZE, 2},
     {T::BuiltinOperator_RELU, 2},           {T::BuiltinOperator_RELU6, 2},
     {T::BuiltinOperator_LEAKY_RELU, 2},     {T::BuiltinOperator_HARD_SWISH, 1},
-    {T::BuiltinOperator_MEAN, 2},
+    {T::BuiltinOperator_MEAN, 2},           {T::BuiltinOperator_MAXIMUM, 2},
+    {T::BuiltinOperator_MINIMUM, 2},
 };
+
+// Operators whose int8 kernels take every input at the output's parameters (they compare or
+// copy codes): their inputs and output share one range.
+bool shares_params(int32_t code) {
+  return code == T::BuiltinOperator_CONCATENATION || code == T::BuiltinOperator_MAXIMUM ||
+         code == T::BuiltinOperator_MINIMUM;
+}
 
 // Output parameters equal to input 0's (the int8 kernels require it, or move codes only).
 bool keeps_input_params(int32_t code) {
@@ -318,7 +326,7 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     if (!kInt8Version.count(code) || code == T::BuiltinOperator_QUANTIZE || code == T::BuiltinOperator_DEQUANTIZE)
       return fail(op_what(*mp, op, oi) +
                   " has no int8 form here (quantized: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, "
-                  "LOGISTIC, TANH, SOFTMAX, RELU, RELU6, LEAKY_RELU, HARD_SWISH, MEAN, CONCATENATION, MAX_POOL_2D, "
+                  "LOGISTIC, TANH, SOFTMAX, RELU, RELU6, LEAKY_RELU, HARD_SWISH, MEAN, MAXIMUM, MINIMUM, CONCATENATION, MAX_POOL_2D, "
                   "AVERAGE_POOL_2D, RESHAPE, SQUEEZE, STRIDED_SLICE, TRANSPOSE, PAD, RESIZE_NEAREST_NEIGHBOR)");
   }
 
@@ -459,10 +467,17 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
           if (op.inputs.empty() || !params.count(op.inputs[0])) return fail(what + ": its data input is not a float activation");
           params[out] = params[op.inputs[0]];
           raw[out] = raw[op.inputs[0]];
-        } else if (code == T::BuiltinOperator_CONCATENATION || (unify_adds && code == T::BuiltinOperator_ADD)) {
+        } else if (shares_params(code) || (unify_adds && code == T::BuiltinOperator_ADD)) {
           double lo = r ? r->lo : 0, hi = r ? r->hi : 0;
-          for (int32_t in : op.inputs)
-            if (raw.count(in)) lo = std::min(lo, raw[in].first), hi = std::max(hi, raw[in].second);
+          for (int32_t in : op.inputs) {
+            if (raw.count(in)) {
+              lo = std::min(lo, raw[in].first), hi = std::max(hi, raw[in].second);
+            } else if (shares_params(code) && rw.constant(in) && rw.tensor(in).type == T::TensorType_FLOAT32) {
+              // A constant input is coded at these parameters: its values must fit them.
+              TS_ASSIGN_OR_RETURN(std::vector<float> v, rw.values(in));
+              for (float x : v) lo = std::min(lo, double(x)), hi = std::max(hi, double(x));
+            }
+          }
           set(out, lo, hi);
         } else {
           if (!r) uncalibrated.insert("'" + rw.tensor(out).name + "' (" + what + ")");
@@ -477,7 +492,7 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     bool changed = false;
     for (const auto& op : sg.operators) {
       const int32_t oc = code_of(*mp, *op);
-      if ((oc != T::BuiltinOperator_CONCATENATION && !(unify_adds && oc == T::BuiltinOperator_ADD)) || op->outputs.empty() ||
+      if ((!shares_params(oc) && !(unify_adds && oc == T::BuiltinOperator_ADD)) || op->outputs.empty() ||
           !raw.count(op->outputs[0]))
         continue;
       const auto u = raw[op->outputs[0]];
@@ -505,14 +520,14 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
   }
   for (const std::string& t : uncalibrated)
     rep.notes.push_back(t + " was never computed or stayed non-finite in the calibration runs (range 0)");
-  // TFLite's int8 CONCATENATION takes inputs at its output's parameters only: an input
-  // whose producer has fixed ones (a LOGISTIC's, through slices) is requantized by a
-  // QUANTIZE (int8 -> int8) in front of it, as the converter does.
+  // TFLite's int8 CONCATENATION, MAXIMUM and MINIMUM take inputs at their output's
+  // parameters only: an input whose producer has fixed ones (a LOGISTIC's, through slices)
+  // is requantized by a QUANTIZE (int8 -> int8) in front of it, as the converter does.
   {
     std::vector<std::unique_ptr<T::OperatorT>> ops;
     int inserted = 0;
     for (auto& op : sg.operators) {
-      if (code_of(*mp, *op) == T::BuiltinOperator_CONCATENATION && !op->outputs.empty() && params.count(op->outputs[0])) {
+      if (shares_params(code_of(*mp, *op)) && !op->outputs.empty() && params.count(op->outputs[0])) {
         const Params want = params[op->outputs[0]];
         for (int32_t& in : op->inputs) {
           if (!params.count(in) || (params[in].scale == want.scale && params[in].zp == want.zp)) continue;
@@ -565,7 +580,7 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     T::OperatorT& op = *sg.operators[oi];
     // A concatenation's constant inputs are coded at its output's parameters (TFLite's
     // int8 kernel takes no other); the output's range covers them (they are in it).
-    const bool join = code_of(*mp, op) == T::BuiltinOperator_CONCATENATION && !op.outputs.empty() && params.count(op.outputs[0]);
+    const bool join = shares_params(code_of(*mp, op)) && !op.outputs.empty() && params.count(op.outputs[0]);
     for (int32_t in : op.inputs) {
       if (!rw.valid(in) || !rw.constant(in) ||
           (rw.tensor(in).type != T::TensorType_FLOAT32 && rw.tensor(in).type != T::TensorType_FLOAT16))

@@ -482,6 +482,73 @@ TEST(QuantizeOracle, AConcatenationWithAConstantInputIsTheInterpreters) {
   }
 }
 
+// y = MINIMUM(MAXIMUM(x, c), x2): the int8 kernels compare codes, so every input shares the
+// output's parameters (the constant too, whose values reach beyond x's range); a second
+// input gets a QUANTIZE in front. The interpreter must accept and agree.
+TEST(QuantizeOracle, MaximumAndMinimumShareTheirOutputsParameters) {
+  TESSERA_REQUIRE_ORACLE(script);
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<float> c = {-1.0f, 0.5f, 3.0f, 6.0f};
+  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {
+      ::tflite::CreateBuffer(b), ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(c.data()), 16))};
+  const auto tensor = [&](uint32_t buffer, const char* name) {
+    return ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, buffer,
+                                  b.CreateString(name));
+  };
+  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {tensor(0, "x"), tensor(1, "c"), tensor(0, "m"),
+                                                                tensor(0, "x2"), tensor(0, "y")};
+  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
+      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0, 1}), b.CreateVector(std::vector<int32_t>{2})),
+      ::tflite::CreateOperator(b, 1, b.CreateVector(std::vector<int32_t>{2, 3}), b.CreateVector(std::vector<int32_t>{4}))};
+  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0, 3}),
+                                     b.CreateVector(std::vector<int32_t>{4}), b.CreateVector(ops));
+  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
+      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_MAXIMUM, 0, 1, ::tflite::BuiltinOperator_MAXIMUM),
+      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_MINIMUM, 0, 1, ::tflite::BuiltinOperator_MINIMUM)};
+  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
+                                                       b.CreateString("clip"), b.CreateVector(buffers)));
+  const std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  const auto floats = [](std::vector<float> v) {
+    std::vector<uint8_t> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  std::vector<CalibrationRun> runs = {{floats({-2, 0, 1, 2}), floats({4, 4, 4, 4})},
+                                      {floats({2, -1, 0.5f, -2}), floats({-3, 1, 2, 5})}};
+  QuantizeOptions o;
+  o.int8_io = true;
+  auto q = quantize_tflite(model, runs, o);
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  TempDir dir("quantize_clip");
+  write_bytes(dir.path / "clip.tflite", *q);
+  std::vector<Job> jobs;
+  std::mt19937 rng(23);
+  for (int j = 0; j < 6; ++j) {
+    std::vector<uint8_t> a(4), bb(4);
+    for (auto& v : a) v = static_cast<uint8_t>(rng() & 0xff);
+    for (auto& v : bb) v = static_cast<uint8_t>(rng() & 0xff);
+    jobs.push_back({"clip" + std::to_string(j), (dir.path / "clip.tflite").string(), {a, bb}, {}});
+  }
+  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(*q));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const QuantParams q0 = g->tensor(g->inputs[0]).quant, q1 = g->tensor(g->inputs[1]).quant, qo = g->tensor(g->outputs[0]).quant;
+  for (const Job& j : jobs) {
+    auto cpu = run_tessera(*q, j.inputs, "cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+    EXPECT_EQ((*cpu)[0], j.outputs[0]) << j.name;
+    for (int k = 0; k < 4; ++k) {
+      const double x = q0.scale[0] * (int(int8_t(j.inputs[0][k])) - q0.zero_point[0]);
+      const double x2 = q1.scale[0] * (int(int8_t(j.inputs[1][k])) - q1.zero_point[0]);
+      const double y = qo.scale[0] * (int(int8_t((*cpu)[0][k])) - qo.zero_point[0]);
+      // Codes compared at one scale: exact up to the constant's and x2's own rounding.
+      const double lo = qo.scale[0] * (-128 - qo.zero_point[0]), hi = qo.scale[0] * (127 - qo.zero_point[0]);
+      EXPECT_NEAR(y, std::clamp(std::min(std::max(x, double(c[k])), x2), lo, hi), 1.01 * qo.scale[0])
+          << j.name << " element " << k;
+    }
+  }
+}
+
 TEST(QuantizeOracle, RefusesWithoutCalibrationOrAQuantizedModel) {
   TESSERA_REQUIRE_FIXTURE(float_path, "models/tflite/corpus/micro_hello_world_float.tflite");
   TESSERA_REQUIRE_FIXTURE(int8_path, "models/tflite/mobilenet_v1_0.25_128_quant.tflite");
