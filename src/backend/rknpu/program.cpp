@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "backend/rknpu/emit.h"
@@ -546,9 +547,11 @@ Status host_after(RknpuProgram& p, int stage, Transport* t, const std::map<Tenso
                    ", ", n, "]");
     if (c.op.mm_int8 && (static_cast<int64_t>(c.row_scale.size()) != m || static_cast<int64_t>(c.op.mm_wscale.size()) != n))
       return error(StatusCode::internal, "[rknpu] ", c.op.label, ": int8 scales missing");
-    // A fused matmul's nodes each take their channels of the fused result.
-    std::vector<CompiledOp::Part> parts = c.parts;
-    if (parts.empty()) parts.push_back({c.op.output, 0, n, -1});
+    // A fused matmul's nodes each take their channels of the fused result; any other op is
+    // one part of all N (no allocation: this runs every token).
+    const CompiledOp::Part whole{c.op.output, 0, n, -1};
+    const std::span<const CompiledOp::Part> parts = c.parts.empty() ? std::span<const CompiledOp::Part>(&whole, 1)
+                                                                    : std::span<const CompiledOp::Part>(c.parts);
     TS_RETURN_IF_ERROR(t->prep_bo(c.partial.handle));
     for (const CompiledOp::Part& part : parts) {
       TS_ASSIGN_OR_RETURN(BoInfo out, bound(p, bo_of, part.output));
