@@ -133,33 +133,29 @@ class Rewriter {
     return n;
   }
 
-  // A constant's real values: float32, float16, or int8 / int16 with per-tensor or
-  // per-axis parameters (a hybrid model's filters).
+  // A constant's real values: float32, float16, or int8 with per-tensor or per-axis
+  // parameters (a hybrid model's filters). Non-finite values have no int8 code: refused.
   Result<std::vector<float>> values(int32_t i) {
     const T::TensorT& t = tensor(i);
     const std::vector<uint8_t>* d = data(i);
     if (!d) return fail("tensor '" + t.name + "' is not a constant");
-    TS_ASSIGN_OR_RETURN(const int64_t n, elements(i));
-    const auto size_error = [&]() { return fail("constant '" + t.name + "' holds " + std::to_string(d->size()) + " bytes for " + std::to_string(n) + " values"); };
-    if (t.type != T::TensorType_FLOAT32 && t.type != T::TensorType_FLOAT16 &&
-        !(t.type == T::TensorType_INT8 && t.quantization && !t.quantization->scale.empty()))
+    const bool f32 = t.type == T::TensorType_FLOAT32, f16 = t.type == T::TensorType_FLOAT16;
+    if (!f32 && !f16 && !(t.type == T::TensorType_INT8 && t.quantization && !t.quantization->scale.empty()))
       return fail("constant '" + t.name + "' is " + T::EnumNameTensorType(t.type) + ", not a float value");
+    TS_ASSIGN_OR_RETURN(const int64_t n, elements(i));
     // The bytes must be there before anything is allocated for the values.
-    const int64_t width = t.type == T::TensorType_FLOAT32 ? 4 : t.type == T::TensorType_FLOAT16 ? 2 : 1;
-    if (n > static_cast<int64_t>(d->size()) / width || static_cast<int64_t>(d->size()) != n * width) return size_error();
+    const int64_t width = f32 ? 4 : f16 ? 2 : 1;
+    if (n > static_cast<int64_t>(d->size()) / width || static_cast<int64_t>(d->size()) != n * width)
+      return fail("constant '" + t.name + "' holds " + std::to_string(d->size()) + " bytes for " + std::to_string(n) +
+                  " values");
     std::vector<float> v(static_cast<size_t>(n));
-    if (t.type == T::TensorType_FLOAT32) {
-      if (static_cast<int64_t>(d->size()) != n * 4) return size_error();
+    if (f32) {
       std::memcpy(v.data(), d->data(), d->size());
-    } else if (t.type == T::TensorType_FLOAT16) {
-      if (static_cast<int64_t>(d->size()) != n * 2) return size_error();
-      for (int64_t k = 0; k < n; ++k) {
-        uint16_t h;
-        std::memcpy(&h, d->data() + 2 * k, 2);
-        v[k] = convert::f16_to_f32(h);
-      }
-    } else if (t.type == T::TensorType_INT8 && t.quantization && !t.quantization->scale.empty()) {
-      if (static_cast<int64_t>(d->size()) != n) return size_error();
+    } else if (f16) {
+      std::vector<uint16_t> h(static_cast<size_t>(n));
+      std::memcpy(h.data(), d->data(), d->size());
+      convert::f16_to_f32_n(h.data(), v.data(), n);
+    } else {
       const auto& q = *t.quantization;
       const size_t axis_n = q.scale.size();
       int64_t inner = 1;
@@ -174,8 +170,6 @@ class Rewriter {
         const int64_t zp = c < q.zero_point.size() ? q.zero_point[c] : 0;
         v[k] = q.scale[c] * float(int64_t(static_cast<int8_t>((*d)[k])) - zp);
       }
-    } else {
-      return fail("constant '" + t.name + "' is " + T::EnumNameTensorType(t.type) + ", not a float value");
     }
     for (size_t k = 0; k < v.size(); ++k)
       if (!std::isfinite(v[k]))
@@ -231,8 +225,7 @@ class Rewriter {
     if (dim < 0) inner = static_cast<int64_t>(v.size());
     std::vector<double> amax(static_cast<size_t>(channels), 0.0);
     auto channel = [&](int64_t k) { return static_cast<size_t>((k / inner) % channels); };
-    for (int64_t k = 0; k < static_cast<int64_t>(v.size()); ++k)
-      if (std::isfinite(v[k])) amax[channel(k)] = std::max(amax[channel(k)], std::fabs(double(v[k])));
+    for (int64_t k = 0; k < static_cast<int64_t>(v.size()); ++k) amax[channel(k)] = std::max(amax[channel(k)], std::fabs(double(v[k])));
     std::vector<float> scale(static_cast<size_t>(channels));
     for (int64_t c = 0; c < channels; ++c) scale[c] = amax[c] > 0 ? static_cast<float>(amax[c] / 127.0) : 1.0f;
     std::vector<uint8_t> codes(v.size());
@@ -510,7 +503,7 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
           const int32_t c = code_of(*mp, *sg.operators[producer[root]]);
           return c != T::BuiltinOperator_LOGISTIC && c != T::BuiltinOperator_SOFTMAX && c != T::BuiltinOperator_TANH;
         }();
-        if (!free || round >= 16) continue;  // requantized below (concatenations) or left to the ADD
+        if (!free || round >= 16) continue;  // a QUANTIZE in front (below), or the ADD's own rescaling
         auto& w = widen.try_emplace(root, u).first->second;
         w = {std::min(w.first, u.first), std::max(w.second, u.second)};
         changed = true;
@@ -546,8 +539,8 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
     }
     sg.operators = std::move(ops);
     if (inserted > 0)
-      rep.notes.push_back(std::to_string(inserted) +
-                          " concatenation inputs requantized by a QUANTIZE in front (their producer's range is fixed)");
+      rep.notes.push_back(std::to_string(inserted) + " CONCATENATION / MAXIMUM / MINIMUM inputs requantized by a QUANTIZE "
+                                                     "in front (their producer's range is fixed)");
   }
 
   // Constants: filters and biases of the matrix operators, then any other float operand.
@@ -578,8 +571,8 @@ Result<std::vector<uint8_t>> quantize_tflite(const std::vector<uint8_t>& model, 
   }
   for (size_t oi = 0; oi < sg.operators.size(); ++oi) {
     T::OperatorT& op = *sg.operators[oi];
-    // A concatenation's constant inputs are coded at its output's parameters (TFLite's
-    // int8 kernel takes no other); the output's range covers them (they are in it).
+    // The constant inputs of a CONCATENATION / MAXIMUM / MINIMUM are coded at its output's
+    // parameters (the int8 kernels take no other); the output's range covers them.
     const bool join = shares_params(code_of(*mp, op)) && !op.outputs.empty() && params.count(op.outputs[0]);
     for (int32_t in : op.inputs) {
       if (!rw.valid(in) || !rw.constant(in) ||
