@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
-#include <iterator>
 
 #include "cli.h"
+#include "core/file_io.h"
 #include "tessera/model.h"
 #include "tessera/quantize.h"
 #include "tessera/session.h"
@@ -99,9 +99,7 @@ void add_quantize_command(CLI::App& app) {
     }
     std::vector<CalibrationRun> runs;
     for (const std::string& img : images) runs.push_back({take(model->image_input(img))});
-    std::ifstream f(a->model, std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (!f.good() && !f.eof()) take(error(StatusCode::io_error, "cannot read '", a->model, "'"));
+    std::vector<uint8_t> bytes = take(read_file_bounded(a->model, int64_t{4} << 30, "model file"));
     QuantizeOptions o;
     o.int8_io = a->int8_io;
     o.shared_add_params = !a->own_add_ranges;
