@@ -16,6 +16,7 @@
 #include <random>
 
 #include "fixtures.h"
+#include "import/tflite/graph_model.h"
 #include "oracle/oracle.h"
 #include "tessera/backend/plan.h"
 #include "tessera/detect.h"
@@ -270,29 +271,31 @@ TEST(QuantizeOracle, HelloWorldFloatKeepsFloatEdgesAndIsTheInterpreters) {
 // A one-FULLY_CONNECTED float model ([1, 4] -> [1, 3]) whose operator names its options
 // type but holds no table (the importer reads the defaults): found by quantize_fuzz, where
 // the object API kept the type without a value and packing dereferenced it.
+std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+testing::OpTensor f32(const char* name, std::vector<int32_t> shape) {
+  return testing::activation(name, ::tflite::TensorType_FLOAT32, std::move(shape));
+}
+testing::OpTensor f32_constant(const char* name, std::vector<int32_t> shape, const std::vector<float>& v) {
+  return testing::constant(name, ::tflite::TensorType_FLOAT32, std::move(shape), float_bytes(v));
+}
+
 std::vector<uint8_t> fc_model_without_options_table() {
-  flatbuffers::FlatBufferBuilder b;
-  const std::vector<float> w = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.0f, -0.75f, 1.0f, -2.0f, 0.125f, 1.0f, -0.5f};
-  const std::vector<float> bias = {0.1f, -0.2f, 0.3f};
-  const auto bytes = [&](const std::vector<float>& v) {
-    return ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
-  };
-  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {::tflite::CreateBuffer(b), bytes(w), bytes(bias)};
-  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("x")),
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{3, 4}), ::tflite::TensorType_FLOAT32, 1, b.CreateString("w")),
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{3}), ::tflite::TensorType_FLOAT32, 2, b.CreateString("b")),
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 3}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("y"))};
-  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {::tflite::CreateOperator(
-      b, 0, b.CreateVector(std::vector<int32_t>{0, 1, 2}), b.CreateVector(std::vector<int32_t>{3}),
-      ::tflite::BuiltinOptions_FullyConnectedOptions, 0)};
-  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
-                                     b.CreateVector(std::vector<int32_t>{3}), b.CreateVector(ops));
-  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
-      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_FULLY_CONNECTED, 0, 1, ::tflite::BuiltinOperator_FULLY_CONNECTED)};
-  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
-                                                       b.CreateString("fc"), b.CreateVector(buffers)));
-  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+  testing::GraphModel m;
+  testing::GraphSubgraph& sg = m.subgraphs.emplace_back();
+  const int32_t x = sg.add(f32("x", {1, 4}));
+  const int32_t w = sg.add(f32_constant("w", {3, 4}, {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.0f, -0.75f, 1.0f, -2.0f, 0.125f, 1.0f, -0.5f}));
+  const int32_t b = sg.add(f32_constant("b", {3}, {0.1f, -0.2f, 0.3f}));
+  const int32_t y = sg.add(f32("y", {1, 3}));
+  sg.inputs = {x};
+  sg.outputs = {y};
+  sg.op(::tflite::BuiltinOperator_FULLY_CONNECTED, {x, w, b}, {y}, [](flatbuffers::FlatBufferBuilder&) {
+    return std::make_pair(::tflite::BuiltinOptions_FullyConnectedOptions, flatbuffers::Offset<void>());  // no table
+  });
+  return m.bytes();
 }
 
 TEST(QuantizeOracle, AnOperatorWithoutItsOptionsTableIsQuantized) {
@@ -323,20 +326,13 @@ TEST(QuantizeOracle, AnOperatorWithoutItsOptionsTableIsQuantized) {
 
 // A one-operator float model [1, 4] -> [1, 4] of a unary builtin without options.
 std::vector<uint8_t> unary_float_model(::tflite::BuiltinOperator code) {
-  flatbuffers::FlatBufferBuilder b;
-  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {::tflite::CreateBuffer(b)};
-  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("x")),
-      ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, 0, b.CreateString("y"))};
-  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
-      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0}), b.CreateVector(std::vector<int32_t>{1}))};
-  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
-                                     b.CreateVector(std::vector<int32_t>{1}), b.CreateVector(ops));
-  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
-      ::tflite::CreateOperatorCode(b, static_cast<int8_t>(std::min<int32_t>(code, 127)), 0, 1, code)};
-  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
-                                                       b.CreateString("unary"), b.CreateVector(buffers)));
-  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+  testing::GraphModel m;
+  testing::GraphSubgraph& sg = m.subgraphs.emplace_back();
+  const int32_t x = sg.add(f32("x", {1, 4})), y = sg.add(f32("y", {1, 4}));
+  sg.inputs = {x};
+  sg.outputs = {y};
+  sg.op(code, {x}, {y});
+  return m.bytes();
 }
 
 TEST(QuantizeOracle, AnOperatorWithoutAnInt8FormIsNamedBeforeTheCalibration) {
@@ -428,27 +424,18 @@ TEST(QuantizeOracle, EachActivationQuantizesToWhatTheInterpreterRuns) {
 // fixed-range output fed to nothing else. The interpreter must accept and agree.
 TEST(QuantizeOracle, AConcatenationWithAConstantInputIsTheInterpreters) {
   TESSERA_REQUIRE_ORACLE(script);
-  flatbuffers::FlatBufferBuilder b;
   const std::vector<float> c = {-0.5f, 0.25f, 1.0f, 1.5f};  // a narrower range than the joined x
-  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {
-      ::tflite::CreateBuffer(b), ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(c.data()), 16))};
-  const auto tensor = [&](std::vector<int32_t> shape, uint32_t buffer, const char* name) {
-    return ::tflite::CreateTensor(b, b.CreateVector(shape), ::tflite::TensorType_FLOAT32, buffer, b.CreateString(name));
-  };
-  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {tensor({1, 4}, 0, "x"), tensor({1, 4}, 1, "c"),
-                                                                tensor({1, 8}, 0, "joined"), tensor({1, 8}, 0, "y")};
-  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
-      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0, 1}), b.CreateVector(std::vector<int32_t>{2}),
-                               ::tflite::BuiltinOptions_ConcatenationOptions, ::tflite::CreateConcatenationOptions(b, 1).Union()),
-      ::tflite::CreateOperator(b, 1, b.CreateVector(std::vector<int32_t>{2}), b.CreateVector(std::vector<int32_t>{3}))};
-  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0}),
-                                     b.CreateVector(std::vector<int32_t>{3}), b.CreateVector(ops));
-  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
-      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_CONCATENATION, 0, 1, ::tflite::BuiltinOperator_CONCATENATION),
-      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_LOGISTIC, 0, 1, ::tflite::BuiltinOperator_LOGISTIC)};
-  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
-                                                       b.CreateString("join"), b.CreateVector(buffers)));
-  const std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  testing::GraphModel gm;
+  testing::GraphSubgraph& sg = gm.subgraphs.emplace_back();
+  const int32_t x = sg.add(f32("x", {1, 4})), ci = sg.add(f32_constant("c", {1, 4}, c));
+  const int32_t joined = sg.add(f32("joined", {1, 8})), y = sg.add(f32("y", {1, 8}));
+  sg.inputs = {x};
+  sg.outputs = {y};
+  sg.op(::tflite::BuiltinOperator_CONCATENATION, {x, ci}, {joined}, [](flatbuffers::FlatBufferBuilder& fb) {
+    return std::make_pair(::tflite::BuiltinOptions_ConcatenationOptions, ::tflite::CreateConcatenationOptions(fb, 1).Union());
+  });
+  sg.op(::tflite::BuiltinOperator_LOGISTIC, {joined}, {y});
+  const std::vector<uint8_t> model = gm.bytes();
   std::vector<CalibrationRun> runs;
   for (float v : {-2.0f, 1.0f, 3.0f}) {
     std::vector<uint8_t> in(16);
@@ -487,34 +474,18 @@ TEST(QuantizeOracle, AConcatenationWithAConstantInputIsTheInterpreters) {
 // input gets a QUANTIZE in front. The interpreter must accept and agree.
 TEST(QuantizeOracle, MaximumAndMinimumShareTheirOutputsParameters) {
   TESSERA_REQUIRE_ORACLE(script);
-  flatbuffers::FlatBufferBuilder b;
   const std::vector<float> c = {-1.0f, 0.5f, 3.0f, 6.0f};
-  std::vector<flatbuffers::Offset<::tflite::Buffer>> buffers = {
-      ::tflite::CreateBuffer(b), ::tflite::CreateBuffer(b, b.CreateVector(reinterpret_cast<const uint8_t*>(c.data()), 16))};
-  const auto tensor = [&](uint32_t buffer, const char* name) {
-    return ::tflite::CreateTensor(b, b.CreateVector(std::vector<int32_t>{1, 4}), ::tflite::TensorType_FLOAT32, buffer,
-                                  b.CreateString(name));
-  };
-  std::vector<flatbuffers::Offset<::tflite::Tensor>> tensors = {tensor(0, "x"), tensor(1, "c"), tensor(0, "m"),
-                                                                tensor(0, "x2"), tensor(0, "y")};
-  std::vector<flatbuffers::Offset<::tflite::Operator>> ops = {
-      ::tflite::CreateOperator(b, 0, b.CreateVector(std::vector<int32_t>{0, 1}), b.CreateVector(std::vector<int32_t>{2})),
-      ::tflite::CreateOperator(b, 1, b.CreateVector(std::vector<int32_t>{2, 3}), b.CreateVector(std::vector<int32_t>{4}))};
-  auto sg = ::tflite::CreateSubGraph(b, b.CreateVector(tensors), b.CreateVector(std::vector<int32_t>{0, 3}),
-                                     b.CreateVector(std::vector<int32_t>{4}), b.CreateVector(ops));
-  std::vector<flatbuffers::Offset<::tflite::OperatorCode>> codes = {
-      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_MAXIMUM, 0, 1, ::tflite::BuiltinOperator_MAXIMUM),
-      ::tflite::CreateOperatorCode(b, ::tflite::BuiltinOperator_MINIMUM, 0, 1, ::tflite::BuiltinOperator_MINIMUM)};
-  ::tflite::FinishModelBuffer(b, ::tflite::CreateModel(b, 3, b.CreateVector(codes), b.CreateVector(std::vector{sg}),
-                                                       b.CreateString("clip"), b.CreateVector(buffers)));
-  const std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-  const auto floats = [](std::vector<float> v) {
-    std::vector<uint8_t> out(v.size() * 4);
-    std::memcpy(out.data(), v.data(), out.size());
-    return out;
-  };
-  std::vector<CalibrationRun> runs = {{floats({-2, 0, 1, 2}), floats({4, 4, 4, 4})},
-                                      {floats({2, -1, 0.5f, -2}), floats({-3, 1, 2, 5})}};
+  testing::GraphModel gm;
+  testing::GraphSubgraph& sg = gm.subgraphs.emplace_back();
+  const int32_t x = sg.add(f32("x", {1, 4})), ci = sg.add(f32_constant("c", {1, 4}, c)), mx = sg.add(f32("m", {1, 4}));
+  const int32_t x2 = sg.add(f32("x2", {1, 4})), y = sg.add(f32("y", {1, 4}));
+  sg.inputs = {x, x2};
+  sg.outputs = {y};
+  sg.op(::tflite::BuiltinOperator_MAXIMUM, {x, ci}, {mx});
+  sg.op(::tflite::BuiltinOperator_MINIMUM, {mx, x2}, {y});
+  const std::vector<uint8_t> model = gm.bytes();
+  std::vector<CalibrationRun> runs = {{float_bytes({-2, 0, 1, 2}), float_bytes({4, 4, 4, 4})},
+                                      {float_bytes({2, -1, 0.5f, -2}), float_bytes({-3, 1, 2, 5})}};
   QuantizeOptions o;
   o.int8_io = true;
   auto q = quantize_tflite(model, runs, o);
