@@ -283,6 +283,39 @@ testing::OpTensor f32_constant(const char* name, std::vector<int32_t> shape, con
   return testing::constant(name, ::tflite::TensorType_FLOAT32, std::move(shape), float_bytes(v));
 }
 
+// `model` quantized with int8 edges, each of `inputs` (one set per run) run through the
+// interpreter and the cpu, which must give the same bytes: the quantized model and the
+// interpreter's output 0 per run.
+struct Judged {
+  std::vector<uint8_t> model;
+  std::vector<std::vector<uint8_t>> outputs;
+};
+Judged quantize_and_judge(const std::string& script, const std::string& name, const std::vector<uint8_t>& model,
+                          const std::vector<CalibrationRun>& runs, const std::vector<std::vector<std::vector<uint8_t>>>& inputs) {
+  Judged r;
+  QuantizeOptions o;
+  o.int8_io = true;
+  auto q = quantize_tflite(model, runs, o);
+  EXPECT_TRUE(q.ok()) << q.status().to_string();
+  if (!q.ok()) return r;
+  r.model = *q;
+  TempDir dir("quantize_" + name);
+  write_bytes(dir.path / (name + ".tflite"), r.model);
+  std::vector<Job> jobs;
+  for (size_t j = 0; j < inputs.size(); ++j)
+    jobs.push_back({name + std::to_string(j), (dir.path / (name + ".tflite")).string(), inputs[j], {}});
+  const std::string err = run_batch(script, dir.path, jobs);
+  EXPECT_EQ(err, "");
+  if (!err.empty()) return r;
+  for (const Job& j : jobs) {
+    auto cpu = run_tessera(r.model, j.inputs, "cpu");
+    EXPECT_TRUE(cpu.ok()) << cpu.status().to_string();
+    if (cpu.ok()) EXPECT_EQ((*cpu)[0], j.outputs[0]) << j.name;
+    r.outputs.push_back(j.outputs.empty() ? std::vector<uint8_t>{} : j.outputs[0]);
+  }
+  return r;
+}
+
 std::vector<uint8_t> fc_model_without_options_table() {
   testing::GraphModel m;
   testing::GraphSubgraph& sg = m.subgraphs.emplace_back();
@@ -437,34 +470,17 @@ TEST(QuantizeOracle, AConcatenationWithAConstantInputIsTheInterpreters) {
   sg.op(::tflite::BuiltinOperator_LOGISTIC, {joined}, {y});
   const std::vector<uint8_t> model = gm.bytes();
   std::vector<CalibrationRun> runs;
-  for (float v : {-2.0f, 1.0f, 3.0f}) {
-    std::vector<uint8_t> in(16);
-    for (int k = 0; k < 4; ++k) {
-      const float x = v + 0.5f * float(k);
-      std::memcpy(in.data() + 4 * k, &x, 4);
-    }
-    runs.push_back({in});
-  }
-  QuantizeOptions o;
-  o.int8_io = true;
-  auto q = quantize_tflite(model, runs, o);
-  ASSERT_TRUE(q.ok()) << q.status().to_string();
-  TempDir dir("quantize_join");
-  write_bytes(dir.path / "join.tflite", *q);
-  std::vector<Job> jobs;
-  for (int j = 0; j < 4; ++j) jobs.push_back({"join" + std::to_string(j), (dir.path / "join.tflite").string(), {{uint8_t(j * 60), 17, 200, 128}}, {}});
-  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
-  for (const Job& j : jobs) {
-    auto cpu = run_tessera(*q, j.inputs, "cpu");
-    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-    EXPECT_EQ((*cpu)[0], j.outputs[0]) << j.name;
-  }
+  for (float v : {-2.0f, 1.0f, 3.0f}) runs.push_back({float_bytes({v, v + 0.5f, v + 1.0f, v + 1.5f})});
+  std::vector<std::vector<std::vector<uint8_t>>> inputs;
+  for (int j = 0; j < 4; ++j) inputs.push_back({{uint8_t(j * 60), 17, 200, 128}});
+  const Judged r = quantize_and_judge(script, "join", model, runs, inputs);
+  ASSERT_EQ(r.outputs.size(), inputs.size());
   // The constant's four values come out of the LOGISTIC as their float sigmoids, within a step or two.
-  auto g = tflite::load_tflite_buffer(ConstData::from_vector(*q));
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(r.model));
   ASSERT_TRUE(g.ok());
   const QuantParams qo = g->tensor(g->outputs[0]).quant;
   for (int k = 0; k < 4; ++k) {
-    const double y = qo.scale[0] * (int(int8_t(jobs[0].outputs[0][4 + k])) - qo.zero_point[0]);
+    const double y = qo.scale[0] * (int(int8_t(r.outputs[0][4 + k])) - qo.zero_point[0]);
     EXPECT_NEAR(y, 1.0 / (1.0 + std::exp(-double(c[k]))), 3.0 / 256) << "constant " << c[k];
   }
 }
@@ -486,36 +502,28 @@ TEST(QuantizeOracle, MaximumAndMinimumShareTheirOutputsParameters) {
   const std::vector<uint8_t> model = gm.bytes();
   std::vector<CalibrationRun> runs = {{float_bytes({-2, 0, 1, 2}), float_bytes({4, 4, 4, 4})},
                                       {float_bytes({2, -1, 0.5f, -2}), float_bytes({-3, 1, 2, 5})}};
-  QuantizeOptions o;
-  o.int8_io = true;
-  auto q = quantize_tflite(model, runs, o);
-  ASSERT_TRUE(q.ok()) << q.status().to_string();
-  TempDir dir("quantize_clip");
-  write_bytes(dir.path / "clip.tflite", *q);
-  std::vector<Job> jobs;
+  std::vector<std::vector<std::vector<uint8_t>>> inputs;
   std::mt19937 rng(23);
   for (int j = 0; j < 6; ++j) {
     std::vector<uint8_t> a(4), bb(4);
     for (auto& v : a) v = static_cast<uint8_t>(rng() & 0xff);
     for (auto& v : bb) v = static_cast<uint8_t>(rng() & 0xff);
-    jobs.push_back({"clip" + std::to_string(j), (dir.path / "clip.tflite").string(), {a, bb}, {}});
+    inputs.push_back({a, bb});
   }
-  ASSERT_EQ(run_batch(script, dir.path, jobs), "");
-  auto g = tflite::load_tflite_buffer(ConstData::from_vector(*q));
+  const Judged r = quantize_and_judge(script, "clip", model, runs, inputs);
+  ASSERT_EQ(r.outputs.size(), inputs.size());
+  auto g = tflite::load_tflite_buffer(ConstData::from_vector(r.model));
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   const QuantParams q0 = g->tensor(g->inputs[0]).quant, q1 = g->tensor(g->inputs[1]).quant, qo = g->tensor(g->outputs[0]).quant;
-  for (const Job& j : jobs) {
-    auto cpu = run_tessera(*q, j.inputs, "cpu");
-    ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-    EXPECT_EQ((*cpu)[0], j.outputs[0]) << j.name;
+  for (size_t j = 0; j < inputs.size(); ++j) {
     for (int k = 0; k < 4; ++k) {
-      const double x = q0.scale[0] * (int(int8_t(j.inputs[0][k])) - q0.zero_point[0]);
-      const double x2 = q1.scale[0] * (int(int8_t(j.inputs[1][k])) - q1.zero_point[0]);
-      const double y = qo.scale[0] * (int(int8_t((*cpu)[0][k])) - qo.zero_point[0]);
+      const double x = q0.scale[0] * (int(int8_t(inputs[j][0][k])) - q0.zero_point[0]);
+      const double x2 = q1.scale[0] * (int(int8_t(inputs[j][1][k])) - q1.zero_point[0]);
+      const double y = qo.scale[0] * (int(int8_t(r.outputs[j][k])) - qo.zero_point[0]);
       // Codes compared at one scale: exact up to the constant's and x2's own rounding.
       const double lo = qo.scale[0] * (-128 - qo.zero_point[0]), hi = qo.scale[0] * (127 - qo.zero_point[0]);
       EXPECT_NEAR(y, std::clamp(std::min(std::max(x, double(c[k])), x2), lo, hi), 1.01 * qo.scale[0])
-          << j.name << " element " << k;
+          << "run " << j << " element " << k;
     }
   }
 }
